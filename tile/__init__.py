@@ -1,0 +1,39 @@
+"""tile: a GPU kernel compiler written entirely in Python.
+
+The public names load lazily, so `import tile` is cheap and `tile.ir` can be used alone.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "jit": "tile.frontend.jit",
+    "JITFunction": "tile.frontend.jit",
+    "CompilationError": "tile.frontend.errors",
+    "constexpr": "tile.language",
+    "dump": "tile.compiler",
+    "cdiv": "tile.utils",
+    "next_power_of_2": "tile.utils",
+    "to_device": "tile.runtime.arrays",
+    "empty": "tile.runtime.arrays",
+    "empty_like": "tile.runtime.arrays",
+    "DeviceArray": "tile.runtime.arrays",
+}
+_SUBMODULES = ("ir", "language", "frontend", "opt", "codegen", "runtime", "testing", "compiler")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"tile.{name}")
+    raise AttributeError(f"module 'tile' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(_EXPORTS) + list(_SUBMODULES) + ["__version__"])

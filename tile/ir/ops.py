@@ -1,0 +1,506 @@
+"""The op registry, and the op set of tile IR.
+
+Every op name used at any level is registered here (or by the module of its level) with an
+`OpDef`: its traits and a verifier. Operations themselves are generic `Operation` objects;
+the registry is what gives a name its meaning. The tile IR ops and their semantics:
+
+Values and shapes (all tensors have static, power-of-two-free shapes; `T` is any type):
+  arith.constant {value}            : T         scalar, or a tensor splat of `value`
+  tt.program_id {axis}              : i32       this program's index along grid axis 0..2
+  tt.num_programs {axis}            : i32
+  tt.arange {start, end}            : tensor<Nxi32>   start, start+1, ..., end-1
+  tt.splat %s                       : tensor    every element = scalar %s
+  tt.broadcast %t                   : tensor    same rank, size-1 dims stretched
+  tt.expand_dims %t {axis}          : tensor    inserts a size-1 dim at `axis`
+  tt.reshape %t {can_reorder}       : tensor    same element count, row-major order kept
+  tt.trans %t {order}               : tensor    result dim i = operand dim order[i]
+  tt.hint %x {multiple_of, max_contiguous, max_constancy} : same type; value unchanged,
+                                    per-dimension facts for axis analysis (lists, may be empty)
+
+Memory (pointer arithmetic is in elements; masks are i1 of the pointer's shape):
+  tt.addptr %p, %off                : type(%p)  %p + %off * sizeof(pointee)
+  tt.load %p [, %mask [, %other]] {cache, eviction, volatile} : elements of %p
+                                    masked-off lanes read `other` (undefined if absent)
+  tt.store %p, %v [, %mask] {cache, eviction}
+  tt.atomic_rmw %p, %v [, %mask] {kind, sem, scope} : old values
+                                    kind: add, max, min, and, or, xor, xchg
+  tt.atomic_cas %p, %cmp, %v {sem, scope}   : old values
+  tt.ptr_to_int %p : i64-typed      tt.int_to_ptr %i : ptr-typed
+
+Elementwise (operands have identical types, scalar or tensor; the frontend inserts
+splats, broadcasts and casts. Integer signedness comes from the dtype: i32 vs u32):
+  arith.add sub mul                 wrap-around for integers
+  arith.div                         floats: IEEE division; integers: truncates toward zero
+  arith.rem                         floats: fmod (sign of the dividend); integers: C remainder
+  arith.and or xor                  integers and i1
+  arith.shl shr                     shr: arithmetic for signed, logical for unsigned
+  arith.max min {propagate_nan}     floats: the non-NaN operand unless propagate_nan
+  arith.cmp {predicate}             -> i1 of the operand shape; eq ne lt le gt ge;
+                                    floats: ordered, except ne which is unordered
+  arith.neg, arith.not              not: bitwise complement (logical not for i1)
+  arith.select %c, %a, %b           %c is i1 of the same shape
+  arith.cast %x {rounding}          : T  value conversion: int<->int (extension by the
+                                    source's signedness, truncation), float<->float (rounding
+                                    "rtne" (default) or "rtz" when narrowing), float->int
+                                    (toward zero), int->float, anything -> i1 is x != 0
+  arith.bitcast %x                  : T  same bit width, bits unchanged
+  math.abs exp exp2 log log2 sqrt rsqrt sin cos erf floor ceil   (unary, floats; abs: ints too)
+  math.fma %a, %b, %c               a * b + c
+  math.umulhi %a, %b                high 32/64 bits of the unsigned product
+
+Blocks of values:
+  tt.dot %a, %b, %acc {input_precision, max_num_imprecise_acc} : type(%acc)
+                                    a: MxK, b: KxN, acc: MxN; acc + a @ b
+  tt.reduce %x... {axis} : T...     region ^(%a..., %b...): tt.reduce.return %r...
+  tt.scan %x... {axis, reverse} : T...     region like reduce; inclusive scan
+
+Debug:
+  tt.print %x... {prefix, hex}      tt.assert %cond {message, file, line}     tt.debug_barrier
+
+Control flow (scf) and functions:
+  scf.for %lb, %ub, %step, %init... : T...  region ^(%iv, %carried...): scf.yield %next...
+  scf.if %cond : T...                       then-region, else-region, each ending in scf.yield
+  scf.while %init... : T...                 before-region ^(%args...): scf.condition %c, %fwd...
+                                            after-region  ^(%fwd...): scf.yield %next...
+  tt.func {sym_name, arg_names}             region ^(%params...): ... tt.return
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from .core import Operation
+from .types import DType, PointerType, TensorType, Type, element_type, i1, i32, i64, shape_of, with_element
+
+
+class VerificationError(Exception):
+    def __init__(self, op: Operation, message: str):
+        where = f" (from {op.loc})" if op.loc is not None else ""
+        super().__init__(f"'{op.name}': {message}{where}")
+        self.op = op
+
+
+@dataclass
+class OpDef:
+    name: str
+    verify: Optional[Callable[[Operation], None]] = None
+    pure: bool = True  # no side effects: may be removed when unused, merged by CSE, hoisted
+    terminator: bool = False
+    commutative: bool = False
+    num_regions: int = 0
+    doc: str = ""
+    traits: set[str] = field(default_factory=set)
+
+
+OP_DEFS: dict[str, OpDef] = {}
+
+
+def register_op(name: str, *, pure: bool = True, terminator: bool = False, commutative: bool = False,
+                num_regions: int = 0, traits: tuple[str, ...] = (), doc: str = ""):
+    """Decorator registering `name` with the decorated function as its verifier."""
+
+    def wrap(verify: Optional[Callable[[Operation], None]]):
+        OP_DEFS[name] = OpDef(name, verify, pure, terminator, commutative, num_regions, doc, set(traits))
+        return verify
+
+    return wrap
+
+
+def op_def(name: str) -> Optional[OpDef]:
+    return OP_DEFS.get(name)
+
+
+def is_pure(op: Operation) -> bool:
+    d = OP_DEFS.get(op.name)
+    return d is not None and d.pure
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def expect(op: Operation, cond: bool, message: str) -> None:
+    if not cond:
+        raise VerificationError(op, message)
+
+
+def expect_counts(op: Operation, operands: tuple[int, int] | int, results: int) -> None:
+    lo, hi = (operands, operands) if isinstance(operands, int) else operands
+    expect(op, lo <= op.num_operands <= hi, f"expects {lo}..{hi} operands, got {op.num_operands}")
+    expect(op, len(op.results) == results, f"expects {results} results, got {len(op.results)}")
+
+
+def same_shape(a: Type, b: Type) -> bool:
+    return shape_of(a) == shape_of(b) and isinstance(a, TensorType) == isinstance(b, TensorType)
+
+
+def _elementwise(kinds: str, result_bool: bool = False, arity: int = 2):
+    """Verifier for elementwise ops over dtypes of the given kinds ('i' int, 'f' float, 'p' pointer)."""
+
+    def verify(op: Operation) -> None:
+        expect_counts(op, arity, 1)
+        t0 = op.operand(0).type
+        for v in op.operands[1:]:
+            expect(op, v.type == t0, f"operand types differ: {t0} vs {v.type}")
+        el = element_type(t0)
+        ok = (("i" in kinds and isinstance(el, DType) and el.is_integer)
+              or ("f" in kinds and isinstance(el, DType) and el.is_floating)
+              or ("p" in kinds and isinstance(el, PointerType)))
+        expect(op, ok, f"unsupported element type {el}")
+        want = with_element(t0, i1) if result_bool else t0
+        expect(op, op.result.type == want, f"result type {op.result.type} should be {want}")
+
+    return verify
+
+
+for _name in ("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.rem", "arith.max", "arith.min"):
+    register_op(_name, commutative=_name in ("arith.add", "arith.mul", "arith.max", "arith.min"))(_elementwise("if"))
+for _name in ("arith.and", "arith.or", "arith.xor"):
+    register_op(_name, commutative=True)(_elementwise("i"))
+for _name in ("arith.shl", "arith.shr", "math.umulhi"):
+    register_op(_name)(_elementwise("i"))
+register_op("arith.neg")(_elementwise("if", arity=1))
+register_op("arith.not")(_elementwise("i", arity=1))
+for _name in ("math.exp", "math.exp2", "math.log", "math.log2", "math.sqrt", "math.rsqrt", "math.sin",
+              "math.cos", "math.erf", "math.floor", "math.ceil"):
+    register_op(_name)(_elementwise("f", arity=1))
+register_op("math.abs")(_elementwise("if", arity=1))
+register_op("math.fma")(_elementwise("f", arity=3))
+
+CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+@register_op("arith.cmp")
+def _verify_cmp(op: Operation) -> None:
+    _elementwise("ifp", result_bool=True)(op)
+    expect(op, op.attrs.get("predicate") in CMP_PREDICATES, f"bad predicate {op.attrs.get('predicate')!r}")
+
+
+@register_op("arith.select")
+def _verify_select(op: Operation) -> None:
+    expect_counts(op, 3, 1)
+    c, a, b = (v.type for v in op.operands)
+    expect(op, a == b, f"select branches differ: {a} vs {b}")
+    expect(op, element_type(c) == i1 and same_shape(c, a) or c == i1,
+           f"condition {c} must be i1 of the value's shape")
+    expect(op, op.result.type == a, "result type must match the operands")
+
+
+@register_op("arith.constant")
+def _verify_constant(op: Operation) -> None:
+    expect_counts(op, 0, 1)
+    expect(op, "value" in op.attrs, "missing 'value'")
+    expect(op, isinstance(op.attrs["value"], (int, float, bool)), "value must be a number")
+
+
+@register_op("arith.cast")
+def _verify_cast(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    src, dst = op.operand(0).type, op.result.type
+    expect(op, same_shape(src, dst), f"cast changes shape: {src} -> {dst}")
+    expect(op, isinstance(element_type(src), DType) and isinstance(element_type(dst), DType),
+           "cast is for numbers; use tt.ptr_to_int / tt.int_to_ptr for pointers")
+    expect(op, op.attrs.get("rounding", "rtne") in ("rtne", "rtz"), "rounding is rtne or rtz")
+
+
+@register_op("arith.bitcast")
+def _verify_bitcast(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    src, dst = op.operand(0).type, op.result.type
+    expect(op, same_shape(src, dst), f"bitcast changes shape: {src} -> {dst}")
+    es, ed = element_type(src), element_type(dst)
+    bits = lambda e: 64 if isinstance(e, PointerType) else e.bits  # noqa: E731
+    expect(op, bits(es) == bits(ed), f"bitcast between widths {bits(es)} and {bits(ed)}")
+
+
+@register_op("tt.ptr_to_int")
+def _verify_ptr_to_int(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    expect(op, isinstance(element_type(op.operand(0).type), PointerType), "operand must be a pointer")
+    expect(op, op.result.type == with_element(op.operand(0).type, i64), "result must be i64")
+
+
+@register_op("tt.int_to_ptr")
+def _verify_int_to_ptr(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    expect(op, element_type(op.operand(0).type) == i64, "operand must be i64")
+    expect(op, isinstance(element_type(op.result.type), PointerType), "result must be a pointer")
+
+
+# ------------------------------------------------------------------------- tensors
+
+
+@register_op("tt.program_id")
+@register_op("tt.num_programs")
+def _verify_program_id(op: Operation) -> None:
+    expect_counts(op, 0, 1)
+    expect(op, op.attrs.get("axis") in (0, 1, 2), "axis must be 0, 1 or 2")
+    expect(op, op.result.type == i32, "result must be i32")
+
+
+@register_op("tt.arange")
+def _verify_arange(op: Operation) -> None:
+    expect_counts(op, 0, 1)
+    start, end = op.attrs.get("start"), op.attrs.get("end")
+    expect(op, isinstance(start, int) and isinstance(end, int) and end > start, "needs int start < end")
+    expect(op, op.result.type == TensorType((end - start,), i32, getattr(op.result.type, "layout", None)),
+           f"result must be tensor<{end - start}xi32>")
+
+
+@register_op("tt.splat")
+def _verify_splat(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    src, dst = op.operand(0).type, op.result.type
+    expect(op, not isinstance(src, TensorType), "operand must be a scalar")
+    expect(op, isinstance(dst, TensorType) and dst.element == src, f"result must be a tensor of {src}")
+
+
+@register_op("tt.broadcast")
+def _verify_broadcast(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    src, dst = op.operand(0).type, op.result.type
+    expect(op, isinstance(src, TensorType) and isinstance(dst, TensorType), "operand and result are tensors")
+    expect(op, src.element == dst.element and src.rank == dst.rank, f"cannot broadcast {src} to {dst}")
+    for s, d in zip(src.shape, dst.shape):
+        expect(op, s == d or s == 1, f"cannot broadcast {src} to {dst}")
+
+
+@register_op("tt.expand_dims")
+def _verify_expand_dims(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    src, dst = op.operand(0).type, op.result.type
+    axis = op.attrs.get("axis")
+    expect(op, isinstance(src, TensorType) and isinstance(axis, int) and 0 <= axis <= src.rank, "bad axis")
+    shape = list(src.shape)
+    shape.insert(axis, 1)
+    expect(op, isinstance(dst, TensorType) and dst.shape == tuple(shape) and dst.element == src.element,
+           f"result must have shape {tuple(shape)}")
+
+
+@register_op("tt.reshape")
+def _verify_reshape(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    src, dst = op.operand(0).type, op.result.type
+    expect(op, isinstance(src, TensorType) and isinstance(dst, TensorType), "operand and result are tensors")
+    expect(op, src.numel == dst.numel and src.element == dst.element, f"cannot reshape {src} to {dst}")
+
+
+@register_op("tt.trans")
+def _verify_trans(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    src, dst = op.operand(0).type, op.result.type
+    order = op.attrs.get("order")
+    expect(op, isinstance(src, TensorType) and sorted(order or []) == list(range(src.rank)), "bad order")
+    expect(op, dst.shape == tuple(src.shape[i] for i in order) and dst.element == src.element,
+           "result shape must be the permuted operand shape")
+
+
+@register_op("tt.hint")
+def _verify_hint(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    expect(op, op.result.type == op.operand(0).type, "result type must match the operand")
+
+
+# -------------------------------------------------------------------------- memory
+
+
+def _verify_pointer_operand(op: Operation, ptr_type: Type) -> PointerType:
+    el = element_type(ptr_type)
+    expect(op, isinstance(el, PointerType), f"expects a pointer, got {ptr_type}")
+    return el
+
+
+def _verify_mask(op: Operation, mask_type: Type, ptr_type: Type) -> None:
+    expect(op, element_type(mask_type) == i1 and shape_of(mask_type) == shape_of(ptr_type),
+           f"mask {mask_type} must be i1 shaped like the pointer {ptr_type}")
+
+
+@register_op("tt.addptr")
+def _verify_addptr(op: Operation) -> None:
+    expect_counts(op, 2, 1)
+    p, off = op.operand(0).type, op.operand(1).type
+    _verify_pointer_operand(op, p)
+    eo = element_type(off)
+    expect(op, isinstance(eo, DType) and eo.is_integer and same_shape(p, off), f"bad offset type {off}")
+    expect(op, op.result.type == p, "result type must match the pointer")
+
+
+@register_op("tt.load", pure=False)
+def _verify_load(op: Operation) -> None:
+    expect_counts(op, (1, 3), 1)
+    p = op.operand(0).type
+    pt = _verify_pointer_operand(op, p)
+    expect(op, op.result.type == with_element(p, pt.pointee), f"result must be {with_element(p, pt.pointee)}")
+    if op.num_operands > 1:
+        _verify_mask(op, op.operand(1).type, p)
+    if op.num_operands > 2:
+        expect(op, op.operand(2).type == op.result.type, "other must have the result's type")
+
+
+@register_op("tt.store", pure=False)
+def _verify_store(op: Operation) -> None:
+    expect_counts(op, (2, 3), 0)
+    p = op.operand(0).type
+    pt = _verify_pointer_operand(op, p)
+    expect(op, op.operand(1).type == with_element(p, pt.pointee),
+           f"stored value {op.operand(1).type} must be {with_element(p, pt.pointee)}")
+    if op.num_operands > 2:
+        _verify_mask(op, op.operand(2).type, p)
+
+
+ATOMIC_KINDS = ("add", "max", "min", "and", "or", "xor", "xchg")
+
+
+@register_op("tt.atomic_rmw", pure=False)
+def _verify_atomic_rmw(op: Operation) -> None:
+    expect_counts(op, (2, 3), 1)
+    p = op.operand(0).type
+    pt = _verify_pointer_operand(op, p)
+    expect(op, op.attrs.get("kind") in ATOMIC_KINDS, f"bad atomic kind {op.attrs.get('kind')!r}")
+    expect(op, op.operand(1).type == with_element(p, pt.pointee), "value must match the pointee type")
+    expect(op, op.result.type == op.operand(1).type, "result must match the value type")
+    if op.num_operands > 2:
+        _verify_mask(op, op.operand(2).type, p)
+
+
+@register_op("tt.atomic_cas", pure=False)
+def _verify_atomic_cas(op: Operation) -> None:
+    expect_counts(op, 3, 1)
+    p = op.operand(0).type
+    pt = _verify_pointer_operand(op, p)
+    want = with_element(p, pt.pointee)
+    expect(op, op.operand(1).type == want and op.operand(2).type == want, f"cmp and value must be {want}")
+    expect(op, op.result.type == want, f"result must be {want}")
+
+
+# ---------------------------------------------------------------- blocks of values
+
+
+@register_op("tt.dot")
+def _verify_dot(op: Operation) -> None:
+    expect_counts(op, 3, 1)
+    a, b, c = (v.type for v in op.operands)
+    expect(op, all(isinstance(t, TensorType) and t.rank == 2 for t in (a, b, c)), "operands are 2-D tensors")
+    expect(op, a.shape[1] == b.shape[0], f"inner dimensions differ: {a.shape} @ {b.shape}")
+    expect(op, c.shape == (a.shape[0], b.shape[1]), f"accumulator {c.shape} must be {(a.shape[0], b.shape[1])}")
+    expect(op, a.element == b.element, f"operand dtypes differ: {a.element} vs {b.element}")
+    expect(op, op.result.type == c, "result must have the accumulator's type")
+
+
+def _verify_combine_region(op: Operation, what: str) -> None:
+    expect(op, len(op.regions) == 1, f"{what} needs one combine region")
+    n = op.num_operands
+    expect(op, n >= 1 and len(op.results) == n, f"{what} needs as many results as operands")
+    block = op.regions[0].block
+    elems = [element_type(v.type) for v in op.operands]
+    expect(op, [a.type for a in block.args] == elems + elems, "combine region arguments must be the elements twice")
+    term = block.terminator
+    expect(op, term is not None and term.name == "tt.reduce.return", "combine region must end in tt.reduce.return")
+    expect(op, [v.type for v in term.operands] == elems, "combine region must return one element per operand")
+
+
+@register_op("tt.reduce", num_regions=1)
+def _verify_reduce(op: Operation) -> None:
+    _verify_combine_region(op, "reduce")
+    axis = op.attrs.get("axis")
+    for v, r in zip(op.operands, op.results):
+        t = v.type
+        expect(op, isinstance(t, TensorType) and isinstance(axis, int) and 0 <= axis < t.rank, "bad axis")
+        shape = t.shape[:axis] + t.shape[axis + 1:]
+        want = TensorType(shape, t.element) if shape else t.element
+        expect(op, shape_of(r.type) == shape_of(want) and element_type(r.type) == t.element,
+               f"result must be {want}")
+
+
+@register_op("tt.scan", num_regions=1)
+def _verify_scan(op: Operation) -> None:
+    _verify_combine_region(op, "scan")
+    axis = op.attrs.get("axis")
+    for v, r in zip(op.operands, op.results):
+        expect(op, isinstance(v.type, TensorType) and 0 <= axis < v.type.rank, "bad axis")
+        expect(op, r.type == v.type, "scan results have the operand types")
+
+
+register_op("tt.reduce.return", terminator=True)(None)
+
+
+# --------------------------------------------------------------------------- debug
+
+
+@register_op("tt.print", pure=False)
+def _verify_print(op: Operation) -> None:
+    expect(op, not op.results, "print has no results")
+
+
+@register_op("tt.assert", pure=False)
+def _verify_assert(op: Operation) -> None:
+    expect_counts(op, 1, 0)
+    expect(op, element_type(op.operand(0).type) == i1, "condition must be i1")
+
+
+register_op("tt.debug_barrier", pure=False)(None)
+
+
+# ---------------------------------------------------------------- control flow
+
+
+def _yield_types(block) -> list[Type]:
+    term = block.terminator
+    return [v.type for v in term.operands] if term is not None else []
+
+
+@register_op("scf.for", num_regions=1, pure=False)
+def _verify_for(op: Operation) -> None:
+    expect(op, op.num_operands >= 3, "scf.for needs lb, ub, step")
+    lb, ub, step = (v.type for v in op.operands[:3])
+    expect(op, lb == ub == step and isinstance(lb, DType) and lb.is_integer, "bounds must be integers of one type")
+    inits = [v.type for v in op.operands[3:]]
+    expect(op, [r.type for r in op.results] == inits, "results must match the initial values")
+    body = op.regions[0].block
+    expect(op, [a.type for a in body.args] == [lb] + inits, "body arguments must be (iv, carried...)")
+    term = body.terminator
+    expect(op, term is not None and term.name == "scf.yield", "body must end in scf.yield")
+    expect(op, _yield_types(body) == inits, f"scf.yield types {_yield_types(body)} must be {inits}")
+
+
+@register_op("scf.if", num_regions=2, pure=False)
+def _verify_if(op: Operation) -> None:
+    expect_counts(op, 1, len(op.results))
+    expect(op, op.operand(0).type == i1, "condition must be a scalar i1")
+    want = [r.type for r in op.results]
+    for region in op.regions:
+        block = region.block
+        term = block.terminator
+        expect(op, term is not None and term.name == "scf.yield", "each branch must end in scf.yield")
+        expect(op, _yield_types(block) == want, f"branch yields {_yield_types(block)}, expected {want}")
+
+
+@register_op("scf.while", num_regions=2, pure=False)
+def _verify_while(op: Operation) -> None:
+    before, after = op.regions[0].block, op.regions[1].block
+    inits = [v.type for v in op.operands]
+    expect(op, [a.type for a in before.args] == inits, "before-region arguments must match the initial values")
+    cond = before.terminator
+    expect(op, cond is not None and cond.name == "scf.condition", "before-region must end in scf.condition")
+    expect(op, cond.num_operands >= 1 and cond.operand(0).type == i1, "scf.condition needs an i1 first")
+    forwarded = [v.type for v in cond.operands[1:]]
+    expect(op, [r.type for r in op.results] == forwarded, "results must match the forwarded values")
+    expect(op, [a.type for a in after.args] == forwarded, "after-region arguments must match forwarded values")
+    expect(op, after.terminator is not None and after.terminator.name == "scf.yield", "after-region ends in scf.yield")
+    expect(op, _yield_types(after) == inits, "after-region must yield the loop's value types")
+
+
+register_op("scf.yield", terminator=True, pure=False)(None)
+register_op("scf.condition", terminator=True, pure=False)(None)
+
+
+@register_op("tt.func", num_regions=1, pure=False)
+def _verify_func(op: Operation) -> None:
+    expect(op, isinstance(op.attrs.get("sym_name"), str), "missing sym_name")
+    term = op.regions[0].block.terminator
+    expect(op, term is not None and term.name == "tt.return", "function must end in tt.return")
+
+
+register_op("tt.return", terminator=True, pure=False)(None)
+
+__all__ = ["OP_DEFS", "OpDef", "VerificationError", "register_op", "op_def", "is_pure", "expect",
+           "expect_counts", "CMP_PREDICATES", "ATOMIC_KINDS", "i32"]

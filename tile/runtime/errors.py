@@ -1,0 +1,89 @@
+"""Errors raised by tile's runtime: failing driver calls, rejected PTX, impossible launches."""
+
+from __future__ import annotations
+
+import re
+
+# ptxas names the offending line as "ptxas application ptx input, line 12; error : ...".
+_PTX_LINE = re.compile(r"line (\d+);")
+
+
+class DriverError(RuntimeError):
+    """A CUDA driver call failed.
+
+    `code` is the CUresult name (e.g. "CUDA_ERROR_OUT_OF_MEMORY"), `description` the driver's
+    text for it, `log` the JIT log where the call produced one.
+    """
+
+    def __init__(
+        self,
+        call: str,
+        code: str,
+        *,
+        kernel: str | None = None,
+        description: str = "",
+        log: str = "",
+    ) -> None:
+        self.kernel = kernel
+        self.call = call
+        self.code = code
+        self.description = description
+        self.log = log
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = f"kernel '{self.kernel}': " if self.kernel else ""
+        what = f"{self.code} ({self.description})" if self.description else self.code
+        text = f"{where}{self.call} failed with {what}"
+        if self.log:
+            text += f"\ndriver log:\n{self.log.rstrip()}"
+        return text
+
+
+class CompilerBugError(DriverError):
+    """The driver's PTX JIT rejected PTX that tile generated: a bug in tile, not in the kernel."""
+
+    def __init__(
+        self,
+        kernel: str | None,
+        log: str,
+        *,
+        ptx: str = "",
+        code: str = "CUDA_ERROR_INVALID_PTX",
+        description: str = "",
+        call: str = "cuModuleLoadDataEx",
+    ) -> None:
+        match = _PTX_LINE.search(log)
+        self.ptx_line: int | None = int(match.group(1)) if match else None
+        lines = ptx.splitlines()
+        # The offending line's text saves a trip to `tile.dump` in the common case.
+        self.ptx_line_text: str | None = (
+            lines[self.ptx_line - 1].strip()
+            if self.ptx_line is not None and 0 < self.ptx_line <= len(lines)
+            else None
+        )
+        super().__init__(call, code, kernel=kernel, description=description, log=log)
+
+    def _message(self) -> str:
+        text = (
+            f"the CUDA driver rejected the PTX that tile generated for kernel '{self.kernel}'; "
+            f"this is a bug in tile's code generator, please report it with the kernel.\n"
+            + super()._message()
+        )
+        if self.ptx_line is not None:
+            text += f"\nfirst offending PTX line: {self.ptx_line}"
+            if self.ptx_line_text is not None:
+                text += f": {self.ptx_line_text}"
+        return text
+
+
+class LaunchError(RuntimeError):
+    """A launch the device cannot run: a limit (threads per block, shared memory, grid) is broken."""
+
+    def __init__(self, kernel: str, limit: str, requested: int, allowed: int, hint: str = "") -> None:
+        self.kernel = kernel
+        self.limit = limit
+        self.requested = requested
+        self.allowed = allowed
+        text = f"cannot launch kernel '{kernel}': {limit} is {requested}, the allowed maximum is {allowed}"
+        super().__init__(f"{text} ({hint})" if hint else text)
