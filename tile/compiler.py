@@ -1,0 +1,198 @@
+"""The compiler driver: runs the stages of DESIGN.md §2 for one specialization of a kernel.
+
+    frontend ──▶ tile IR ──tile passes──▶ tile-opt ──▶ interpreter          (target "interpreter")
+                                                  └──gpu passes──▶ gpu ──lower──▶ simt ──emit──▶ ptx ──▶ CUDA
+
+`compile_kernel` returns a `CompiledKernel` holding the text of every stage it ran (what
+`tile.dump` shows) and a `launch(grid, args)` method. `dump` compiles without launching.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from .ir import Operation, print_op
+
+INTERPRETER = "interpreter"
+STAGES = ("tile", "tile-opt", "passes", "gpu", "simt", "ptx")
+DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}
+
+
+def current_target() -> str:
+    """Where a launch runs now: the NumPy interpreter, or the GPU's PTX target (e.g. "sm_90a")."""
+    if os.environ.get("TILE_INTERPRET", "0") not in ("", "0"):
+        return INTERPRETER
+    from .runtime.cuda_driver import cuda_available
+
+    if not cuda_available():
+        return INTERPRETER
+    from .runtime.cuda_driver import CudaDevice
+
+    return CudaDevice.get(0).ptx_target()
+
+
+@dataclass
+class CompiledKernel:
+    """One specialization of a kernel, compiled for one target."""
+
+    name: str
+    target: str
+    options: dict[str, Any]
+    func: Operation  # the IR the backend consumed (tile-opt for the interpreter, simt for GPUs)
+    stages: dict[str, str] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    backend: Any = None  # InterpreterBackend or the CUDA launcher
+
+    def launch(self, grid: Sequence[int], args: list, stream: Optional[int] = None) -> None:
+        grid3 = tuple(grid) + (1,) * (3 - len(grid))
+        self.backend.launch(grid3, args, stream)
+
+    def stage(self, name: str) -> str:
+        if name not in self.stages:
+            ran = ", ".join(self.stages)
+            raise ValueError(f"{self.name}: stage {name!r} was not produced for target {self.target} (have: {ran})")
+        return self.stages[name]
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Registers, spills and shared memory of a GPU kernel (empty for the interpreter)."""
+        return getattr(self.backend, "metadata", {})
+
+
+class InterpreterBackend:
+    def __init__(self, func: Operation, name: str):
+        self.func = func
+        self.name = name
+
+    def launch(self, grid: tuple[int, int, int], args: list, stream: Optional[int]) -> None:
+        from .runtime.host_args import run_on_host
+
+        run_on_host(self.func, grid, args, self.name)
+
+
+def _timed(timings: dict[str, float], key: str, fn, *args):
+    start = time.perf_counter()
+    out = fn(*args)
+    timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
+    return out
+
+
+def compile_kernel(fn: Any, spec: Any, options: dict[str, Any], target: str, record_passes: bool = False,
+                   until: Optional[str] = None) -> CompiledKernel:
+    """Compile `fn` (a JITFunction) for `spec` (its Specialization). Stops after stage `until` if given."""
+    from .opt.pass_manager import PassManager
+    from .opt.tile_pipeline import tile_passes
+
+    options = {**DEFAULT_OPTIONS, **options}
+    timings: dict[str, float] = {}
+    func = _timed(timings, "frontend", fn.build_ir, spec)
+    name = func.attrs["sym_name"]
+    stages = {"tile": print_op(func)}
+    kernel = CompiledKernel(name, target, options, func, stages, timings)
+    if until == "tile":
+        return kernel
+
+    manager = PassManager(tile_passes(), verify_each=record_passes, record=record_passes)
+    _timed(timings, "tile passes", manager.run, func)
+    stages["tile-opt"] = print_op(func)
+    records = list(manager.records) if record_passes else []
+    if target == INTERPRETER:
+        if record_passes:
+            stages["passes"] = _format_records(records)
+        kernel.backend = InterpreterBackend(func, name)
+        return kernel
+    if until == "tile-opt" and not record_passes:
+        return kernel
+
+    from .codegen.lower import lower_to_simt
+    from .codegen.ptx import emit_ptx
+    from .opt.gpu_pipeline import gpu_passes
+
+    gpu_manager = PassManager(gpu_passes(options["num_warps"], target), verify_each=record_passes,
+                              record=record_passes)
+    _timed(timings, "gpu passes", gpu_manager.run, func)
+    if record_passes:
+        stages["passes"] = _format_records(records + list(gpu_manager.records))
+    stages["gpu"] = print_op(func)
+    if until in ("tile-opt", "passes", "gpu"):
+        return kernel
+    simt = _timed(timings, "lowering", lower_to_simt, func)
+    stages["simt"] = print_op(simt)
+    kernel.func = simt
+    ptx = _timed(timings, "ptx emission", emit_ptx, simt, target, _ptx_version(target))
+    stages["ptx"] = ptx
+    if until is not None:
+        return kernel
+    from .runtime.cuda_launch import CudaBackend
+
+    kernel.backend = _timed(timings, "driver jit", CudaBackend, ptx, simt, options)
+    return kernel
+
+
+def _ptx_version(target: str) -> str:
+    from .runtime.cuda_driver import cuda_available
+
+    if target != INTERPRETER and cuda_available():
+        from .runtime.cuda_driver import CudaDevice
+
+        return CudaDevice.get(0).ptx_version()
+    return "8.7" if target.startswith("sm_9") else "8.0"
+
+
+def _format_records(records: list[tuple[str, str]]) -> str:
+    return "\n\n".join(f"// ----- after {name} -----\n{text}" for name, text in records)
+
+
+# ------------------------------------------------------------------------------ dump
+
+
+class Dump:
+    """The text of a compiler stage; prints as text and renders as code in Jupyter."""
+
+    def __init__(self, title: str, text: str):
+        self.title = title
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"// {self.title}\n{self.text}"
+
+    def _repr_markdown_(self) -> str:
+        return f"**{self.title}**\n\n```\n{self.text}\n```"
+
+
+def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str] = None,
+         num_warps: int = 4, num_stages: int = 3, **constexprs: Any) -> Dump:
+    """Show what tile compiles for `kernel`.
+
+    With arguments: compile for their types (arrays or scalars; only types and alignment
+    matter) without launching, and return the text of `stage` (one of STAGES). `target` is
+    "interpreter" or a PTX target such as "sm_90a"; GPU stages need no GPU. Without
+    arguments: the stages of what earlier launches compiled.
+    """
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; choose one of {', '.join(STAGES)}")
+    if not args and not constexprs:
+        compiled = list(kernel.cache.values())
+        if not compiled:
+            raise ValueError(f"{kernel.__name__} has not been launched yet: pass arguments to dump it")
+        parts = []
+        for c in compiled:
+            available = stage if stage in c.stages else "tile-opt"
+            parts.append(f"// {c.name} for {c.target} ({available})\n{c.stages[available]}")
+        return Dump(f"{kernel.__name__}: {stage}", "\n\n".join(parts))
+    if target is None:
+        target = current_target()
+        if target == INTERPRETER and stage in ("gpu", "simt", "ptx"):
+            target = "sm_90a"
+    if target == INTERPRETER and stage in ("gpu", "simt", "ptx"):
+        raise ValueError(f"stage {stage!r} needs a GPU target such as target='sm_90a'")
+    spec, _ = kernel.specialize(args, constexprs)
+    options = {"num_warps": num_warps, "num_stages": num_stages}
+    until = {"tile": "tile", "tile-opt": "tile-opt", "passes": "passes", "gpu": "gpu"}.get(stage, "ptx")
+    compiled = compile_kernel(kernel, spec, options, target, record_passes=(stage == "passes"), until=until)
+    return Dump(f"{kernel.__name__}: {stage} ({target})", compiled.stage(stage))
