@@ -72,8 +72,8 @@ def numpy_dtype_to_tile(dtype: Any) -> str:
         dtype = np.dtype(dtype)
         name = _NUMPY_TO_TILE.get(dtype)
         if name is None:
-            # ml_dtypes' types are NumPy "void"-kind dtypes recognizable only by name.
-            name = _ML_DTYPES_TO_TILE.get(dtype.name) if dtype.kind == "V" else None
+            # ml_dtypes' types are custom NumPy dtypes, recognizable only by name.
+            name = _ML_DTYPES_TO_TILE.get(dtype.name)
             if name is None:
                 raise TypeError(
                     f"NumPy dtype {dtype} has no tile equivalent; supported: bool, int8-64, uint8-64, "

@@ -98,8 +98,44 @@ _TARGET_MIN_PTX: dict[str, tuple[int, int]] = {
 }
 
 
+_devices: dict[int, CudaDevice] = {}
+_devices_lock = threading.Lock()
+_thread = threading.local()  # .ordinal: the device whose context is current in this thread
+
+_LOG_BYTES = 64 * 1024
+# Load failures that mean the PTX itself is wrong (or targets what the driver cannot run),
+# which is tile's fault, not the user's.
+_PTX_REJECTED = {
+    "CUDA_ERROR_INVALID_PTX",
+    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+    "CUDA_ERROR_INVALID_IMAGE",
+    "CUDA_ERROR_NO_BINARY_FOR_GPU",
+}
+
+
+def _log_text(buffer: bytearray) -> str:
+    return buffer.split(b"\0", 1)[0].decode(errors="replace").strip()
+
+
 class CudaDevice:
-    """One GPU: its primary context and the properties the compiler and the launcher need."""
+    """One GPU: its primary context and the properties the compiler and the launcher need.
+
+    Get one with `CudaDevice.get(ordinal)`; it is created once per ordinal.
+    """
+
+    @classmethod
+    def get(cls, ordinal: int = 0) -> CudaDevice:
+        """The device `ordinal`, created on first use, with its context current in this thread."""
+        device = _devices.get(ordinal)
+        if device is None:
+            if not cuda_available():
+                raise DriverError("cuInit", "CUDA_ERROR_NO_DEVICE", description="no CUDA driver or GPU found")
+            with _devices_lock:
+                device = _devices.get(ordinal)
+                if device is None:
+                    device = _devices[ordinal] = cls(ordinal)
+        device.make_current()
+        return device
 
     def __init__(self, ordinal: int) -> None:
         drv = _drv()
@@ -131,8 +167,38 @@ class CudaDevice:
         return _check(_drv().cuDeviceGetAttribute(attribute, self.handle), "cuDeviceGetAttribute")
 
     def make_current(self) -> None:
-        """Make this device's primary context current in the calling thread."""
-        _check(_drv().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        """Make this device's primary context current in the calling thread (once per thread)."""
+        # A context is current per thread: a new thread must set it before it allocates or loads.
+        if getattr(_thread, "ordinal", None) != self.ordinal:
+            _check(_drv().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+            _thread.ordinal = self.ordinal
+
+    def load_module(self, ptx: str, kernel_name: str) -> CudaKernel:
+        """JIT-compile `ptx` with the driver and return its kernel `kernel_name`.
+
+        Raises CompilerBugError (with the JIT log) when the driver rejects the PTX.
+        """
+        drv = _drv()
+        self.make_current()
+        opt = drv.CUjit_option
+        info, error = bytearray(_LOG_BYTES), bytearray(_LOG_BYTES)
+        options = [
+            opt.CU_JIT_INFO_LOG_BUFFER,
+            opt.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            opt.CU_JIT_ERROR_LOG_BUFFER,
+            opt.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            opt.CU_JIT_LOG_VERBOSE,
+        ]
+        values = [info, _LOG_BYTES, error, _LOG_BYTES, 1]
+        err, module = drv.cuModuleLoadDataEx(ptx.encode() + b"\0", len(options), options, values)
+        if err is not _SUCCESS:
+            log = _log_text(error) or _log_text(info)
+            if err.name in _PTX_REJECTED:
+                description = _error(err, "cuModuleLoadDataEx").description
+                raise CompilerBugError(kernel_name, log, ptx=ptx, code=err.name, description=description)
+            raise _error(err, "cuModuleLoadDataEx", kernel_name, log)
+        function = _check(drv.cuModuleGetFunction(module, kernel_name.encode()), "cuModuleGetFunction", kernel_name)
+        return CudaKernel(kernel_name, module, function, self, _log_text(info))
 
     def ptx_target(self) -> str:
         """The `.target` for this device: sm_90a on Hopper (for wgmma and TMA), else sm_XY."""
@@ -158,69 +224,9 @@ class CudaDevice:
         return f"CudaDevice({self.ordinal}, {self.name!r}, {self.ptx_target()})"
 
 
-_devices: dict[int, CudaDevice] = {}
-_devices_lock = threading.Lock()
-_thread = threading.local()  # .ordinal: the device whose context is current in this thread
-
-
 def get_device(ordinal: int = 0) -> CudaDevice:
-    """The device `ordinal`, created on first use, with its context current in this thread."""
-    device = _devices.get(ordinal)
-    if device is None:
-        if not cuda_available():
-            raise DriverError("cuInit", "CUDA_ERROR_NO_DEVICE", description="no CUDA driver or GPU found")
-        with _devices_lock:
-            device = _devices.get(ordinal)
-            if device is None:
-                device = _devices[ordinal] = CudaDevice(ordinal)
-    # A context is current per thread: a new thread must set it before it allocates or loads.
-    if getattr(_thread, "ordinal", None) != ordinal:
-        device.make_current()
-        _thread.ordinal = ordinal
-    return device
-
-
-_LOG_BYTES = 64 * 1024
-# Load failures that mean the PTX itself is wrong (or targets what the driver cannot run),
-# which is tile's fault, not the user's.
-_PTX_REJECTED = {
-    "CUDA_ERROR_INVALID_PTX",
-    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
-    "CUDA_ERROR_INVALID_IMAGE",
-    "CUDA_ERROR_NO_BINARY_FOR_GPU",
-}
-
-
-def _log_text(buffer: bytearray) -> str:
-    return buffer.split(b"\0", 1)[0].decode(errors="replace").strip()
-
-
-def load_module(ptx: str, kernel_name: str, device: int = 0) -> CudaKernel:
-    """JIT-compile `ptx` with the driver and return its kernel `kernel_name`.
-
-    Raises CompilerBugError (with the JIT log) when the driver rejects the PTX.
-    """
-    drv = _drv()
-    dev = get_device(device)
-    opt = drv.CUjit_option
-    info, error = bytearray(_LOG_BYTES), bytearray(_LOG_BYTES)
-    options = [
-        opt.CU_JIT_INFO_LOG_BUFFER,
-        opt.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-        opt.CU_JIT_ERROR_LOG_BUFFER,
-        opt.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-        opt.CU_JIT_LOG_VERBOSE,
-    ]
-    values = [info, _LOG_BYTES, error, _LOG_BYTES, 1]
-    err, module = drv.cuModuleLoadDataEx(ptx.encode() + b"\0", len(options), options, values)
-    if err is not _SUCCESS:
-        log = _log_text(error) or _log_text(info)
-        if err.name in _PTX_REJECTED:
-            description = _error(err, "cuModuleLoadDataEx").description
-            raise CompilerBugError(kernel_name, log, ptx=ptx, code=err.name, description=description)
-        raise _error(err, "cuModuleLoadDataEx", kernel_name, log)
-    function = _check(drv.cuModuleGetFunction(module, kernel_name.encode()), "cuModuleGetFunction", kernel_name)
-    return CudaKernel(kernel_name, module, function, dev, _log_text(info))
+    """`CudaDevice.get(ordinal)`: the device, with its context current in this thread."""
+    return CudaDevice.get(ordinal)
 
 
 class CudaKernel:
@@ -453,32 +459,32 @@ def mem_alloc(nbytes: int) -> int:
     """Allocate `nbytes` of device memory on device 0; returns its address (0 for 0 bytes)."""
     if nbytes == 0:
         return 0
-    get_device()
+    CudaDevice.get()
     return int(_check(_drv().cuMemAlloc(nbytes), "cuMemAlloc"))
 
 
 def mem_free(address: int) -> None:
     """Free device memory from `mem_alloc`."""
     if address:
-        get_device()
+        CudaDevice.get()
         _check(_drv().cuMemFree(address), "cuMemFree")
 
 
 def memcpy_htod(dst: int, src: int, nbytes: int) -> None:
     """Copy `nbytes` from host address `src` to device address `dst`."""
     if nbytes:
-        get_device()
+        CudaDevice.get()
         _check(_drv().cuMemcpyHtoD(dst, src, nbytes), "cuMemcpyHtoD")
 
 
 def memcpy_dtoh(dst: int, src: int, nbytes: int) -> None:
     """Copy `nbytes` from device address `src` to host address `dst`."""
     if nbytes:
-        get_device()
+        CudaDevice.get()
         _check(_drv().cuMemcpyDtoH(dst, src, nbytes), "cuMemcpyDtoH")
 
 
 def synchronize() -> None:
     """Wait for all work on device 0, on every stream."""
-    get_device()
+    CudaDevice.get()
     _check(_drv().cuCtxSynchronize(), "cuCtxSynchronize")

@@ -35,7 +35,11 @@ class CudaBackend:
     def launch(self, grid: tuple[int, int, int], args: list, stream: Optional[int]) -> None:
         values = list(args)
         for i in self.pointer_slots:
-            values[i] = describe_argument(values[i]).address
+            info = describe_argument(values[i])
+            if not info.is_device:
+                raise TypeError(f"{self.name}: argument {i} ({type(values[i]).__name__}) is in host memory; "
+                                "pass a GPU array (tile.to_device, a CUDA torch tensor) or set TILE_INTERPRET=1")
+            values[i] = info.address
         if stream is None:
             stream = current_stream_of(args)
         self.launcher(grid, self.block_x, self.shared_bytes, stream, *values)

@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import Operation
+from .cuda_driver import is_torch_tensor
 
 
 def _torch_to_host(t: Any) -> tuple[np.ndarray, Callable[[np.ndarray], None]]:
@@ -35,7 +36,7 @@ def to_host(arg: Any) -> tuple[Any, Callable[[np.ndarray], None] | None]:
     """A NumPy view of `arg` for the interpreter, and how to write results back (None: nothing to do)."""
     if isinstance(arg, np.ndarray) or isinstance(arg, (int, float, bool, np.generic)):
         return arg, None
-    if type(arg).__module__ == "torch":
+    if is_torch_tensor(arg):
         return _torch_to_host(arg)
     if hasattr(arg, "host_view") and not getattr(arg, "is_device", False):
         return arg.host_view(), None

@@ -1,0 +1,425 @@
+"""Autotuning and heuristics for kernels, with Triton's semantics.
+
+    @tile.autotune(configs=[tile.Config({"BLOCK": 128}, num_warps=4),
+                            tile.Config({"BLOCK": 1024}, num_warps=8)], key=["n"])
+    @tile.jit
+    def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr): ...
+
+    add[lambda meta: (tile.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
+
+On the first call for a new key (the values of the arguments named in `key`, plus the dtype
+of every array argument) each config is benchmarked and the fastest is kept, in memory and
+on disk (`DiskCache`), so the next process skips the tuning. `TILE_PRINT_AUTOTUNING=1`
+prints what was chosen. A config that fails to compile or does not fit the device is
+skipped with a warning.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import time
+import warnings
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from .cache import DiskCache, cache_key, compiler_fingerprint
+from .errors import CompilerBugError, DriverError, LaunchError
+
+# Driver failures that mean "this config asks for more than the device has".
+_RESOURCE_CODES = {"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "CUDA_ERROR_INVALID_VALUE"}
+
+
+class Config:
+    """One point of the tuning space: constexpr values plus launch options.
+
+    `pre_hook(nargs)` runs before every launch with this config; `nargs` maps argument names
+    (and constexprs) to values.
+    """
+
+    def __init__(self, kwargs: dict[str, Any], num_warps: int = 4, num_stages: int = 3,
+                 pre_hook: Optional[Callable[[dict[str, Any]], None]] = None) -> None:
+        self.kwargs = dict(kwargs)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+        self.pre_hook = pre_hook
+
+    def all_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments a launch with this config receives."""
+        return {**self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages}
+
+    def _identity(self) -> tuple:
+        return tuple(sorted((k, repr(v)) for k, v in self.all_kwargs().items())), self.pre_hook
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Config) and self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def __str__(self) -> str:
+        parts = [f"{k}: {v}" for k, v in self.kwargs.items()]
+        parts += [f"num_warps: {self.num_warps}", f"num_stages: {self.num_stages}"]
+        return ", ".join(parts)
+
+    def __repr__(self) -> str:
+        hook = f", pre_hook={self.pre_hook!r}" if self.pre_hook is not None else ""
+        return f"Config({self.kwargs!r}, num_warps={self.num_warps}, num_stages={self.num_stages}{hook})"
+
+
+class AutotuneError(RuntimeError):
+    """Every config of an autotuned kernel failed; the message lists each config's reason."""
+
+
+def _base_function(fn: Any) -> Callable:
+    """The Python function under any stack of JITFunction / Autotuner / Heuristics wrappers."""
+    base = fn
+    while not inspect.isfunction(base):
+        inner = getattr(base, "fn", None)
+        if inner is None:
+            raise TypeError(f"{fn!r} is not a @tile.jit function (or a wrapper of one)")
+        base = inner
+    return base
+
+
+def _arg_names(fn: Any) -> list[str]:
+    names = getattr(fn, "arg_names", None)
+    if names is not None:
+        return list(names)
+    return list(inspect.signature(_base_function(fn)).parameters)
+
+
+class _KernelWrapper:
+    """What Autotuner and Heuristics share: `kernel[grid](...)` and the wrapped kernel's names."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.base_fn = _base_function(fn)
+        self.arg_names = _arg_names(fn)
+        self.__name__ = self.base_fn.__name__
+        self.__doc__ = self.base_fn.__doc__
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)  # run: the subclass's
+
+    def __getattr__(self, name: str) -> Any:
+        # Everything else (specialize, build_ir, ...) is the wrapped kernel's, so tile.dump
+        # and compile_kernel accept a wrapped kernel. Lookups during construction or
+        # unpickling, before `fn` exists, must not recurse.
+        if name == "fn" or "fn" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.fn, name)
+
+
+def _is_array(value: Any) -> bool:
+    return hasattr(value, "dtype") and hasattr(value, "shape") and not isinstance(value, np.generic)
+
+
+def _zero(array: Any) -> None:
+    if hasattr(array, "zero_"):
+        array.zero_()
+    elif isinstance(array, np.ndarray):
+        array[...] = 0
+    elif hasattr(array, "copy_from"):
+        array.copy_from(np.zeros(array.shape, array.dtype))
+    else:
+        raise TypeError(f"reset_to_zero: cannot zero a {type(array).__qualname__}")
+
+
+def _snapshot(array: Any) -> Any:
+    if hasattr(array, "clone"):
+        return array.clone()
+    if isinstance(array, np.ndarray):
+        return array.copy()
+    if hasattr(array, "numpy") and hasattr(array, "copy_from"):
+        return array.numpy()
+    raise TypeError(f"restore_value: cannot copy a {type(array).__qualname__}")
+
+
+def _restore(array: Any, saved: Any) -> None:
+    if hasattr(array, "copy_"):
+        array.copy_(saved)
+    elif isinstance(array, np.ndarray):
+        array[...] = saved
+    else:
+        array.copy_from(saved)
+
+
+def is_tuning_error(exc: BaseException) -> bool:
+    """Whether `exc` means "this config cannot run here" (skip it) rather than a bug to raise.
+
+    That is: a CompilationError, a launch beyond a device limit, PTX the driver rejects (for
+    instance too much shared memory), or the driver running out of launch resources.
+    """
+    if isinstance(exc, (LaunchError, CompilerBugError)):
+        return True
+    if isinstance(exc, DriverError):
+        return exc.code in _RESOURCE_CODES
+    try:
+        from tile.frontend.errors import CompilationError
+    except ImportError:
+        return False
+    return isinstance(exc, CompilationError)
+
+
+def _device_name() -> str:
+    """Where timings were taken: autotuning results are only valid on the same kind of device."""
+    from tile.compiler import INTERPRETER, current_target
+
+    target = current_target()
+    if target == INTERPRETER:
+        return target
+    from .cuda_driver import get_device
+
+    return f"{target}:{get_device(0).name}"
+
+
+class Autotuner(_KernelWrapper):
+    """A kernel that picks, per tuning key, the fastest of several configs (see `autotune`)."""
+
+    def __init__(self, fn: Any, configs: Sequence[Config], key: Sequence[str],
+                 prune_configs_by: Optional[dict[str, Any]] = None,
+                 reset_to_zero: Optional[Sequence[str]] = None, restore_value: Optional[Sequence[str]] = None,
+                 warmup: float = 25, rep: float = 100, do_bench: Optional[Callable[..., Any]] = None,
+                 cache_results: bool = True) -> None:
+        super().__init__(fn)
+        self.configs = list(configs) if configs else [Config({})]
+        self.keys = list(key)
+        self.reset_to_zero = list(reset_to_zero or [])
+        self.restore_value = list(restore_value or [])
+        for name in self.keys + self.reset_to_zero + self.restore_value:
+            if name not in self.arg_names:
+                raise ValueError(f"autotune of {self.__name__}: {name!r} is not an argument "
+                                 f"(arguments: {', '.join(self.arg_names)})")
+        prune = dict(prune_configs_by or {})
+        unknown = set(prune) - {"perf_model", "top_k", "early_config_prune"}
+        if unknown:
+            raise ValueError(f"prune_configs_by: unknown keys {sorted(unknown)}; "
+                             f"known: perf_model, top_k, early_config_prune")
+        self.perf_model: Optional[Callable[..., float]] = prune.get("perf_model")
+        self.configs_top_k: float | int = prune.get("top_k", 1.0)
+        self.early_config_prune: Optional[Callable[..., list[Config]]] = prune.get("early_config_prune")
+        self.warmup, self.rep = warmup, rep
+        if do_bench is None:
+            from tile.testing import do_bench as default_bench
+
+            self.do_bench: Callable[..., Any] = lambda f, quantiles: default_bench(
+                f, warmup=self.warmup, rep=self.rep, quantiles=quantiles)
+        else:
+            self.do_bench = do_bench
+        self.cache_results = cache_results
+        self.cache: dict[tuple, Config] = {}
+        self.best_config: Optional[Config] = None
+        self.configs_timings: dict[Config, Any] = {}
+        self.bench_time = 0.0
+        self._disk = DiskCache()
+
+    # -------------------------------------------------------------------- tuning key
+
+    def tuning_key(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple:
+        """Triton's key: the named arguments' values (an array's: its dtype), then every array's dtype."""
+        named = {**dict(zip(self.arg_names, args)), **kwargs}
+        named = {k: v for k, v in named.items() if k in self.arg_names}
+        key: list[Any] = [str(named[k].dtype) if _is_array(named[k]) else named[k] for k in self.keys if k in named]
+        key += [str(v.dtype) for v in named.values() if _is_array(v)]
+        return tuple(key)
+
+    # -------------------------------------------------------------------- running
+
+    def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
+        nargs = dict(zip(self.arg_names, args))
+        from_cache = "memory"
+        key: tuple = ()
+        if len(self.configs) > 1:
+            key = self.tuning_key(args, kwargs)
+            config = self.cache.get(key)
+            if config is None:
+                config, from_cache = self._tune(key, args, nargs, grid, kwargs)
+                self.cache[key] = config
+        else:
+            config = self.configs[0]
+        self.best_config = config
+        if from_cache != "memory" and os.environ.get("TILE_PRINT_AUTOTUNING", "0") == "1":
+            how = "loaded from the disk cache" if from_cache == "disk" else f"tuned in {self.bench_time:.2f}s"
+            print(f"tile autotuning for {self.__name__} with key {key}: {how}; best config: {config}")
+        full = {**nargs, **kwargs, **config.all_kwargs()}
+        if config.pre_hook is not None:
+            config.pre_hook(full)
+        return self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
+
+    def _tune(self, key: tuple, args: Sequence[Any], nargs: dict[str, Any], grid: Any,
+              kwargs: dict[str, Any]) -> tuple[Config, str]:
+        disk_key = self._disk_key(key)
+        cached = self._load(disk_key) if disk_key is not None else None
+        if cached is not None:
+            return cached, "disk"
+        pruned = self.prune_configs(nargs, kwargs)
+        start = time.perf_counter()
+        timings: dict[Config, Any] = {}
+        failures: list[str] = []
+        for config in pruned:
+            try:
+                timings[config] = self._bench(config, args, nargs, grid, kwargs)
+            except Exception as exc:
+                if not is_tuning_error(exc):
+                    raise
+                reason = f"{type(exc).__name__}: {exc}"
+                failures.append(f"  [{config}] {reason}")
+                warnings.warn(f"autotune of {self.__name__}: skipping config [{config}]: {reason}",
+                              RuntimeWarning, stacklevel=4)
+        self.bench_time = time.perf_counter() - start
+        self.configs_timings = timings
+        if not timings:
+            raise AutotuneError(f"autotune of {self.__name__}: every config failed for key {key}:\n"
+                                + "\n".join(failures))
+        best = min(timings, key=lambda c: _sort_key(timings[c]))
+        # The benchmark runs left reset_to_zero arrays dirty: the real launch sees zeros.
+        for name in self.reset_to_zero:
+            _zero({**nargs, **kwargs}[name])
+        if disk_key is not None:
+            self._store(disk_key, best, timings)
+        return best, "tuned"
+
+    def _bench(self, config: Config, args: Sequence[Any], nargs: dict[str, Any], grid: Any,
+               kwargs: dict[str, Any]) -> Any:
+        if os.environ.get("TILE_PRINT_AUTOTUNING", "0") == "1":
+            print(f"tile autotuning {self.__name__} with config {config}")
+        conflicts = kwargs.keys() & config.kwargs.keys()
+        if conflicts:
+            raise ValueError(f"autotune of {self.__name__}: {', '.join(sorted(conflicts))} given both as "
+                             f"arguments and by the configs; do not pass tuned meta-parameters")
+        launch_kwargs = {**kwargs, **config.all_kwargs()}
+        full = {**nargs, **launch_kwargs}
+
+        def kernel_call() -> None:
+            if config.pre_hook is not None:
+                config.pre_hook(full)
+            for name in self.reset_to_zero:
+                _zero(full[name])
+            saved = {name: _snapshot(full[name]) for name in self.restore_value}
+            try:
+                self.fn.run(*args, grid=grid, **launch_kwargs)
+            finally:
+                for name, value in saved.items():
+                    _restore(full[name], value)
+
+        return self.do_bench(kernel_call, quantiles=(0.5, 0.2, 0.8))
+
+    def prune_configs(self, nargs: dict[str, Any], kwargs: dict[str, Any]) -> list[Config]:
+        """The configs worth timing: after `early_config_prune`, the `top_k` best by `perf_model`."""
+        configs = self.configs
+        if self.early_config_prune is not None:
+            configs = list(self.early_config_prune(self.configs, nargs, **kwargs))
+            if not configs:
+                raise AutotuneError(f"autotune of {self.__name__}: early_config_prune left no config")
+        if self.perf_model is not None:
+            top_k = self.configs_top_k
+            if isinstance(top_k, float) and top_k <= 1.0:
+                top_k = max(1, int(len(self.configs) * top_k))
+            elif not isinstance(top_k, int):
+                raise TypeError("prune_configs_by['top_k'] must be an int or a float <= 1.0")
+            if len(configs) > top_k:
+                estimate = {c: self.perf_model(**nargs, **kwargs, **c.all_kwargs()) for c in configs}
+                configs = sorted(configs, key=lambda c: estimate[c])[:top_k]
+        return list(configs)
+
+    # -------------------------------------------------------------------- disk cache
+
+    def _disk_key(self, key: tuple) -> Optional[str]:
+        if not self.cache_results:
+            return None
+        try:
+            source = inspect.getsource(self.base_fn)
+        except (OSError, TypeError):
+            return None  # no source (e.g. defined in a REPL): nothing stable to key on
+        try:
+            values = [v.item() if isinstance(v, np.generic) else v for v in key]
+            return cache_key("autotune", source, [repr(c) for c in self.configs], values,
+                             _device_name(), compiler_fingerprint())
+        except TypeError:
+            return None  # a key value cache_key cannot encode: keep the result in memory only
+
+    def _load(self, disk_key: str) -> Optional[Config]:
+        entry = self._disk.get(disk_key)
+        if entry is None:
+            return None
+        try:
+            stored = json.loads(entry["best.json"])
+            settings = {**stored["kwargs"], "num_warps": stored["num_warps"], "num_stages": stored["num_stages"]}
+        except (KeyError, TypeError, ValueError):
+            return None
+        for config in self.configs:
+            if config.all_kwargs() == settings:
+                return config
+        return Config(stored["kwargs"], num_warps=stored["num_warps"], num_stages=stored["num_stages"])
+
+    def _store(self, disk_key: str, best: Config, timings: dict[Config, Any]) -> None:
+        record = {"kwargs": best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages,
+                  "timings": [[str(c), _jsonable(t)] for c, t in timings.items()]}
+        try:
+            text = json.dumps(record)
+        except (TypeError, ValueError):
+            return  # constexpr values JSON cannot hold: keep the result in memory only
+        self._disk.put(disk_key, {"best.json": text})
+
+
+def _sort_key(timing: Any) -> tuple:
+    if isinstance(timing, (list, tuple)):
+        return tuple(float(t) for t in timing)
+    return (float(timing),)
+
+
+def _jsonable(timing: Any) -> Any:
+    return list(_sort_key(timing))
+
+
+def autotune(configs: Sequence[Config], key: Sequence[str], prune_configs_by: Optional[dict[str, Any]] = None,
+             reset_to_zero: Optional[Sequence[str]] = None, restore_value: Optional[Sequence[str]] = None,
+             warmup: float = 25, rep: float = 100, do_bench: Optional[Callable[..., Any]] = None,
+             cache_results: bool = True) -> Callable[[Any], Autotuner]:
+    """Decorate a @tile.jit kernel so each new `key` benchmarks `configs` and keeps the fastest.
+
+    `key`: argument names whose values (for arrays: dtypes) select a tuning; every array's
+    dtype is part of the key too. `prune_configs_by`: {"perf_model": f(**args, **config) ->
+    estimated time, "top_k": how many to time (a float <= 1: a fraction), "early_config_prune":
+    f(configs, named_args, **kwargs) -> configs}. `reset_to_zero`: arrays zeroed before each
+    timed run and before the real run; `restore_value`: arrays restored after each timed run.
+    `do_bench(fn, quantiles)` times one config (default: tile.testing.do_bench with
+    `warmup`/`rep` ms); it returns a time or a list of times, smallest wins. `cache_results`:
+    keep results on disk, keyed by the kernel source, the configs, the key and the device.
+    """
+
+    def decorator(fn: Any) -> Autotuner:
+        return Autotuner(fn, configs, key, prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
+                         restore_value=restore_value, warmup=warmup, rep=rep, do_bench=do_bench,
+                         cache_results=cache_results)
+
+    return decorator
+
+
+class Heuristics(_KernelWrapper):
+    """A kernel whose some constexprs are computed from its other arguments (see `heuristics`)."""
+
+    def __init__(self, fn: Any, values: dict[str, Callable[[dict[str, Any]], Any]]) -> None:
+        super().__init__(fn)
+        self.values = dict(values)
+
+    def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
+        for name, heuristic in self.values.items():
+            kwargs[name] = heuristic({**dict(zip(self.arg_names, args)), **kwargs})
+        return self.fn.run(*args, grid=grid, **kwargs)
+
+
+def heuristics(values: dict[str, Callable[[dict[str, Any]], Any]]) -> Callable[[Any], Heuristics]:
+    """Decorate a kernel so each launch sets constexpr `name` to `values[name](args)`.
+
+    `args` maps every argument name (and the keyword arguments of the launch, including
+    values computed by earlier heuristics) to its value; heuristics run in order.
+    """
+
+    def decorator(fn: Any) -> Heuristics:
+        return Heuristics(fn, values)
+
+    return decorator
+

@@ -1,0 +1,327 @@
+"""Interpreter closures for tile IR's value ops: constants, shapes, arithmetic, math, casts.
+
+Integer semantics follow the GPU: arithmetic wraps; `div`/`rem` truncate toward zero and a
+division by zero gives all-ones bits (-1 signed, the maximum unsigned) with the dividend as
+the remainder, as NVIDIA's division sequence does; INT_MIN / -1 wraps to INT_MIN. Shifts
+take the amount as unsigned and clamp it like PTX: `shl`/logical `shr` by >= the width give
+0, arithmetic `shr` gives the sign fill. i1 arithmetic is 1-bit unsigned arithmetic.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tile.ir.core import Operation
+from tile.ir.types import DType, PointerType, element_type, f64, shape_of
+
+from .interp_core import Compiler, ExecState, Frame, implements
+from .interp_dtypes import bitcast, cast, constant, rounder, value_dtype
+
+
+def scalar_type(v) -> DType | PointerType:
+    return element_type(v.type)
+
+
+# ----------------------------------------------------------------------- values, shapes
+
+
+@implements("arith.constant")
+def _constant(op: Operation, cc: Compiler):
+    r = cc.slot(op.result)
+    value = constant(op.attrs["value"], scalar_type(op.result))
+    shape = shape_of(op.result.type)
+    value = np.broadcast_to(value.reshape((1,) * (len(shape) + 1)), (1,) + shape)
+
+    def run(f: Frame, st: ExecState) -> None:
+        f[r] = value
+
+    return run
+
+
+@implements("tt.program_id")
+def _program_id(op: Operation, cc: Compiler):
+    r, axis = cc.slot(op.result), op.attrs["axis"]
+
+    def run(f: Frame, st: ExecState) -> None:
+        f[r] = st.pids[axis]
+
+    return run
+
+
+@implements("tt.num_programs")
+def _num_programs(op: Operation, cc: Compiler):
+    r, axis = cc.slot(op.result), op.attrs["axis"]
+
+    def run(f: Frame, st: ExecState) -> None:
+        f[r] = np.array([st.grid[axis]], np.int32)
+
+    return run
+
+
+@implements("tt.arange")
+def _arange(op: Operation, cc: Compiler):
+    r = cc.slot(op.result)
+    value = np.arange(op.attrs["start"], op.attrs["end"], dtype=np.int32)[None]
+    value.flags.writeable = False
+
+    def run(f: Frame, st: ExecState) -> None:
+        f[r] = value
+
+    return run
+
+
+def _unary_view(op: Operation, cc: Compiler, fn):
+    a, r = cc.slot(op.operand(0)), cc.slot(op.result)
+
+    def run(f: Frame, st: ExecState) -> None:
+        f[r] = fn(f[a])
+
+    return run
+
+
+@implements("tt.splat")
+def _splat(op: Operation, cc: Compiler):
+    shape = shape_of(op.result.type)
+    ones = (1,) * len(shape)
+    return _unary_view(op, cc, lambda x: np.broadcast_to(x.reshape(x.shape + ones), x.shape + shape))
+
+
+@implements("tt.broadcast")
+def _broadcast(op: Operation, cc: Compiler):
+    shape = shape_of(op.result.type)
+    return _unary_view(op, cc, lambda x: np.broadcast_to(x, x.shape[:1] + shape))
+
+
+@implements("tt.expand_dims")
+def _expand_dims(op: Operation, cc: Compiler):
+    axis = op.attrs["axis"] + 1
+    return _unary_view(op, cc, lambda x: np.expand_dims(x, axis))
+
+
+@implements("tt.reshape")
+def _reshape(op: Operation, cc: Compiler):
+    shape = shape_of(op.result.type)
+    return _unary_view(op, cc, lambda x: x.reshape(x.shape[:1] + shape))
+
+
+@implements("tt.trans")
+def _trans(op: Operation, cc: Compiler):
+    order = (0,) + tuple(i + 1 for i in op.attrs["order"])
+    return _unary_view(op, cc, lambda x: x.transpose(order))
+
+
+@implements("tt.hint", "tt.ptr_to_int", "tt.int_to_ptr")
+def _identity(op: Operation, cc: Compiler):
+    return _unary_view(op, cc, lambda x: x)
+
+
+# ------------------------------------------------------------------------- integers
+
+
+def _c_divmod(a: np.ndarray, b: np.ndarray, signed: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Quotient truncated toward zero and C remainder; x / 0 = all ones, x % 0 = x."""
+    zero = b == 0
+    has_zero = bool(zero.any())
+    bs = np.where(zero, b.dtype.type(1), b) if has_zero else b
+    if signed:
+        rem = np.fmod(a, bs)
+        quo = (a - rem) // bs  # exact division; INT_MIN // -1 wraps to INT_MIN
+    else:
+        quo, rem = np.floor_divide(a, bs), np.remainder(a, bs)
+    if has_zero:
+        quo = np.where(zero, a.dtype.type(-1) if signed else np.iinfo(a.dtype).max, quo)
+        rem = np.where(zero, a, rem)
+    return quo, rem
+
+
+def _shift(a: np.ndarray, b: np.ndarray, left: bool, t: DType) -> np.ndarray:
+    bits = t.bits
+    unsigned = np.dtype(f"u{a.dtype.itemsize}")
+    amount = b.astype(a.dtype, copy=False).view(unsigned) if b.dtype.kind == "i" else b
+    clamped = np.minimum(amount, unsigned.type(bits - 1)).astype(a.dtype)
+    out = np.left_shift(a, clamped) if left else np.right_shift(a, clamped)
+    if left or not t.is_signed:
+        out = np.where(amount >= bits, a.dtype.type(0), out)
+    return out
+
+
+def _umulhi(a: np.ndarray, b: np.ndarray, t: DType) -> np.ndarray:
+    ua = a.view(np.dtype(f"u{a.dtype.itemsize}")) if a.dtype.kind == "i" else a
+    ub = b.view(ua.dtype) if b.dtype.kind == "i" else b
+    if t.bits <= 32:
+        prod = ua.astype(np.uint64) * ub.astype(np.uint64)
+        return (prod >> np.uint64(t.bits)).astype(ua.dtype).view(a.dtype)
+    lo_mask, s32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+    al, ah, bl, bh = ua & lo_mask, ua >> s32, ub & lo_mask, ub >> s32
+    ll, lh, hl, hh = al * bl, al * bh, ah * bl, ah * bh
+    carry = ((ll >> s32) + (lh & lo_mask) + (hl & lo_mask)) >> s32
+    return (hh + (lh >> s32) + (hl >> s32) + carry).view(a.dtype)
+
+
+def _bool_binary(name: str):
+    """i1 arithmetic as 1-bit unsigned integers."""
+    return {
+        "arith.add": np.logical_xor, "arith.sub": np.logical_xor, "arith.mul": np.logical_and,
+        "arith.and": np.logical_and, "arith.or": np.logical_or, "arith.xor": np.logical_xor,
+        "arith.max": np.logical_or, "arith.min": np.logical_and,
+        "arith.div": lambda a, b: np.where(b, a, True),  # x / 0 is all ones
+        "arith.rem": lambda a, b: np.where(b, False, a),
+        "arith.shl": lambda a, b: np.where(b, False, a), "arith.shr": lambda a, b: np.where(b, False, a),
+        "math.umulhi": lambda a, b: np.zeros(np.broadcast_shapes(a.shape, b.shape), bool),
+    }[name]  # fmt: skip
+
+
+def _int_binary(name: str, t: DType):
+    if t.is_bool:
+        return _bool_binary(name)
+    signed = t.is_signed
+    table = {
+        "arith.add": np.add, "arith.sub": np.subtract, "arith.mul": np.multiply,
+        "arith.and": np.bitwise_and, "arith.or": np.bitwise_or, "arith.xor": np.bitwise_xor,
+        "arith.max": np.maximum, "arith.min": np.minimum,
+        "arith.div": lambda a, b: _c_divmod(a, b, signed)[0],
+        "arith.rem": lambda a, b: _c_divmod(a, b, signed)[1],
+        "arith.shl": lambda a, b: _shift(a, b, True, t), "arith.shr": lambda a, b: _shift(a, b, False, t),
+        "math.umulhi": lambda a, b: _umulhi(a, b, t),
+    }  # fmt: skip
+    return table[name]
+
+
+def _float_binary(name: str, op: Operation):
+    nan = bool(op.attrs.get("propagate_nan", False))
+    return {
+        "arith.add": np.add, "arith.sub": np.subtract, "arith.mul": np.multiply, "arith.div": np.divide,
+        "arith.rem": np.fmod,
+        "arith.max": np.maximum if nan else np.fmax, "arith.min": np.minimum if nan else np.fmin,
+    }[name]  # fmt: skip
+
+
+@implements("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.rem", "arith.and", "arith.or",
+            "arith.xor", "arith.shl", "arith.shr", "arith.max", "arith.min", "math.umulhi")
+def _binary(op: Operation, cc: Compiler):
+    t = scalar_type(op.result)
+    if isinstance(t, PointerType) or t.is_integer:
+        fn = _int_binary(op.name, t)
+    else:
+        fn = _float_binary(op.name, op)
+    a, b, r = cc.slot(op.operand(0)), cc.slot(op.operand(1)), cc.slot(op.result)
+    rnd = rounder(t)
+    if rnd is None:
+
+        def run(f: Frame, st: ExecState) -> None:
+            f[r] = fn(f[a], f[b])
+
+    else:
+
+        def run(f: Frame, st: ExecState) -> None:
+            f[r] = rnd(fn(f[a], f[b]))
+
+    return run
+
+
+_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+        "ge": np.greater_equal}  # fmt: skip
+
+
+@implements("arith.cmp")
+def _cmp(op: Operation, cc: Compiler):
+    fn = _CMP[op.attrs["predicate"]]  # NumPy compares floats ordered, except != (unordered)
+    a, b, r = cc.slot(op.operand(0)), cc.slot(op.operand(1)), cc.slot(op.result)
+
+    def run(f: Frame, st: ExecState) -> None:
+        f[r] = fn(f[a], f[b])
+
+    return run
+
+
+@implements("arith.select")
+def _select(op: Operation, cc: Compiler):
+    c, a, b, r = (cc.slot(v) for v in (*op.operands, op.result))
+    ndim = len(shape_of(op.result.type)) + 1
+
+    def run(f: Frame, st: ExecState) -> None:
+        cond = f[c]
+        f[r] = np.where(cond.reshape(cond.shape + (1,) * (ndim - cond.ndim)), f[a], f[b])
+
+    return run
+
+
+# ---------------------------------------------------------------------------- unary
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return _ERF(x.astype(np.float64)).astype(np.float64)
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def _float_unary(name: str, t: DType):
+    wide = np.float64
+
+    def rsqrt(x: np.ndarray) -> np.ndarray:
+        return (1.0 / np.sqrt(x.astype(wide))).astype(x.dtype)
+
+    fns = {
+        "arith.neg": np.negative, "math.abs": np.abs, "math.exp": np.exp, "math.exp2": np.exp2,
+        "math.log": np.log, "math.log2": np.log2, "math.sqrt": np.sqrt, "math.rsqrt": rsqrt,
+        "math.sin": np.sin, "math.cos": np.cos, "math.floor": np.floor, "math.ceil": np.ceil,
+        "math.erf": lambda x: _erf(x).astype(x.dtype),
+    }  # fmt: skip
+    return fns[name]
+
+
+def _int_unary(name: str, t: DType):
+    if t.is_bool:
+        return {"arith.neg": lambda x: x, "math.abs": lambda x: x, "arith.not": np.logical_not}[name]
+    return {"arith.neg": np.negative, "math.abs": np.abs, "arith.not": np.invert}[name]
+
+
+@implements("arith.neg", "arith.not", "math.abs", "math.exp", "math.exp2", "math.log", "math.log2",
+            "math.sqrt", "math.rsqrt", "math.sin", "math.cos", "math.erf", "math.floor", "math.ceil")
+def _unary(op: Operation, cc: Compiler):
+    t = scalar_type(op.result)
+    fn = _int_unary(op.name, t) if t.is_integer else _float_unary(op.name, t)
+    rnd = rounder(t)
+    if rnd is not None:
+        inner = fn
+        fn = lambda x: rnd(inner(x))  # noqa: E731
+    return _unary_view(op, cc, fn)
+
+
+@implements("math.fma")
+def _fma(op: Operation, cc: Compiler):
+    t = scalar_type(op.result)
+    a, b, c, r = (cc.slot(v) for v in (*op.operands, op.result))
+    narrow = t != f64
+
+    def run(f: Frame, st: ExecState) -> None:
+        x, y, z = f[a], f[b], f[c]
+        if narrow:  # the product of two floats of <= 24 bits is exact in float64
+            res = x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64)
+            f[r] = cast(res, f64, t)
+        else:
+            f[r] = x * y + z
+
+    return run
+
+
+# ---------------------------------------------------------------------------- casts
+
+
+@implements("arith.cast")
+def _cast(op: Operation, cc: Compiler):
+    src, dst = scalar_type(op.operand(0)), scalar_type(op.result)
+    rounding = op.attrs.get("rounding", "rtne")
+    if src == dst:
+        return _unary_view(op, cc, lambda x: x)
+    return _unary_view(op, cc, lambda x: cast(x, src, dst, rounding))
+
+
+@implements("arith.bitcast")
+def _bitcast(op: Operation, cc: Compiler):
+    src, dst = scalar_type(op.operand(0)), scalar_type(op.result)
+    if value_dtype(src) == value_dtype(dst) and src == dst:
+        return _unary_view(op, cc, lambda x: x)
+    return _unary_view(op, cc, lambda x: bitcast(x, src, dst))
