@@ -45,6 +45,12 @@ class Parser:
         self.skip()
         return self.text.startswith(s, self.pos)
 
+    def peek_on_line(self, s: str) -> bool:
+        """Like peek, but without crossing a newline: an op's operands are on its own line."""
+        while self.pos < len(self.text) and self.text[self.pos] in " \t":
+            self.pos += 1
+        return self.text.startswith(s, self.pos)
+
     def accept(self, s: str) -> bool:
         if self.peek(s):
             self.pos += len(s)
@@ -146,7 +152,7 @@ class Parser:
         if name is None:
             raise self.error("expected an operation name")
         operands: list[Value] = []
-        if self.peek("%"):
+        if self.peek_on_line("%"):
             while True:
                 m = self.match(_VALUE)
                 operands.append(self.lookup(m.group(1)))
