@@ -58,16 +58,15 @@ class InterpreterError(RuntimeError):
 class ExecState:
     """What the closures of one chunk of programs share."""
 
-    __slots__ = ("P", "active", "pids", "grid", "start", "mem", "kernel")
+    __slots__ = ("P", "active", "pids", "grid", "start", "mem")
 
-    def __init__(self, P: int, pids: tuple, grid: tuple[int, int, int], start: int, mem, kernel: str):
-        self.P = P
+    def __init__(self, P: int, pids: tuple, grid: tuple[int, int, int], start: int, mem):
+        self.P = P  # programs in this chunk
         self.active: Optional[np.ndarray] = None
-        self.pids = pids
+        self.pids = pids  # program_id per axis: (P,) int32, or (1,) where the grid has size 1
         self.grid = grid
-        self.start = start
+        self.start = start  # linear id of the chunk's first program
         self.mem = mem
-        self.kernel = kernel
 
     def program(self, local: int) -> tuple[int, int, int]:
         """Grid coordinates of the chunk's program number `local`."""

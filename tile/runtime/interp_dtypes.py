@@ -170,51 +170,71 @@ def round_float(x: np.ndarray, t: DType, rtz: bool = False) -> np.ndarray:
 
 def rounder(t: DType | PointerType):
     """The function that rounds float32 results to `t`, or None when results need no rounding."""
-    if isinstance(t, DType) and t in NARROW_FLOATS:
-        return lambda x: round_float(x, t)
-    return None
+    if not isinstance(t, DType) or t not in NARROW_FLOATS:
+        return None
+    if t == bf16:
+        return lambda x: _bf16_from_f32(x, False)
+    if t == f16:
+        return lambda x: x.astype(np.float16).astype(np.float32)
+    return lambda x: _round_generic(x.astype(np.float64), t, False, True).astype(np.float32)
 
 
 # ---------------------------------------------------------------------------- memory bits
 
 
-def decode(bits: np.ndarray, t: DType | PointerType) -> np.ndarray:
-    """Value array of elements read from memory (`bits` in the storage dtype)."""
+def _same(x: np.ndarray) -> np.ndarray:
+    return x
+
+
+def _encode_e4m3(x: np.ndarray) -> np.ndarray:
+    h = x.astype(np.float16)
+    code = _E4M3_FROM_F16[h.view(np.uint16)]
+    nan = np.isnan(h)
+    if nan.any():
+        code = np.where(nan, np.uint8(0x7F) | (np.signbit(h).astype(np.uint8) << np.uint8(7)), code)
+    return code
+
+
+def decoder(t: DType | PointerType):
+    """The function from memory bits (storage dtype) to the value array of `t`."""
     if isinstance(t, PointerType):
-        return bits
+        return _same
     if t.is_bool:
-        return bits != 0
+        return lambda bits: bits != 0
     if t == f16:
-        return bits.view(np.float16).astype(np.float32)
+        return lambda bits: bits.view(np.float16).astype(np.float32)
     if t == bf16:
-        return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+        return lambda bits: (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
     if t == f8e4nv:
-        return _E4M3_VALUES[bits]
+        return lambda bits: _E4M3_VALUES[bits]
     if t == f8e5:
-        return _E5M2_VALUES[bits]
-    return bits
+        return lambda bits: _E5M2_VALUES[bits]
+    return _same
+
+
+def encoder(t: DType | PointerType):
+    """The function from the value array of `t` to memory bits (storage dtype)."""
+    if isinstance(t, PointerType):
+        return _same
+    if t.is_bool:
+        return lambda x: x.astype(np.uint8)
+    if t == f16:
+        return lambda x: x.astype(np.float16).view(np.uint16)
+    if t == bf16:
+        return lambda x: (np.ascontiguousarray(x, np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+    if t == f8e5:
+        return lambda x: (x.astype(np.float16).view(np.uint16) >> np.uint16(8)).astype(np.uint8)
+    if t == f8e4nv:
+        return _encode_e4m3
+    return _same
+
+
+def decode(bits: np.ndarray, t: DType | PointerType) -> np.ndarray:
+    return decoder(t)(bits)
 
 
 def encode(x: np.ndarray, t: DType | PointerType) -> np.ndarray:
-    """Memory bits (storage dtype) of a value array of `t`."""
-    if isinstance(t, PointerType):
-        return x
-    if t.is_bool:
-        return x.astype(np.uint8)
-    if t == f16:
-        return x.astype(np.float16).view(np.uint16)
-    if t == bf16:
-        return (np.ascontiguousarray(x, np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
-    if t == f8e5:
-        return (x.astype(np.float16).view(np.uint16) >> np.uint16(8)).astype(np.uint8)
-    if t == f8e4nv:
-        h = x.astype(np.float16)
-        code = _E4M3_FROM_F16[h.view(np.uint16)]
-        nan = np.isnan(h)
-        if nan.any():
-            code = np.where(nan, np.uint8(0x7F) | (np.signbit(h).astype(np.uint8) << np.uint8(7)), code)
-        return code
-    return x
+    return encoder(t)(x)
 
 
 def to_bits(x: np.ndarray, t: DType | PointerType) -> np.ndarray:

@@ -19,11 +19,12 @@ from typing import Optional
 
 import numpy as np
 
-from tile.ir.core import Operation
+from tile.ir.core import Operation, Value
 from tile.ir.types import DType, PointerType, element_type, shape_of
 
 from .interp_core import Compiler, ExecState, Frame, InterpreterError, implements, lane_text, program_mask
-from .interp_dtypes import decode, element_size, encode, round_float, storage_dtype, to_bits, value_dtype
+from .interp_dtypes import (decode, decoder, element_size, encode, encoder, round_float, storage_dtype, to_bits,
+                           value_dtype)
 
 BASE_SHIFT = 40
 _HALF = 1 << (BASE_SHIFT - 1)
@@ -55,10 +56,12 @@ class Memory:
         k = ((addr + _HALF) >> BASE_SHIFT) - 1
         return k if 0 <= k < len(self.bytes) and self.bytes[k] is not None else None
 
-    def locate(self, addr: np.ndarray, valid: Optional[np.ndarray], t: DType | PointerType, fail) -> list:
+    def locate(self, addr: np.ndarray, valid: Optional[np.ndarray], t: DType | PointerType, fail,
+               aligned: bool = False) -> list:
         """Map addresses to [(argument, lanes or None for all, element index array)].
 
         Lanes that are off get index 0. `fail(flat_lane, text)` raises the error for a bad lane.
+        `aligned`: the addresses are known to be multiples of the element size.
         """
         size = element_size(t)
         if valid is None:
@@ -69,27 +72,37 @@ class Memory:
                 return []
         k = self.arg_of(int(addr.flat[first]))
         if k is not None:
-            groups = self._one_arg(addr, valid, size, k)
+            groups = self._one_arg(addr, valid, size, k, aligned)
             if groups is not None:
                 return groups
         return self._many_args(addr, valid, size, str(t), fail)
 
-    def _one_arg(self, addr, valid, size, k):
+    def _one_arg(self, addr, valid, size, k, aligned):
+        """Fast path: every lane that is on falls inside argument k (else None)."""
         limit = self.bytes[k].size - size
         if limit < 0:
             return None
-        off = addr - self.base(k)
+        base = self.base(k)
+        shift = size.bit_length() - 1
+        if valid is None:
+            if int(addr.min()) < base or int(addr.max()) > base + limit:
+                return None
+            if not aligned and ((addr & (size - 1)) != 0).any():
+                return None
+            idx = addr - base
+            if shift:
+                np.right_shift(idx, shift, out=idx)
+            return [(k, None, idx)]
+        off = addr - base
         bad = off.view(np.uint64) > np.uint64(limit)
-        if size > 1:
+        if not aligned and size > 1:
             bad |= (off & (size - 1)) != 0
-        if valid is not None:
-            bad &= valid
+        bad &= valid
         if bad.any():
             return None
-        idx = off >> (size.bit_length() - 1)
-        if valid is not None:
-            idx = np.where(valid, idx, 0)
-        return [(k, valid, idx)]
+        if shift:
+            np.right_shift(off, shift, out=off)
+        return [(k, valid, np.where(valid, off, 0))]
 
     def _many_args(self, addr, valid, size, tname, fail):
         """Slow path: lanes in several arguments, or a bad lane to report."""
@@ -117,6 +130,49 @@ class Memory:
 
 # ------------------------------------------------------------------------------- helpers
 
+_KEEPS_ALIGNMENT = ("tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.trans", "tt.hint", "tt.addptr")
+
+
+def aligned_by_construction(v: Value, assumed: Optional[set[int]] = None) -> bool:
+    """True if pointer value `v` can only hold multiples of its element size.
+
+    Pointer parameters are aligned and `tt.addptr` steps in whole elements, so only
+    `tt.int_to_ptr`, bitcasts and pointers loaded from memory can be misaligned; those
+    accesses are checked at run time. Loop-carried pointers are aligned if their initial and
+    next values are (assuming the loop argument is, which is sound for this induction).
+    """
+    assumed = set() if assumed is None else assumed
+    if id(v) in assumed:
+        return True
+    assumed.add(id(v))
+    op = v.owner_op
+    if op is None:
+        block = v.block
+        parent = block.parent_op
+        if parent is None or parent.name == "tt.func":
+            return True
+        if parent.name == "scf.for" and v.index > 0:
+            sources = [parent.operand(2 + v.index), block.terminator.operand(v.index - 1)]
+        elif parent.name == "scf.while" and block is parent.regions[0].block:
+            sources = [parent.operand(v.index), parent.regions[1].block.terminator.operand(v.index)]
+        elif parent.name == "scf.while":
+            sources = [parent.regions[0].block.terminator.operand(v.index + 1)]
+        else:
+            return False
+    elif op.name in _KEEPS_ALIGNMENT:
+        sources = [op.operand(0)]
+    elif op.name == "arith.select":
+        sources = [op.operand(1), op.operand(2)]
+    elif op.name == "scf.for":
+        sources = [op.operand(3 + v.index), op.regions[0].block.terminator.operand(v.index)]
+    elif op.name == "scf.if":
+        sources = [region.block.terminator.operand(v.index) for region in op.regions]
+    elif op.name == "scf.while":
+        sources = [op.regions[0].block.terminator.operand(v.index + 1)]
+    else:
+        return False
+    return all(aligned_by_construction(s, assumed) for s in sources)
+
 
 def _pointee(ptr_value) -> DType | PointerType:
     return element_type(ptr_value.type).pointee
@@ -132,7 +188,7 @@ def _lanes(st: ExecState, arrays: list, shape: tuple[int, ...], per_program: boo
     if per_program:
         lead = st.P
     full = (lead,) + shape
-    out = [np.broadcast_to(a, full) if a is not None else None for a in arrays]
+    out = [a if a is None or a.shape == full else np.broadcast_to(a, full) for a in arrays]
     active = None
     if st.active is not None and lead == st.P:
         active = np.broadcast_to(program_mask(st.active, len(full)), full)
@@ -140,11 +196,9 @@ def _lanes(st: ExecState, arrays: list, shape: tuple[int, ...], per_program: boo
 
 
 def _and(mask, active):
-    if mask is None:
-        return active
-    if active is None:
-        return mask
-    return mask & active
+    """The lanes that are on: None when all are (cheaper paths, no select of `other`)."""
+    valid = active if mask is None else mask if active is None else mask & active
+    return None if valid is None or valid.all() else valid
 
 
 def _failer(cc: Compiler, op: Operation, st: ExecState, shape: tuple[int, ...], verb: str):
@@ -169,10 +223,13 @@ def _addptr(op: Operation, cc: Compiler):
     p, o, r = cc.slot(op.operand(0)), cc.slot(op.operand(1)), cc.slot(op.result)
 
     def run(f: Frame, st: ExecState) -> None:
-        off = f[o]
-        if off.dtype != np.int64:
-            off = off.astype(np.int64)
-        f[r] = f[p] + off * size if size != 1 else f[p] + off
+        ptr, off = f[p], f[o]
+        out = np.multiply(off, np.int64(size))  # int64, whatever the offset's type
+        if out.shape == np.broadcast_shapes(out.shape, ptr.shape):
+            np.add(out, ptr, out=out)
+        else:
+            out = out + ptr
+        f[r] = out
 
     return run
 
@@ -180,16 +237,17 @@ def _addptr(op: Operation, cc: Compiler):
 @implements("tt.load")
 def _load(op: Operation, cc: Compiler):
     t = _pointee(op.operand(0))
-    size, sdt = element_size(t), storage_dtype(t)
+    sdt, dec = storage_dtype(t), decoder(t)
     shape = shape_of(op.result.type)
     slots = [cc.slot(v) for v in op.operands] + [None] * (3 - op.num_operands)
     p, m, o = slots
+    aligned = aligned_by_construction(op.operand(0))
     r = cc.slot(op.result)
 
     def run(f: Frame, st: ExecState) -> None:
         (addr, mask), active = _lanes(st, [f[p], f[m] if m is not None else None], shape, False)
         valid = _and(mask, active)
-        groups = st.mem.locate(addr, valid, t, _failer(cc, op, st, addr.shape, "invalid load"))
+        groups = st.mem.locate(addr, valid, t, _failer(cc, op, st, addr.shape, "invalid load"), aligned)
         if len(groups) == 1 and groups[0][1] is valid:
             k, _, idx = groups[0]
             bits = st.mem.view(k, sdt)[idx]
@@ -197,7 +255,7 @@ def _load(op: Operation, cc: Compiler):
             bits = np.zeros(addr.shape, sdt)
             for k, lanes, idx in groups:
                 bits[lanes] = st.mem.view(k, sdt)[idx[lanes]]
-        value = decode(bits, t)
+        value = dec(bits)
         if valid is not None:
             other = f[o] if o is not None else value.dtype.type(0)
             value = np.where(valid, value, other)
@@ -209,17 +267,18 @@ def _load(op: Operation, cc: Compiler):
 @implements("tt.store")
 def _store(op: Operation, cc: Compiler):
     t = _pointee(op.operand(0))
-    size, sdt = element_size(t), storage_dtype(t)
+    sdt, enc = storage_dtype(t), encoder(t)
     shape = shape_of(op.operand(1).type)
     p, v = cc.slot(op.operand(0)), cc.slot(op.operand(1))
     m = cc.slot(op.operand(2)) if op.num_operands > 2 else None
+    aligned = aligned_by_construction(op.operand(0))
 
     def run(f: Frame, st: ExecState) -> None:
         (addr, value, mask), active = _lanes(st, [f[p], f[v], f[m] if m is not None else None], shape, False)
         valid = _and(mask, active)
-        groups = st.mem.locate(addr, valid, t, _failer(cc, op, st, addr.shape, "invalid store"))
+        groups = st.mem.locate(addr, valid, t, _failer(cc, op, st, addr.shape, "invalid store"), aligned)
         _check_writable(cc, op, st, groups)
-        bits = encode(value, t)
+        bits = enc(value)
         for k, lanes, idx in groups:
             view = st.mem.view(k, sdt)
             if lanes is None:
@@ -320,7 +379,7 @@ def _atomic_cas_lanes(view_bits: np.ndarray, index: np.ndarray, cmp_bits: np.nda
 def _atomic_rmw(op: Operation, cc: Compiler):
     t = _pointee(op.operand(0))
     kind = op.attrs["kind"]
-    size, sdt = element_size(t), storage_dtype(t)
+    sdt = storage_dtype(t)
     shape = shape_of(op.result.type)
     p, v = cc.slot(op.operand(0)), cc.slot(op.operand(1))
     m = cc.slot(op.operand(2)) if op.num_operands > 2 else None
@@ -345,7 +404,6 @@ def _atomic_rmw(op: Operation, cc: Compiler):
 @implements("tt.atomic_cas")
 def _atomic_cas(op: Operation, cc: Compiler):
     t = _pointee(op.operand(0))
-    size = element_size(t)
     shape = shape_of(op.result.type)
     p, c, v, r = (cc.slot(x) for x in (*op.operands, op.result))
 

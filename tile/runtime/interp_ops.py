@@ -201,10 +201,7 @@ def _float_binary(name: str, op: Operation):
             "arith.xor", "arith.shl", "arith.shr", "arith.max", "arith.min", "math.umulhi")
 def _binary(op: Operation, cc: Compiler):
     t = scalar_type(op.result)
-    if isinstance(t, PointerType) or t.is_integer:
-        fn = _int_binary(op.name, t)
-    else:
-        fn = _float_binary(op.name, op)
+    fn = _int_binary(op.name, t) if t.is_integer else _float_binary(op.name, op)
     a, b, r = cc.slot(op.operand(0)), cc.slot(op.operand(1)), cc.slot(op.result)
     rnd = rounder(t)
     if rnd is None:
@@ -250,26 +247,22 @@ def _select(op: Operation, cc: Compiler):
 # ---------------------------------------------------------------------------- unary
 
 
+_ERF = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf: Python's, element by element (slow, exact)
+
+
 def _erf(x: np.ndarray) -> np.ndarray:
-    return _ERF(x.astype(np.float64)).astype(np.float64)
+    return _ERF(x.astype(np.float64)).astype(x.dtype)
 
 
-_ERF = np.frompyfunc(math.erf, 1, 1)
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    return (1.0 / np.sqrt(x.astype(np.float64))).astype(x.dtype)  # one rounding, not two
 
 
-def _float_unary(name: str, t: DType):
-    wide = np.float64
-
-    def rsqrt(x: np.ndarray) -> np.ndarray:
-        return (1.0 / np.sqrt(x.astype(wide))).astype(x.dtype)
-
-    fns = {
-        "arith.neg": np.negative, "math.abs": np.abs, "math.exp": np.exp, "math.exp2": np.exp2,
-        "math.log": np.log, "math.log2": np.log2, "math.sqrt": np.sqrt, "math.rsqrt": rsqrt,
-        "math.sin": np.sin, "math.cos": np.cos, "math.floor": np.floor, "math.ceil": np.ceil,
-        "math.erf": lambda x: _erf(x).astype(x.dtype),
-    }  # fmt: skip
-    return fns[name]
+_FLOAT_UNARY = {
+    "arith.neg": np.negative, "math.abs": np.abs, "math.exp": np.exp, "math.exp2": np.exp2, "math.log": np.log,
+    "math.log2": np.log2, "math.sqrt": np.sqrt, "math.rsqrt": _rsqrt, "math.sin": np.sin, "math.cos": np.cos,
+    "math.floor": np.floor, "math.ceil": np.ceil, "math.erf": _erf,
+}  # fmt: skip
 
 
 def _int_unary(name: str, t: DType):
@@ -282,7 +275,7 @@ def _int_unary(name: str, t: DType):
             "math.sqrt", "math.rsqrt", "math.sin", "math.cos", "math.erf", "math.floor", "math.ceil")
 def _unary(op: Operation, cc: Compiler):
     t = scalar_type(op.result)
-    fn = _int_unary(op.name, t) if t.is_integer else _float_unary(op.name, t)
+    fn = _int_unary(op.name, t) if t.is_integer else _FLOAT_UNARY[op.name]
     rnd = rounder(t)
     if rnd is not None:
         inner = fn
