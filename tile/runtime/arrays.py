@@ -292,7 +292,8 @@ def _describe_torch(tensor: Any) -> ArgInfo:
 
 
 def _describe_numpy(array: np.ndarray) -> ArgInfo:
-    return _arginfo((array.ctypes.data, numpy_dtype_to_tile(array.dtype), False))
+    # __array_interface__ is several times cheaper than .ctypes.data on the launch path.
+    return _arginfo((array.__array_interface__["data"][0], numpy_dtype_to_tile(array.dtype), False))
 
 
 @cache

@@ -1,0 +1,283 @@
+"""The builtin functions of tile.language (Triton's names and signatures).
+
+Each is a thin wrapper marked `@builtin`: it unwraps compile-time arguments, converts dtypes,
+and asks the current `Semantic` to build the IR. Functions written in tile language itself
+(sum, max, softmax, Philox, ...) live in tile/language/standard.py and random.py.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from tile.ir.types import f32
+
+from .core import builtin, current, ir_type_of, tensor, unwrap
+
+
+def _shape(args: tuple) -> tuple:
+    if len(args) == 1 and isinstance(unwrap(args[0]), (tuple, list)):
+        args = tuple(unwrap(args[0]))
+    return tuple(unwrap(a) for a in args)
+
+
+# ----------------------------------------------------------------------- program
+
+
+@builtin
+def program_id(axis: Any) -> tensor:
+    """The index of this program along grid axis 0, 1 or 2 (int32)."""
+    return current().program_id(unwrap(axis))
+
+
+@builtin
+def num_programs(axis: Any) -> tensor:
+    """The number of programs along grid axis 0, 1 or 2 (int32)."""
+    return current().num_programs(unwrap(axis))
+
+
+# ------------------------------------------------------------------ constructors
+
+
+@builtin
+def arange(start: Any, end: Any) -> tensor:
+    """start, start+1, ..., end-1 as int32; the length must be a power of 2."""
+    return current().arange(unwrap(start), unwrap(end))
+
+
+@builtin
+def full(shape: Any, value: Any, dtype: Any) -> tensor:
+    """A block of `shape` filled with `value`, of `dtype`."""
+    return current().full(_shape((shape,)), unwrap(value), ir_type_of(unwrap(dtype)))
+
+
+@builtin
+def zeros(shape: Any, dtype: Any) -> tensor:
+    """A block of `shape` filled with zeros of `dtype`."""
+    return current().full(_shape((shape,)), 0, ir_type_of(unwrap(dtype)))
+
+
+@builtin
+def to_tensor(x: Any) -> tensor:
+    return current().to_tensor(unwrap(x))
+
+
+# -------------------------------------------------------------------- memory
+
+
+@builtin
+def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any = (), padding_option: Any = "",
+         cache_modifier: Any = "", eviction_policy: Any = "", volatile: Any = False) -> tensor:
+    """Read the values `pointer` points to; masked-off lanes give `other`."""
+    if unwrap(boundary_check) or unwrap(padding_option):
+        raise ValueError("boundary_check and padding_option are for block pointers, which tile does not have; "
+                         "use a mask")
+    return current().load(pointer, unwrap(mask), unwrap(other), unwrap(cache_modifier), unwrap(eviction_policy),
+                          bool(unwrap(volatile)))
+
+
+@builtin
+def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (), cache_modifier: Any = "",
+          eviction_policy: Any = "") -> None:
+    """Write `value` (converted to the pointee type) where `pointer` points, where `mask` is true."""
+    if unwrap(boundary_check):
+        raise ValueError("boundary_check is for block pointers, which tile does not have; use a mask")
+    current().store(pointer, unwrap(value), unwrap(mask), unwrap(cache_modifier), unwrap(eviction_policy))
+
+
+def _atomic(kind: str):
+    def fn(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+        return current().atomic_rmw(kind, pointer, unwrap(val), unwrap(mask), unwrap(sem), unwrap(scope))
+
+    fn.__name__ = fn.__qualname__ = f"atomic_{kind}"
+    fn.__doc__ = f"Atomically apply `{kind}` with `val` where `pointer` points; returns the old values."
+    return builtin(fn)
+
+
+atomic_add = _atomic("add")
+atomic_max = _atomic("max")
+atomic_min = _atomic("min")
+atomic_and = _atomic("and")
+atomic_or = _atomic("or")
+atomic_xor = _atomic("xor")
+atomic_xchg = _atomic("xchg")
+
+
+@builtin
+def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> tensor:
+    """Atomically store `val` where the old value equals `cmp`; returns the old values."""
+    return current().atomic_cas(pointer, unwrap(cmp), unwrap(val), unwrap(sem), unwrap(scope))
+
+
+# -------------------------------------------------------------------- shapes
+
+
+@builtin
+def broadcast(input: Any, other: Any) -> tuple[tensor, tensor]:
+    """Both values broadcast to their common shape."""
+    sem = current()
+    return sem.broadcast_values(sem.to_tensor(unwrap(input)), sem.to_tensor(unwrap(other)))
+
+
+@builtin
+def broadcast_to(input: Any, *shape: Any) -> tensor:
+    return current().broadcast_to(unwrap(input), _shape(shape))
+
+
+@builtin
+def expand_dims(input: Any, axis: Any) -> tensor:
+    axis = unwrap(axis)
+    return current().expand_dims(unwrap(input), [unwrap(a) for a in axis] if isinstance(axis, (tuple, list)) else axis)
+
+
+@builtin
+def reshape(input: Any, *shape: Any, can_reorder: Any = False) -> tensor:
+    return current().reshape(unwrap(input), _shape(shape), bool(unwrap(can_reorder)))
+
+
+@builtin
+def view(input: Any, *shape: Any) -> tensor:
+    """Reshape that may reorder elements (Triton's deprecated `view`)."""
+    return current().reshape(unwrap(input), _shape(shape), True)
+
+
+@builtin
+def ravel(input: Any) -> tensor:
+    x = current().to_tensor(unwrap(input))
+    return current().reshape(x, (x.numel,), True)
+
+
+@builtin
+def trans(input: Any, *dims: Any) -> tensor:
+    """Permute dimensions; without `dims`, transpose a 2-D block."""
+    return current().trans(unwrap(input), _shape(dims) if dims else None)
+
+
+@builtin
+def permute(input: Any, *dims: Any) -> tensor:
+    return current().trans(unwrap(input), _shape(dims))
+
+
+@builtin
+def where(condition: Any, x: Any, y: Any) -> tensor:
+    """Elementwise `x if condition else y`, broadcasting all three."""
+    return current().where(unwrap(condition), unwrap(x), unwrap(y))
+
+
+@builtin
+def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: Any = False) -> tensor:
+    sem = current()
+    target = ir_type_of(unwrap(dtype))
+    if unwrap(bitcast):
+        return sem.bitcast(unwrap(input), target)
+    return sem.cast(unwrap(input), target, unwrap(fp_downcast_rounding))
+
+
+# ------------------------------------------------------------------------ dot
+
+
+@builtin
+def dot(input: Any, other: Any, acc: Any = None, input_precision: Any = None, allow_tf32: Any = None,
+        max_num_imprecise_acc: Any = None, out_dtype: Any = None) -> tensor:
+    """input @ other (+ acc): fp16, bf16 and fp32 inputs accumulate in fp32."""
+    precision = unwrap(input_precision)
+    if unwrap(allow_tf32) is not None:
+        if precision is not None:
+            raise ValueError("tl.dot: give input_precision or allow_tf32, not both")
+        precision = "tf32" if unwrap(allow_tf32) else "ieee"
+    out = ir_type_of(unwrap(out_dtype)) if unwrap(out_dtype) is not None else f32
+    return current().dot(unwrap(input), unwrap(other), unwrap(acc), precision, unwrap(max_num_imprecise_acc), out)
+
+
+# ---------------------------------------------------------- reductions, scans
+
+
+@builtin
+def reduce(input: Any, axis: Any, combine_fn: Any, keep_dims: Any = False) -> Any:
+    """Reduce `input` (a block or a tuple of blocks) along `axis` (None: all) with the @jit `combine_fn`."""
+    return current().reduce(unwrap(input), unwrap(axis), unwrap(combine_fn), bool(unwrap(keep_dims)))
+
+
+@builtin
+def associative_scan(input: Any, axis: Any, combine_fn: Any, reverse: Any = False) -> Any:
+    """Inclusive scan of `input` along `axis` with the @jit `combine_fn`."""
+    return current().scan(unwrap(input), unwrap(axis), unwrap(combine_fn), bool(unwrap(reverse)))
+
+
+# ---------------------------------------------------------------------- debug
+
+
+@builtin
+def static_assert(cond: Any, msg: Any = "") -> None:
+    """Fail compilation unless the compile-time `cond` holds."""
+    cond = unwrap(cond)
+    if isinstance(cond, tensor):
+        raise TypeError("static_assert needs a compile-time condition; use tl.device_assert for runtime values")
+    if not cond:
+        raise AssertionError(f"static_assert failed: {unwrap(msg)}" if unwrap(msg) else "static_assert failed")
+
+
+@builtin
+def static_print(*values: Any, sep: str = " ", end: str = "\n") -> None:
+    """Print at compile time."""
+    if current().dry_run:
+        return
+    print(*[unwrap(v) for v in values], sep=sep, end=end)
+
+
+@builtin
+def device_print(prefix: Any, *args: Any, hex: Any = False) -> None:
+    """Print `prefix` and the values of `args` from every program at run time."""
+    current().device_print(unwrap(prefix), [unwrap(a) for a in args], bool(unwrap(hex)))
+
+
+@builtin
+def device_assert(cond: Any, msg: Any = "", mask: Any = None) -> None:
+    """Stop the kernel with `msg` where the runtime `cond` is false."""
+    current().device_assert(unwrap(cond), unwrap(msg), unwrap(mask))
+
+
+@builtin
+def debug_barrier() -> None:
+    """Synchronize the threads of a program."""
+    current().debug_barrier()
+
+
+@builtin
+def multiple_of(input: Any, values: Any) -> tensor:
+    """Promise that the values of `input` are multiples of `values` (per dimension)."""
+    return current().hint(unwrap(input), "multiple_of", unwrap(values))
+
+
+@builtin
+def max_contiguous(input: Any, values: Any) -> tensor:
+    """Promise runs of `values` consecutive integers (per dimension)."""
+    return current().hint(unwrap(input), "max_contiguous", unwrap(values))
+
+
+@builtin
+def max_constancy(input: Any, values: Any) -> tensor:
+    """Promise runs of `values` equal values (per dimension)."""
+    return current().hint(unwrap(input), "max_constancy", unwrap(values))
+
+
+# ------------------------------------------------------------------ iterators
+
+
+@builtin
+class static_range:
+    """`for i in tl.static_range(...)`: a loop unrolled at compile time (bounds must be constexpr)."""
+
+    def __init__(self, arg1: Any, arg2: Any = None, step: Any = None):
+        self.args = (arg1, arg2, step)
+
+
+@builtin
+class range:  # noqa: A001 - Triton's name
+    """`for i in tl.range(...)`: a runtime loop (scf.for); extra options are recorded on the loop."""
+
+    def __init__(self, arg1: Any, arg2: Any = None, step: Any = None, num_stages: Optional[int] = None,
+                 loop_unroll_factor: Optional[int] = None, disallow_acc_multi_buffer: bool = False,
+                 flatten: bool = False, warp_specialize: bool = False):
+        self.args = (arg1, arg2, step)
+        self.options = {"num_stages": unwrap(num_stages), "loop_unroll_factor": unwrap(loop_unroll_factor),
+                        "disallow_acc_multi_buffer": unwrap(disallow_acc_multi_buffer) or None,
+                        "flatten": unwrap(flatten) or None, "warp_specialize": unwrap(warp_specialize) or None}

@@ -1,0 +1,303 @@
+"""`@tile.jit` and the JITFunction it returns: source, parameters, specialization, launch.
+
+    @tile.jit
+    def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr): ...
+
+    add[(tile.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)      # compile once per specialization, launch
+    add.run(x, y, out, n, grid=(4,), BLOCK=1024, num_warps=4)
+    add.build_ir(add.specialize((x, y, out, n), {"BLOCK": 1024})[0])  # the tt.func, without compiling
+
+A launch on a warm cache is: bind the arguments, build the specialization key (a tuple of
+small tuples), one dict lookup, and the backend's launch call.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import inspect
+import textwrap
+import types
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+from .core import PropagateNan, constexpr, dtype, is_builtin, unwrap
+from .errors import CompilationError, SourcePoint
+from .specialize import Specialization, arg_key, python_value
+
+_MISSING = object()
+_SCALARS = (int, float, bool)
+_RUNTIME, _NO_SPECIALIZE, _CONSTEXPR = 0, 1, 2
+
+
+def _is_constexpr_annotation(a: Any) -> bool:
+    if a is constexpr:
+        return True
+    return isinstance(a, str) and a.replace(" ", "").strip("'\"").split(".")[-1] == "constexpr"
+
+
+def _global_ok(value: Any) -> bool:
+    """Whether kernels may read this global: compile-time values, functions, modules, types."""
+    if value is None or isinstance(value, (bool, int, float, str, dtype, PropagateNan, types.ModuleType, type)):
+        return True
+    if isinstance(value, JITFunction) or is_builtin(value) or callable(value):
+        return True
+    if isinstance(value, tuple):
+        return all(_global_ok(v) for v in value)
+    return False
+
+
+class JITFunction:
+    """A kernel (or a helper inlined into kernels) written in tile language."""
+
+    def __init__(self, fn: Callable[..., Any], do_not_specialize: Iterable[Any] = (), debug: Optional[bool] = None,
+                 noinline: Optional[bool] = None):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+        self.debug = debug
+        self.noinline = noinline
+        self.signature = inspect.signature(fn)
+        params = list(self.signature.parameters.values())
+        self.arg_names: tuple[str, ...] = tuple(p.name for p in params)
+        self.constexpr_names = frozenset(p.name for p in params if _is_constexpr_annotation(p.annotation))
+        self.constexprs = tuple(i for i, p in enumerate(params) if p.name in self.constexpr_names)
+        no_spec = {self.arg_names.index(d) if isinstance(d, str) else int(d) for d in do_not_specialize}
+        self.do_not_specialize = tuple(sorted(no_spec))
+        self._kinds = tuple(_CONSTEXPR if p.name in self.constexpr_names else _NO_SPECIALIZE if i in no_spec
+                            else _RUNTIME for i, p in enumerate(params))
+        self._key_fns = tuple(_constexpr_key if k == _CONSTEXPR else _nospec_key if k == _NO_SPECIALIZE else arg_key
+                              for k in self._kinds)
+        self._defaults = tuple(unwrap(p.default) if p.default is not inspect.Parameter.empty else _MISSING
+                               for p in params)
+        self._index = {n: i for i, n in enumerate(self.arg_names)}
+        self.file = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        self.cache: dict[tuple, Any] = {}  # (key, num_warps, num_stages, target) -> CompiledKernel
+        self._launchers: dict[tuple, tuple[Callable[..., None], tuple[int, ...], tuple[int, ...]]] = {}
+        self._ast: Optional[ast.FunctionDef] = None
+        self._cache_key: Optional[str] = None
+        self._lines: list[str] = []
+        self.line_offset = fn.__code__.co_firstlineno - 1
+        self.col_offset = 0
+
+    # ------------------------------------------------------------------- source
+    def parse(self) -> ast.FunctionDef:
+        """The function's AST (parsed once); line numbers are relative to `line_offset`."""
+        if self._ast is None:
+            try:
+                lines, first = inspect.getsourcelines(self.fn)
+            except (OSError, TypeError) as e:
+                raise CompilationError(f"cannot read the source of {self.__qualname__}: {e}; @tile.jit functions "
+                                       f"must be defined in a file") from e
+            self._lines = lines
+            self.line_offset = max(first - 1, 0)
+            self.col_offset = len(lines[0]) - len(lines[0].lstrip())
+            tree = ast.parse(textwrap.dedent("".join(lines)))
+            fdef = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+            if not isinstance(fdef, ast.FunctionDef):
+                raise CompilationError(f"{self.__qualname__}: @tile.jit needs a plain `def` function")
+            self._ast = fdef
+        return self._ast
+
+    @property
+    def src(self) -> str:
+        self.parse()
+        return textwrap.dedent("".join(self._lines))
+
+    def source_line(self, relative_line: int) -> str:
+        """A line of the function's source (1 = the first line of `src`)."""
+        self.parse()
+        if 1 <= relative_line <= len(self._lines):
+            return self._lines[relative_line - 1].rstrip("\n")
+        return ""
+
+    def lookup_global(self, name: str) -> tuple[bool, Any]:
+        """A free variable of the kernel (closure cell or module global), if kernels may read it."""
+        code = self.fn.__code__
+        found, value = False, None
+        if name in code.co_freevars and self.fn.__closure__:
+            try:
+                value, found = self.fn.__closure__[code.co_freevars.index(name)].cell_contents, True
+            except ValueError:
+                pass
+        if not found and name in self.fn.__globals__:
+            value, found = self.fn.__globals__[name], True
+        if not found:
+            return False, None
+        if isinstance(value, constexpr):
+            return True, value.value
+        if not _global_ok(value):
+            cls = type(value)
+            raise NameError(f"cannot read the global '{name}' (a {cls.__module__}.{cls.__qualname__}) in a kernel: "
+                            f"kernels read only compile-time constants from globals (tl.constexpr values, numbers, "
+                            f"dtypes, @tile.jit functions, modules); pass it as an argument instead")
+        return True, value
+
+    @property
+    def cache_key(self) -> str:
+        """A hash of this function's source, of the @jit functions it reaches, and of the
+        compile-time globals it reads (a part of the disk-cache key)."""
+        if self._cache_key is None:
+            digest = hashlib.sha256()
+            self._hash_into(digest, set())
+            self._cache_key = digest.hexdigest()
+        return self._cache_key
+
+    def _hash_into(self, digest: Any, seen: set[int]) -> None:
+        if id(self) in seen:
+            return
+        seen.add(id(self))
+        digest.update(self.src.encode())
+        for node in ast.walk(self.parse()):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                value = self._free_value(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                base = self._free_value(node.value.id)
+                value = getattr(base, node.attr, None) if isinstance(base, types.ModuleType) else None
+            else:
+                continue
+            if isinstance(value, JITFunction):
+                value._hash_into(digest, seen)
+            elif isinstance(value, (bool, int, float, str, constexpr, dtype)):
+                digest.update(f"{getattr(node, 'id', getattr(node, 'attr', ''))}={unwrap(value)!r};".encode())
+
+    def _free_value(self, name: str) -> Any:
+        if name in self.arg_names:
+            return None
+        try:
+            return self.lookup_global(name)[1]
+        except NameError:
+            return None
+
+    # -------------------------------------------------------------- compilation
+    def build_ir(self, spec: Specialization) -> Any:
+        """The verified tt.func of this kernel under `spec`."""
+        from .codegen import build_function
+
+        return build_function(self, spec)
+
+    def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> Sequence[Any]:
+        n = len(self.arg_names)
+        if not kwargs and len(args) == n:
+            return args
+        if len(args) > n:
+            raise TypeError(f"{self.__name__}() takes {n} arguments but {len(args)} were given")
+        values = list(args) + [_MISSING] * (n - len(args))
+        for k, v in kwargs.items():
+            i = self._index.get(k)
+            if i is None:
+                raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{k}'")
+            if values[i] is not _MISSING:
+                raise TypeError(f"{self.__name__}() got multiple values for argument '{k}'")
+            values[i] = v
+        for i, v in enumerate(values):
+            if v is _MISSING:
+                if self._defaults[i] is _MISSING:
+                    what = "tl.constexpr argument" if self._kinds[i] == _CONSTEXPR else "argument"
+                    raise TypeError(f"{self.__name__}() missing {what} '{self.arg_names[i]}'")
+                values[i] = self._defaults[i]
+        return values
+
+    def _key(self, values: Sequence[Any]) -> tuple:
+        return tuple([f(v) for f, v in zip(self._key_fns, values)])
+
+    def specialize(self, args: Sequence[Any], constexprs: Optional[dict[str, Any]] = None
+                   ) -> tuple[Specialization, list[Any]]:
+        """The specialization for these arguments, and the runtime arguments in IR-parameter order."""
+        values = self._bind(tuple(args), dict(constexprs or {}))
+        spec = Specialization(self.arg_names, self._key(values))
+        return spec, [python_value(values[i]) for i in spec.runtime_indices]
+
+    # ------------------------------------------------------------------- launch
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        return functools.partial(self.run, grid=grid)
+
+    def run(self, *args: Any, grid: Any, num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
+            stream: Optional[int] = None, **kwargs: Any) -> None:
+        """Launch on `grid` (a tuple of 1-3 ints, or callable(meta) -> tuple)."""
+        values = self._bind(args, kwargs)
+        key = self._key(values)
+        target = _compiler().current_target()
+        cache_key = (key, num_warps, num_stages, target)
+        try:
+            entry = self._launchers.get(cache_key)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}: constexpr arguments must be hashable ({e})") from None
+        if entry is None:
+            if num_ctas != 1:
+                raise ValueError(f"{self.__name__}: num_ctas must be 1")
+            entry = self._compile(cache_key, key, num_warps, num_stages, target)
+        launch, indices, scalars = entry
+        if callable(grid):
+            meta = {n: unwrap(v) for n, v in zip(self.arg_names, values)}
+            meta["num_warps"], meta["num_stages"] = num_warps, num_stages
+            grid = grid(meta)
+        runtime = [values[i] for i in indices]
+        for j in scalars:
+            if type(runtime[j]) not in _SCALARS:
+                runtime[j] = python_value(runtime[j])
+        if stream is None:
+            launch(_grid3(grid), runtime)
+        else:
+            launch(_grid3(grid), runtime, stream)
+
+    def _compile(self, cache_key: tuple, key: tuple, num_warps: int, num_stages: int, target: str) -> tuple:
+        spec = Specialization(self.arg_names, key)
+        compiled = _compiler().compile_kernel(self, spec, {"num_warps": num_warps, "num_stages": num_stages}, target)
+        self.cache[cache_key] = compiled
+        runtime = [spec.params[i] for i in spec.runtime_indices]
+        scalars = tuple(j for j, p in enumerate(runtime) if not hasattr(p.type, "pointee"))
+        entry = (compiled.launch, spec.runtime_indices, scalars)
+        self._launchers[cache_key] = entry
+        return entry
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"{self.__name__} is a @tile.jit function: launch it with {self.__name__}[grid](...) "
+                           f"or call it from another @tile.jit function")
+
+    def __repr__(self) -> str:
+        return f"JITFunction({self.__module__}:{self.__qualname__})"
+
+
+@functools.cache
+def _compiler() -> types.ModuleType:
+    import tile.compiler
+
+    return tile.compiler
+
+
+def _constexpr_key(v: Any) -> tuple:
+    # The type is part of the key: 1, 1.0 and True are equal in Python but compile differently.
+    if isinstance(v, constexpr):
+        v = v.value
+    return ("c", type(v), v)
+
+
+def _nospec_key(v: Any) -> tuple:
+    return arg_key(v, False)
+
+
+def _grid3(grid: Any) -> tuple[int, int, int]:
+    if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int:
+        return (grid[0], 1, 1)
+    if isinstance(grid, int):
+        grid = (grid,)
+    g = tuple(int(unwrap(x)) for x in grid)
+    if not 1 <= len(g) <= 3:
+        raise ValueError(f"a grid has 1 to 3 dimensions, got {grid!r}")
+    return g + (1,) * (3 - len(g))  # type: ignore[return-value]
+
+
+def jit(fn: Optional[Callable[..., Any]] = None, *, do_not_specialize: Iterable[Any] = (),
+        debug: Optional[bool] = None, noinline: Optional[bool] = None) -> Any:
+    """Decorate a function written in tile language: `@tile.jit` or `@tile.jit(do_not_specialize=["n"])`."""
+
+    def wrap(f: Callable[..., Any]) -> JITFunction:
+        return JITFunction(f, do_not_specialize=do_not_specialize, debug=debug, noinline=noinline)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+__all__ = ["jit", "JITFunction", "CompilationError", "SourcePoint"]

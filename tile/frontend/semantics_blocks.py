@@ -1,0 +1,317 @@
+"""Semantics of the block-level operations: program ids, block constructors, memory, atomics,
+dot, reductions and scans, debug ops and hints. Mixed into `Semantic` (semantics.py), whose
+casting, broadcasting and arithmetic these methods use.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
+from tile.ir.core import Block, Region
+from tile.ir.types import DType, PointerType, TensorType, Type, bf16, f16, f32, f64, i1, i8, i32, u8, with_element
+
+from .core import tensor, to_dtype
+
+if TYPE_CHECKING:
+    from .semantics import Semantic
+
+LOAD_CACHE = ("", ".ca", ".cg", ".cv")
+STORE_CACHE = ("", ".wb", ".cg", ".cs", ".wt")
+EVICTION = ("", "evict_normal", "evict_first", "evict_last")
+SEMANTICS = ("acq_rel", "acquire", "release", "relaxed")
+SCOPES = ("gpu", "cta", "sys")
+INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee")
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _choice(what: str, value: Any, allowed: Sequence[str]) -> str:
+    value = "" if value is None else value
+    if value not in allowed:
+        raise ValueError(f"{what} must be one of {[a for a in allowed if a]}, got {value!r}")
+    return value
+
+
+class BlockOps:
+    """Block constructors, memory, dot, reductions, debug: methods of `Semantic`."""
+
+    # ------------------------------------------------------------------ program
+    def program_id(self: "Semantic", axis: Any) -> tensor:
+        if axis not in (0, 1, 2):
+            raise ValueError(f"program_id axis must be 0, 1 or 2, got {axis!r}")
+        return self.op("tt.program_id", [], i32, axis=axis)
+
+    def num_programs(self: "Semantic", axis: Any) -> tensor:
+        if axis not in (0, 1, 2):
+            raise ValueError(f"num_programs axis must be 0, 1 or 2, got {axis!r}")
+        return self.op("tt.num_programs", [], i32, axis=axis)
+
+    # ------------------------------------------------------------- constructors
+    def arange(self: "Semantic", start: Any, end: Any) -> tensor:
+        if isinstance(start, tensor) or isinstance(end, tensor):
+            raise TypeError("arange's bounds must be compile-time constants (tl.constexpr), not runtime values")
+        if not isinstance(start, int) or not isinstance(end, int) or isinstance(start, bool):
+            raise TypeError(f"arange's bounds must be integers, got {start!r} and {end!r}")
+        if start >> 31 or end >> 31 or start < 0:
+            raise ValueError(f"arange's bounds must fit in int32 and be non-negative, got {start} and {end}")
+        if end <= start:
+            raise ValueError(f"arange needs end > start, got arange({start}, {end})")
+        if not _is_pow2(end - start):
+            raise ValueError(f"arange's length must be a power of 2, got {end - start} (arange({start}, {end}))")
+        return self.op("tt.arange", [], TensorType((end - start,), i32), start=start, end=end)
+
+    def block_shape(self: "Semantic", shape: Any) -> tuple[int, ...]:
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        for i, d in enumerate(shape):
+            if isinstance(d, tensor):
+                raise TypeError("block shapes must be compile-time constants, not runtime values")
+            if not isinstance(d, int) or isinstance(d, bool) or not _is_pow2(d):
+                raise ValueError(f"shape {list(shape)}: dimension {i} must be a power of 2, got {d!r}")
+        return shape
+
+    def full(self: "Semantic", shape: Any, value: Any, dtype: "DType | PointerType") -> tensor:
+        shape = self.block_shape(shape)
+        t = TensorType(shape, dtype) if shape else dtype
+        if not isinstance(value, tensor):
+            return self.constant(value, t)
+        if value.is_block():
+            raise ValueError(f"full: the value must be a scalar, got a block of shape {list(value.shape)}")
+        return self.splat(self.cast(value, dtype), shape)
+
+    # ------------------------------------------------------------------- memory
+    def _pointer(self: "Semantic", ptr: Any, what: str) -> tensor:
+        if not isinstance(ptr, tensor) or not isinstance(ptr.element, PointerType):
+            from .semantics import describe
+
+            raise TypeError(f"{what} expects a pointer (or a block of pointers), got {describe(ptr)}")
+        return ptr
+
+    def _mask(self: "Semantic", mask: Any, shape: tuple[int, ...], what: str) -> tensor:
+        mask = self.to_tensor(mask)
+        if mask.element != i1:
+            raise TypeError(f"{what}: the mask must be a boolean (int1) value, got {to_dtype(mask.element)!r}")
+        if mask.is_block() and not shape:
+            raise ValueError(f"{what}: a block mask needs a block of pointers")
+        return self.broadcast_to(mask, shape)
+
+    def _value_for(self: "Semantic", value: Any, elt: Any, shape: tuple[int, ...], what: str) -> tensor:
+        """`value` converted to the pointee type `elt` and broadcast to the pointer's shape."""
+        if not isinstance(value, tensor):
+            value = self.constant(value, TensorType(shape, elt) if shape else elt)
+        if isinstance(value.element, PointerType) != isinstance(elt, PointerType):
+            verb = "store a value" if what == "tl.store" else "use a value"
+            raise TypeError(f"{what}: cannot {verb} of type {to_dtype(value.element)!r} with a pointer to "
+                            f"{to_dtype(elt)!r}")
+        if value.is_block() and not shape:
+            raise ValueError(f"{what}: a block value (shape {list(value.shape)}) needs a block of pointers")
+        return self.cast(self.broadcast_to(value, shape), elt)
+
+    def load(self: "Semantic", ptr: Any, mask: Any = None, other: Any = None, cache_modifier: Any = "",
+             eviction_policy: Any = "", volatile: bool = False) -> tensor:
+        ptr = self._pointer(ptr, "tl.load")
+        cache = _choice("cache_modifier", cache_modifier, LOAD_CACHE)
+        eviction = _choice("eviction_policy", eviction_policy, EVICTION)
+        if mask is None and other is not None:
+            raise ValueError("tl.load: `other` needs a `mask`")
+        operands = [ptr]
+        if mask is not None:
+            m = self.to_tensor(mask)
+            if m.is_block() and ptr.is_block():
+                ptr, m = self.broadcast_values(ptr, m)
+            operands = [ptr, self._mask(m, ptr.shape, "tl.load")]
+        elt = ptr.element.pointee
+        if other is not None:
+            if isinstance(other, tensor) and other.is_block() and ptr.is_block() and other.shape != ptr.shape:
+                ptr, _ = self.broadcast_values(ptr, other)
+                operands = [ptr, self._mask(operands[1], ptr.shape, "tl.load")]
+            operands.append(self._value_for(other, elt, ptr.shape, "tl.load `other`"))
+        attrs: dict[str, Any] = {}
+        if cache:
+            attrs["cache"] = cache
+        if eviction:
+            attrs["eviction"] = eviction
+        if volatile:
+            attrs["volatile"] = True
+        return self.op("tt.load", operands, with_element(ptr.ir_type, elt), **attrs)
+
+    def store(self: "Semantic", ptr: Any, value: Any, mask: Any = None, cache_modifier: Any = "",
+              eviction_policy: Any = "") -> None:
+        ptr = self._pointer(ptr, "tl.store")
+        cache = _choice("cache_modifier", cache_modifier, STORE_CACHE)
+        eviction = _choice("eviction_policy", eviction_policy, EVICTION)
+        operands = [ptr, self._value_for(value, ptr.element.pointee, ptr.shape, "tl.store")]
+        if mask is not None:
+            operands.append(self._mask(mask, ptr.shape, "tl.store"))
+        attrs: dict[str, Any] = {}
+        if cache:
+            attrs["cache"] = cache
+        if eviction:
+            attrs["eviction"] = eviction
+        self.builder.create("tt.store", [t.handle for t in operands], [], attrs)
+
+    def atomic_rmw(self: "Semantic", kind: str, ptr: Any, value: Any, mask: Any, sem: Any, scope: Any) -> tensor:
+        what = f"tl.atomic_{kind}"
+        ptr = self._pointer(ptr, what)
+        elt = ptr.element.pointee
+        if isinstance(elt, PointerType) or elt.bits < 16 or elt.name in ("i16", "u16"):
+            raise TypeError(f"{what} does not support {to_dtype(elt)!r}")
+        if elt in (f16, bf16) and kind != "add":
+            raise TypeError(f"{what} does not support {to_dtype(elt)!r} (only atomic_add does)")
+        if kind in ("and", "or", "xor") and not elt.is_integer:
+            raise TypeError(f"{what} needs an integer pointee, got {to_dtype(elt)!r}")
+        sem = _choice("sem", sem or "acq_rel", SEMANTICS)
+        scope = _choice("scope", scope or "gpu", SCOPES)
+        operands = [ptr, self._value_for(value, elt, ptr.shape, what)]
+        if mask is not None:
+            operands.append(self._mask(mask, ptr.shape, what))
+        return self.op("tt.atomic_rmw", operands, with_element(ptr.ir_type, elt), kind=kind, sem=sem, scope=scope)
+
+    def atomic_cas(self: "Semantic", ptr: Any, cmp: Any, value: Any, sem: Any, scope: Any) -> tensor:
+        ptr = self._pointer(ptr, "tl.atomic_cas")
+        elt = ptr.element.pointee
+        if isinstance(elt, PointerType) or elt.bits not in (16, 32, 64):
+            raise TypeError(f"tl.atomic_cas supports 16-, 32- and 64-bit elements, got {to_dtype(elt)!r}")
+        sem = _choice("sem", sem or "acq_rel", SEMANTICS)
+        scope = _choice("scope", scope or "gpu", SCOPES)
+        operands = [ptr, self._value_for(cmp, elt, ptr.shape, "tl.atomic_cas"),
+                    self._value_for(value, elt, ptr.shape, "tl.atomic_cas")]
+        return self.op("tt.atomic_cas", operands, with_element(ptr.ir_type, elt), sem=sem, scope=scope)
+
+    # ---------------------------------------------------------------------- dot
+    def dot(self: "Semantic", a: Any, b: Any, acc: Any, input_precision: Optional[str],
+            max_num_imprecise_acc: Optional[int], out_dtype: "DType") -> tensor:
+        for name, x in (("first", a), ("second", b)):
+            if not isinstance(x, tensor) or len(x.shape) != 2:
+                from .semantics import describe
+
+                raise ValueError(f"tl.dot: the {name} operand must be a 2-D block, got {describe(x)}")
+        ea, eb = a.element, b.element
+        if ea != eb and not (ea.is_fp8 and eb.is_fp8):
+            raise TypeError(f"tl.dot: both operands must have the same dtype, got {to_dtype(ea)!r} and "
+                            f"{to_dtype(eb)!r}")
+        if ea.name not in ("f16", "bf16", "f32", "f64", "i8", "u8") and not ea.is_fp8:
+            raise TypeError(f"tl.dot does not support {to_dtype(ea)!r} operands")
+        (m, k), (k2, n) = a.shape, b.shape
+        if k != k2:
+            raise ValueError(f"tl.dot: shapes {list(a.shape)} and {list(b.shape)} do not match: the first's "
+                             f"columns ({k}) must equal the second's rows ({k2})")
+        if ea in (i8, u8):
+            result = i32
+        elif ea == f64:
+            result = f64
+        elif ea.name in ("f32", "bf16"):
+            result = f32
+        else:
+            if out_dtype not in (f16, f32):
+                raise ValueError(f"tl.dot: out_dtype must be float32 or float16, got {to_dtype(out_dtype)!r}")
+            result = out_dtype
+        rt = TensorType((m, n), result)
+        if acc is None:
+            acc = self.constant(0, rt)
+        else:
+            acc = self.to_tensor(acc)
+            if acc.ir_type != rt:
+                raise ValueError(f"tl.dot: the accumulator must be a [{m}, {n}] block of {to_dtype(result)!r}, "
+                                 f"got {list(acc.shape)} of {to_dtype(acc.element)!r}")
+        precision = (input_precision or "tf32").lower()
+        if precision not in INPUT_PRECISIONS:
+            raise ValueError(f"tl.dot: input_precision must be one of {list(INPUT_PRECISIONS)}, got {input_precision!r}")
+        return self.op("tt.dot", [a, b, acc], rt, input_precision=precision,
+                       max_num_imprecise_acc=int(max_num_imprecise_acc or 0))
+
+    # -------------------------------------------------------- reductions, scans
+    def _combine(self: "Semantic", name: str, inputs: list[tensor], result_types: list[Type],
+                 combine_fn: Callable[..., Any], attrs: dict[str, Any]) -> list[tensor]:
+        """Build `name` (tt.reduce / tt.scan) whose region is `combine_fn` inlined on element arguments."""
+        elems = [t.element for t in inputs]
+        block = Block(elems + elems)
+        with self.builder.at_end_of(block):
+            out = self.call(combine_fn, [tensor(a) for a in block.args], {})
+            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+            if len(outs) != len(elems):
+                raise ValueError(f"the combine function must return {len(elems)} value(s), got {len(outs)}")
+            handles = []
+            for o, el in zip(outs, elems):
+                o = o if isinstance(o, tensor) else self.constant(o, el)
+                if o.ir_type != el:
+                    raise TypeError(f"the combine function returned {o.ir_type} where a scalar of "
+                                    f"{to_dtype(el)!r} was expected")
+                handles.append(o.handle)
+            self.builder.create("tt.reduce.return", handles)
+        op = self.builder.create(name, [t.handle for t in inputs], result_types, attrs, [Region([block])])
+        return [tensor(r) for r in op.results]
+
+    def _operands(self: "Semantic", inputs: Any, what: str) -> tuple[list[tensor], bool]:
+        single = not isinstance(inputs, (tuple, list))
+        ins = [inputs] if single else list(inputs)
+        for t in ins:
+            if not isinstance(t, tensor) or not t.is_block():
+                from .semantics import describe
+
+                raise TypeError(f"{what} needs blocks, got {describe(t)}")
+        if any(t.shape != ins[0].shape for t in ins):
+            raise ValueError(f"{what}: all inputs must have one shape, got {[list(t.shape) for t in ins]}")
+        return ins, single
+
+    def reduce(self: "Semantic", inputs: Any, axis: Any, combine_fn: Callable[..., Any],
+               keep_dims: bool = False) -> Any:
+        from .semantics import wrap_axis
+
+        ins, single = self._operands(inputs, "reduce")
+        rank = len(ins[0].shape)
+        if axis is None:
+            ins = [self.reshape(t, (t.numel,), True) for t in ins]
+            axis = 0
+            flat = True
+        else:
+            axis = wrap_axis(axis, rank, "reduce")
+            flat = False
+        shape = ins[0].shape[:axis] + ins[0].shape[axis + 1:]
+        types: list[Type] = [TensorType(shape, t.element) if shape else t.element for t in ins]
+        outs = self._combine("tt.reduce", ins, types, combine_fn, {"axis": axis})
+        if keep_dims:
+            outs = [self.expand_dims(o, list(range(rank)) if flat else axis) for o in outs]
+        return outs[0] if single else tuple(outs)
+
+    def scan(self: "Semantic", inputs: Any, axis: Any, combine_fn: Callable[..., Any], reverse: bool = False) -> Any:
+        from .semantics import wrap_axis
+
+        ins, single = self._operands(inputs, "associative_scan")
+        axis = wrap_axis(axis, len(ins[0].shape), "associative_scan")
+        outs = self._combine("tt.scan", ins, [t.ir_type for t in ins], combine_fn,
+                             {"axis": axis, "reverse": bool(reverse)})
+        return outs[0] if single else tuple(outs)
+
+    # -------------------------------------------------------------------- debug
+    def device_print(self: "Semantic", prefix: str, args: Sequence[Any], hex: bool = False) -> None:
+        if not isinstance(prefix, str):
+            raise TypeError(f"device_print's prefix must be a string, got {prefix!r}")
+        values = [self.to_tensor(a) for a in args]
+        self.builder.create("tt.print", [v.handle for v in values], [], {"prefix": prefix, "hex": bool(hex)})
+
+    def device_assert(self: "Semantic", cond: Any, message: str = "", mask: Any = None) -> None:
+        c = self.to_i1(cond)
+        if mask is not None:
+            c = self.logical_or(c, self.not_(mask))
+        loc = self.builder.loc
+        attrs = {"message": str(message), "file": loc.file if loc else "", "line": loc.line if loc else 0}
+        self.builder.create("tt.assert", [c.handle], [], attrs)
+
+    def debug_barrier(self: "Semantic") -> None:
+        self.builder.create("tt.debug_barrier")
+
+    def hint(self: "Semantic", x: Any, kind: str, values: Any) -> tensor:
+        x = self.to_tensor(x)
+        vals = [values] if isinstance(values, int) else list(values)
+        want = max(1, len(x.shape)) if kind == "multiple_of" else len(x.shape)
+        if len(vals) != want or not all(isinstance(v, int) and v > 0 for v in vals):
+            raise ValueError(f"tl.{kind} needs {want} positive integer(s) for {describe_shape(x)}, got {values!r}")
+        attrs: dict[str, Any] = {"multiple_of": [], "max_contiguous": [], "max_constancy": []}
+        attrs[kind] = vals
+        return self.op("tt.hint", [x], x.ir_type, **attrs)
+
+
+def describe_shape(x: tensor) -> str:
+    return f"a block of shape {list(x.shape)}" if x.is_block() else "a scalar"
+

@@ -1,0 +1,118 @@
+"""Argument specialization: what a kernel is compiled for, derived from the launch arguments.
+
+Like Triton, per runtime argument:
+    array (anything `describe_argument` accepts)  -> ptr<dtype>, divisibility 16 if the address is 16-byte aligned
+    int == 1                                      -> folded into the kernel as the constant 1 (not a parameter)
+    other int                                     -> i32 if it fits, else i64 (u64 above), divisibility 16 if % 16 == 0
+    float -> f32, bool -> i1, None -> the constant None
+and constexpr parameters are folded. The key is a tuple of small tuples, one per parameter,
+computed on every launch, so it is built with a few type checks and no allocation beyond
+the tuples themselves:
+
+    ("ptr", "f32", 16)   ("i32", 16)   ("c", int, 1024)
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+
+from tile.ir.types import DTYPES, PointerType, Type
+from tile.runtime.arrays import describe_argument
+
+_I32 = (-2**31, 2**31)
+
+
+def _int_key(v: int, specialize: bool) -> tuple:
+    if specialize and v == 1:
+        return ("c", int, 1)
+    div = 16 if specialize and v % 16 == 0 else 1
+    if _I32[0] <= v < _I32[1]:
+        return ("i32", div)
+    if -2**63 <= v < 2**63:
+        return ("i64", div)
+    if 0 <= v < 2**64:
+        return ("u64", div)
+    raise ValueError(f"integer argument {v} does not fit in 64 bits")
+
+
+def arg_key(v: Any, specialize: bool = True) -> tuple:
+    """The specialization of one runtime argument (see the module docstring)."""
+    t = type(v)
+    if t is int:
+        return _int_key(v, specialize)
+    if t is float:
+        return ("f32", 1)
+    if t is bool:
+        return ("i1", 1)
+    if v is None:
+        return ("c", None, None)
+    if isinstance(v, (numbers.Number, np.bool_)):
+        return _number_key(v, specialize)
+    info = describe_argument(v)
+    return ("ptr", info.dtype, 16 if specialize and info.address % 16 == 0 else 1)
+
+
+def _number_key(v: Any, specialize: bool) -> tuple:
+    """NumPy and other scalar numbers: as the Python number they hold."""
+    if isinstance(v, np.bool_):
+        return ("i1", 1)
+    if isinstance(v, numbers.Integral):
+        return _int_key(int(v), specialize)
+    if isinstance(v, numbers.Real):
+        return ("f32", 1)
+    raise TypeError(f"cannot pass {v!r} to a kernel")
+
+
+def python_value(v: Any) -> Any:
+    """A scalar argument as the Python number the launcher receives."""
+    if isinstance(v, np.bool_):
+        return bool(v)
+    if type(v) in (int, float, bool) or not isinstance(v, numbers.Number):
+        return v
+    return int(v) if isinstance(v, numbers.Integral) else float(v)
+
+
+class Param(NamedTuple):
+    """One kernel parameter under a specialization."""
+
+    name: str
+    runtime: bool  # a parameter of the IR function (else folded in as `value`)
+    type: Optional[Type] = None
+    divisibility: int = 1
+    value: Any = None
+
+
+def _param(name: str, key: tuple) -> Param:
+    if key[0] == "c":
+        return Param(name, False, value=key[2])
+    if key[0] == "ptr":
+        return Param(name, True, PointerType(DTYPES[key[1]]), key[2])
+    return Param(name, True, DTYPES[key[0]], key[1])
+
+
+class Specialization:
+    """What one compilation of a kernel is for: the key, and the parameters it implies."""
+
+    __slots__ = ("key", "params", "runtime_indices")
+
+    def __init__(self, arg_names: tuple[str, ...], key: tuple):
+        self.key = key
+        self.params = tuple(_param(n, k) for n, k in zip(arg_names, key))
+        self.runtime_indices = tuple(i for i, p in enumerate(self.params) if p.runtime)
+
+    def __repr__(self) -> str:
+        parts = []
+        for p in self.params:
+            if p.runtime:
+                parts.append(f"{p.name}: {p.type}" + (f" (div {p.divisibility})" if p.divisibility > 1 else ""))
+            else:
+                parts.append(f"{p.name}={p.value!r}")
+        return f"Specialization({', '.join(parts)})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Specialization) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
