@@ -30,9 +30,25 @@ class HostArrays:
         return x.numpy() if hasattr(x, "numpy") else np.asarray(x)
 
 
-@pytest.fixture(params=["numpy"])
-def arrays(request):
-    return HostArrays()
+class GpuArrays(HostArrays):
+    """Kernel arguments in GPU memory: the same tests then run the PTX backend."""
+
+    name = "gpu"
+
+    def put(self, a: np.ndarray, dtype: str | None = None):
+        return tile.to_device(np.ascontiguousarray(a), dtype)
+
+    def get(self, x) -> np.ndarray:
+        return x.numpy()
+
+
+@pytest.fixture(params=["numpy", pytest.param("gpu", marks=pytest.mark.gpu)])
+def arrays(request, monkeypatch):
+    if request.param == "numpy":
+        monkeypatch.setenv("TILE_INTERPRET", "1")  # NumPy arrays run on the interpreter, also on GPU machines
+        return HostArrays()
+    monkeypatch.delenv("TILE_INTERPRET", raising=False)
+    return GpuArrays()
 
 
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
