@@ -1,0 +1,281 @@
+"""The gpu level: tile IR whose tensors carry layouts, plus the ops that move data between layouts.
+
+gpu IR is tile IR where every tensor type carries a layout (tile.ir.layouts) and the tt.func
+has attrs `num_warps`, `threads_per_warp`, `target` (and `shared_bytes` after allocation).
+Extra ops:
+
+  gpu.convert_layout %x : tensor<S x T, #dst>      same shape and element type, another layout
+  gpu.local_alloc {offset, bytes} : tensor<S x T, #shared<...>>   a shared-memory buffer; offset
+                                    in bytes into dynamic shared memory (-1 until allocated)
+  gpu.local_store %buf, %x                        %x (distributed) into the buffer, each element once
+  gpu.local_load %buf : tensor<S x T, #dist>      the buffer into registers
+  gpu.barrier                                     bar.sync 0 across the CTA
+
+The layout rules of every op (which operand layouts an op needs, given its result layouts)
+live here too, in `required_operand_types`; passes insert gpu.convert_layout where an operand
+breaks them (`legalize`) and `verify_layouts` checks them:
+
+  elementwise ops, tt.load, tt.atomic_*   every tensor operand in the result's layout
+  tt.store                                value and mask in the pointer's layout
+  tt.broadcast                            operand in the result's layout (any shape)
+  tt.expand_dims {axis}                   operand in #slice<dim = axis, parent = result layout>
+  tt.reduce {axis}                        result #slice<dim = axis, parent = L>, operands in L
+  tt.scan                                 operands in the result's layout
+  tt.trans / tt.reshape                   operand layout such that every element stays in its
+                                          register: LinearLayout(result) = LinearLayout(operand)
+                                          transposed / reshaped; both are free in registers
+  tt.dot                                  accumulator in the result's layout
+  scf.for / scf.if / scf.while            init, block argument, yielded value and result of
+                                          one loop-carried value share one type
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .core import Block, Operation, Value
+from .layouts import (DistributedLayout, Layout, SharedLayout, SliceLayout, reshape_layout, trans_layout)
+from .ops import VerificationError, expect, expect_counts, register_op
+from .types import PointerType, TensorType, Type, element_type
+
+
+def element_bytes(t: Type) -> int:
+    """Bytes one element of `t` takes in memory (pointers: 8; i1: 1)."""
+    el = element_type(t)
+    return 8 if isinstance(el, PointerType) else el.bytes
+
+
+def layout_of(v: Value) -> Optional[Layout]:
+    return v.type.layout if isinstance(v.type, TensorType) else None
+
+
+def with_layout(t: Type, layout: Optional[Layout]) -> Type:
+    """`t` with its layout replaced (scalars stay scalars)."""
+    return TensorType(t.shape, t.element, layout) if isinstance(t, TensorType) else t
+
+
+def _distributed(t: Type) -> bool:
+    return isinstance(t, TensorType) and isinstance(t.layout, DistributedLayout)
+
+
+def _shared(t: Type) -> bool:
+    return isinstance(t, TensorType) and isinstance(t.layout, SharedLayout)
+
+
+# ---------------------------------------------------------------------------- gpu ops
+
+
+@register_op("gpu.convert_layout")
+def _verify_convert(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    src, dst = op.operand(0).type, op.result.type
+    expect(op, _distributed(src) and _distributed(dst), "operand and result need distributed layouts")
+    expect(op, src.shape == dst.shape and src.element == dst.element, f"cannot convert {src} to {dst}")
+
+
+@register_op("gpu.local_alloc", pure=False)
+def _verify_local_alloc(op: Operation) -> None:
+    expect_counts(op, 0, 1)
+    t = op.result.type
+    expect(op, _shared(t), "result must be a tensor with a #shared layout")
+    expect(op, isinstance(op.attrs.get("offset"), int), "missing int attr 'offset'")
+    expect(op, op.attrs.get("bytes") == t.numel * element_bytes(t), f"bytes must be {t.numel * element_bytes(t)}")
+
+
+@register_op("gpu.local_store", pure=False)
+def _verify_local_store(op: Operation) -> None:
+    expect_counts(op, 2, 0)
+    buf, x = op.operand(0).type, op.operand(1).type
+    expect(op, _shared(buf) and _distributed(x), "expects a shared buffer and a distributed tensor")
+    expect(op, buf.shape == x.shape and buf.element == x.element, f"cannot store {x} into {buf}")
+
+
+@register_op("gpu.local_load", pure=False)
+def _verify_local_load(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    buf, t = op.operand(0).type, op.result.type
+    expect(op, _shared(buf) and _distributed(t), "expects a shared buffer and a distributed result")
+    expect(op, buf.shape == t.shape and buf.element == t.element, f"cannot load {t} from {buf}")
+
+
+@register_op("gpu.barrier", pure=False)
+def _verify_barrier(op: Operation) -> None:
+    expect_counts(op, 0, 0)
+
+
+# ------------------------------------------------------------------------ layout rules
+
+_SAME_LAYOUT = {"tt.addptr", "tt.hint", "tt.ptr_to_int", "tt.int_to_ptr", "tt.load", "tt.atomic_rmw",
+                "tt.atomic_cas"}
+_FREE_OPERANDS = {"gpu.convert_layout", "gpu.local_store", "gpu.local_load", "tt.print", "tt.assert",
+                  "tt.reduce.return", "scf.if", "tt.func", "tt.return"}
+
+
+def is_elementwise(op: Operation) -> bool:
+    """Ops whose tensor operands and results all share one shape and one layout."""
+    if op.name == "arith.constant":
+        return False
+    return op.name.startswith(("arith.", "math.")) or op.name in _SAME_LAYOUT
+
+
+def _inverse(order: list[int]) -> list[int]:
+    return [order.index(d) for d in range(len(order))]
+
+
+def required_operand_types(op: Operation, result_types: Optional[list[Type]] = None) -> list[Optional[Type]]:
+    """The type each operand must have given `op`'s result types (None: any layout will do).
+
+    `result_types` asks the question for other result types than the op's own.
+    """
+    results = result_types if result_types is not None else [r.type for r in op.results]
+    out: list[Optional[Type]] = [None] * op.num_operands
+    tensors = [i for i, v in enumerate(op.operands) if isinstance(v.type, TensorType)]
+
+    def want(i: int, layout: Optional[Layout]) -> None:
+        out[i] = with_layout(op.operand(i).type, layout)
+
+    name = op.name
+    if name in _FREE_OPERANDS:
+        return out
+    if is_elementwise(op):
+        result = next((t for t in results if isinstance(t, TensorType)), None)
+        for i in tensors:
+            want(i, result.layout if result is not None else None)
+    elif name == "tt.store":
+        for i in tensors[1:]:
+            want(i, layout_of(op.operand(0)))
+    elif name == "tt.broadcast":
+        want(0, results[0].layout)
+    elif name == "tt.expand_dims":
+        want(0, SliceLayout(op.attrs["axis"], results[0].layout))
+    elif name in ("tt.trans", "tt.reshape"):
+        t, src = results[0], op.operand(0).type
+        if name == "tt.trans":
+            layout = trans_layout(t.layout, t.shape, _inverse(list(op.attrs["order"])))
+        else:
+            layout = reshape_layout(t.layout, t.shape, src.shape)
+        # the operand's own layout when it is the same map under another name
+        same = isinstance(src.layout, DistributedLayout) and \
+            src.layout.to_linear(src.shape) == layout.to_linear(src.shape)
+        want(0, src.layout if same else layout)
+    elif name == "tt.reduce":
+        first = results[0]
+        parent = first.layout.parent if isinstance(first, TensorType) and \
+            isinstance(first.layout, SliceLayout) else layout_of(op.operand(0))
+        for i in tensors:
+            want(i, parent)
+    elif name == "tt.scan":
+        for i in tensors:
+            want(i, results[i].layout)
+    elif name == "tt.dot":
+        want(2, results[0].layout)
+    elif name in ("scf.for", "scf.while"):
+        block = op.regions[0].block
+        args = block.args[1:] if name == "scf.for" else block.args
+        first = 3 if name == "scf.for" else 0
+        for i, a in enumerate(args):
+            out[first + i] = a.type
+    elif name == "scf.yield":
+        parent = op.parent_op
+        if parent.name == "scf.for":
+            targets = [a.type for a in parent.regions[0].block.args[1:]]
+        elif parent.name == "scf.while":
+            targets = [a.type for a in parent.regions[0].block.args]
+        else:
+            targets = [r.type for r in parent.results]
+        out = list(targets)
+    elif name == "scf.condition":
+        out[1:] = [a.type for a in op.parent_op.regions[1].block.args]
+    else:
+        shaped = [t for t in results if isinstance(t, TensorType)]
+        if shaped and all(op.operand(i).type.shape == shaped[0].shape for i in tensors):
+            for i in tensors:
+                want(i, shaped[0].layout)
+    return out
+
+
+def forward_result_layouts(op: Operation, index: int, layout: DistributedLayout) -> Optional[list[Optional[Layout]]]:
+    """The layouts `op`'s results take when operand `index` has `layout` and the op adapts to it
+    (None where the op keeps its own layouts: memory ops, control flow, dot...)."""
+    name = op.name
+    results = [r.type for r in op.results]
+    if is_elementwise(op) and name not in ("tt.load", "tt.atomic_rmw", "tt.atomic_cas"):
+        return [layout if isinstance(t, TensorType) else None for t in results]
+    if name == "gpu.convert_layout" or name == "tt.scan":
+        return [layout] * len(results)
+    if name == "tt.broadcast":
+        return [layout] if layout.shape_generic else None
+    if name == "tt.expand_dims":
+        ok = isinstance(layout, SliceLayout) and layout.dim == op.attrs["axis"]
+        return [layout.parent] if ok else None
+    if name == "tt.reduce":
+        if not layout.shape_generic:  # a #slice needs its parent at the shape with a size-1 axis
+            return None
+        sliced = SliceLayout(op.attrs["axis"], layout)
+        return [sliced if isinstance(t, TensorType) else None for t in results]
+    if name == "tt.trans":
+        return [trans_layout(layout, op.operand(0).type.shape, op.attrs["order"])]
+    if name == "tt.reshape":
+        return [reshape_layout(layout, op.operand(0).type.shape, op.result.type.shape)]
+    return None
+
+
+def insert_convert(value: Value, layout: Layout, before: Operation) -> Value:
+    """A gpu.convert_layout of `value` to `layout`, placed before `before`."""
+    cvt = Operation("gpu.convert_layout", [value], [with_layout(value.type, layout)], loc=before.loc)
+    before.parent.insert_before(before, cvt)
+    return cvt.result
+
+
+def legalize(func: Operation) -> int:
+    """Insert a gpu.convert_layout before every operand whose type breaks its op's layout rule.
+
+    Returns how many were inserted.
+    """
+    count = 0
+    for op in list(func.walk()):
+        for i, t in enumerate(required_operand_types(op)):
+            v = op.operand(i)
+            if t is not None and v.type != t and isinstance(t, TensorType):
+                op.set_operand(i, insert_convert(v, t.layout, op))
+                count += 1
+    return count
+
+
+def verify_layouts(func: Operation) -> None:
+    """Check gpu-level invariants: func attrs set, every tensor has a layout of the func's warp
+    count and warp size, and every op's operands follow its layout rule."""
+    num_warps, tpw = func.attrs.get("num_warps"), func.attrs.get("threads_per_warp")
+    expect(func, isinstance(num_warps, int) and isinstance(tpw, int) and isinstance(func.attrs.get("target"), str),
+           "gpu IR needs func attrs num_warps, threads_per_warp and target")
+
+    def check_type(op: Operation, t: Type) -> None:
+        if not isinstance(t, TensorType):
+            return
+        if isinstance(t.layout, SharedLayout):
+            return
+        expect(op, isinstance(t.layout, DistributedLayout), f"tensor {t} has no layout")
+        expect(op, t.layout.num_warps == num_warps and t.layout.warp_size == tpw,
+               f"layout of {t} is not for {num_warps} warps of {tpw} threads")
+        t.layout.to_linear(t.shape)
+
+    def check_block(block: Block, owner: Operation) -> None:
+        for a in block.args:
+            check_type(owner, a.type)
+
+    for op in func.walk():
+        for region in op.regions:
+            for block in region.blocks:
+                check_block(block, op)
+        for r in op.results:
+            check_type(op, r.type)
+        for i, t in enumerate(required_operand_types(op)):
+            if t is not None and op.operand(i).type != t:
+                raise VerificationError(op, f"operand {i} is {op.operand(i).type}, its layout rule wants {t}")
+        if op.name == "tt.reduce" and isinstance(op.results[0].type, TensorType):
+            layout = op.results[0].type.layout
+            expect(op, isinstance(layout, SliceLayout) and layout.dim == op.attrs["axis"],
+                   "a reduce's tensor result needs a #slice layout along its axis")
+
+
+__all__ = ["element_bytes", "layout_of", "with_layout", "is_elementwise", "required_operand_types",
+           "forward_result_layouts", "insert_convert", "legalize", "verify_layouts"]

@@ -1,0 +1,128 @@
+"""Shared-memory allocation: byte offsets for buffers whose lifetimes overlap must not overlap.
+
+Buffers: every gpu.local_alloc (`bytes` attr) and the scratch of every tt.reduce / tt.scan
+whose operand layout splits the reduced axis across warps (`scratch_bytes`). A buffer lives
+from its definition to its last use in program order (a reduce's scratch: during the op);
+a use inside a loop that does not contain the definition keeps the buffer alive for the whole
+loop, since the next iteration comes back to it. Buffers are placed largest first at the
+lowest 16-byte aligned offset free of every placed buffer whose lifetime intersects its own.
+Sets `offset` on local_alloc, `scratch_offset` on reduce/scan, and func attr `shared_bytes`.
+
+Before:
+    %a = gpu.local_alloc {bytes = 4096, offset = -1} : tensor<32x32xf32, #shared<...>>
+    gpu.local_store %a, %x
+    %y = gpu.local_load %a : ...
+    %b = gpu.local_alloc {bytes = 4096, offset = -1} : tensor<32x32xf32, #shared<...>>
+    gpu.local_store %b, %y                            (%a is dead here: %b may reuse its bytes)
+    %z = gpu.local_load %b : ...
+    %s = tt.reduce %z {axis = 1} ...                  (4 warps along axis 1: 4*32*4 = 512 bytes)
+After:
+    tt.func {shared_bytes = 4096, ...}
+    %a = gpu.local_alloc {bytes = 4096, offset = 0} ...
+    %b = gpu.local_alloc {bytes = 4096, offset = 0} ...
+    %s = tt.reduce %z {axis = 1, scratch_offset = 0} ...
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..ir import Operation, TensorType
+from ..ir.gpu_ops import element_bytes
+from ..ir.layouts import warps_split_dim
+from .pass_manager import Pass
+
+ALIGN = 16
+_LOOPS = ("scf.for", "scf.while")
+
+
+def _func_of(op: Operation) -> Operation:
+    while op.name != "tt.func":
+        op = op.parent_op
+    return op
+
+
+def needs_scratch(op: Operation) -> bool:
+    """Whether a tt.reduce / tt.scan exchanges data across warps (its operand's warps split the axis)."""
+    if op.name not in ("tt.reduce", "tt.scan"):
+        return False
+    t = op.operand(0).type
+    return isinstance(t, TensorType) and warps_split_dim(t.layout, t.shape, op.attrs["axis"])
+
+
+def scratch_bytes(op: Operation) -> int:
+    """num_warps * numel(shape without the axis, at least 1) * sum over operands of max(4, element bytes),
+    laid out as [operand][warp][result element, row-major]."""
+    t = op.operand(0).type
+    axis = op.attrs["axis"]
+    rest = max(1, math.prod(t.shape[:axis] + t.shape[axis + 1:]))
+    per = sum(max(4, element_bytes(v.type)) for v in op.operands)
+    return _func_of(op).attrs["num_warps"] * rest * per
+
+
+@dataclass
+class _Buffer:
+    op: Operation
+    bytes: int
+    start: int
+    end: int
+    offset: int = -1
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _buffers(func: Operation) -> list[_Buffer]:
+    pos: dict[Operation, int] = {}
+    end: dict[Operation, int] = {}
+    ops = list(func.walk())
+    for i, op in enumerate(ops):
+        pos[op] = i
+    for op in reversed(ops):
+        end[op] = max([pos[op]] + [end[inner] for region in op.regions for b in region.blocks for inner in b.ops])
+    out = []
+    for op in ops:
+        if op.name == "gpu.local_alloc":
+            stop = pos[op]
+            for user in op.result.users():
+                stop = max(stop, pos[user])
+                loop = user.parent_op
+                while loop is not None and not loop.is_ancestor_of(op):
+                    if loop.name in _LOOPS:
+                        stop = max(stop, end[loop])
+                    loop = loop.parent_op
+            out.append(_Buffer(op, op.attrs["bytes"], pos[op], stop))
+        elif needs_scratch(op):
+            out.append(_Buffer(op, scratch_bytes(op), pos[op], end[op]))
+    return out
+
+
+def allocate(buffers: list[_Buffer]) -> int:
+    """Place `buffers` (first fit, largest first); returns the bytes used."""
+    placed: list[_Buffer] = []
+    for buf in sorted(buffers, key=lambda b: (-b.bytes, b.start)):
+        live = sorted((p for p in placed if p.start <= buf.end and buf.start <= p.end), key=lambda p: p.offset)
+        offset = 0
+        for p in live:
+            if offset < p.offset + p.bytes and p.offset < offset + buf.bytes:
+                offset = _align(p.offset + p.bytes)
+        buf.offset = offset
+        placed.append(buf)
+    return max((b.offset + b.bytes for b in placed), default=0)
+
+
+class AllocShared(Pass):
+    """Assigns shared-memory offsets (see the module docstring)."""
+
+    name = "alloc-shared"
+
+    def run(self, func: Operation) -> None:
+        buffers = _buffers(func)
+        total = allocate(buffers)
+        for b in buffers:
+            b.op.attrs["offset" if b.op.name == "gpu.local_alloc" else "scratch_offset"] = b.offset
+        func.attrs["shared_bytes"] = _align(total)
+
+
+__all__ = ["AllocShared", "scratch_bytes", "needs_scratch", "allocate", "ALIGN"]

@@ -1,0 +1,243 @@
+"""Remove layout conversions: let whole chains of ops share the layouts coalescing chose.
+
+Three rewrites, repeated until nothing changes (Triton's RemoveLayoutConversions, simplified):
+
+1. Forward propagation. The results of loads and atomics are anchors: their layout flows to
+   every op that can take it (elementwise ops, conversions, broadcast, expand_dims of a slice,
+   reduce (as a #slice), scan, trans, reshape) and through scf.for / scf.if / scf.while into
+   block arguments and results. So are conversions of a loop-carried value for a memory op (a
+   pointer advanced each iteration): the loop then carries the value in that layout. A value
+   reached by several layouts keeps its own if among them, else takes the first that reached
+   it. Ops whose operands then disagree get conversions (tile.ir.gpu_ops.legalize).
+2. Backward rematerialization. A conversion of a value computed by cheap ops (splat, arange,
+   constant, elementwise arithmetic, addptr, broadcast, expand_dims, trans, reshape) from
+   values that already have the needed layouts (or scalars) is replaced by a copy of that
+   computation in the target layout.
+3. Folding. convert(x) to x's own layout is x; convert(convert(x)) is convert(x); copies that
+   came out equal are merged (CSE) and what is left unused is deleted (DCE).
+
+Before (vector add after coalescing; #b1 default, #b4 coalesced):
+    %0 = gpu.convert_layout %xp : tensor<1024xptr<f32>, #b4>
+    %1 = tt.load %0 : tensor<1024xf32, #b4>
+    %x = gpu.convert_layout %1 : tensor<1024xf32, #b1>
+    ...same for %y...
+    %sum = arith.add %x, %y : tensor<1024xf32, #b1>
+    %2 = gpu.convert_layout %op : tensor<1024xptr<f32>, #b4>
+    %3 = gpu.convert_layout %sum : tensor<1024xf32, #b4>
+    tt.store %2, %3
+After (%offs and the splats recomputed in #b4, no conversion left):
+    %x = tt.load %xp : tensor<1024xf32, #b4>
+    %sum = arith.add %x, %y : tensor<1024xf32, #b4>
+    tt.store %op, %sum
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir import BlockArgument, Operation, TensorType, Value, print_op
+from ..ir.gpu_ops import forward_result_layouts, is_elementwise, layout_of, legalize, required_operand_types, \
+    with_layout
+from ..ir.layouts import Layout
+from .coalesce import MEMORY_OPS
+from .cse import CSE
+from .dce import DCE
+from .pass_manager import Pass
+
+MAX_ROUNDS = 4
+MAX_SLICE = 64  # ops one rematerialization may copy
+_CHEAP = {"tt.splat", "tt.arange", "arith.constant", "tt.broadcast", "tt.expand_dims", "tt.trans", "tt.reshape",
+          "tt.addptr", "tt.hint", "gpu.convert_layout"}
+_ANCHORS = ("tt.load", "tt.atomic_rmw", "tt.atomic_cas")
+
+
+def _is_convert(op: Optional[Operation]) -> bool:
+    return op is not None and op.name == "gpu.convert_layout"
+
+
+# ------------------------------------------------------------------------ folding
+
+
+def fold_conversions(func: Operation) -> bool:
+    """Fold conversions to the operand's own layout and chains of conversions."""
+    changed = False
+    for op in list(func.walk()):
+        if not _is_convert(op) or op.parent is None:
+            continue
+        src = op.operand(0)
+        while _is_convert(src.owner_op):
+            src = src.owner_op.operand(0)
+            op.set_operand(0, src)
+            changed = True
+        if src.type == op.result.type:
+            op.result.replace_all_uses_with(src)
+            op.erase()
+            changed = True
+    return changed
+
+
+# ------------------------------------------------------------------------ forward propagation
+
+
+def _tied(user: Operation, index: int) -> Optional[list[Value]]:
+    """Values that must share the type of operand `index` of control-flow op `user` (None: not one)."""
+    name = user.name
+    if name == "scf.yield":
+        parent = user.parent_op
+        if parent.name == "scf.for":
+            return [parent.regions[0].block.args[index + 1], parent.results[index]]
+        if parent.name == "scf.while":
+            return [parent.regions[0].block.args[index]]
+        return [parent.results[index]]
+    if name == "scf.for" and index >= 3:
+        return [user.regions[0].block.args[index - 2], user.results[index - 3]]
+    if name == "scf.while":
+        return [user.regions[0].block.args[index]]
+    if name == "scf.condition" and index >= 1:
+        loop = user.parent_op
+        return [loop.regions[1].block.args[index - 1], loop.results[index - 1]]
+    return None
+
+
+def _loop_carried(v: Value) -> bool:
+    if not isinstance(v, BlockArgument):
+        return False
+    owner = v.block.parent_op
+    return owner is not None and (owner.name == "scf.while" or owner.name == "scf.for" and v.index >= 1)
+
+
+def propagate_forward(func: Operation) -> bool:
+    """Spread anchor layouts forward (see the module docstring); returns whether a type changed."""
+    seeds: list[tuple[Value, Layout]] = []
+    fixed: set[Value] = set()
+    for op in func.walk():
+        if op.name in _ANCHORS and isinstance(op.results[0].type, TensorType):
+            seeds.append((op.result, layout_of(op.result)))
+            fixed.add(op.result)
+        elif _is_convert(op) and _loop_carried(op.operand(0)) and \
+                any(u.name in MEMORY_OPS for u in op.result.users()):
+            seeds.append((op.operand(0), op.result.type.layout))
+    candidates: dict[Value, list[Layout]] = {}
+    work: list[tuple[Value, Layout]] = []
+
+    def add(values: list[Value], layout: Layout) -> None:
+        for v in values:
+            if v in fixed and v.type.layout != layout:
+                continue
+            seen = candidates.setdefault(v, [])
+            if layout not in seen:
+                seen.append(layout)
+                work.append((v, layout))
+
+    for v, layout in seeds:
+        members = [v]
+        if isinstance(v, BlockArgument):
+            owner = v.block.parent_op
+            if owner.name == "scf.for":
+                members.append(owner.results[v.index - 1])
+        add(members, layout)
+    while work:
+        v, layout = work.pop(0)
+        for user, index in list(v.uses):
+            tied = _tied(user, index)
+            if tied is not None:
+                add(tied, layout)
+                continue
+            results = forward_result_layouts(user, index, layout)
+            for r, lay in zip(user.results, results or []):
+                if lay is not None:
+                    add([r], lay)
+    changed = False
+    for v, seen in candidates.items():
+        current = v.type.layout
+        chosen = current if current in seen else seen[0]
+        if chosen != current:
+            v.type = with_layout(v.type, chosen)
+            changed = True
+    return changed
+
+
+# ------------------------------------------------------------------------ backward rematerialization
+
+
+class _Rematerializer:
+    """Recomputes cheap values in other layouts; `memo` reuses copies already made."""
+
+    def __init__(self) -> None:
+        self.memo: dict[tuple[Value, Layout], Value] = {}
+
+    def _cheap(self, op: Operation) -> bool:
+        return not op.regions and len(op.results) == 1 and (op.name in _CHEAP or (
+            is_elementwise(op) and op.name not in _ANCHORS))
+
+    def can(self, v: Value, layout: Layout, budget: list[int]) -> bool:
+        if not isinstance(v.type, TensorType) or v.type.layout == layout or (v, layout) in self.memo:
+            return True
+        op = v.owner_op
+        if op is None or not self._cheap(op) or op.name == "tt.broadcast" and not layout.shape_generic:
+            return False
+        if _is_convert(op):
+            return self.can(op.operand(0), layout, budget)
+        budget[0] -= 1
+        if budget[0] < 0:
+            return False
+        wanted = required_operand_types(op, [with_layout(v.type, layout)])
+        return all(t is None or not isinstance(t, TensorType) or self.can(o, t.layout, budget)
+                   for o, t in zip(op.operands, wanted))
+
+    def build(self, v: Value, layout: Layout) -> Value:
+        if not isinstance(v.type, TensorType) or v.type.layout == layout:
+            return v
+        key = (v, layout)
+        if key in self.memo:
+            return self.memo[key]
+        op = v.owner_op
+        if _is_convert(op):
+            return self.build(op.operand(0), layout)
+        new_type = with_layout(v.type, layout)
+        wanted = required_operand_types(op, [new_type])
+        operands = [o if t is None or not isinstance(t, TensorType) else self.build(o, t.layout)
+                    for o, t in zip(op.operands, wanted)]
+        copy = Operation(op.name, operands, [new_type], dict(op.attrs), loc=op.loc)
+        copy.result.name_hint = v.name_hint
+        op.parent.insert_after(op, copy)
+        self.memo[key] = copy.result
+        return copy.result
+
+
+def rematerialize_backward(func: Operation) -> bool:
+    """Replace conversions of cheaply recomputed values by recomputation in the target layout."""
+    remat = _Rematerializer()
+    changed = False
+    for op in list(func.walk()):
+        if not _is_convert(op) or op.parent is None:
+            continue
+        layout = op.result.type.layout
+        if remat.can(op.operand(0), layout, [MAX_SLICE]):
+            op.result.replace_all_uses_with(remat.build(op.operand(0), layout))
+            op.erase()
+            changed = True
+    return changed
+
+
+class RemoveLayoutConversions(Pass):
+    """Propagates, rematerializes and folds until the IR stops changing (at most MAX_ROUNDS rounds)."""
+
+    name = "remove-layout-conversions"
+
+    def run(self, func: Operation) -> None:
+        dce, cse = DCE(), CSE()
+        for _ in range(MAX_ROUNDS):
+            before = print_op(func)
+            fold_conversions(func)
+            if propagate_forward(func):
+                legalize(func)
+            fold_conversions(func)
+            rematerialize_backward(func)
+            fold_conversions(func)
+            cse.run(func)
+            dce.run(func)
+            if print_op(func) == before:
+                return
+
+
+__all__ = ["RemoveLayoutConversions", "fold_conversions", "propagate_forward", "rematerialize_backward"]
