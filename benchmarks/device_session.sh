@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# One batch on a lent GPU machine: the GPU tests, then the benchmarks against Triton and PyTorch.
+# Usage (from the repository root): bash benchmarks/device_session.sh [tests|bench|all] [pytest args...]
+# Logs and JSON go to $OUT (or ./.device_out); the short tables are printed last.
+set -uo pipefail
+out="${OUT:-.device_out}"
+mkdir -p "$out"
+what="${1:-all}"
+shift || true
+export PYTHONPATH="$PWD" PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/device.txt"
+if [[ "$what" == tests || "$what" == all ]]; then
+    timeout 420 python -m pytest -q -m gpu -x -p no:cacheprovider "$@" tests 2>&1 | tee "$out/gpu_tests.log" | tail -40
+fi
+if [[ "$what" == bench || "$what" == all ]]; then
+    timeout 300 python benchmarks/bench_bandwidth.py --json "$out/bandwidth.json" 2>&1 | tee "$out/bandwidth.log" | tail -15
+fi
