@@ -1,0 +1,207 @@
+"""Lowering of shape ops and layout changes that stay in registers, and of shared-memory buffers.
+
+tt.broadcast, tt.expand_dims, tt.reshape, tt.trans and gpu.convert_layout (kinds "noop" and
+"registers") move no data between threads: the gpu passes chose layouts in which every
+result element sits in the thread that holds the operand element it comes from. The
+lowering only renames registers, from a compile-time table:
+
+    %b = tt.broadcast %a : tensor<1x64xf32, #L> -> tensor<32x64xf32, #L>
+  result register r takes operand register src[r], where the operand register holds the
+  element the result's element r maps to (broadcast dimensions set to 0)
+
+A conversion that would move data between threads raises LoweringError (the gpu passes turn
+those into gpu.local_store / gpu.barrier / gpu.local_load first).
+
+gpu.local_store / local_load address element (reg, lane, warp) of a #shared buffer at
+offset R[reg] ^ T(lane, warp) (the layout's swizzled offset is XOR-linear), vectorized over
+registers whose offsets are consecutive:
+
+    gpu.local_store %buf, %x    ->   @%p st.shared.v4.f32 [%r7+512], {%f1, %f2, %f3, %f4};
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..ir.core import Operation, Value
+from ..ir.gpu_ops import element_bytes
+from ..ir.layouts import SharedLayout
+from ..ir.types import TensorType, element_type, i1, i32, u8
+from .lower_core import LayoutInfo, Lowering, LoweringError, lowers
+from .lower_elementwise import select
+
+Coord = tuple[int, ...]
+
+
+def register_map(src: LayoutInfo, dst: LayoutInfo, to_src: Callable[[Coord], Coord], op: Operation) -> list[int]:
+    """For each register of `dst`, the register of `src` holding its element in the same thread."""
+    for bit, (bs, bd) in enumerate(zip(src.tid_bases, dst.tid_bases)):
+        if to_src(bd) != tuple(bs):
+            raise LoweringError(op, f"thread bit {bit} holds different elements in the operand and result layouts; "
+                                    "this needs a layout conversion through shared memory")
+    index: dict[Coord, int] = {}
+    for r, c in enumerate(src.reg_coords):
+        index.setdefault(c, r)
+    out = []
+    for c in dst.reg_coords:
+        s = index.get(to_src(c))
+        if s is None:
+            raise LoweringError(op, f"element {c} is not in the operand's registers of the same thread")
+        out.append(s)
+    return out
+
+
+def _rename(ctx: Lowering, op: Operation, to_src: Callable[[Coord], Coord]) -> None:
+    src_t, dst_t = op.operand(0).type, op.result.type
+    regs = ctx.get(op.operand(0))
+    mapping = register_map(ctx.info(src_t), ctx.info(dst_t), to_src, op)
+    ctx.set(op.result, [regs[s] for s in mapping])
+
+
+@lowers("tt.broadcast")
+def _lower_broadcast(ctx: Lowering, op: Operation) -> None:
+    shape = op.operand(0).type.shape
+    _rename(ctx, op, lambda c: tuple(0 if n == 1 else x for x, n in zip(c, shape)))
+
+
+@lowers("tt.expand_dims")
+def _lower_expand_dims(ctx: Lowering, op: Operation) -> None:
+    axis = op.attrs["axis"]
+    _rename(ctx, op, lambda c: tuple(c[:axis]) + tuple(c[axis + 1:]))
+
+
+@lowers("tt.trans")
+def _lower_trans(ctx: Lowering, op: Operation) -> None:
+    order = list(op.attrs["order"])
+    inverse = [order.index(d) for d in range(len(order))]
+    _rename(ctx, op, lambda c: tuple(c[inverse[d]] for d in range(len(order))))
+
+
+def _row_major(coord: Sequence[int], shape: Sequence[int]) -> int:
+    index = 0
+    for c, n in zip(coord, shape):
+        index = index * n + c
+    return index
+
+
+def _unravel(index: int, shape: Sequence[int]) -> Coord:
+    out = []
+    for n in reversed(shape):
+        out.append(index % n)
+        index //= n
+    return tuple(reversed(out))
+
+
+@lowers("tt.reshape")
+def _lower_reshape(ctx: Lowering, op: Operation) -> None:
+    src_shape, dst_shape = op.operand(0).type.shape, op.result.type.shape
+    _rename(ctx, op, lambda c: _unravel(_row_major(c, dst_shape), src_shape))
+
+
+@lowers("gpu.convert_layout")
+def _lower_convert_layout(ctx: Lowering, op: Operation) -> None:
+    if ctx.info(op.operand(0).type).ll == ctx.info(op.result.type).ll:
+        ctx.set(op.result, ctx.get(op.operand(0)))
+        return
+    _rename(ctx, op, lambda c: tuple(c))
+
+
+# ------------------------------------------------------------------------------ shared memory
+
+
+def shared_vector(offsets: Sequence[int], thread_span: int, elem_bytes: int) -> int:
+    """Largest V (<= 4 values, <= 16 bytes) such that aligned groups of V registers have offsets
+    o, o+1, ..., o+V-1 with o a multiple of V that T(tid) does not disturb."""
+    v = 4
+    while v > 1:
+        ok = v * elem_bytes <= 16 and thread_span & (v - 1) == 0 and all(
+            offsets[r] % v == 0 and all(offsets[r + j] == offsets[r] + j for j in range(v))
+            for r in range(0, len(offsets), v))
+        if ok:
+            return v
+        v //= 2
+    return 1
+
+
+def _shared_access(ctx: Lowering, buf: Value, t: TensorType) -> tuple[LayoutInfo, list[int], int, Value, int]:
+    """(info, per-register element offsets, thread span, byte offset of T(tid), element bytes)."""
+    layout = buf.type.layout
+    if not isinstance(layout, SharedLayout):
+        raise LoweringError(buf.owner_op, "expects a buffer with a #shared layout")
+    info = ctx.info(t)
+    elem_bytes = element_bytes(t)
+    reg_offsets = [layout.offset_of(c, t.shape) for c in info.reg_coords]
+    tid_offsets = [layout.offset_of(b, t.shape) for b in info.tid_bases]
+    span = 0
+    for o in tid_offsets:
+        span |= o
+    thread_bytes = ctx.mul(ctx.from_tid(tid_offsets), ctx.const(elem_bytes, i32))
+    return info, reg_offsets, span, thread_bytes, elem_bytes
+
+
+def _address(ctx: Lowering, base: Value, thread_bytes: Value, span: int, offset: int, elem_bytes: int) -> Value:
+    """base + (T ^ offset) * elem_bytes, with the xor as an add when their bits are disjoint."""
+    if offset & span == 0:
+        return ctx.add(ctx.add(base, thread_bytes), ctx.const(offset * elem_bytes, i32))
+    return ctx.add(base, ctx.op("arith.xor", [thread_bytes, ctx.const(offset * elem_bytes, i32)], i32))
+
+
+def _guard_pending_scratch(ctx: Lowering) -> None:
+    if ctx.scratch_pending:
+        ctx.barrier()
+
+
+@lowers("gpu.local_alloc")
+def _lower_local_alloc(ctx: Lowering, op: Operation) -> None:
+    offset = op.attrs.get("offset", -1)
+    if offset < 0:
+        raise LoweringError(op, "buffer has no offset: run the shared-memory allocator first")
+    ctx.set(op.result, [ctx.op("simt.smem_addr", [], i32, offset=offset)])
+
+
+@lowers("gpu.local_store")
+def _lower_local_store(ctx: Lowering, op: Operation) -> None:
+    buf, x = op.operands
+    el = element_type(x.type)
+    info, offsets, span, thread_bytes, nbytes = _shared_access(ctx, buf, x.type)
+    base = ctx.get(buf)[0]
+    vals = ctx.get(x)
+    if el == i1:
+        vals = [select(ctx, v, ctx.const(1, u8), ctx.const(0, u8)) for v in vals]
+    owner = ctx.owner_pred(info)
+    canon = info.canonical_regs()
+    vec = shared_vector(offsets, span, nbytes)
+    _guard_pending_scratch(ctx)
+    for r in range(0, info.num_regs, vec):
+        if canon[r] != r:
+            continue
+        addr = _address(ctx, base, thread_bytes, span, offsets[r], nbytes)
+        b, off = ctx.split(addr)
+        ctx.effect("simt.st_shared", [b, owner] + vals[r:r + vec], vector=vec, offset=off)
+    ctx.smem_pending = True
+
+
+@lowers("gpu.local_load")
+def _lower_local_load(ctx: Lowering, op: Operation) -> None:
+    buf = op.operand(0)
+    t = op.result.type
+    el = element_type(t)
+    info, offsets, span, thread_bytes, nbytes = _shared_access(ctx, buf, t)
+    base = ctx.get(buf)[0]
+    vec = shared_vector(offsets, span, nbytes)
+    mem_el = u8 if el == i1 else el
+    _guard_pending_scratch(ctx)
+    out: list[Value] = []
+    for r in range(0, info.num_regs, vec):
+        addr = _address(ctx, base, thread_bytes, span, offsets[r], nbytes)
+        b, off = ctx.split(addr)
+        ld = ctx.effect("simt.ld_shared", [b, ctx.const(True, i1)], [mem_el] * vec, vector=vec, offset=off)
+        out += ld.results
+    if el == i1:
+        out = [ctx.op("arith.cmp", [v, ctx.const(0, u8)], i1, predicate="ne") for v in out]
+    ctx.set(op.result, out)
+    ctx.smem_pending = True
+
+
+@lowers("gpu.barrier", "tt.debug_barrier")
+def _lower_barrier(ctx: Lowering, op: Operation) -> None:
+    ctx.barrier()

@@ -1,0 +1,238 @@
+"""The simt op set: per-thread SSA that the PTX emitter prints almost one op per instruction.
+
+simt IR is what one thread runs. Values are scalars in virtual registers; there are no
+tensors. Per-thread arithmetic reuses the tile ops on scalar types (`arith.*`, `math.fma`,
+`math.sqrt`, `math.floor`, `math.ceil`, `math.abs`, `math.umulhi`), structured control flow
+reuses `scf.for/if/while` (the emitter turns them into labels and branches). scf.for bounds
+are the same in every thread (its branches print as bra.uni); scf.if / scf.while conditions
+may differ between threads, but `simt.shfl` and `simt.barrier` only appear where control
+flow is uniform. Conventions:
+
+  * i1 values live in predicate registers; 8- and 16-bit values live in 16-bit registers
+    (i8 sign-extended, u8 and fp8 zero-extended); f16/bf16/fp8 appear only in moves,
+    memory ops, selects and `simt.cvt` (arithmetic on them is done in f32 by the lowering).
+  * Global addresses are `ptr<T>` values; shared addresses are i32 offsets in the shared
+    window. Memory ops take an immediate byte `offset` added to the address register.
+  * `%pred` (i1) guards a memory op or atomic: a thread whose predicate is false does not
+    access memory. The emitter omits the guard when `%pred` is the constant true.
+
+The ops:
+
+  simt.func {sym_name, arg_names, num_warps, shared_bytes, target}  ^(%params): ... simt.return
+  simt.tid : i32                          thread index in the CTA (%tid.x; CTAs are 1-D)
+  simt.ctaid {axis} : i32                 %ctaid.{x,y,z}      simt.nctaid {axis} : i32
+  simt.addptr %p, %i {scale} : ptr<T>     %p + ext(%i) * scale bytes (%i sign-extended if
+                                          signed)
+  simt.smem_addr {offset} : i32           shared-window address of dynamic shared memory + offset
+  simt.ld_global %a, %pred [, %other...] {vector, offset, cache, eviction, volatile} : T...
+                                          `vector` results read from consecutive addresses;
+                                          where %pred is false a result is its %other (or
+                                          undefined without others)
+  simt.st_global %a, %pred, %v... {vector, offset, cache, eviction}
+  simt.ld_shared %a, %pred {vector, offset} : T...     simt.st_shared %a, %pred, %v... {vector, offset}
+  simt.cvt %x {rnd} : T                   numeric conversion with an explicit PTX rounding
+                                          modifier ("", rn rz rm rp; rni rzi rmi rpi), fp8 included
+  simt.pack %a, %b... : T                 2x16->32, 4x8->32 or 2x32->64 bits (first = lowest)
+  simt.unpack %w : T, T...                the inverse
+  simt.approx %x {fn} : f32               ex2 lg2 sin cos rsqrt rcp (the .approx f32 units)
+  simt.shfl %x, %b {mode} : T             shfl.sync.{bfly,up,down,idx}.b32, all lanes (T: i32/f32)
+  simt.barrier                            bar.sync 0
+  simt.atom %a, %pred, %v {kind, sem, scope, offset} : T     old value (0 where %pred false);
+                                          kind: add max min and or xor exch
+  simt.red %a, %pred, %v {kind, sem, scope, offset}          atom without a result
+  simt.atom_cas %a, %pred, %cmp, %v {sem, scope, offset} : T
+  simt.vprintf %args... {format}          device printf; args are 32/64-bit numbers or pointers
+  simt.assertfail {message, file, line, function}            prints and stops the kernel
+  simt.trap
+"""
+from __future__ import annotations
+
+from .core import Operation
+from .ops import expect, expect_counts, register_op
+from .types import DType, PointerType, f32, i1, i32
+
+APPROX_FNS = ("ex2", "lg2", "sin", "cos", "rsqrt", "rcp")
+SHFL_MODES = ("bfly", "up", "down", "idx")
+ATOM_KINDS = ("add", "max", "min", "and", "or", "xor", "exch")
+SEMS = ("relaxed", "acquire", "release", "acq_rel")
+SCOPES = ("cta", "gpu", "sys")
+ROUNDINGS = ("", "rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi")
+
+
+def _scalar(op: Operation, t, what: str) -> None:
+    expect(op, isinstance(t, (DType, PointerType)), f"{what} must be a scalar, got {t}")
+
+
+@register_op("simt.func", num_regions=1, pure=False)
+def _verify_func(op: Operation) -> None:
+    expect(op, isinstance(op.attrs.get("sym_name"), str), "missing sym_name")
+    expect(op, isinstance(op.attrs.get("num_warps"), int), "missing num_warps")
+    term = op.regions[0].block.terminator
+    expect(op, term is not None and term.name == "simt.return", "function must end in simt.return")
+    for a in op.regions[0].block.args:
+        _scalar(op, a.type, "parameter")
+
+
+register_op("simt.return", terminator=True, pure=False)(None)
+
+
+@register_op("simt.tid")
+def _verify_tid(op: Operation) -> None:
+    expect_counts(op, 0, 1)
+    expect(op, op.result.type == i32, "result must be i32")
+
+
+@register_op("simt.ctaid")
+@register_op("simt.nctaid")
+def _verify_ctaid(op: Operation) -> None:
+    expect_counts(op, 0, 1)
+    expect(op, op.attrs.get("axis") in (0, 1, 2) and op.result.type == i32, "needs axis 0..2 and an i32 result")
+
+
+@register_op("simt.addptr")
+def _verify_addptr(op: Operation) -> None:
+    expect_counts(op, 2, 1)
+    p, i = op.operand(0).type, op.operand(1).type
+    expect(op, isinstance(p, PointerType) and op.result.type == p, "operand and result are the same pointer type")
+    expect(op, isinstance(i, DType) and i.is_integer and i.bits in (32, 64), f"bad index {i}")
+    expect(op, isinstance(op.attrs.get("scale"), int), "missing scale")
+
+
+@register_op("simt.smem_addr")
+def _verify_smem_addr(op: Operation) -> None:
+    expect_counts(op, 0, 1)
+    expect(op, isinstance(op.attrs.get("offset"), int) and op.result.type == i32, "needs offset and an i32 result")
+
+
+def _verify_access(op: Operation, shared: bool, load: bool) -> None:
+    vec = op.attrs.get("vector", 1)
+    expect(op, vec in (1, 2, 4), f"vector must be 1, 2 or 4, got {vec}")
+    a = op.operand(0).type
+    expect(op, a == i32 if shared else isinstance(a, PointerType), "bad address type")
+    expect(op, op.num_operands >= 2 and op.operand(1).type == i1, "second operand is the i1 predicate")
+    vals = list(op.results) if load else list(op.operands[2:])
+    expect(op, len(vals) == vec, f"expects {vec} values, got {len(vals)}")
+    types = {v.type for v in vals}
+    expect(op, len(types) == 1, "values must share one type")
+    t = types.pop()
+    expect(op, isinstance(t, (DType, PointerType)) and t != i1, f"cannot access {t} in memory")
+    expect(op, vec * _bits(t) <= 128, "at most 16 bytes per access")
+    if load:
+        others = op.operands[2:]
+        expect(op, len(others) in (0, vec) and all(o.type == t for o in others), "others must match the results")
+
+
+@register_op("simt.ld_global", pure=False)
+def _verify_ld_global(op: Operation) -> None:
+    _verify_access(op, shared=False, load=True)
+
+
+@register_op("simt.st_global", pure=False)
+def _verify_st_global(op: Operation) -> None:
+    _verify_access(op, shared=False, load=False)
+
+
+@register_op("simt.ld_shared", pure=False)
+def _verify_ld_shared(op: Operation) -> None:
+    _verify_access(op, shared=True, load=True)
+
+
+@register_op("simt.st_shared", pure=False)
+def _verify_st_shared(op: Operation) -> None:
+    _verify_access(op, shared=True, load=False)
+
+
+@register_op("simt.cvt")
+def _verify_cvt(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    src, dst = op.operand(0).type, op.result.type
+    expect(op, isinstance(src, DType) and isinstance(dst, DType) and src != i1 and dst != i1,
+           "cvt converts numbers (i1 goes through setp/selp)")
+    expect(op, op.attrs.get("rnd", "") in ROUNDINGS, f"bad rounding {op.attrs.get('rnd')!r}")
+
+
+def _bits(t) -> int:
+    return 64 if isinstance(t, PointerType) else t.bits
+
+
+@register_op("simt.pack")
+def _verify_pack(op: Operation) -> None:
+    expect(op, len(op.results) == 1 and op.num_operands in (2, 4), "pack takes 2 or 4 values")
+    parts = [_bits(v.type) for v in op.operands]
+    expect(op, len(set(parts)) == 1 and parts[0] * len(parts) == _bits(op.result.type) and parts[0] >= 8,
+           "parts must fill the result exactly")
+
+
+@register_op("simt.unpack")
+def _verify_unpack(op: Operation) -> None:
+    expect(op, op.num_operands == 1 and len(op.results) in (2, 4), "unpack gives 2 or 4 values")
+    parts = [_bits(r.type) for r in op.results]
+    expect(op, len(set(parts)) == 1 and parts[0] * len(parts) == _bits(op.operand(0).type) and parts[0] >= 8,
+           "parts must fill the operand exactly")
+
+
+@register_op("simt.approx")
+def _verify_approx(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    expect(op, op.attrs.get("fn") in APPROX_FNS, f"fn must be one of {APPROX_FNS}")
+    expect(op, op.operand(0).type == f32 and op.result.type == f32, "approx functions are f32")
+
+
+@register_op("simt.shfl", pure=False)
+def _verify_shfl(op: Operation) -> None:
+    expect_counts(op, 2, 1)
+    expect(op, op.attrs.get("mode") in SHFL_MODES, f"mode must be one of {SHFL_MODES}")
+    t = op.operand(0).type
+    expect(op, t in (i32, f32) and op.result.type == t and op.operand(1).type == i32, "shfl moves 32-bit values")
+
+
+register_op("simt.barrier", pure=False)(None)
+register_op("simt.trap", pure=False)(None)
+
+
+def _verify_sem_scope(op: Operation) -> None:
+    expect(op, op.attrs.get("sem", "relaxed") in SEMS, f"sem must be one of {SEMS}")
+    expect(op, op.attrs.get("scope", "gpu") in SCOPES, f"scope must be one of {SCOPES}")
+    expect(op, isinstance(op.operand(0).type, PointerType) and op.operand(1).type == i1,
+           "operands start with a global address and an i1 predicate")
+
+
+@register_op("simt.atom", pure=False)
+def _verify_atom(op: Operation) -> None:
+    expect_counts(op, 3, 1)
+    _verify_sem_scope(op)
+    expect(op, op.attrs.get("kind") in ATOM_KINDS, f"kind must be one of {ATOM_KINDS}")
+    expect(op, op.result.type == op.operand(2).type, "result has the value's type")
+
+
+@register_op("simt.red", pure=False)
+def _verify_red(op: Operation) -> None:
+    expect_counts(op, 3, 0)
+    _verify_sem_scope(op)
+    expect(op, op.attrs.get("kind") in ATOM_KINDS and op.attrs.get("kind") != "exch", "bad kind for red")
+
+
+@register_op("simt.atom_cas", pure=False)
+def _verify_atom_cas(op: Operation) -> None:
+    expect_counts(op, 4, 1)
+    _verify_sem_scope(op)
+    t = op.result.type
+    expect(op, op.operand(2).type == t and op.operand(3).type == t, "cmp, value and result share one type")
+    expect(op, _bits(t) in (16, 32, 64), "cas works on 16, 32 or 64 bits")
+
+
+@register_op("simt.vprintf", pure=False)
+def _verify_vprintf(op: Operation) -> None:
+    expect(op, isinstance(op.attrs.get("format"), str) and not op.results, "needs a format and no results")
+    for v in op.operands:
+        t = v.type
+        expect(op, isinstance(t, PointerType) or (isinstance(t, DType) and t.bits in (32, 64)),
+               f"printf arguments are 32/64-bit, got {t}")
+
+
+@register_op("simt.assertfail", pure=False)
+def _verify_assertfail(op: Operation) -> None:
+    expect_counts(op, 0, 0)
+    for key in ("message", "file", "function"):
+        expect(op, isinstance(op.attrs.get(key), str), f"missing {key}")
+    expect(op, isinstance(op.attrs.get("line"), int), "missing line")
