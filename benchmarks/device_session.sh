@@ -10,7 +10,8 @@ shift || true
 export PYTHONPATH="$PWD" PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/device.txt"
 if [[ "$what" == tests || "$what" == all ]]; then
-    timeout 420 python -m pytest -q -p no:cacheprovider --maxfail=40 -rf "$@" -m gpu tests tests/test_tutorials.py 2>&1 | tee "$out/gpu_tests.log" | tail -40
+    timeout 360 python -m pytest -q -p no:cacheprovider --maxfail=40 -rf "$@" -m gpu tests 2>&1 | tee "$out/gpu_tests.log" | tail -40
+    timeout 120 python -m pytest -q -p no:cacheprovider -rf tests/test_tutorials.py 2>&1 | tee "$out/tutorials.log" | tail -8
 fi
 if [[ "$what" == bench || "$what" == all ]]; then
     timeout 300 python benchmarks/bench_bandwidth.py --json "$out/bandwidth.json" 2>&1 | tee "$out/bandwidth.log" | tail -15
