@@ -91,8 +91,8 @@ def test_int_one_is_folded_and_divisibility():
 
 def test_specialization_keys():
     a = np.zeros(8, np.float32)
-    assert arg_key(a) == ("ptr", "f32", 16 if a.ctypes.data % 16 == 0 else 1)
-    assert arg_key(a[1:]) == ("ptr", "f32", 1)  # 4-byte offset: not 16-aligned
+    assert arg_key(a) == ("ptr", "f32", 16 if a.ctypes.data % 16 == 0 else 1, False)  # False: host memory
+    assert arg_key(a[1:]) == ("ptr", "f32", 1, False)  # 4-byte offset: not 16-aligned
     assert arg_key(np.zeros(3, np.float16)) [:2] == ("ptr", "f16")
     assert arg_key(np.zeros(3, np.bool_))[:2] == ("ptr", "i1")
     assert arg_key(1) == ("c", int, 1)
@@ -296,8 +296,11 @@ class FakeCompiled:
         self.func = func
         self.launches: list = []
 
-    def launch(self, grid, args, stream=None):
-        self.launches.append((grid, args))
+    def make_entry(self, positions):
+        def entry(grid, values, args, stream):
+            self.launches.append((tile.utils.grid3(grid), [args[i] for i in positions]))
+
+        return entry
 
 
 @pytest.fixture
@@ -313,7 +316,7 @@ def fake_compiler(monkeypatch):
         return c
 
     monkeypatch.setattr(compiler, "compile_kernel", compile_kernel)
-    monkeypatch.setattr(compiler, "current_target", lambda: "fake")
+    monkeypatch.setattr(compiler, "current_target", lambda: compiler.INTERPRETER)
     return compiled
 
 
@@ -378,12 +381,17 @@ def test_launch_argument_errors(fake_compiler):
 
 
 def test_warm_launch_overhead(fake_compiler):
+    @tile.jit
+    def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) + tl.load(y_ptr + offs), mask=offs < n)
+
     x = f32()
-    add_kernel[(1,)](x, x, x, 100, BLOCK=16)
+    add[(1,)](x, x, x, 100, BLOCK=16)
     fake_compiler[0].launches.clear()
     start = time.perf_counter()
     for _ in range(2000):
-        add_kernel[(1,)](x, x, x, 100, BLOCK=16)
+        add[(1,)](x, x, x, 100, BLOCK=16)
     per_launch = (time.perf_counter() - start) / 2000
     assert per_launch < 50e-6, per_launch
 

@@ -8,29 +8,39 @@
 """
 from __future__ import annotations
 
+import functools
+import json
 import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from .ir import Operation, print_op
+from .utils import grid3
 
 INTERPRETER = "interpreter"
+# os.environ encodes every key it looks up; the bytes-keyed dict behind it does not, and the
+# launch path reads TILE_INTERPRET on every launch (tests and users may set it at any time).
+_environ_bytes = getattr(os.environ, "_data", None)
+_INTERPRET_KEY = os.environ.encodekey("TILE_INTERPRET") if _environ_bytes is not None else None
 STAGES = ("tile", "tile-opt", "passes", "gpu", "simt", "ptx")
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}
 
 
 def current_target() -> str:
-    """Where a launch runs now: the NumPy interpreter, or the GPU's PTX target (e.g. "sm_90a")."""
-    if os.environ.get("TILE_INTERPRET", "0") not in ("", "0"):
+    """Where a launch runs now: the NumPy interpreter, or the GPU's PTX target (e.g. "sm_90a").
+    Runs on every launch: one environment lookup, then a cached answer."""
+    flag = _environ_bytes.get(_INTERPRET_KEY) if _environ_bytes is not None else os.environ.get("TILE_INTERPRET")
+    if flag and flag not in (b"0", "0"):
         return INTERPRETER
-    from .runtime.cuda_driver import cuda_available
+    return _device_target()
 
-    if not cuda_available():
-        return INTERPRETER
-    from .runtime.cuda_driver import CudaDevice
 
-    return CudaDevice.get(0).ptx_target()
+@functools.cache
+def _device_target() -> str:
+    from .runtime.cuda_driver import CudaDevice, cuda_available
+
+    return CudaDevice.get(0).ptx_target() if cuda_available() else INTERPRETER
 
 
 @dataclass
@@ -40,14 +50,18 @@ class CompiledKernel:
     name: str
     target: str
     options: dict[str, Any]
-    func: Operation  # the IR the backend consumed (tile-opt for the interpreter, simt for GPUs)
+    func: Optional[Operation]  # the IR the backend consumed; None when loaded from the disk cache
     stages: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
-    backend: Any = None  # InterpreterBackend or the CUDA launcher
+    backend: Any = None  # InterpreterBackend or CudaBackend
+    from_disk_cache: bool = False
 
     def launch(self, grid: Sequence[int], args: list, stream: Optional[int] = None) -> None:
-        grid3 = tuple(grid) + (1,) * (3 - len(grid))
-        self.backend.launch(grid3, args, stream)
+        self.backend.launch(grid3(tuple(grid)), args, stream)
+
+    def make_entry(self, positions: tuple[int, ...]):
+        """The function the launch binder calls: entry(grid, values, args, stream)."""
+        return self.backend.make_entry(positions)
 
     def stage(self, name: str) -> str:
         if name not in self.stages:
@@ -60,6 +74,18 @@ class CompiledKernel:
         """Registers, spills and shared memory of a GPU kernel (empty for the interpreter)."""
         return getattr(self.backend, "metadata", {})
 
+    @property
+    def registers(self) -> int:
+        return self.metadata.get("registers", 0)
+
+    @property
+    def spill_bytes(self) -> int:
+        return self.metadata.get("spill_bytes", 0)
+
+    @property
+    def shared_bytes(self) -> int:
+        return self.metadata.get("shared_bytes", 0)
+
 
 class InterpreterBackend:
     def __init__(self, func: Operation, name: str):
@@ -71,6 +97,16 @@ class InterpreterBackend:
 
         run_on_host(self.func, grid, args, self.name)
 
+    def make_entry(self, positions: tuple[int, ...]):
+        from .runtime.host_args import run_on_host
+
+        func, name = self.func, self.name
+
+        def entry(grid: Any, values: tuple, args: tuple, stream: Optional[int]) -> None:
+            run_on_host(func, grid3(grid), [args[i] for i in positions], name)
+
+        return entry
+
 
 def _timed(timings: dict[str, float], key: str, fn, *args):
     start = time.perf_counter()
@@ -79,13 +115,62 @@ def _timed(timings: dict[str, float], key: str, fn, *args):
     return out
 
 
+GPU_STAGES = ("tile", "tile-opt", "gpu", "simt")
+
+
+def _disk_key(fn: Any, spec: Any, options: dict[str, Any], target: str, ptx_version: str) -> str:
+    from .runtime.cache import cache_key, compiler_fingerprint
+
+    return cache_key("kernel", fn.cache_key, repr(spec.key), options, target, ptx_version, compiler_fingerprint())
+
+
 def compile_kernel(fn: Any, spec: Any, options: dict[str, Any], target: str, record_passes: bool = False,
                    until: Optional[str] = None) -> CompiledKernel:
-    """Compile `fn` (a JITFunction) for `spec` (its Specialization). Stops after stage `until` if given."""
+    """Compile `fn` (a JITFunction) for `spec` (its Specialization). Stops after stage `until` if given.
+
+    GPU kernels are kept in the disk cache (tile.runtime.cache): a hit skips every stage up to
+    the driver's JIT and keeps the text of each stage for `tile.dump`.
+    """
+    options = {**DEFAULT_OPTIONS, **options}
+    launching = target != INTERPRETER and until is None and not record_passes
+    if launching:
+        from .runtime.cache import DiskCache
+
+        disk = DiskCache()
+        ptx_version = _ptx_version(target)
+        key = _disk_key(fn, spec, options, target, ptx_version)
+        hit = disk.get(key)
+        if hit is not None:
+            return _from_disk(hit, target, options)
+    kernel = _compile_stages(fn, spec, options, target, record_passes, until)
+    if launching:
+        from .runtime.cuda_launch import CudaBackend, launch_metadata
+
+        metadata = launch_metadata(kernel.func, options)
+        kernel.backend = _timed(kernel.timings, "driver jit", CudaBackend, kernel.stages["ptx"], metadata)
+        files = {"ptx": kernel.stages["ptx"], "metadata.json": json.dumps(metadata)}
+        files.update({f"stage.{s}": kernel.stages[s] for s in GPU_STAGES})
+        disk.put(key, files)
+    return kernel
+
+
+def _from_disk(files: dict[str, Any], target: str, options: dict[str, Any]) -> CompiledKernel:
+    from .runtime.cuda_launch import CudaBackend
+
+    text = {k: v.decode() if isinstance(v, bytes) else v for k, v in files.items()}
+    metadata = json.loads(text["metadata.json"])
+    stages = {s: text[f"stage.{s}"] for s in GPU_STAGES if f"stage.{s}" in text}
+    stages["ptx"] = text["ptx"]
+    timings: dict[str, float] = {}
+    backend = _timed(timings, "driver jit", CudaBackend, text["ptx"], metadata)
+    return CompiledKernel(metadata["name"], target, options, None, stages, timings, backend, from_disk_cache=True)
+
+
+def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, record_passes: bool,
+                    until: Optional[str]) -> CompiledKernel:
     from .opt.pass_manager import PassManager
     from .opt.tile_pipeline import tile_passes
 
-    options = {**DEFAULT_OPTIONS, **options}
     timings: dict[str, float] = {}
     func = _timed(timings, "frontend", fn.build_ir, spec)
     name = func.attrs["sym_name"]
@@ -121,13 +206,7 @@ def compile_kernel(fn: Any, spec: Any, options: dict[str, Any], target: str, rec
     simt = _timed(timings, "lowering", lower_to_simt, func)
     stages["simt"] = print_op(simt)
     kernel.func = simt
-    ptx = _timed(timings, "ptx emission", emit_ptx, simt, target, _ptx_version(target))
-    stages["ptx"] = ptx
-    if until is not None:
-        return kernel
-    from .runtime.cuda_launch import CudaBackend
-
-    kernel.backend = _timed(timings, "driver jit", CudaBackend, ptx, simt, options)
+    stages["ptx"] = _timed(timings, "ptx emission", emit_ptx, simt, target, _ptx_version(target))
     return kernel
 
 

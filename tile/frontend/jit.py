@@ -7,8 +7,9 @@
     add.run(x, y, out, n, grid=(4,), BLOCK=1024, num_warps=4)
     add.build_ir(add.specialize((x, y, out, n), {"BLOCK": 1024})[0])  # the tt.func, without compiling
 
-A launch on a warm cache is: bind the arguments, build the specialization key (a tuple of
-small tuples), one dict lookup, and the backend's launch call.
+A launch on a warm cache runs a function generated for the kernel (binder.py): Python binds
+the arguments, each contributes its part of the specialization key, one dict lookup finds
+the compiled kernel's entry, and the entry makes one driver call.
 """
 from __future__ import annotations
 
@@ -17,16 +18,18 @@ import functools
 import hashlib
 import inspect
 import textwrap
+import threading
 import types
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from .core import PropagateNan, constexpr, dtype, is_builtin, unwrap
 from .errors import CompilationError, SourcePoint
-from .specialize import Specialization, arg_key, python_value
+from .binder import constexpr_key, make_binder
+from .specialize import FAST_ARGS, Specialization, arg_key, launch_arg, launch_arg_nospec, python_value
 
 _MISSING = object()
-_SCALARS = (int, float, bool)
 _RUNTIME, _NO_SPECIALIZE, _CONSTEXPR = 0, 1, 2
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "stream")
 
 
 def _is_constexpr_annotation(a: Any) -> bool:
@@ -68,14 +71,16 @@ class JITFunction:
         self.do_not_specialize = tuple(sorted(no_spec))
         self._kinds = tuple(_CONSTEXPR if p.name in self.constexpr_names else _NO_SPECIALIZE if i in no_spec
                             else _RUNTIME for i, p in enumerate(params))
-        self._key_fns = tuple(_constexpr_key if k == _CONSTEXPR else _nospec_key if k == _NO_SPECIALIZE else arg_key
+        self._key_fns = tuple(constexpr_key if k == _CONSTEXPR else _nospec_key if k == _NO_SPECIALIZE else arg_key
                               for k in self._kinds)
         self._defaults = tuple(unwrap(p.default) if p.default is not inspect.Parameter.empty else _MISSING
                                for p in params)
         self._index = {n: i for i, n in enumerate(self.arg_names)}
         self.file = inspect.getsourcefile(fn) or fn.__code__.co_filename
         self.cache: dict[tuple, Any] = {}  # (key, num_warps, num_stages, target) -> CompiledKernel
-        self._launchers: dict[tuple, tuple[Callable[..., None], tuple[int, ...], tuple[int, ...]]] = {}
+        self._launchers: dict[tuple, Callable[..., None]] = {}  # full launch key -> entry
+        self._launch: Optional[Callable[..., None]] = None
+        self._lock = threading.RLock()
         self._ast: Optional[ast.FunctionDef] = None
         self._cache_key: Optional[str] = None
         self._lines: list[str] = []
@@ -214,44 +219,63 @@ class JITFunction:
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         return functools.partial(self.run, grid=grid)
 
-    def run(self, *args: Any, grid: Any, num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
-            stream: Optional[int] = None, **kwargs: Any) -> None:
-        """Launch on `grid` (a tuple of 1-3 ints, or callable(meta) -> tuple)."""
-        values = self._bind(args, kwargs)
-        key = self._key(values)
-        target = _compiler().current_target()
-        cache_key = (key, num_warps, num_stages, target)
+    def run(self, *args: Any, grid: Any, **kwargs: Any) -> None:
+        """Launch on `grid` (a tuple of 1-3 ints, or callable(meta) -> tuple). Options:
+        num_warps=4, num_stages=3, stream=None (default: PyTorch's current stream)."""
+        launch = self._launch if self._launch is not None else self._make_launch()
         try:
-            entry = self._launchers.get(cache_key)
-        except TypeError as e:
-            raise TypeError(f"{self.__name__}: constexpr arguments must be hashable ({e})") from None
-        if entry is None:
+            launch(*args, grid=grid, **kwargs)
+        except TypeError:
+            self._check_call(args, kwargs)  # a binding mistake gets a message that names the parameter
+            raise
+
+    def warmup(self, *args: Any, grid: Any = None, num_warps: int = 4, num_stages: int = 3, **kwargs: Any) -> Any:
+        """Compile for these arguments without launching; returns the CompiledKernel."""
+        spec, _ = self.specialize(args, kwargs)
+        key = spec.key + (num_warps, num_stages, _compiler().current_target())
+        self._compile(key, self._bind(args, kwargs), num_warps, num_stages, 1)
+        return self.cache[key]
+
+    def _make_launch(self) -> Callable[..., None]:
+        kinds = tuple(("runtime", "nospec", "constexpr")[k] for k in self._kinds)
+        namespace = {"arg": launch_arg, "fast_args": FAST_ARGS, "arg_nospec": launch_arg_nospec, "constexpr_key": constexpr_key,
+                     "entries": self._launchers, "compile": self._compile,
+                     "target": _compiler().current_target}
+        self._launch = make_binder(self.__name__, self.arg_names, kinds, self._defaults, _MISSING, namespace)
+        return self._launch
+
+    def _check_call(self, args: tuple, kwargs: dict[str, Any]) -> None:
+        options = {k: kwargs[k] for k in _LAUNCH_OPTIONS if k in kwargs}
+        for k in options:
+            if not isinstance(options[k], int) and k != "stream":
+                raise TypeError(f"{self.__name__}: {k} must be an int, got {options[k]!r}")
+        self._bind(args, {k: v for k, v in kwargs.items() if k not in options})
+
+    def _compile(self, key: tuple, values: tuple, num_warps: int, num_stages: int, num_ctas: int
+                 ) -> Callable[..., None]:
+        """Compile one specialization (once, even when several threads launch it at once)."""
+        with self._lock:
+            entry = self._launchers.get(key)
+            if entry is not None:
+                return entry
             if num_ctas != 1:
                 raise ValueError(f"{self.__name__}: num_ctas must be 1")
-            entry = self._compile(cache_key, key, num_warps, num_stages, target)
-        launch, indices, scalars = entry
-        if callable(grid):
-            meta = {n: unwrap(v) for n, v in zip(self.arg_names, values)}
-            meta["num_warps"], meta["num_stages"] = num_warps, num_stages
-            grid = grid(meta)
-        runtime = [values[i] for i in indices]
-        for j in scalars:
-            if type(runtime[j]) not in _SCALARS:
-                runtime[j] = python_value(runtime[j])
-        if stream is None:
-            launch(_grid3(grid), runtime)
-        else:
-            launch(_grid3(grid), runtime, stream)
+            compiler = _compiler()
+            spec, target = Specialization(self.arg_names, key[:-3]), key[-1]
+            if target != compiler.INTERPRETER:
+                self._check_device_arrays(spec, values)
+            compiled = compiler.compile_kernel(self, spec, {"num_warps": num_warps, "num_stages": num_stages}, target)
+            self.cache[key] = compiled
+            runtime_positions = [i for i, k in enumerate(self._kinds) if k != _CONSTEXPR]
+            entry = compiled.make_entry(tuple(runtime_positions.index(i) for i in spec.runtime_indices))
+            self._launchers[key] = entry
+            return entry
 
-    def _compile(self, cache_key: tuple, key: tuple, num_warps: int, num_stages: int, target: str) -> tuple:
-        spec = Specialization(self.arg_names, key)
-        compiled = _compiler().compile_kernel(self, spec, {"num_warps": num_warps, "num_stages": num_stages}, target)
-        self.cache[cache_key] = compiled
-        runtime = [spec.params[i] for i in spec.runtime_indices]
-        scalars = tuple(j for j, p in enumerate(runtime) if not hasattr(p.type, "pointee"))
-        entry = (compiled.launch, spec.runtime_indices, scalars)
-        self._launchers[cache_key] = entry
-        return entry
+    def _check_device_arrays(self, spec: Specialization, values: tuple) -> None:
+        for name, key, value in zip(self.arg_names, spec.key, values):
+            if key[0] == "ptr" and not key[3]:
+                raise TypeError(f"{self.__name__}: argument '{name}' ({type(value).__name__}) is in host memory; "
+                                f"pass GPU arrays (tile.to_device, CUDA tensors) or set TILE_INTERPRET=1")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(f"{self.__name__} is a @tile.jit function: launch it with {self.__name__}[grid](...) "
@@ -268,26 +292,8 @@ def _compiler() -> types.ModuleType:
     return tile.compiler
 
 
-def _constexpr_key(v: Any) -> tuple:
-    # The type is part of the key: 1, 1.0 and True are equal in Python but compile differently.
-    if isinstance(v, constexpr):
-        v = v.value
-    return ("c", type(v), v)
-
-
 def _nospec_key(v: Any) -> tuple:
     return arg_key(v, False)
-
-
-def _grid3(grid: Any) -> tuple[int, int, int]:
-    if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int:
-        return (grid[0], 1, 1)
-    if isinstance(grid, int):
-        grid = (grid,)
-    g = tuple(int(unwrap(x)) for x in grid)
-    if not 1 <= len(g) <= 3:
-        raise ValueError(f"a grid has 1 to 3 dimensions, got {grid!r}")
-    return g + (1,) * (3 - len(g))  # type: ignore[return-value]
 
 
 def jit(fn: Optional[Callable[..., Any]] = None, *, do_not_specialize: Iterable[Any] = (),

@@ -19,7 +19,8 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from tile.ir.types import DTYPES, PointerType, Type
-from tile.runtime.arrays import describe_argument
+from tile.runtime.arrays import describe_argument, torch_dtype_name
+from tile.runtime.cuda_driver import is_torch_tensor
 
 _I32 = (-2**31, 2**31)
 
@@ -39,19 +40,54 @@ def _int_key(v: int, specialize: bool) -> tuple:
 
 def arg_key(v: Any, specialize: bool = True) -> tuple:
     """The specialization of one runtime argument (see the module docstring)."""
+    return launch_arg(v)[0] if specialize else launch_arg_nospec(v)[0]
+
+
+def _generic_arg(v: Any, specialize: bool) -> tuple[tuple, Any]:
     t = type(v)
     if t is int:
-        return _int_key(v, specialize)
+        return _int_key(v, specialize), v
     if t is float:
-        return ("f32", 1)
+        return ("f32", 1), v
     if t is bool:
-        return ("i1", 1)
+        return ("i1", 1), v
     if v is None:
-        return ("c", None, None)
+        return ("c", None, None), None
     if isinstance(v, (numbers.Number, np.bool_)):
-        return _number_key(v, specialize)
+        return _number_key(v, specialize), python_value(v)
     info = describe_argument(v)
-    return ("ptr", info.dtype, 16 if specialize and info.address % 16 == 0 else 1)
+    aligned = 16 if specialize and info.address % 16 == 0 else 1
+    return ("ptr", info.dtype, aligned, info.is_device), info.address
+
+
+def _int_arg(v: int) -> tuple[tuple, int]:
+    return _int_key(v, True), v
+
+
+def _torch_arg(t: Any) -> tuple[tuple, int]:
+    address = t.data_ptr()
+    return ("ptr", torch_dtype_name(t.dtype), 16 if address & 15 == 0 else 1, t.is_cuda), address
+
+
+FAST_ARGS: dict[type, Any] = {int: _int_arg, float: lambda v: (("f32", 1), v), bool: lambda v: (("i1", 1), v)}
+
+
+def launch_arg(v: Any) -> tuple[tuple, Any]:
+    """One runtime argument's part of the specialization key, and the value a GPU launch
+    passes for it (a device address for arrays). Runs on every launch: one dict lookup by
+    type for the common kinds (Python numbers, torch tensors)."""
+    fast = FAST_ARGS.get(type(v))
+    if fast is not None:
+        return fast(v)
+    if is_torch_tensor(v):
+        FAST_ARGS[type(v)] = _torch_arg
+        return _torch_arg(v)
+    return _generic_arg(v, True)
+
+
+def launch_arg_nospec(v: Any) -> tuple[tuple, Any]:
+    """As launch_arg, for a `do_not_specialize` parameter: no divisibility or value facts."""
+    return _generic_arg(v, False)
 
 
 def _number_key(v: Any, specialize: bool) -> tuple:
@@ -87,7 +123,7 @@ class Param(NamedTuple):
 def _param(name: str, key: tuple) -> Param:
     if key[0] == "c":
         return Param(name, False, value=key[2])
-    if key[0] == "ptr":
+    if key[0] == "ptr":  # ("ptr", dtype, alignment, in device memory)
         return Param(name, True, PointerType(DTYPES[key[1]]), key[2])
     return Param(name, True, DTYPES[key[0]], key[1])
 

@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any, Optional
 
-from .core import Block, Location, Operation, Region, Value
+from .core import Location, Operation, Region, Value
 from .types import Type, parse_type_at
 
 

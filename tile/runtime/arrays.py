@@ -286,9 +286,13 @@ def _torch_dtype(dtype: Any) -> str:
     return name
 
 
+def torch_dtype_name(dtype: Any) -> str:
+    """The tile dtype name of a torch dtype (a dict lookup after the first time)."""
+    return _torch_dtypes.get(dtype) or _torch_dtype(dtype)
+
+
 def _describe_torch(tensor: Any) -> ArgInfo:
-    dtype = _torch_dtypes.get(tensor.dtype) or _torch_dtype(tensor.dtype)
-    return _arginfo((tensor.data_ptr(), dtype, tensor.is_cuda))
+    return _arginfo((tensor.data_ptr(), torch_dtype_name(tensor.dtype), tensor.is_cuda))
 
 
 def _describe_numpy(array: np.ndarray) -> ArgInfo:

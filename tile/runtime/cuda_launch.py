@@ -1,28 +1,31 @@
 """The CUDA backend of a compiled kernel: loads its PTX once and launches it with packed arguments."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..ir import Operation, PointerType
+from ..utils import grid3
 from .arrays import describe_argument
 from .cuda_driver import CudaDevice, current_stream_of
 
-_STATIC_SHARED_LIMIT = 48 * 1024
 
-
-def _arg_kind(t: Any) -> str:
-    return "ptr" if isinstance(t, PointerType) else t.name
+def launch_metadata(func: Operation, options: dict[str, Any]) -> dict[str, Any]:
+    """What launching needs of a simt function: kept in the disk cache beside the PTX."""
+    kinds = ["ptr" if isinstance(a.type, PointerType) else a.type.name for a in func.regions[0].block.args]
+    return {"name": func.attrs["sym_name"], "arg_kinds": kinds,
+            "threads": options["num_warps"] * func.attrs.get("threads_per_warp", 32),
+            "shared_bytes": func.attrs.get("shared_bytes", 0)}
 
 
 class CudaBackend:
-    def __init__(self, ptx: str, func: Operation, options: dict[str, Any]):
-        self.name = func.attrs["sym_name"]
+    def __init__(self, ptx: str, metadata: dict[str, Any]):
+        self.name = metadata["name"]
         self.kernel = CudaDevice.get(0).load_module(ptx, self.name)
-        self.block_x = options["num_warps"] * func.attrs.get("threads_per_warp", 32)
-        self.shared_bytes = func.attrs.get("shared_bytes", 0)
-        if self.shared_bytes > _STATIC_SHARED_LIMIT:
+        self.block_x = metadata["threads"]
+        self.shared_bytes = metadata["shared_bytes"]
+        if self.shared_bytes > 48 * 1024:
             self.kernel.set_dynamic_shared_memory(self.shared_bytes)
-        self.kinds = tuple(_arg_kind(a.type) for a in func.regions[0].block.args)
+        self.kinds = tuple(metadata["arg_kinds"])
         self.pointer_slots = tuple(i for i, k in enumerate(self.kinds) if k == "ptr")
         self.launcher = self.kernel.launcher(self.kinds)
 
@@ -32,6 +35,24 @@ class CudaBackend:
         return {"registers": k.num_regs, "spill_bytes": k.local_size_bytes, "shared_bytes": self.shared_bytes,
                 "threads": self.block_x}
 
+    def make_entry(self, positions: tuple[int, ...]) -> Callable[..., None]:
+        """The launch function for the binder: `values` hold device addresses for arrays and
+        Python numbers for scalars; `positions` picks the kernel's parameters among them."""
+        launcher, block_x, shared = self.launcher, self.block_x, self.shared_bytes
+        everything = positions == tuple(range(len(positions)))
+
+        def entry(grid: Any, values: tuple, args: tuple, stream: Optional[int]) -> None:
+            if type(grid) is not tuple or len(grid) != 3:
+                grid = grid3(grid)
+            if stream is None:
+                stream = current_stream_of(args)
+            if everything and len(values) == len(positions):
+                launcher(grid, block_x, shared, stream, *values)
+            else:
+                launcher(grid, block_x, shared, stream, *[values[i] for i in positions])
+
+        return entry
+
     def launch(self, grid: tuple[int, int, int], args: list, stream: Optional[int]) -> None:
         values = list(args)
         for i in self.pointer_slots:
@@ -40,6 +61,5 @@ class CudaBackend:
                 raise TypeError(f"{self.name}: argument {i} ({type(values[i]).__name__}) is in host memory; "
                                 "pass a GPU array (tile.to_device, a CUDA torch tensor) or set TILE_INTERPRET=1")
             values[i] = info.address
-        if stream is None:
-            stream = current_stream_of(args)
-        self.launcher(grid, self.block_x, self.shared_bytes, stream, *values)
+        self.launcher(grid, self.block_x, self.shared_bytes, current_stream_of(args) if stream is None else stream,
+                      *values)
