@@ -14,5 +14,6 @@ if [[ "$what" == tests || "$what" == all ]]; then
     timeout 120 python -m pytest -q -p no:cacheprovider -rf tests/test_tutorials.py 2>&1 | tee "$out/tutorials.log" | tail -8
 fi
 if [[ "$what" == bench || "$what" == all ]]; then
+    timeout 150 python benchmarks/bench_runtime.py --json "$out/runtime.json" 2>&1 | tee "$out/runtime.log" | tail -14
     timeout 300 python benchmarks/bench_bandwidth.py --json "$out/bandwidth.json" 2>&1 | tee "$out/bandwidth.log" | tail -15
 fi

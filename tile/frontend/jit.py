@@ -245,11 +245,7 @@ class JITFunction:
         return self._launch
 
     def _check_call(self, args: tuple, kwargs: dict[str, Any]) -> None:
-        options = {k: kwargs[k] for k in _LAUNCH_OPTIONS if k in kwargs}
-        for k in options:
-            if not isinstance(options[k], int) and k != "stream":
-                raise TypeError(f"{self.__name__}: {k} must be an int, got {options[k]!r}")
-        self._bind(args, {k: v for k, v in kwargs.items() if k not in options})
+        self._bind(args, {k: v for k, v in kwargs.items() if k not in _LAUNCH_OPTIONS})
 
     def _compile(self, key: tuple, values: tuple, num_warps: int, num_stages: int, num_ctas: int
                  ) -> Callable[..., None]:
@@ -260,6 +256,10 @@ class JITFunction:
                 return entry
             if num_ctas != 1:
                 raise ValueError(f"{self.__name__}: num_ctas must be 1")
+            if type(num_warps) is not int or num_warps not in (1, 2, 4, 8, 16, 32):
+                raise TypeError(f"{self.__name__}: num_warps must be an int among 1, 2, 4, 8, 16, 32; got {num_warps!r}")
+            if type(num_stages) is not int or num_stages < 1:
+                raise TypeError(f"{self.__name__}: num_stages must be an int >= 1, got {num_stages!r}")
             compiler = _compiler()
             spec, target = Specialization(self.arg_names, key[:-3]), key[-1]
             if target != compiler.INTERPRETER:
