@@ -372,8 +372,9 @@ def test_remove_conversions_keeps_a_needed_one_between_two_loads():
           tt.return
         }""")
     assert out.count("gpu.convert_layout") == 2  # the f16 load's values, and the stored values
-    assert "%0 = gpu.convert_layout %hf : tensor<1024xf32, #B4>" in out
-    assert "%w = arith.add %v4, %0 : tensor<1024xf32, #B4>" in out
+    assert "%0 = gpu.convert_layout %h8 : tensor<1024xf16, #B4>" in out  # before the cast: 2 bytes each
+    assert "%hf = arith.cast %0 : tensor<1024xf32, #B4>" in out
+    assert "%w = arith.add %v4, %hf : tensor<1024xf32, #B4>" in out
     assert "%1 = gpu.convert_layout %w : tensor<1024xf32, #B1>" in out
 
 

@@ -1,20 +1,25 @@
 """Remove layout conversions: let whole chains of ops share the layouts coalescing chose.
 
-Three rewrites, repeated until nothing changes (Triton's RemoveLayoutConversions, simplified):
+Three rewrites, repeated until nothing changes (Triton's RemoveLayoutConversions, simplified),
+then a fourth on what is left:
 
 1. Forward propagation. The results of loads and atomics are anchors: their layout flows to
-   every op that can take it (elementwise ops, conversions, broadcast, expand_dims of a slice,
-   reduce (as a #slice), scan, trans, reshape) and through scf.for / scf.if / scf.while into
-   block arguments and results. So are conversions of a loop-carried value for a memory op (a
-   pointer advanced each iteration): the loop then carries the value in that layout. A value
-   reached by several layouts keeps its own if among them, else takes the first that reached
-   it. Ops whose operands then disagree get conversions (tile.ir.gpu_ops.legalize).
+   every op that can take it (elementwise ops, arith.cast among them, conversions, broadcast,
+   expand_dims of a slice, reduce (as a #slice), scan, trans, reshape) and through scf.for /
+   scf.if / scf.while into block arguments and results. So are conversions of a loop-carried
+   value for a memory op (a pointer advanced each iteration): the loop then carries the value
+   in that layout. A value reached by several layouts keeps its own if among them, else takes
+   the first that reached it. Ops whose operands then disagree get conversions
+   (tile.ir.gpu_ops.legalize).
 2. Backward rematerialization. A conversion of a value computed by cheap ops (splat, arange,
-   constant, elementwise arithmetic, addptr, broadcast, expand_dims, trans, reshape) from
-   values that already have the needed layouts (or scalars) is replaced by a copy of that
-   computation in the target layout.
+   constant, elementwise arithmetic, casts and compares, addptr, broadcast, expand_dims, trans,
+   reshape) from values that already have the needed layouts (or scalars) is replaced by a copy
+   of that computation in the target layout.
 3. Folding. convert(x) to x's own layout is x; convert(convert(x)) is convert(x); copies that
    came out equal are merged (CSE) and what is left unused is deleted (DCE).
+4. Narrowing. A conversion that stays moves to the narrow side of an arith.cast, so fewer bytes
+   go through shared memory: convert(widening cast(x)) becomes cast(convert(x)), and a
+   narrowing cast(convert(y)), the conversion's only use, becomes convert(cast(y)).
 
 Before (vector add after coalescing; #b1 default, #b4 coalesced):
     %0 = gpu.convert_layout %xp : tensor<1024xptr<f32>, #b4>
@@ -29,14 +34,21 @@ After (%offs and the splats recomputed in #b4, no conversion left):
     %x = tt.load %xp : tensor<1024xf32, #b4>
     %sum = arith.add %x, %y : tensor<1024xf32, #b4>
     tt.store %op, %sum
+
+Narrowing (an f16 load kept in #b8 feeds an f32 store that wants #b4):
+    %f = arith.cast %h : tensor<1024xf32, #b8>
+    %0 = gpu.convert_layout %f : tensor<1024xf32, #b4>
+becomes
+    %0 = gpu.convert_layout %h : tensor<1024xf16, #b4>
+    %f = arith.cast %0 : tensor<1024xf32, #b4>
 """
 from __future__ import annotations
 
 from typing import Optional
 
 from ..ir import BlockArgument, Operation, TensorType, Value, print_op
-from ..ir.gpu_ops import forward_result_layouts, is_elementwise, layout_of, legalize, required_operand_types, \
-    with_layout
+from ..ir.gpu_ops import element_bytes, forward_result_layouts, is_elementwise, layout_of, legalize, \
+    required_operand_types, with_layout
 from ..ir.layouts import Layout
 from .coalesce import MEMORY_OPS
 from .cse import CSE
@@ -219,25 +231,90 @@ def rematerialize_backward(func: Operation) -> bool:
     return changed
 
 
+# ------------------------------------------------------------------------ narrowing
+
+
+def _width_change(cast: Operation) -> int:
+    """> 0 when arith.cast `cast` makes elements wider, < 0 narrower, 0 otherwise (or not a cast)."""
+    if cast.name != "arith.cast" or not isinstance(cast.operand(0).type, TensorType):
+        return 0
+    return element_bytes(cast.result.type) - element_bytes(cast.operand(0).type)
+
+
+def _hoist_above_cast(op: Operation, cast: Operation) -> Operation:
+    """convert(cast(x)) -> cast(convert(x)); returns the new cast."""
+    x = cast.operand(0)
+    moved = Operation("gpu.convert_layout", [x], [with_layout(x.type, op.result.type.layout)], loc=op.loc)
+    op.parent.insert_before(op, moved)
+    copy = Operation("arith.cast", [moved.result], [op.result.type], dict(cast.attrs), loc=cast.loc)
+    op.parent.insert_before(op, copy)
+    copy.result.name_hint = cast.result.name_hint
+    op.result.replace_all_uses_with(copy.result)
+    op.erase()
+    return copy
+
+
+def _sink_below_cast(op: Operation, cast: Operation) -> Operation:
+    """cast(convert(y)) -> convert(cast(y)), the cast placed at the conversion; returns the new conversion."""
+    y = op.operand(0)
+    copy = Operation("arith.cast", [y], [with_layout(cast.result.type, layout_of(y))], dict(cast.attrs), loc=cast.loc)
+    op.parent.insert_before(op, copy)
+    moved = Operation("gpu.convert_layout", [copy.result], [cast.result.type], loc=op.loc)
+    op.parent.insert_before(op, moved)
+    moved.result.name_hint = cast.result.name_hint
+    cast.result.replace_all_uses_with(moved.result)
+    cast.erase()
+    op.erase()
+    return moved
+
+
+def narrow_conversions(func: Operation) -> bool:
+    """Move conversions across arith.cast to the side with the narrower elements (repeatedly, so
+    through chains of casts)."""
+    work = [op for op in func.walk() if _is_convert(op)]
+    changed = False
+    while work:
+        op = work.pop()
+        if op.parent is None:
+            continue
+        src, users = op.operand(0).owner_op, op.result.users()
+        if src is not None and _width_change(src) > 0:
+            copy = _hoist_above_cast(op, src)
+            work.append(copy.operand(0).owner_op)
+        elif len(op.result.uses) == 1 and _width_change(users[0]) < 0:
+            work.append(_sink_below_cast(op, users[0]))
+        else:
+            continue
+        changed = True
+    return changed
+
+
 class RemoveLayoutConversions(Pass):
-    """Propagates, rematerializes and folds until the IR stops changing (at most MAX_ROUNDS rounds)."""
+    """Propagates, rematerializes and folds until the IR stops changing (at most MAX_ROUNDS rounds),
+    then narrows the conversions that are left."""
 
     name = "remove-layout-conversions"
 
     def run(self, func: Operation) -> None:
-        dce, cse = DCE(), CSE()
         for _ in range(MAX_ROUNDS):
             before = print_op(func)
             fold_conversions(func)
             if propagate_forward(func):
                 legalize(func)
-            fold_conversions(func)
-            rematerialize_backward(func)
-            fold_conversions(func)
-            cse.run(func)
-            dce.run(func)
+            self._clean_up(func)
             if print_op(func) == before:
-                return
+                break
+        if narrow_conversions(func):
+            self._clean_up(func)
+
+    @staticmethod
+    def _clean_up(func: Operation) -> None:
+        fold_conversions(func)
+        rematerialize_backward(func)
+        fold_conversions(func)
+        CSE().run(func)
+        DCE().run(func)
 
 
-__all__ = ["RemoveLayoutConversions", "fold_conversions", "propagate_forward", "rematerialize_backward"]
+__all__ = ["RemoveLayoutConversions", "fold_conversions", "narrow_conversions", "propagate_forward",
+           "rematerialize_backward"]
