@@ -136,12 +136,15 @@ def compile_kernel(fn: Any, spec: Any, options: dict[str, Any], target: str, rec
     if launching:
         from .runtime.cache import DiskCache
 
+        start = time.perf_counter()
         disk = DiskCache()
-        ptx_version = _ptx_version(target)
-        key = _disk_key(fn, spec, options, target, ptx_version)
+        key = _disk_key(fn, spec, options, target, _ptx_version(target))
         hit = disk.get(key)
+        lookup = time.perf_counter() - start
         if hit is not None:
-            return _from_disk(hit, target, options)
+            kernel = _from_disk(hit, target, options)
+            kernel.timings["disk cache"] = lookup
+            return kernel
     kernel = _compile_stages(fn, spec, options, target, record_passes, until)
     if launching:
         from .runtime.cuda_launch import CudaBackend, launch_metadata
@@ -151,6 +154,7 @@ def compile_kernel(fn: Any, spec: Any, options: dict[str, Any], target: str, rec
         files = {"ptx": kernel.stages["ptx"], "metadata.json": json.dumps(metadata)}
         files.update({f"stage.{s}": kernel.stages[s] for s in GPU_STAGES})
         disk.put(key, files)
+        kernel.timings["disk cache"] = lookup
     return kernel
 
 

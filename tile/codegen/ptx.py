@@ -17,15 +17,13 @@ line is preceded by a comment naming it:
 from __future__ import annotations
 
 import linecache
-import math
 import os
 from typing import Callable, Optional, Union
-
-import numpy as np
 
 from ..ir import simt_ops  # noqa: F401  (registers the simt ops)
 from ..ir.core import Operation, Value
 from ..ir.types import DType, PointerType, f16, f32, f64, i1
+from .floats import float_bits
 
 TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 
@@ -86,41 +84,6 @@ def mem_type(t) -> str:
 
 def _bits_of(t) -> int:
     return 64 if isinstance(t, PointerType) else t.bits
-
-
-_IEEE = {16: (np.float16, np.uint16), 32: (np.float32, np.uint32), 64: (np.float64, np.uint64)}
-
-
-def float_bits(value: float, t: DType) -> int:
-    """The bit pattern of `value` rounded (to nearest even) to the float type `t` (inf past its range)."""
-    if t.name in ("f16", "f32", "f64"):
-        ft, bt = _IEEE[t.bits]
-        with np.errstate(over="ignore"):
-            return int(np.array(value, np.float64).astype(ft).view(bt))
-    return _minifloat_bits(value, t.exponent_bits, t.mantissa_bits, ieee_inf=t.name != "f8e4nv")
-
-
-def _minifloat_bits(value: float, ebits: int, mbits: int, ieee_inf: bool) -> int:
-    """Round to nearest even into a small float format (bf16, fp8); e4m3fn saturates at 448."""
-    sign = 1 << (ebits + mbits) if math.copysign(1.0, value) < 0 else 0
-    all_ones = (1 << ebits) - 1
-    if math.isnan(value):
-        return sign | (all_ones << mbits) | ((1 << (mbits - 1)) if ieee_inf else (1 << mbits) - 1)
-    bias = (1 << (ebits - 1)) - 1
-    max_finite = (all_ones - 1) << mbits | ((1 << mbits) - 1) if ieee_inf else (all_ones << mbits) | ((1 << mbits) - 2)
-    a = abs(value)
-    if a == 0:
-        return sign
-    if math.isinf(a):
-        return sign | (all_ones << mbits if ieee_inf else max_finite)
-    e = max(math.frexp(a)[1] - 1, 1 - bias)
-    n = round(a / 2.0 ** (e - mbits))  # round() is round-half-even, and the scaling is exact
-    if n == 1 << (mbits + 1):
-        e, n = e + 1, n >> 1
-    bits = n if n < 1 << mbits else ((e + bias) << mbits) | (n - (1 << mbits))
-    if bits > max_finite:
-        bits = all_ones << mbits if ieee_inf else max_finite
-    return sign | bits
 
 
 # ------------------------------------------------------------------------------ table
@@ -621,6 +584,41 @@ def _shfl(e: _Emitter, op: Operation) -> None:
 @handles("simt.barrier")
 def _barrier(e: _Emitter, op: Operation) -> None:
     e.emit("bar.sync 0;")
+
+
+# tensor cores and asynchronous copies: one template per op, filled by `_tensor_op`
+TENSOR_OPS: dict[str, str] = {
+    "simt.mma": "mma.sync.aligned.{shape}.row.col.{ctype}.{atype}.{atype}.{ctype} {d}, {a}, {b}, {c};",
+    "simt.tf32": "cvt.rna.tf32.f32 {d}, {a};",
+    "simt.ldmatrix": "ldmatrix.sync.aligned.m8n8.x{num}{trans}.shared.b16 {d}, {addr};",
+    "simt.cp_async": "cp.async.{cache}.shared.global {addr}, [{src}{src_offset}], {bytes}{size};",
+    "simt.cp_async_commit": "cp.async.commit_group;",
+    "simt.cp_async_wait": "cp.async.wait_group {pending};",
+}
+CP_ASYNC_CACHE = {4: "ca", 8: "ca", 16: "cg"}  # .cg (L2 only) exists for 16-byte copies alone
+
+
+@handles(*TENSOR_OPS)
+def _tensor_op(e: _Emitter, op: Operation) -> None:
+    group = lambda vals: "{" + ", ".join(vals) + "}"  # noqa: E731
+    fields: dict[str, object] = dict(op.attrs)
+    fields["d"] = group([e.reg(r) for r in op.results]) if len(op.results) > 1 else \
+        (e.reg(op.result) if op.results else "")
+    if op.name == "simt.mma":
+        shape = simt_ops.MMA_SHAPES[op.attrs["atype"]]
+        regs = [e.reg(v) for v in op.operands]
+        fields.update(shape=shape.shape, ctype=shape.ctype, a=group(regs[:4]), b=group(regs[4:6]),
+                      c=group(regs[6:]))
+    elif op.name == "simt.tf32":
+        fields["a"] = e.src(op.operand(0))
+    elif op.name == "simt.ldmatrix":
+        fields.update(trans=".trans" if op.attrs.get("trans") else "", addr=_address(e, op))
+    elif op.name == "simt.cp_async":
+        size, n = op.operand(2), op.attrs["bytes"]
+        off = op.attrs.get("src_offset", 0)
+        fields.update(cache=CP_ASYNC_CACHE[n], addr=_address(e, op), src=e.reg(op.operand(1)),
+                      src_offset=f"+{off}" if off else "", size="" if e.imm(size) == str(n) else f", {e.src(size)}")
+    e.emit(TENSOR_OPS[op.name].format(**fields))
 
 
 @handles("simt.trap")

@@ -3,7 +3,8 @@ Python's own argument binding, one small call per argument, one dict lookup and 
 
 For `def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr)` the generated function reads:
 
-    def add(x_ptr, y_ptr, out_ptr, n, BLOCK, *, grid, num_warps=4, num_stages=3, num_ctas=1, stream=None):
+    def add(x_ptr=_missing, ..., BLOCK=_missing, *, grid, num_warps=4, num_stages=3, num_ctas=1, stream=None):
+        if x_ptr is _missing: missing_argument('x_ptr')           (the same for each required parameter)
         h = fast_args.get(type(x_ptr))
         k0, v0 = h(x_ptr) if h is not None else arg(x_ptr)
         ...                                      (the same for y_ptr, out_ptr, n)
@@ -41,12 +42,17 @@ def _items(names: list[str] | tuple[str, ...]) -> str:
 def make_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], defaults: tuple[Any, ...],
                 missing: Any, namespace: dict[str, Any]) -> Callable[..., None]:
     """Generate the launch function. `kinds[i]` is "runtime", "nospec" or "constexpr";
-    `namespace` supplies arg, fast_args, arg_nospec, constexpr_key, entries, compile and target."""
-    params, key_parts, values, runtime_args = [], [], [], []
+    `namespace` supplies arg, fast_args, arg_nospec, constexpr_key, entries, compile, target and
+    missing_argument (raises the TypeError for a parameter not given)."""
+    params, key_parts, values, runtime_args, checks = [], [], [], [], []
+    namespace["_missing"] = missing
     for i, (arg, kind) in enumerate(zip(arg_names, kinds)):
         default = defaults[i]
-        params.append(arg if default is missing else f"{arg}=_default{i}")
-        if default is not missing:
+        # Required parameters default to a sentinel, so a missing one gets tile's own message.
+        params.append(f"{arg}=_missing" if default is missing else f"{arg}=_default{i}")
+        if default is missing:
+            checks.append(f"    if {arg} is _missing:\n        missing_argument({arg!r})")
+        else:
             namespace[f"_default{i}"] = default
         if kind == "constexpr":
             key_parts.append(f"constexpr_key({arg})")
@@ -54,7 +60,8 @@ def make_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], d
         key_parts.append(f"k{i}")
         values.append(f"v{i}")
         runtime_args.append(arg)
-    lines = [f"def {name}({', '.join(params)}, *, grid, num_warps=4, num_stages=3, num_ctas=1, stream=None):"]
+    lines = [f"def {name}({_items(params)}*, grid, num_warps=4, num_stages=3, num_ctas=1, stream=None):"]
+    lines += checks
     for i, (arg, kind) in enumerate(zip(arg_names, kinds)):
         if kind == "runtime":  # the common types dispatch here, without a call to `arg`
             lines.append(f"    h = fast_args.get(type({arg}))")

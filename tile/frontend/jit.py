@@ -29,7 +29,6 @@ from .specialize import FAST_ARGS, Specialization, arg_key, launch_arg, launch_a
 
 _MISSING = object()
 _RUNTIME, _NO_SPECIALIZE, _CONSTEXPR = 0, 1, 2
-_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "stream")
 
 
 def _is_constexpr_annotation(a: Any) -> bool:
@@ -217,17 +216,14 @@ class JITFunction:
 
     # ------------------------------------------------------------------- launch
     def __getitem__(self, grid: Any) -> Callable[..., None]:
-        return functools.partial(self.run, grid=grid)
+        launch = self._launch if self._launch is not None else self._make_launch()
+        return functools.partial(launch, grid=grid)
 
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> None:
         """Launch on `grid` (a tuple of 1-3 ints, or callable(meta) -> tuple). Options:
         num_warps=4, num_stages=3, stream=None (default: PyTorch's current stream)."""
         launch = self._launch if self._launch is not None else self._make_launch()
-        try:
-            launch(*args, grid=grid, **kwargs)
-        except TypeError:
-            self._check_call(args, kwargs)  # a binding mistake gets a message that names the parameter
-            raise
+        launch(*args, grid=grid, **kwargs)
 
     def warmup(self, *args: Any, grid: Any = None, num_warps: int = 4, num_stages: int = 3, **kwargs: Any) -> Any:
         """Compile for these arguments without launching; returns the CompiledKernel."""
@@ -240,12 +236,13 @@ class JITFunction:
         kinds = tuple(("runtime", "nospec", "constexpr")[k] for k in self._kinds)
         namespace = {"arg": launch_arg, "fast_args": FAST_ARGS, "arg_nospec": launch_arg_nospec, "constexpr_key": constexpr_key,
                      "entries": self._launchers, "compile": self._compile,
-                     "target": _compiler().current_target}
+                     "target": _compiler().current_target, "missing_argument": self._missing_argument}
         self._launch = make_binder(self.__name__, self.arg_names, kinds, self._defaults, _MISSING, namespace)
         return self._launch
 
-    def _check_call(self, args: tuple, kwargs: dict[str, Any]) -> None:
-        self._bind(args, {k: v for k, v in kwargs.items() if k not in _LAUNCH_OPTIONS})
+    def _missing_argument(self, name: str) -> None:
+        what = "tl.constexpr argument" if name in self.constexpr_names else "argument"
+        raise TypeError(f"{self.__name__}() missing {what} '{name}'")
 
     def _compile(self, key: tuple, values: tuple, num_warps: int, num_stages: int, num_ctas: int
                  ) -> Callable[..., None]:

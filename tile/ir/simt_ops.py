@@ -37,6 +37,28 @@ The ops:
   simt.approx %x {fn} : f32               ex2 lg2 sin cos rsqrt rcp (the .approx f32 units)
   simt.shfl %x, %b {mode} : T             shfl.sync.{bfly,up,down,idx}.b32, all lanes (T: i32/f32)
   simt.barrier                            bar.sync 0
+
+Tensor cores and asynchronous copies (sm_80+; warp-wide ops run with all 32 lanes converged):
+
+  simt.mma %a..., %b..., %c... {atype} : T x4     mma.sync.aligned.<shape>.row.col: D = A @ B + C
+                                          for one 16x8 tile; `atype` (MMA_SHAPES) fixes the
+                                          shape: f16/bf16 m16n8k16, tf32 m16n8k8, s8/u8 m16n8k32.
+                                          4 A and 2 B operands: i32 registers of packed elements
+                                          (first element lowest; tf32: the bits of simt.tf32);
+                                          4 accumulators: f32 (i32 for s8/u8), the fragments of
+                                          the PTX ISA's "Matrix Fragments for mma.m16n8kK"
+  simt.tf32 %x : i32                      cvt.rna.tf32.f32: f32 rounded to tf32 (to nearest,
+                                          ties away from zero), as bits with the low 13 zero
+  simt.ldmatrix %addr {num, trans, offset} : i32 x num   ldmatrix.sync.aligned.m8n8.x{1,2,4}
+                                          {.trans}.shared.b16; lane 8*i + r gives the address of
+                                          row r of matrix i (16 bytes, 16-byte aligned)
+  simt.cp_async %dst, %src, %size {bytes, offset, src_offset}   cp.async (.cg for 16 bytes,
+                                          .ca for 4 and 8): copies `bytes` from global %src
+                                          (+src_offset) to shared %dst (+offset), reading only
+                                          the first %size (i32) bytes and zero-filling the rest
+  simt.cp_async_commit                    cp.async.commit_group: closes the thread's open group
+  simt.cp_async_wait {pending}            cp.async.wait_group N: waits until at most N of the
+                                          thread's groups are in flight
   simt.atom %a, %pred, %v {kind, sem, scope, offset} : T     old value (0 where %pred false);
                                           kind: add max min and or xor exch
   simt.red %a, %pred, %v {kind, sem, scope, offset}          atom without a result
@@ -46,6 +68,8 @@ The ops:
   simt.trap
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from .core import Operation
 from .ops import expect, expect_counts, register_op
@@ -187,6 +211,68 @@ def _verify_shfl(op: Operation) -> None:
 
 
 register_op("simt.barrier", pure=False)(None)
+
+
+@dataclass(frozen=True)
+class MmaShape:
+    """One mma.sync form: its shape, the element type of A/B and of C/D, elements per 32-bit operand."""
+
+    shape: str
+    k: int
+    ctype: str
+    k_width: int
+
+
+MMA_SHAPES = {"f16": MmaShape("m16n8k16", 16, "f32", 2), "bf16": MmaShape("m16n8k16", 16, "f32", 2),
+              "tf32": MmaShape("m16n8k8", 8, "f32", 1), "s8": MmaShape("m16n8k32", 32, "s32", 4),
+              "u8": MmaShape("m16n8k32", 32, "s32", 4)}
+MMA_OPERANDS = (4, 2, 4)  # 32-bit registers of A, B and C per thread, the same for every shape
+
+
+@register_op("simt.mma")
+def _verify_mma(op: Operation) -> None:
+    shape = MMA_SHAPES.get(op.attrs.get("atype"))
+    expect(op, shape is not None, f"atype must be one of {sorted(MMA_SHAPES)}")
+    na, nb, nc = MMA_OPERANDS
+    expect_counts(op, na + nb + nc, nc)
+    acc = f32 if shape.ctype == "f32" else i32
+    expect(op, all(v.type == i32 for v in op.operands[:na + nb]), "A and B operands are packed i32 registers")
+    expect(op, all(v.type == acc for v in op.operands[na + nb:]) and all(r.type == acc for r in op.results),
+           f"accumulators and results are {acc}")
+
+
+@register_op("simt.tf32")
+def _verify_tf32(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    expect(op, op.operand(0).type == f32 and op.result.type == i32, "rounds an f32 to tf32 bits in an i32")
+
+
+@register_op("simt.ldmatrix", pure=False)
+def _verify_ldmatrix(op: Operation) -> None:
+    num = op.attrs.get("num")
+    expect(op, num in (1, 2, 4) and op.num_operands == 1 and len(op.results) == num, "num must be 1, 2 or 4")
+    expect(op, op.operand(0).type == i32 and all(r.type == i32 for r in op.results),
+           "a shared address in, i32 registers out")
+    expect(op, isinstance(op.attrs.get("trans", False), bool), "trans is a bool")
+
+
+@register_op("simt.cp_async", pure=False)
+def _verify_cp_async(op: Operation) -> None:
+    expect_counts(op, 3, 0)
+    dst, src, size = (v.type for v in op.operands)
+    expect(op, dst == i32 and isinstance(src, PointerType) and size == i32,
+           "operands: shared address (i32), global pointer, source size (i32)")
+    expect(op, op.attrs.get("bytes") in (4, 8, 16), "bytes must be 4, 8 or 16")
+
+
+register_op("simt.cp_async_commit", pure=False)(None)
+
+
+@register_op("simt.cp_async_wait", pure=False)
+def _verify_cp_async_wait(op: Operation) -> None:
+    expect_counts(op, 0, 0)
+    pending = op.attrs.get("pending")
+    expect(op, isinstance(pending, int) and pending >= 0, "pending must be an int >= 0")
 register_op("simt.trap", pure=False)(None)
 
 

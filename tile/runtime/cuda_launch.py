@@ -43,7 +43,7 @@ class CudaBackend:
 
         def entry(grid: Any, values: tuple, args: tuple, stream: Optional[int]) -> None:
             if type(grid) is not tuple or len(grid) != 3:
-                grid = grid3(grid)
+                grid = (grid[0], 1, 1) if type(grid) is tuple and len(grid) == 1 else grid3(grid)
             if stream is None:
                 stream = current_stream_of(args)
             if everything and len(values) == len(positions):
