@@ -336,12 +336,17 @@ def _ctypes_launch() -> Callable[..., int] | None:
 
 def _raw_launch(function: Any) -> tuple[Any, Callable[..., int]]:
     """The (function handle, launch call) pair a Launcher uses: ctypes when the library loads,
-    else cuda-python's own binding (wrapped to return the CUresult as an int)."""
+    else cuda-python's own binding. Either call returns 0 on success, else the error."""
     launch = _ctypes_launch()
     if launch is not None:
         return int(function), launch
     drv = _drv()
-    return function, lambda *args: int(drv.cuLaunchKernel(*args[:-1], 0)[0])
+
+    def launch(*args: Any) -> Any:
+        err = drv.cuLaunchKernel(*args[:-1], 0)[0]
+        return 0 if err is _SUCCESS else err
+
+    return function, launch
 
 
 class Launcher:
@@ -392,7 +397,7 @@ class Launcher:
             raise self._argument_error(values, exc) from exc
         err = self._launch(self._function, gx, gy, gz, block_x, 1, 1, shared_bytes, stream, self._params_address, None)
         if err:
-            raise _error(_drv().CUresult(err), "cuLaunchKernel", self.kernel.name)
+            raise _error(_drv().CUresult(err) if type(err) is int else err, "cuLaunchKernel", self.kernel.name)
 
     def _check_launch(self, gx: int, gy: int, gz: int, block_x: int, shared_bytes: int) -> bool:
         """The slow path when a cheap bound check fails: False for an empty grid (nothing to
