@@ -3,7 +3,8 @@
     python benchmarks/bench_runtime.py [--json out.json]
 
 - Launch overhead: host microseconds per launch of a 4-argument kernel (x, y, out, n + BLOCK)
-  called with PyTorch tensors, no synchronization inside the loop (PyTorch's torch.add for scale).
+  called with PyTorch tensors: the median over batches of 100 launches, synchronized between
+  batches so the GPU keeps up (PyTorch's torch.add for scale).
 - Cold compile: a new process with empty cache directories; from the first call to the
   finished kernel (synchronized), for vector add and softmax. tile's split by stage is printed.
 - Warm start: a new process whose disk cache holds the kernel; first call to finished kernel.
@@ -68,18 +69,24 @@ def run_child(compiler: str, kernel: str, cache_dir: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def launch_overhead_us(launch, n: int = 20000) -> float:
+def launch_overhead_us(launch, batches: int = 200, per_batch: int = 100) -> float:
+    """Median host time of one launch. Batches stay short and are synchronized between, so the
+    driver's launch queue never fills: a full queue would make this time the GPU instead."""
+    import statistics
+
     import torch
 
     for _ in range(200):
         launch()
     torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(n):
-        launch()
-    elapsed = time.perf_counter() - start
-    torch.cuda.synchronize()
-    return elapsed / n * 1e6
+    samples = []
+    for _ in range(batches):
+        start = time.perf_counter()
+        for _ in range(per_batch):
+            launch()
+        samples.append((time.perf_counter() - start) / per_batch * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(samples)
 
 
 def main() -> None:
@@ -104,7 +111,7 @@ def main() -> None:
     for name, launch in (("tile", lambda: TILE.add_kernel[grid](x, y, out, 4096, BLOCK=1024)),
                          ("triton", lambda: TRITON.add_kernel[grid](x, y, out, 4096, BLOCK=1024)),
                          ("torch", lambda: torch.add(x, y, out=out))):
-        results["launch_us"][name] = min(launch_overhead_us(launch) for _ in range(3))
+        results["launch_us"][name] = launch_overhead_us(launch)
 
     splits = {}
     for kernel in ("add", "softmax"):

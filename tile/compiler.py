@@ -15,8 +15,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from .ir import Operation, print_op
+from typing import TYPE_CHECKING
+
 from .utils import grid3
+
+if TYPE_CHECKING:  # the IR stays unimported on a warm start (disk-cache hit)
+    from .ir import Operation
 
 INTERPRETER = "interpreter"
 # os.environ encodes every key it looks up; the bytes-keyed dict behind it does not, and the
@@ -172,6 +176,7 @@ def _from_disk(files: dict[str, Any], target: str, options: dict[str, Any]) -> C
 
 def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, record_passes: bool,
                     until: Optional[str]) -> CompiledKernel:
+    from .ir import print_op
     from .opt.pass_manager import PassManager
     from .opt.tile_pipeline import tile_passes
 

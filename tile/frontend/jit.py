@@ -90,6 +90,17 @@ class JITFunction:
     def parse(self) -> ast.FunctionDef:
         """The function's AST (parsed once); line numbers are relative to `line_offset`."""
         if self._ast is None:
+            lines = self._source_lines()
+            tree = ast.parse(textwrap.dedent("".join(lines)))
+            fdef = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+            if not isinstance(fdef, ast.FunctionDef):
+                raise CompilationError(f"{self.__qualname__}: @tile.jit needs a plain `def` function")
+            self._ast = fdef
+        return self._ast
+
+    def _source_lines(self) -> list[str]:
+        """The function's source lines (read once)."""
+        if not self._lines:
             try:
                 lines, first = inspect.getsourcelines(self.fn)
             except (OSError, TypeError) as e:
@@ -98,12 +109,7 @@ class JITFunction:
             self._lines = lines
             self.line_offset = max(first - 1, 0)
             self.col_offset = len(lines[0]) - len(lines[0].lstrip())
-            tree = ast.parse(textwrap.dedent("".join(lines)))
-            fdef = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-            if not isinstance(fdef, ast.FunctionDef):
-                raise CompilationError(f"{self.__qualname__}: @tile.jit needs a plain `def` function")
-            self._ast = fdef
-        return self._ast
+        return self._lines
 
     @property
     def src(self) -> str:
@@ -150,22 +156,23 @@ class JITFunction:
         return self._cache_key
 
     def _hash_into(self, digest: Any, seen: set[int]) -> None:
+        """Hash the code (what the source compiles to, line numbers included), then every @jit
+        function and constant the code names: the names of
+        its code object (no AST needed, so a warm start stays cheap), and the attributes with
+        those names of the modules it reads (`tl.sum`); a superset is harmless in a key."""
         if id(self) in seen:
             return
         seen.add(id(self))
-        digest.update(self.src.encode())
-        for node in ast.walk(self.parse()):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                value = self._free_value(node.id)
-            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-                base = self._free_value(node.value.id)
-                value = getattr(base, node.attr, None) if isinstance(base, types.ModuleType) else None
-            else:
-                continue
+        _hash_code(digest, self.fn.__code__)
+        names = self.fn.__code__.co_names + self.fn.__code__.co_freevars
+        values = [(name, self._free_value(name)) for name in names]
+        modules = [v for _, v in values if isinstance(v, types.ModuleType)]
+        values += [(name, getattr(m, name, None)) for m in modules for name in names]
+        for name, value in values:
             if isinstance(value, JITFunction):
                 value._hash_into(digest, seen)
             elif isinstance(value, (bool, int, float, str, constexpr, dtype)):
-                digest.update(f"{getattr(node, 'id', getattr(node, 'attr', ''))}={unwrap(value)!r};".encode())
+                digest.update(f"{name}={unwrap(value)!r};".encode())
 
     def _free_value(self, name: str) -> Any:
         if name in self.arg_names:
@@ -287,6 +294,19 @@ def _compiler() -> types.ModuleType:
     import tile.compiler
 
     return tile.compiler
+
+
+def _hash_code(digest: Any, code: types.CodeType) -> None:
+    """Feed a code object to `digest`: bytecode, line table, names and constants (nested code
+    objects recursively; their repr would hold a memory address)."""
+    digest.update(code.co_code)
+    digest.update(code.co_linetable)
+    digest.update(repr((code.co_filename, code.co_firstlineno, code.co_names, code.co_varnames)).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _hash_code(digest, const)
+        else:
+            digest.update(repr(const).encode())
 
 
 def _nospec_key(v: Any) -> tuple:
