@@ -38,6 +38,8 @@ def _table_kernel() -> Operation:
             name, attrs = "arith.cmp", f' {{predicate = "{key.rsplit(".", 1)[1]}"}}'
         elif key.endswith(".nan"):
             name, attrs = key[:-4], " {propagate_nan = true}"
+        elif key.endswith(".approx"):
+            name, attrs = key[:-7], " {approx = true}"
         template = INSTR[key, ty] if isinstance(INSTR[key, ty], str) else INSTR[key, ty][0]
         arity = 3 if "{c}" in template else 2 if "{b}" in template else 1
         types = [t] * arity

@@ -186,6 +186,8 @@ def scalar_op(ctx: Lowering, name: str, vals: list[Value], el: DType, attrs: dic
         return _fmod_loop(ctx, m, *vals)
     if name in ("arith.max", "arith.min") and attrs.get("propagate_nan"):
         return ctx.op(name, vals, el, propagate_nan=True)
+    if name in ("arith.div", "math.sqrt") and attrs.get("approx") and el == f32:
+        return ctx.op(name, vals, el, approx=True)
     if name in ("arith.and", "arith.or", "arith.xor", "arith.shl", "arith.shr", "arith.not", "math.umulhi"):
         raise LoweringError(ctx.func, f"{name} is defined on integers only, not {el}")
     return ctx.op(name, vals, el)
@@ -237,7 +239,7 @@ def _lower_elementwise(ctx: Lowering, op: Operation) -> None:
     el = element_type(op.operand(0).type)
     n = ctx.info(op.result.type).num_regs
     operands = [_regs(ctx, v, n) for v in op.operands]
-    attrs = {k: v for k, v in op.attrs.items() if k in ("predicate", "propagate_nan")}
+    attrs = {k: v for k, v in op.attrs.items() if k in ("predicate", "propagate_nan", "approx")}
     if isinstance(el, PointerType):
         if op.name != "arith.cmp":
             raise LoweringError(op, "pointers only compare; use tt.addptr for arithmetic")

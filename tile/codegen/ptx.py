@@ -132,6 +132,8 @@ def _build_table() -> dict[tuple[str, str], Template]:
         t["math.abs", ty] = f"abs.{ty} {{d}}, {{a}};"
         t["math.floor", ty] = f"cvt.rmi.{ty}.{ty} {{d}}, {{a}};"
         t["math.ceil", ty] = f"cvt.rpi.{ty}.{ty} {{d}}, {{a}};"
+    t["arith.div.approx", "f32"] = "div.full.f32 {d}, {a}, {b};"  # Triton's `/`: within 2 ulp
+    t["math.sqrt.approx", "f32"] = "sqrt.approx.ftz.f32 {d}, {a};"  # Triton's tl.sqrt
     t["arith.max.nan", "f32"] = "max.NaN.f32 {d}, {a}, {b};"
     t["arith.min.nan", "f32"] = "min.NaN.f32 {d}, {a}, {b};"
     for name in ("max", "min"):  # f64 has no .NaN form: a + b is NaN when either is
@@ -293,6 +295,8 @@ class _Emitter:
             key_name = f"arith.cmp.{op.attrs.get('predicate')}"
         elif op.name in ("arith.max", "arith.min") and op.attrs.get("propagate_nan"):
             key_name = f"{op.name}.nan"
+        elif op.attrs.get("approx"):
+            key_name = f"{op.name}.approx"
         ty = op.operand(1).type if op.name == "arith.select" else op.operand(0).type
         template = INSTR.get((key_name, type_key(ty)))
         if template is None:
@@ -411,8 +415,9 @@ def handles(*names: str) -> Callable[[Handler], Handler]:
     return wrap
 
 
-_GUARDED = ("simt.ld_global", "simt.st_global", "simt.ld_shared", "simt.st_shared", "simt.atom", "simt.red",
-            "simt.atom_cas")
+# the operand of each guarded op that is its guard predicate
+_GUARDED = {**dict.fromkeys(("simt.ld_global", "simt.st_global", "simt.ld_shared", "simt.st_shared", "simt.atom",
+                             "simt.red", "simt.atom_cas"), 1), "simt.cp_async": 3}
 
 
 @handles("arith.constant")
@@ -420,7 +425,7 @@ def _constant(e: _Emitter, op: Operation) -> None:
     t = op.result.type
     if e.imm(op.result) is not None:
         return
-    if all(user.name in _GUARDED and index == 1 and op.attrs["value"] for user, index in op.result.uses):
+    if all(_GUARDED.get(user.name) == index and op.attrs["value"] for user, index in op.result.uses):
         return  # only ever an always-true guard, which prints as no guard
     value = op.attrs["value"]
     if t == i1:
@@ -591,7 +596,7 @@ TENSOR_OPS: dict[str, str] = {
     "simt.mma": "mma.sync.aligned.{shape}.row.col.{ctype}.{atype}.{atype}.{ctype} {d}, {a}, {b}, {c};",
     "simt.tf32": "cvt.rna.tf32.f32 {d}, {a};",
     "simt.ldmatrix": "ldmatrix.sync.aligned.m8n8.x{num}{trans}.shared.b16 {d}, {addr};",
-    "simt.cp_async": "cp.async.{cache}.shared.global {addr}, [{src}{src_offset}], {bytes}{size};",
+    "simt.cp_async": "{guard}cp.async.{cache}.shared.global {addr}, [{src}{src_offset}], {bytes}{size};",
     "simt.cp_async_commit": "cp.async.commit_group;",
     "simt.cp_async_wait": "cp.async.wait_group {pending};",
 }
@@ -616,7 +621,8 @@ def _tensor_op(e: _Emitter, op: Operation) -> None:
     elif op.name == "simt.cp_async":
         size, n = op.operand(2), op.attrs["bytes"]
         off = op.attrs.get("src_offset", 0)
-        fields.update(cache=CP_ASYNC_CACHE[n], addr=_address(e, op), src=e.reg(op.operand(1)),
+        fields.update(guard=e.guard(op.operand(3)), cache=CP_ASYNC_CACHE[n], addr=_address(e, op),
+                      src=e.reg(op.operand(1)),
                       src_offset=f"+{off}" if off else "", size="" if e.imm(size) == str(n) else f", {e.src(size)}")
     e.emit(TENSOR_OPS[op.name].format(**fields))
 

@@ -394,10 +394,14 @@ class Semantic(BlockOps):
         a, b = self.binary_operands(a, b)
         return self._same_type("arith.mul", a, b)
 
-    def truediv(self, a: Any, b: Any) -> tensor:
+    def truediv(self, a: Any, b: Any, ieee_rounding: bool = False) -> tensor:
+        """`/`: like Triton, f32 division may be approximate (within 2 ulp; div.full.f32 on
+        NVIDIA GPUs) unless `ieee_rounding` (tl.div_rn); other float types round correctly."""
         a, b = self.binary_operands(a, b, div_or_mod=True)
         if a.element.is_integer:
             a, b = self.cast(a, f32), self.cast(b, f32)
+        if a.element == f32 and not ieee_rounding:
+            return self._same_type("arith.div", a, b, approx=True)
         return self._same_type("arith.div", a, b)
 
     def floordiv(self, a: Any, b: Any) -> tensor:
@@ -493,7 +497,10 @@ class Semantic(BlockOps):
     # ------------------------------------------------------------------------ math
     FLOAT_32_64 = ("f32", "f64")
 
-    def unary_math(self, name: str, x: Any, allowed: Optional[Sequence[str]] = FLOAT_32_64) -> tensor:
+    def unary_math(self, name: str, x: Any, allowed: Optional[Sequence[str]] = FLOAT_32_64,
+                   ieee_rounding: bool = False) -> tensor:
+        """math.<name> on x. Like Triton, f32 sqrt may be approximate (sqrt.approx) unless
+        `ieee_rounding` (tl.sqrt_rn)."""
         if is_number(x):
             x = self.constant(x, python_type(float(x)))
         x = self.to_tensor(x)
@@ -501,6 +508,8 @@ class Semantic(BlockOps):
             names = [to_dtype(DTYPES[n]).name for n in allowed]
             raise ValueError(f"tl.{name} expects one of {names}, got {to_dtype(x.element).name}; "
                              f"convert with .to(tl.float32) first")
+        if name == "sqrt" and x.element == f32 and not ieee_rounding:
+            return self.op("math.sqrt", [x], x.ir_type, approx=True)
         return self.op(f"math.{name}", [x], x.ir_type)
 
     def abs(self, x: Any) -> tensor:

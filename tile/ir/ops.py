@@ -30,7 +30,8 @@ Memory (pointer arithmetic is in elements; masks are i1 of the pointer's shape):
 Elementwise (operands have identical types, scalar or tensor; the frontend inserts
 splats, broadcasts and casts. Integer signedness comes from the dtype: i32 vs u32):
   arith.add sub mul                 wrap-around for integers
-  arith.div                         floats: IEEE division; integers: truncates toward zero
+  arith.div {approx}                floats: IEEE division; with approx (f32 only: Triton's `/`) within
+                                    2 ulp (div.full.f32); integers: truncates toward zero
   arith.rem                         floats: fmod (sign of the dividend); integers: C remainder
   arith.and or xor                  integers and i1
   arith.shl shr                     shr: arithmetic for signed, logical for unsigned
@@ -44,7 +45,8 @@ splats, broadcasts and casts. Integer signedness comes from the dtype: i32 vs u3
                                     "rtne" (default) or "rtz" when narrowing), float->int
                                     (toward zero), int->float, anything -> i1 is x != 0
   arith.bitcast %x                  : T  same bit width, bits unchanged
-  math.abs exp exp2 log log2 sqrt rsqrt sin cos erf floor ceil   (unary, floats; abs: ints too)
+  math.abs exp exp2 log log2 sqrt rsqrt sin cos erf floor ceil   (unary, floats; abs: ints too;
+                                    sqrt {approx}: f32 within 1 ulp, Triton's tl.sqrt)
   math.fma %a, %b, %c               a * b + c
   math.umulhi %a, %b                high 32/64 bits of the unsigned product
 

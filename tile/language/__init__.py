@@ -20,7 +20,8 @@ from tile.frontend.core import (PropagateNan, bfloat16, block_type, constexpr, d
                                 uint16, uint32, uint64)
 
 from . import math
-from .math import abs, ceil, cos, erf, exp, exp2, fdiv, floor, fma, log, log2, rsqrt, sin, sqrt, umulhi
+from .math import (abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, rsqrt, sin, sqrt, sqrt_rn,
+                   umulhi)
 from .standard import (argmax, argmin, cdiv, clamp, cumprod, cumsum, max, maximum, min, minimum, sigmoid, softmax, sum,
                        swizzle2d, xor_sum, zeros_like)
 from . import random, standard
@@ -42,7 +43,7 @@ __all__ = [
     "max_contiguous", "maximum", "min", "minimum", "multiple_of", "num_programs", "pair_uniform_to_normal",
     "permute", "philox", "philox_impl", "pi32_t", "pointer_type", "program_id", "rand", "rand4x", "randint",
     "randint4x", "randn", "randn4x", "random", "range", "ravel", "reduce", "reshape", "rsqrt", "sigmoid", "sin",
-    "softmax", "sqrt", "standard", "static_assert", "static_print", "static_range", "store", "sum", "swizzle2d",
+    "softmax", "sqrt", "sqrt_rn", "div_rn", "standard", "static_assert", "static_print", "static_range", "store", "sum", "swizzle2d",
     "tensor", "to_tensor", "trans", "uint16", "uint32", "uint64", "uint8", "uint_to_uniform_float", "umulhi",
     "view", "where", "xor_sum", "zeros", "zeros_like",
 ]

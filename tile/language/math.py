@@ -24,7 +24,7 @@ exp = _unary("exp", "e ** x, elementwise.")
 exp2 = _unary("exp2", "2 ** x, elementwise.")
 log = _unary("log", "Natural logarithm, elementwise.")
 log2 = _unary("log2", "Base-2 logarithm, elementwise.")
-sqrt = _unary("sqrt", "Square root, elementwise.")
+sqrt = _unary("sqrt", "Square root, elementwise (approximate on f32, like Triton's; tl.sqrt_rn rounds correctly).")
 rsqrt = _unary("rsqrt", "1 / sqrt(x), elementwise.")
 sin = _unary("sin", "Sine, elementwise.")
 cos = _unary("cos", "Cosine, elementwise.")
@@ -77,4 +77,16 @@ def fdiv(x: Any, y: Any, ieee_rounding: Any = False) -> Any:
         el = v.element if isinstance(v, tensor) else None
         if not isinstance(v, float) and not (isinstance(el, DType) and el.is_floating):
             raise TypeError(f"fdiv needs float operands, got {v!r}")
-    return current().truediv(x, y)
+    return current().truediv(x, y, bool(unwrap(ieee_rounding)))
+
+
+@builtin
+def div_rn(x: Any, y: Any) -> Any:
+    """x / y rounded correctly (IEEE round to nearest even), where `/` on f32 may be approximate."""
+    return current().truediv(unwrap(x), unwrap(y), True)
+
+
+@builtin
+def sqrt_rn(x: Any) -> Any:
+    """Square root rounded correctly, where tl.sqrt on f32 may be approximate."""
+    return current().unary_math("sqrt", unwrap(x), ieee_rounding=True)
