@@ -25,3 +25,39 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+ASSEMBLE_TARGETS = ("sm_80", "sm_90", "sm_90a")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def every_kernel_assembles():
+    """Every kernel that a test compiles for the interpreter is also compiled to PTX for sm_80,
+    sm_90 and sm_90a and assembled with ptxas (once per specialization), so CI checks the GPU
+    code of every test kernel and tutorial without a GPU. A rejection fails the test that
+    compiled the kernel, with ptxas' log."""
+    from ptxas_util import PTXAS, assemble
+
+    from tile import compiler
+
+    if PTXAS is None:
+        yield
+        return
+    real = compiler.compile_kernel
+    seen: set = set()
+
+    def compile_and_assemble(fn, spec, options, target, record_passes=False, until=None):
+        kernel = real(fn, spec, options, target, record_passes, until)
+        key = (id(fn), spec.key, tuple(sorted(options.items())))
+        if target != compiler.INTERPRETER or until is not None or key in seen:
+            return kernel
+        seen.add(key)
+        for arch in ASSEMBLE_TARGETS:
+            ptx = real(fn, spec, options, arch, until="ptx").stage("ptx")
+            ok, log = assemble(ptx, arch)
+            assert ok, f"ptxas rejected the PTX of {fn.__name__} for {arch}:\n{log}"
+        return kernel
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compiler, "compile_kernel", compile_and_assemble)
+        yield

@@ -13,18 +13,20 @@ import pytest
 
 
 def find_ptxas() -> Optional[str]:
-    """ptxas on PATH, else the one in the `nvidia-cuda-nvcc` wheel (nvidia/cuda_nvcc/bin)."""
+    """ptxas on PATH, else the one in the `nvidia-cuda-nvcc` wheel (nvidia/cu13/bin for CUDA 13
+    wheels, nvidia/cuda_nvcc/bin for CUDA 12 ones)."""
     path = shutil.which("ptxas")
     if path:
         return path
     try:
-        import nvidia.cuda_nvcc as wheel  # type: ignore[import-not-found]
+        import nvidia  # type: ignore[import-not-found]  (the wheels' namespace package)
     except ImportError:
         return None
-    for root in getattr(wheel, "__path__", []):
-        candidate = os.path.join(root, "bin", "ptxas")
-        if os.access(candidate, os.X_OK):
-            return candidate
+    for root in getattr(nvidia, "__path__", []):
+        for sub in ("cu13", "cuda_nvcc"):
+            candidate = os.path.join(root, sub, "bin", "ptxas")
+            if os.access(candidate, os.X_OK):
+                return candidate
     return None
 
 
