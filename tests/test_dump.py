@@ -61,3 +61,15 @@ def test_dump_options_change_the_gpu_code():
     four = str(tile.dump(double_kernel, X, X, 1000, BLOCK=256, stage="ptx", target="sm_90a", num_warps=4))
     two = str(tile.dump(double_kernel, X, X, 1000, BLOCK=256, stage="ptx", target="sm_90a", num_warps=2))
     assert ".maxntid 128" in four and ".maxntid 64" in two
+
+
+def test_dump_unwraps_autotuned_kernels(monkeypatch):
+    monkeypatch.setenv("TILE_INTERPRET", "1")
+    tuned = tile.autotune(configs=[tile.Config({"BLOCK": 64}), tile.Config({"BLOCK": 128})], key=["n"])(
+        double_kernel)
+    x = np.random.default_rng(0).standard_normal(300).astype(np.float32)
+    out = np.full(300, np.nan, np.float32)
+    tuned[lambda meta: (tile.cdiv(300, meta["BLOCK"]),)](x, out, 300)
+    np.testing.assert_allclose(out, 2.0 * x.astype(np.float64), rtol=1e-6)
+    assert "tt.func" in str(tile.dump(tuned))
+    assert ".target sm_80" in str(tile.dump(tuned, x, out, 300, BLOCK=64, stage="ptx", target="sm_80"))

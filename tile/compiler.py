@@ -264,6 +264,10 @@ def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str]
     """
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; choose one of {', '.join(STAGES)}")
+    from .frontend.jit import JITFunction
+
+    while not isinstance(kernel, JITFunction) and hasattr(kernel, "fn"):  # autotune / heuristics wrappers
+        kernel = kernel.fn
     if not args and not constexprs:
         compiled = list(kernel.cache.values())
         if not compiled:
