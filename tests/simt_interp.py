@@ -6,6 +6,11 @@ active threads must stay inside allocated buffers, and shared memory reports rac
 of a byte written by another thread, or a write of a byte read by another thread, with no
 barrier in between), so a missing barrier fails a test even though lockstep execution
 would hide it.
+
+cp.async copies read global memory when issued and land in shared memory when a
+cp.async.wait_group retires their group; until then their bytes are "in flight": any
+other access to them is an error, and so is issuing a copy over bytes another thread read
+or wrote since the last barrier. A missing wait or barrier around the pipeline fails a test.
 """
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from tile.codegen.ptx import float_bits
+from tile.codegen.floats import float_bits
 from tile.ir.core import Block, Operation, Value
 from tile.ir.types import DType, PointerType, f16, i1
 
@@ -181,6 +186,9 @@ class CTA:
         self.w_tid = np.full(len(self.smem), -1)
         self.r_epoch = np.full(len(self.smem), -1)
         self.r_tid = np.full(len(self.smem), -1)
+        self.inflight = np.zeros(len(self.smem), dtype=np.int32)
+        self.cp_open: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(self.n)]
+        self.cp_groups: list[list[list[tuple[int, np.ndarray]]]] = [[] for _ in range(self.n)]
         self.env: dict[Value, np.ndarray] = {}
 
     def full(self, value: Any, t) -> np.ndarray:
@@ -230,12 +238,18 @@ class CTA:
             self.set(r, x, mask)
 
     # shared memory with race checks -----------------------------------------------------------
-    def smem_access(self, addrs: np.ndarray, size: int, mask: np.ndarray, write: bool) -> None:
-        for t in np.nonzero(mask)[0]:
-            a = int(addrs[t])
+    def smem_access(self, addrs: np.ndarray, size: int, mask: np.ndarray, write: bool,
+                    tids: Optional[list[int]] = None) -> None:
+        """Check (and record) an access of `size` bytes at addrs[i] by thread tids[i] (default: i) where mask[i]."""
+        for i in np.nonzero(mask)[0]:
+            t = int(tids[i]) if tids is not None else int(i)
+            a = int(addrs[i])
             if a < 0 or a + size > len(self.smem):
                 raise InterpError(f"shared access out of bounds at {a} ({size} bytes, {len(self.smem)} allocated)")
             sl = slice(a, a + size)
+            if self.inflight[sl].any():
+                raise InterpError(f"shared-memory race: thread {t} accesses byte {a} while a cp.async to it is "
+                                  "in flight (missing cp.async.wait_group)")
             if write:
                 bad = (self.r_epoch[sl] == self.epoch) & (self.r_tid[sl] != t)
                 bad |= (self.w_epoch[sl] == self.epoch) & (self.w_tid[sl] != t)
@@ -249,6 +263,33 @@ class CTA:
                 fresh = self.r_epoch[sl] != self.epoch
                 self.r_tid[sl] = np.where(fresh, t, np.where(self.r_tid[sl] == t, t, -2))
                 self.r_epoch[sl] = self.epoch
+
+
+    # cp.async ----------------------------------------------------------------------------------
+    def cp_async_issue(self, t: int, dst: int, data: np.ndarray) -> None:
+        """Thread t starts copying `data` to shared byte `dst` (it lands at a wait_group)."""
+        if dst < 0 or dst + len(data) > len(self.smem):
+            raise InterpError(f"cp.async out of shared bounds at {dst} ({len(data)} bytes)")
+        sl = slice(dst, dst + len(data))
+        bad = ((self.r_epoch[sl] == self.epoch) & (self.r_tid[sl] != t)) | \
+            ((self.w_epoch[sl] == self.epoch) & (self.w_tid[sl] != t)) | (self.inflight[sl] > 0)
+        if bad.any():
+            raise InterpError(f"shared-memory race: thread {t} issues a cp.async to byte {dst} that another "
+                              "access touched without a barrier")
+        self.inflight[sl] += 1
+        self.cp_open[t].append((dst, data))
+
+    def cp_async_commit(self, t: int) -> None:
+        self.cp_groups[t].append(self.cp_open[t])
+        self.cp_open[t] = []
+
+    def cp_async_wait(self, t: int, pending: int) -> None:
+        """Retire thread t's oldest groups until at most `pending` remain."""
+        while len(self.cp_groups[t]) > pending:
+            for dst, data in self.cp_groups[t].pop(0):
+                self.inflight[dst:dst + len(data)] -= 1
+                self.smem_access(np.array([dst]), len(data), np.array([True]), write=True, tids=[t])
+                self.smem[dst:dst + len(data)] = data
 
 
 def c_format(fmt: str, args: list[Any]) -> str:

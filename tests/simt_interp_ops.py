@@ -425,4 +425,6 @@ def _while(cta, op, mask):
     return results
 
 
+import simt_interp_tc  # noqa: E402,F401  (registers the tensor-core and cp.async rules)
+
 __all__ = ["OPS", "fma32", "fma64", "f64"]

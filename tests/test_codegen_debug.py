@@ -1,5 +1,5 @@
 """tt.print / tt.assert lowered to vprintf and __assertfail, source-line comments in the PTX,
-and the lowering's errors (tt.dot, unknown ops, missing allocation)."""
+and the lowering's errors (dot layouts, unknown ops, missing allocation)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 from codegen_util import blocked, check_ptx, func, lower, result, run
 from ptxas_util import needs_ptxas
 from tile.codegen.lower import lower_to_simt
-from tile.codegen.lower_core import DotNotImplementedError, LoweringError
+from tile.codegen.lower_core import LoweringError
 from tile.codegen.ptx import emit_ptx
 from tile.ir import Location, Operation, i32, parse_op
 
@@ -81,7 +81,7 @@ def test_debug_ops_assemble() -> None:
     assert "__assertfail" in ptx and "vprintf" not in ptx
 
 
-def test_dot_is_not_implemented_yet() -> None:
+def test_dot_without_mma_or_fma_layouts_names_them() -> None:
     A = blocked([1, 1], [4, 8], [2, 1])
     body = f"""
   %a = arith.constant {{value = 1.0}} : tensor<16x16xf16, {A}>
@@ -89,9 +89,8 @@ def test_dot_is_not_implemented_yet() -> None:
   %d = tt.dot %a, %a, %c : tensor<16x16xf32, {A}>
   %ps = tt.splat %p : tensor<16x16xptr<f32>, {A}>
   tt.store %ps, %d"""
-    with pytest.raises(DotNotImplementedError, match="tl.dot on the PTX backend") as info:
+    with pytest.raises(LoweringError, match="no mma fragments and no FMA layouts.*#blocked"):
         lower(func("dot", [("p", "ptr<f32>")], body, num_warps=2))
-    assert isinstance(info.value, NotImplementedError)
 
 
 def test_errors_name_the_source_line() -> None:

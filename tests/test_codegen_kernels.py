@@ -170,15 +170,15 @@ simt.func {arg_names = ["x", "out", "n"], num_warps = 1, shared_bytes = 0, sym_n
   %10 = arith.add %9, %8 : i32
   %11 = arith.cmp %9, %n {predicate = "lt"} : i1
   %12 = arith.cmp %10, %n {predicate = "lt"} : i1
-  %13 = simt.addptr %x, %9 {scale = 4} : ptr<f32>
-  %14 = arith.constant {value = 4} : i32
-  %15 = arith.constant {value = 8} : i32
-  %16 = arith.constant {value = 16} : i32
-  %17 = arith.constant {value = 31} : i32
-  %18 = arith.and %3, %17 : i32
-  %19 = arith.cmp %18, %6 {predicate = "eq"} : i1
-  %20, %21, %22, %23 = simt.ld_global %13, %11 {offset = 0, vector = 4} : f32, f32, f32, f32
-  %24, %25, %26, %27 = simt.ld_global %13, %12 {offset = 512, vector = 4} : f32, f32, f32, f32
+  %13 = arith.constant {value = 4} : i32
+  %14 = arith.constant {value = 8} : i32
+  %15 = arith.constant {value = 16} : i32
+  %16 = arith.constant {value = 31} : i32
+  %17 = arith.and %3, %16 : i32
+  %18 = arith.cmp %17, %6 {predicate = "eq"} : i1
+  %19 = simt.addptr %x, %9 {scale = 4} : ptr<f32>
+  %20, %21, %22, %23 = simt.ld_global %19, %11 {offset = 0, vector = 4} : f32, f32, f32, f32
+  %24, %25, %26, %27 = simt.ld_global %19, %12 {offset = 512, vector = 4} : f32, f32, f32, f32
   %28 = arith.add %20, %21 : f32
   %29 = arith.add %28, %22 : f32
   %30 = arith.add %29, %23 : f32
@@ -190,13 +190,13 @@ simt.func {arg_names = ["x", "out", "n"], num_warps = 1, shared_bytes = 0, sym_n
   %36 = arith.add %34, %35 : f32
   %37 = simt.shfl %36, %4 {mode = "bfly"} : f32
   %38 = arith.add %36, %37 : f32
-  %39 = simt.shfl %38, %14 {mode = "bfly"} : f32
+  %39 = simt.shfl %38, %13 {mode = "bfly"} : f32
   %40 = arith.add %38, %39 : f32
-  %41 = simt.shfl %40, %15 {mode = "bfly"} : f32
+  %41 = simt.shfl %40, %14 {mode = "bfly"} : f32
   %42 = arith.add %40, %41 : f32
-  %43 = simt.shfl %42, %16 {mode = "bfly"} : f32
+  %43 = simt.shfl %42, %15 {mode = "bfly"} : f32
   %44 = arith.add %42, %43 : f32
-  simt.st_global %out, %19, %44 {offset = 0, vector = 1}
+  simt.st_global %out, %18, %44 {offset = 0, vector = 1}
   simt.return
 }"""
 

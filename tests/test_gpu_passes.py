@@ -10,7 +10,7 @@ from tile.ir.gpu_ops import verify_layouts
 from tile.ir.layouts import BlockedLayout, SharedLayout, SliceLayout
 from tile.opt.alloc_shared import AllocShared, needs_scratch, scratch_bytes
 from tile.opt.coalesce import Coalesce
-from tile.opt.convert_through_shared import ConvertThroughShared
+from tile.opt.convert_through_shared import ConvertThroughShared, access_cost
 from tile.opt.insert_barriers import InsertBarriers
 from tile.opt.remove_layout_conversions import RemoveLayoutConversions
 from tile.opt.to_gpu import ConvertToGpu
@@ -27,6 +27,7 @@ ALIASES = {
     "#R2": str(BlockedLayout((1, 1), (32, 1), (4, 1), (1, 0))),       # default of 64x1
     "#S1": str(SliceLayout(1, BlockedLayout((1, 1), (32, 1), (4, 1), (1, 0)))),
     "#SW": str(SharedLayout(4, 1, 8, (0, 1))),
+    "#SX": str(SharedLayout(2, 4, 16, (0, 1))),
     "#SH": str(SharedLayout(1, 1, 1, (0,))),
 }
 
@@ -59,7 +60,7 @@ def same(actual: str, expected: str) -> None:
     assert actual == textwrap.dedent(expected).strip(), actual
 
 
-HEAD = 'tt.func {num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32} {'
+HEAD = 'tt.func {num_stages = 3, num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32} {'
 
 
 # ------------------------------------------------------------------------- convert-to-gpu
@@ -115,7 +116,7 @@ def test_to_gpu_expand_dims_broadcast_and_reduce_slices():
           tt.return
         }""")
     same(out, """
-        tt.func {num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32} {
+        tt.func {num_stages = 3, num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32} {
         ^bb(%s: i32):
           %r = tt.arange {end = 64, start = 0} : tensor<64xi32, #B1>
           %0 = gpu.convert_layout %r : tensor<64xi32, #S1>
@@ -152,7 +153,7 @@ def test_to_gpu_control_flow_takes_the_initial_layouts():
           tt.return
         }""")
     same(out, """
-        tt.func {num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32} {
+        tt.func {num_stages = 3, num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32} {
         ^bb(%n: i32, %c: i1):
           %c0 = arith.constant {value = 0} : i32
           %c1 = arith.constant {value = 1} : i32
@@ -180,7 +181,7 @@ def test_to_gpu_reshape_keeps_elements_in_registers():
           tt.return
         }""")
     same(out, """
-        tt.func {num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32} {
+        tt.func {num_stages = 3, num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32} {
         ^bb(%x: f32):
           %s = tt.splat %x : tensor<4x64xf32, #D2>
           %r = tt.reshape %s : tensor<256xf32, #B1>
@@ -473,12 +474,18 @@ def test_convert_through_shared_transpose_gets_a_swizzle():
     same(out, """
         tt.func {num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32} {
         ^bb(%x: tensor<64x64xf32, #T2>):
-          %0 = gpu.local_alloc {bytes = 16384, offset = -1} : tensor<64x64xf32, #SW>
+          %0 = gpu.local_alloc {bytes = 16384, offset = -1} : tensor<64x64xf32, #SX>
           gpu.local_store %0, %x
           %y = gpu.local_load %0 : tensor<64x64xf32, #C2>
           %z = gpu.convert_layout %x : tensor<64x64xf32, #T2>
           tt.return
         }""")
+    # stores of 2-element runs (64 wavefronts) and conflict-free loads (32); the older recipe
+    # (vec 4, max_phase 8) took 32 + 256: the row-major reads of 4-column runs hit 4 banks
+    t2, c2 = BlockedLayout((4, 1), (16, 2), (1, 4), (0, 1)), BlockedLayout((1, 4), (2, 16), (4, 1), (1, 0))
+    chosen, old = SharedLayout(2, 4, 16, (0, 1)), SharedLayout(4, 1, 8, (0, 1))
+    costs = lambda sh: (access_cost(sh, t2, (64, 64), 4, True), access_cost(sh, c2, (64, 64), 4, False))  # noqa: E731
+    assert costs(chosen) == (64, 32) and costs(old) == (32, 256)
 
 
 def test_convert_through_shared_leaves_register_conversions():

@@ -9,7 +9,7 @@ import pytest
 
 from tile.ir import parse_op, print_op
 from tile.ir.gpu_ops import verify_layouts
-from tile.ir.layouts import BlockedLayout, SharedLayout, conversion_kind
+from tile.ir.layouts import BlockedLayout, SharedLayout, conversion_kind, fma_operand_layout
 from tile.opt.gpu_pipeline import gpu_passes
 from tile.opt.pass_manager import PassManager
 
@@ -486,7 +486,10 @@ def test_trans_and_reshape():
     func = compile_gpu(TRANS)
     allocs = ops_named(func, "gpu.local_alloc")
     assert len(allocs) == 1  # the transpose; the reshape stays in registers
-    assert allocs[0].result.type.layout == SharedLayout(4, 1, 8, (0, 1))
+    # 4-row runs stored as 16-byte vectors, 4-column runs read one element per lane: per_phase 4
+    # (the reads step 4 columns per lane) makes both conflict-free, where per_phase 1 took 4-way
+    # conflicts on the reads (64 wavefronts instead of 16)
+    assert allocs[0].result.type.layout == SharedLayout(4, 4, 8, (0, 1))
     assert len(ops_named(func, "gpu.barrier")) == 1
     assert func.attrs["shared_bytes"] == 8192
     assert vectors(func) == [4, 4, 4]
@@ -516,8 +519,14 @@ def test_dot_atomic_scan_reshape_print(num_warps):
     atomic = ops_named(func, "tt.atomic_rmw")[0]
     assert scan.result.type.layout == atomic.result.type.layout
     assert atomic.attrs["vector"] == 1
-    # the dot's blocked result moves to the atomic's coalesced layout through shared memory
-    assert len(ops_named(func, "gpu.local_alloc")) <= 1
+    # an "ieee" dot takes the FMA path: A and B go through shared memory into the layouts where
+    # each thread holds its rows / columns and all of K; the dot's blocked result moves to the
+    # atomic's coalesced layout through shared memory too
+    dot = ops_named(func, "tt.dot")[0]
+    result = dot.result.type.layout
+    assert isinstance(result, BlockedLayout)
+    assert [v.type.layout for v in dot.operands[:2]] == [fma_operand_layout(result, i, 16) for i in (0, 1)]
+    assert len(ops_named(func, "gpu.local_alloc")) <= 3
     assert round_trips(func)
 
 

@@ -232,8 +232,6 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.cons
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 @pytest.mark.parametrize("acc", [False, True])
 def test_dot(arrays, dtype, acc):
-    if arrays.name == "gpu":
-        pytest.skip("tl.dot on the PTX backend comes with the tensor-core issue (mma.sync)")
     m, n, k = 16, 32, 64
     rng = np.random.default_rng(4)
     a32, b32 = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)

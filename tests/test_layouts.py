@@ -179,7 +179,9 @@ def test_contiguous_registers_hold_consecutive_aligned_elements(data):
     for dim in range(layout.rank):
         k = ll.contiguous_registers(dim)
         if shape[dim] >= layout.size_per_thread[dim] and dim == layout.order[0]:
-            assert k == layout.size_per_thread[dim]
+            # at least the thread's block; more when lanes and warps span one block and the
+            # register repeats continue it (tpw = wpc = 1 along the dimension)
+            assert k >= layout.size_per_thread[dim]
         for start in range(0, ll.num_registers, k):
             group = coords[:, :, start:start + k, :]
             assert np.all(group[..., dim] % k == np.arange(k))

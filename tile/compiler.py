@@ -204,8 +204,8 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     from .codegen.ptx import emit_ptx
     from .opt.gpu_pipeline import gpu_passes
 
-    gpu_manager = PassManager(gpu_passes(options["num_warps"], target), verify_each=record_passes,
-                              record=record_passes)
+    gpu_manager = PassManager(gpu_passes(options["num_warps"], target, num_stages=options["num_stages"]),
+                              verify_each=record_passes, record=record_passes)
     _timed(timings, "gpu passes", gpu_manager.run, func)
     if record_passes:
         stages["passes"] = _format_records(records + list(gpu_manager.records))

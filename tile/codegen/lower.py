@@ -22,22 +22,17 @@ After (simt IR: what one thread runs):
       ...
 
 Each op family lives in its own module (lower_elementwise, lower_cast, lower_memory,
-lower_control, lower_shape, lower_reduce, lower_scan, lower_atomics, lower_debug); they
-register their lowerings in `lower_core.LOWERINGS`. tt.dot raises DotNotImplementedError.
+lower_control, lower_shape, lower_reduce, lower_scan, lower_atomics, lower_debug, lower_dot,
+lower_ldmatrix, lower_async); they register their lowerings in `lower_core.LOWERINGS`.
 """
 from __future__ import annotations
 
 from ..ir.core import Block, Operation, Region
 from ..ir.types import TensorType
 from ..ir.verifier import verify
-from . import (lower_atomics, lower_cast, lower_control, lower_debug, lower_elementwise,  # noqa: F401
-               lower_memory, lower_reduce, lower_scan, lower_shape)
-from .lower_core import DotNotImplementedError, Lowering, LoweringError, dce, lowers
-
-
-@lowers("tt.dot")
-def _lower_dot(ctx: Lowering, op: Operation) -> None:
-    raise DotNotImplementedError(op, "tl.dot on the PTX backend is not implemented yet (tensor cores come later)")
+from . import (lower_async, lower_atomics, lower_cast, lower_control, lower_debug, lower_dot,  # noqa: F401
+               lower_elementwise, lower_ldmatrix, lower_memory, lower_reduce, lower_scan, lower_shape)
+from .lower_core import Lowering, LoweringError, dce, sink_predicates
 
 
 def lower_to_simt(func: Operation) -> Operation:
@@ -59,5 +54,6 @@ def lower_to_simt(func: Operation) -> Operation:
     ctx.lower_ops(src.ops)
     simt.attrs["shared_bytes"] = ctx.shared_bytes
     dce(simt)
+    sink_predicates(simt)
     verify(simt)
     return simt

@@ -6,16 +6,27 @@ A loop-carried tensor becomes one loop-carried value per register:
   becomes (2 registers per thread)
     %acc0, %acc1 = scf.for %lb, %ub, %st, %z, %z : f32, f32 { ^bb(%i: i32, %a0: f32, %a1: f32): ... }
 
+A loop-carried tensor of pointers or integers that the loop advances by one amount for all
+elements (`%p1 = tt.addptr %p, %splat` or `arith.add` of a splat, as `a_ptrs += BLOCK_K *
+stride` gives) is carried as its bases only: registers that start as base + constant keep
+their constants, and the loop carries and advances one base per group, not every register:
+
+    %ptrs = scf.for ..., %init : tensor<64x32xptr<f16>, #L>    (16 registers: base + 0, 16, ..., 3840)
+  becomes
+    %b = scf.for ..., %base : ptr<f16> { ^bb(%k: i32, %x: ptr<f16>): ... scf.yield %x_next }
+
 Conditions and bounds are scalars, hence the same in every thread: control flow stays
 uniform, so shuffles and barriers inside these regions are safe. The PTX emitter turns the
 ops into labels and branches.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Optional, Sequence
 
 from ..ir.core import Block, Operation, Region, Value
-from .lower_core import Lowering, lowers
+from ..ir.types import DType, PointerType, TensorType
+from .lower_core import Lowering, LoweringError, lowers
 
 _SMEM_OPS = ("gpu.local_alloc", "gpu.local_store", "gpu.local_load", "tt.reduce", "tt.scan", "tt.atomic_rmw",
              "tt.atomic_cas")
@@ -55,18 +66,104 @@ def _structured(ctx: Lowering, name: str, operands: list[Value], result_types: l
     return op
 
 
+def _uniform(v: Value) -> bool:
+    """Whether every element of `v` is one value (a scalar, a splat, a scalar constant, or their
+    broadcasts)."""
+    if not isinstance(v.type, TensorType):
+        return True
+    op = v.owner_op
+    if op is None:
+        return False
+    if op.name == "tt.splat" or op.name == "arith.constant":
+        return True
+    return op.name in ("tt.broadcast", "tt.expand_dims") and _uniform(op.operand(0))
+
+
+def _advanced_uniformly(arg: Value, yielded: Value) -> bool:
+    """Whether the loop yields `arg` advanced by the same amount in every element."""
+    t, op = arg.type, yielded.owner_op
+    if not isinstance(t, TensorType) or op is None or op.name not in ("tt.addptr", "arith.add"):
+        return False
+    el = t.element
+    if not (isinstance(el, PointerType) or (isinstance(el, DType) and el.is_integer and el.bits >= 32)):
+        return False
+    x, y = op.operands
+    return (x is arg and _uniform(y)) or (op.name == "arith.add" and y is arg and _uniform(x))
+
+
+@dataclass
+class _Carry:
+    """How one loop-carried gpu value travels in simt: `groups` of its registers as base +
+    constant (one carried base per group), or every register (groups None)."""
+
+    regs: int
+    groups: Optional[list[tuple[list[int], list[int]]]] = None   # (registers, their constants)
+
+    def carried(self, ctx: Lowering, regs: Sequence[Value]) -> list[Value]:
+        """The values the loop carries for registers `regs` (bases taken out of their constants)."""
+        if self.groups is None:
+            return list(regs)
+        out = []
+        for members, consts in self.groups:
+            base, off = ctx.split(regs[members[0]])
+            if any(ctx.split(regs[r]) != (base, off - consts[0] + c) for r, c in zip(members, consts)):
+                raise LoweringError(ctx.func, "a uniformly advanced loop-carried tensor lost its base + constant form")
+            out.append(ctx.offset(base, off - consts[0]))
+        return out
+
+    def registers(self, ctx: Lowering, carried: Sequence[Value]) -> list[Value]:
+        if self.groups is None:
+            return list(carried)
+        out: list[Optional[Value]] = [None] * self.regs
+        for (members, consts), base in zip(self.groups, carried):
+            for r, c in zip(members, consts):
+                out[r] = ctx.offset(base, c)
+        return out
+
+
+def _plan_carry(ctx: Lowering, arg: Value, init: Value, yielded: Value) -> _Carry:
+    regs = ctx.get(init)
+    if len(regs) < 2 or not _advanced_uniformly(arg, yielded):
+        return _Carry(len(regs))
+    by_base: dict[Optional[Value], tuple[list[int], list[int]]] = {}
+    for r, v in enumerate(regs):
+        base, off = ctx.split(v)
+        members, consts = by_base.setdefault(base, ([], []))
+        members.append(r)
+        consts.append(off)
+    if None in by_base or len(by_base) == len(regs):
+        return _Carry(len(regs))
+    return _Carry(len(regs), list(by_base.values()))
+
+
 @lowers("scf.for")
 def _lower_for(ctx: Lowering, op: Operation) -> None:
     lb, ub, step = (ctx.get(v)[0] for v in op.operands[:3])
-    inits = _flat(ctx, op.operands[3:])
+    src = op.regions[0].block
+    term = src.ops[-1]
+    plans = [_plan_carry(ctx, a, i, y) for a, i, y in zip(src.args[1:], op.operands[3:], term.operands)]
+    inits = [x for p, v in zip(plans, op.operands[3:]) for x in p.carried(ctx, ctx.get(v))]
     types = [v.type for v in inits]
     body = Block([lb.type] + types)
     smem = _touches_smem(op)
     new = _structured(ctx, "scf.for", [lb, ub, step] + inits, types, [body])
     ctx.smem_pending |= smem
     ctx.scratch_pending |= smem
-    _lower_region(ctx, op.regions[0].block, body, body.args, "scf.yield")
-    _distribute(ctx, op.results, new.results)
+    with ctx.at_block(body):
+        ctx.set(src.args[0], [body.args[0]])
+        i = 1
+        for a, p in zip(src.args[1:], plans):
+            n = len(p.groups) if p.groups is not None else p.regs
+            ctx.set(a, p.registers(ctx, body.args[i:i + n]))
+            i += n
+        ctx.lower_ops(src.ops[:-1])
+        ctx.loc = term.loc or ctx.loc
+        ctx.effect("scf.yield", [x for p, v in zip(plans, term.operands) for x in p.carried(ctx, ctx.get(v))])
+    i = 0
+    for r, p in zip(op.results, plans):
+        n = len(p.groups) if p.groups is not None else p.regs
+        ctx.set(r, p.registers(ctx, new.results[i:i + n]))
+        i += n
     ctx.smem_pending |= smem
     ctx.scratch_pending |= smem
 

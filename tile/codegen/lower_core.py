@@ -17,7 +17,11 @@ Integer values that are a base plus a constant are remembered as such (`split`),
 `x_ptr + offs` for the registers of one thread shares one base address and the loads use
 immediate offsets: `ld.global.v4.f32 {...}, [%rd5+16]`. Pure ops are created through a
 scoped memo (CSE), and ops that depend only on parameters, constants and %tid are placed at
-the top of the function (thread-invariant code is computed once).
+the top of the function (thread-invariant code is computed once). Two exceptions keep
+registers free in long loops: a parameter pointer plus a 32-bit index is recomputed in each
+region that uses it (the index stays live, not 64 bits of pointer), and after lowering,
+predicates used in another block or after a loop are recomputed next to their users
+(`sink_predicates`: there are only 7 predicate registers, ptxas spills the rest).
 """
 from __future__ import annotations
 
@@ -25,6 +29,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any, Callable, Iterator, Optional, Sequence
+
+import numpy as np
 
 from ..ir import simt_ops  # noqa: F401  (registers the simt ops)
 from ..ir.core import Block, Operation, Value
@@ -41,10 +47,6 @@ class LoweringError(Exception):
         where = f" (from {op.loc.file}:{op.loc.line})" if op.loc is not None else ""
         super().__init__(f"lowering {op.name}: {message}{where}")
         self.op = op
-
-
-class DotNotImplementedError(LoweringError, NotImplementedError):
-    """tt.dot has no PTX lowering yet (tensor cores come in a later issue)."""
 
 
 # ------------------------------------------------------------------------------ layouts
@@ -79,6 +81,16 @@ class LayoutInfo:
     def thread_span(self, dim: int) -> int:
         """OR of the thread bases along `dim`: the bits T(tid) may set there."""
         return reduce(lambda acc, b: acc | b[dim], self.tid_bases, 0)
+
+    def coords(self, num_threads: int) -> np.ndarray:
+        """Element coordinate of every (thread, register): int64 [num_threads, registers, rank]."""
+        rank = self.ll.rank
+        regs = np.array(self.reg_coords, dtype=np.int64).reshape(self.num_regs, rank)
+        tid = np.zeros((num_threads, rank), dtype=np.int64)
+        for b, basis in enumerate(self.tid_bases[:num_threads.bit_length() - 1]):
+            on = (np.arange(num_threads) >> b & 1).astype(bool)
+            tid[on] ^= np.array(basis, dtype=np.int64)
+        return tid[:, None, :] ^ regs[None, :, :]
 
 
 def xor_all(coords: Sequence[Sequence[int]], rank: int) -> tuple[int, ...]:
@@ -152,6 +164,8 @@ class Lowering:
         self.loc = None
         self.smem_pending = False     # shared memory accessed since the last barrier
         self.scratch_pending = False  # ... by this lowering's own scratch buffers
+        self.smem_align: dict[Value, int] = {}  # known alignment (bytes, <= 16) of shared addresses
+        self.deferred: dict[Value, Any] = {}     # dot operands whose shared loads wait for their tt.dot
 
     # gpu values ------------------------------------------------------------------------
     def get(self, v: Value) -> list[Value]:
@@ -219,10 +233,14 @@ class Lowering:
                 return [folded]
         key = (name, tuple(id(v) for v in operands), tuple(map(str, types)),
                tuple(sorted((k, _attr_key(v)) for k, v in attrs.items())))
-        for scope in reversed(self.memo):
+        # a parameter pointer plus a 32-bit index is recomputed in each region that uses it (one
+        # IMAD.WIDE) rather than kept live as 64 bits across loops
+        remat = name == "simt.addptr" and operands[0] in self.entry.args and operands[1].type.bits == 32 and \
+            self.const_value(operands[1]) is None
+        for scope in [self.memo[-1]] if remat else reversed(self.memo):
             if key in scope:
                 return scope[key].owner_op.results
-        hoist = name in _HOISTABLE_ROOTS or (operands and all(v in self.hoisted for v in operands))
+        hoist = not remat and (name in _HOISTABLE_ROOTS or (operands and all(v in self.hoisted for v in operands)))
         op = Operation(name, operands, types, attrs)
         self._insert(op, hoist)
         (self.memo[0] if hoist else self.memo[-1])[key] = op.results[0]
@@ -246,6 +264,14 @@ class Lowering:
 
     def op(self, name: str, operands: Sequence[Value], t: Type, **attrs: Any) -> Value:
         return self.ops(name, operands, [t], **attrs)[0]
+
+    def pack(self, parts: Sequence[Value], t: Type) -> Value:
+        """simt.pack of `parts` (lowest first); the word itself when they are its simt.unpack, in order."""
+        src = parts[0].owner_op
+        if src is not None and src.name == "simt.unpack" and list(src.results) == list(parts) and \
+                src.operand(0).type == t:
+            return src.operand(0)
+        return self.op("simt.pack", parts, t)
 
     def effect(self, name: str, operands: Sequence[Value] = (), types: Sequence[Type] = (), **attrs: Any) -> Operation:
         """An op with side effects, at the current insertion point."""
@@ -291,6 +317,10 @@ class Lowering:
             v = self.op("arith.add", [base, self.const(off, t)], t)
         self.affine[v] = (base, off)
         return v
+
+    def offset(self, base: Value, off: int) -> Value:
+        """base + off (an integer of >= 32 bits, or a pointer plus bytes), remembered as such."""
+        return self._rebuild(base, wrap(off, base.type), base.type)
 
     def add(self, a: Value, b: Value) -> Value:
         t = a.type
@@ -442,3 +472,46 @@ def dce(func: Operation) -> None:
                     not any(r.has_uses for r in op.results):
                 op.erase()
                 changed = True
+
+
+_PREDICATE_OPS = ("arith.cmp", "arith.and", "arith.or", "arith.xor", "arith.not")
+
+
+def _crosses_loop(op: Operation, user: Operation) -> bool:
+    """Whether a structured op lies between `op` and `user` in their common block."""
+    ops = op.parent.ops
+    return any(x.regions for x in ops[ops.index(op) + 1:ops.index(user)])
+
+
+def sink_predicates(func: Operation) -> None:
+    """Recompute predicates next to their users rather than keep them live across loops.
+
+    The hoisting of thread-invariant code computes masks (row < M ...) at the top of the
+    function; a predicate live across a loop holds one of the 7 predicate registers for all of
+    it, and ptxas spills the rest to local memory. An i1 compare or logic op whose users sit in
+    another block, or after a loop in its own block, is cloned right before them (its non-i1
+    operands stay live instead, in ordinary registers); repeated until no such use is left.
+    """
+    changed = True
+    while changed:
+        changed = False
+        for op in list(func.walk()):
+            if op.name not in _PREDICATE_OPS or len(op.results) != 1 or op.result.type != i1 or op.parent is None:
+                continue
+            by_block: dict[int, list[tuple[Operation, int]]] = {}
+            for user, index in op.result.uses:
+                by_block.setdefault(id(user.parent), []).append((user, index))
+            for uses in by_block.values():
+                block = uses[0][0].parent
+                if block is op.parent:
+                    uses = [(u, i) for u, i in uses if _crosses_loop(op, u)]
+                    if not uses:
+                        continue
+                first = min((u for u, _ in uses), key=block.ops.index)
+                clone = Operation(op.name, op.operands, [i1], dict(op.attrs), loc=op.loc)
+                block.insert_before(first, clone)
+                for user, index in uses:
+                    user.set_operand(index, clone.result)
+                changed = True
+            if not op.result.has_uses:
+                op.erase()

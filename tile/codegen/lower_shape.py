@@ -17,6 +17,11 @@ offset R[reg] ^ T(lane, warp) (the layout's swizzled offset is XOR-linear), vect
 registers whose offsets are consecutive:
 
     gpu.local_store %buf, %x    ->   @%p st.shared.v4.f32 [%r7+512], {%f1, %f2, %f3, %f4};
+
+The register constant R[reg] splits into the bits T may set (XORed into T once, at the top of
+the function: `shared_address`) and the rest (an immediate). gpu.local_load into tensor-core
+operand layouts goes through lower_ldmatrix, which registers the op and calls
+`lower_local_load` here for every other layout.
 """
 from __future__ import annotations
 
@@ -138,11 +143,19 @@ def _shared_access(ctx: Lowering, buf: Value, t: TensorType) -> tuple[LayoutInfo
     return info, reg_offsets, span, thread_bytes, elem_bytes
 
 
+def shared_address(ctx: Lowering, base: Value, thread_bytes: Value, span_bytes: int, const_bytes: int) -> Value:
+    """base + (T ^ C) for a per-thread byte offset T whose bits lie in `span_bytes` and a register
+    constant C: the bits of C inside the span are XORed into T (thread-invariant: computed once,
+    at the top of the function), the others are an add, which the memory op takes as an
+    immediate. Per distinct overlap, one add of the base remains where the base is known."""
+    inside, outside = const_bytes & span_bytes, const_bytes & ~span_bytes
+    t = ctx.op("arith.xor", [thread_bytes, ctx.const(inside, i32)], i32) if inside else thread_bytes
+    return ctx.add(ctx.add(base, t), ctx.const(outside, i32))
+
+
 def _address(ctx: Lowering, base: Value, thread_bytes: Value, span: int, offset: int, elem_bytes: int) -> Value:
-    """base + (T ^ offset) * elem_bytes, with the xor as an add when their bits are disjoint."""
-    if offset & span == 0:
-        return ctx.add(ctx.add(base, thread_bytes), ctx.const(offset * elem_bytes, i32))
-    return ctx.add(base, ctx.op("arith.xor", [thread_bytes, ctx.const(offset * elem_bytes, i32)], i32))
+    """base + (T ^ offset) * elem_bytes (offset and span in elements)."""
+    return shared_address(ctx, base, thread_bytes, span * elem_bytes, offset * elem_bytes)
 
 
 def _guard_pending_scratch(ctx: Lowering) -> None:
@@ -150,12 +163,19 @@ def _guard_pending_scratch(ctx: Lowering) -> None:
         ctx.barrier()
 
 
+def alignment(n: int) -> int:
+    """The largest power of two dividing n, at most 16 (the alignment of dynamic shared memory)."""
+    return min(16, n & -n) if n else 16
+
+
 @lowers("gpu.local_alloc")
 def _lower_local_alloc(ctx: Lowering, op: Operation) -> None:
     offset = op.attrs.get("offset", -1)
     if offset < 0:
         raise LoweringError(op, "buffer has no offset: run the shared-memory allocator first")
-    ctx.set(op.result, [ctx.op("simt.smem_addr", [], i32, offset=offset)])
+    addr = ctx.op("simt.smem_addr", [], i32, offset=offset)
+    ctx.smem_align[addr] = alignment(offset)
+    ctx.set(op.result, [addr])
 
 
 @lowers("gpu.local_store")
@@ -180,8 +200,8 @@ def _lower_local_store(ctx: Lowering, op: Operation) -> None:
     ctx.smem_pending = True
 
 
-@lowers("gpu.local_load")
-def _lower_local_load(ctx: Lowering, op: Operation) -> None:
+def lower_local_load(ctx: Lowering, op: Operation) -> None:
+    """gpu.local_load into any distributed layout with ld.shared (lower_ldmatrix registers the op)."""
     buf = op.operand(0)
     t = op.result.type
     el = element_type(t)

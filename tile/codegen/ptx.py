@@ -7,7 +7,12 @@ register. Arithmetic goes through one table, `INSTR`, keyed by (op, operand type
     arith.add  %a, %b : f32       ->  add.f32 %f3, %f1, %f2;
     arith.cmp  {lt} : i32         ->  setp.lt.s32 %p1, %r4, %r2;
 
-Memory ops, conversions, shuffles, atomics and control flow have one small method each.
+Memory ops, conversions, shuffles, atomics and control flow have one small method each;
+tensor-core and asynchronous-copy ops fill one template each (`TENSOR_OPS`):
+
+    simt.mma {atype = "f16"}      ->  mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {d..}, {a..}, {b..}, {c..};
+    simt.ldmatrix {num = 4}       ->  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, ...}, [%r9+1024];
+    simt.cp_async {bytes = 16}    ->  @%p cp.async.cg.shared.global [%r5], [%rd2+64], 16, %r7;
 scf.for/if/while become labels and branches; loop-carried values and branch results are
 registers that each path writes with `mov`. Each group of instructions from one source
 line is preceded by a comment naming it:
@@ -607,7 +612,7 @@ CP_ASYNC_CACHE = {4: "ca", 8: "ca", 16: "cg"}  # .cg (L2 only) exists for 16-byt
 def _tensor_op(e: _Emitter, op: Operation) -> None:
     group = lambda vals: "{" + ", ".join(vals) + "}"  # noqa: E731
     fields: dict[str, object] = dict(op.attrs)
-    fields["d"] = group([e.reg(r) for r in op.results]) if len(op.results) > 1 else \
+    fields["d"] = group([e.reg(r) for r in op.results]) if op.name in ("simt.mma", "simt.ldmatrix") else \
         (e.reg(op.result) if op.results else "")
     if op.name == "simt.mma":
         shape = simt_ops.MMA_SHAPES[op.attrs["atype"]]

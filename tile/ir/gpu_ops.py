@@ -11,6 +11,24 @@ Extra ops:
   gpu.local_load %buf : tensor<S x T, #dist>      the buffer into registers
   gpu.barrier                                     bar.sync 0 across the CTA
 
+Multi-buffering and asynchronous copies (software pipelining of the loads feeding tt.dot):
+
+  gpu.local_alloc {offset, bytes} : tensor<S x R x C x T, #shared<..., order = [2, 1, 0]>>
+                                    S buffers ("stages") of R x C, stage-major; each stage is
+                                    laid out (and swizzled) as the stage's own 2-D layout
+  gpu.local_view %buf, %stage : tensor<R x C x T, #shared<..., order = [1, 0]>>
+                                    stage %stage (scalar i32) of a rank-3 buffer, no data moved:
+                                    its bytes start at offset + stage * R * C * bytes(T); the
+                                    layout is the buffer's without the stage dimension
+  gpu.async_copy %view, %ptrs [, %mask [, %other]] {vector = V}
+                                    global -> shared copy (cp.async) of the elements %ptrs point
+                                    to, V consecutive elements (4, 8 or 16 bytes) per copy;
+                                    masked-off elements are written as zeros (%other, if given,
+                                    is a zero constant); mask and other in the pointers' layout
+  gpu.async_commit                  closes the group of copies issued since the last commit
+  gpu.async_wait {pending = N}      waits until at most N committed groups are still in flight;
+                                    other threads' copies are visible after a gpu.barrier
+
 The layout rules of every op (which operand layouts an op needs, given its result layouts)
 live here too, in `required_operand_types`; passes insert gpu.convert_layout where an operand
 breaks them (`legalize`) and `verify_layouts` checks them:
@@ -24,7 +42,11 @@ breaks them (`legalize`) and `verify_layouts` checks them:
   tt.trans / tt.reshape                   operand layout such that every element stays in its
                                           register: LinearLayout(result) = LinearLayout(operand)
                                           transposed / reshaped; both are free in registers
-  tt.dot                                  accumulator in the result's layout
+  tt.dot                                  accumulator in the result's layout; with an #mma
+                                          result, A and B in its #dot_op layouts (k_width =
+                                          4 / element bytes: 2 for f16/bf16, 4 for i8, 1 for
+                                          tf32); with a #blocked result (the FMA path) in
+                                          fma_operand_layout(result, 0 or 1, K)
   scf.for / scf.if / scf.while            init, block argument, yielded value and result of
                                           one loop-carried value share one type
 """
@@ -33,9 +55,10 @@ from __future__ import annotations
 from typing import Optional
 
 from .core import Block, Operation, Value
-from .layouts import (DistributedLayout, Layout, SharedLayout, SliceLayout, reshape_layout, trans_layout)
+from .layouts import (BlockedLayout, DistributedLayout, DotOperandLayout, Layout, MmaLayout, SharedLayout,
+                      SliceLayout, fma_operand_layout, reshape_layout, trans_layout)
 from .ops import VerificationError, expect, expect_counts, register_op
-from .types import PointerType, TensorType, Type, element_type
+from .types import DType, PointerType, TensorType, Type, element_type, i1, i32
 
 
 def element_bytes(t: Type) -> int:
@@ -51,6 +74,11 @@ def layout_of(v: Value) -> Optional[Layout]:
 def with_layout(t: Type, layout: Optional[Layout]) -> Type:
     """`t` with its layout replaced (scalars stay scalars)."""
     return TensorType(t.shape, t.element, layout) if isinstance(t, TensorType) else t
+
+
+def mma_k_width(dtype: DType) -> int:
+    """Elements of `dtype` along K in one 32-bit mma operand register (2 for f16, 4 for i8, 1 for tf32)."""
+    return max(1, 4 // dtype.bytes)
 
 
 def _distributed(t: Type) -> bool:
@@ -102,12 +130,62 @@ def _verify_barrier(op: Operation) -> None:
     expect_counts(op, 0, 0)
 
 
+def stage_layout(layout: SharedLayout) -> SharedLayout:
+    """The layout of one stage of a multi-buffered (rank-3, stage-major) buffer in `layout`."""
+    return SharedLayout(layout.vec, layout.per_phase, layout.max_phase, tuple(d - 1 for d in layout.order[:-1]))
+
+
+def multi_buffer_layout(layout: SharedLayout) -> SharedLayout:
+    """The layout of a rank-3 buffer whose stages each have the 2-D `layout`."""
+    return SharedLayout(layout.vec, layout.per_phase, layout.max_phase, tuple(d + 1 for d in layout.order) + (0,))
+
+
+@register_op("gpu.local_view")
+def _verify_local_view(op: Operation) -> None:
+    expect_counts(op, 2, 1)
+    buf, stage, t = op.operand(0).type, op.operand(1).type, op.result.type
+    expect(op, _shared(buf) and buf.rank == 3 and buf.layout.order[-1] == 0,
+           "expects a stage-major rank-3 shared buffer")
+    expect(op, stage == i32, "the stage index must be an i32 scalar")
+    expect(op, _shared(t) and t.shape == buf.shape[1:] and t.element == buf.element,
+           f"a stage of {buf} has shape {buf.shape[1:]}")
+    expect(op, t.layout == stage_layout(buf.layout), f"a stage of {buf} has layout {stage_layout(buf.layout)}")
+
+
+@register_op("gpu.async_copy", pure=False)
+def _verify_async_copy(op: Operation) -> None:
+    expect_counts(op, (2, 4), 0)
+    view, ptrs = op.operand(0).type, op.operand(1).type
+    expect(op, _shared(view) and _distributed(ptrs) and isinstance(ptrs.element, PointerType),
+           "expects a shared buffer and a distributed tensor of pointers")
+    expect(op, view.shape == ptrs.shape and ptrs.element.pointee == view.element, f"cannot copy {ptrs} into {view}")
+    if op.num_operands > 2:
+        expect(op, op.operand(2).type == with_layout(TensorType(ptrs.shape, i1), ptrs.layout),
+               "the mask must be i1 in the pointers' layout")
+    if op.num_operands > 3:
+        expect(op, op.operand(3).type == with_layout(view, ptrs.layout), "other must be the values' type")
+    vector = op.attrs.get("vector")
+    expect(op, isinstance(vector, int) and vector * element_bytes(view) in (4, 8, 16),
+           "vector must move 4, 8 or 16 bytes")
+
+
+@register_op("gpu.async_commit", pure=False)
+def _verify_async_commit(op: Operation) -> None:
+    expect_counts(op, 0, 0)
+
+
+@register_op("gpu.async_wait", pure=False)
+def _verify_async_wait(op: Operation) -> None:
+    expect_counts(op, 0, 0)
+    expect(op, isinstance(op.attrs.get("pending"), int) and op.attrs["pending"] >= 0, "needs int attr 'pending' >= 0")
+
+
 # ------------------------------------------------------------------------ layout rules
 
 _SAME_LAYOUT = {"tt.addptr", "tt.hint", "tt.ptr_to_int", "tt.int_to_ptr", "tt.load", "tt.atomic_rmw",
                 "tt.atomic_cas"}
-_FREE_OPERANDS = {"gpu.convert_layout", "gpu.local_store", "gpu.local_load", "tt.print", "tt.assert",
-                  "tt.reduce.return", "scf.if", "tt.func", "tt.return"}
+_FREE_OPERANDS = {"gpu.convert_layout", "gpu.local_store", "gpu.local_load", "gpu.local_view", "tt.print",
+                  "tt.assert", "tt.reduce.return", "scf.if", "tt.func", "tt.return"}
 
 
 def is_elementwise(op: Operation) -> bool:
@@ -167,7 +245,19 @@ def required_operand_types(op: Operation, result_types: Optional[list[Type]] = N
         for i in tensors:
             want(i, results[i].layout)
     elif name == "tt.dot":
-        want(2, results[0].layout)
+        layout = results[0].layout
+        want(2, layout)
+        if isinstance(layout, MmaLayout):
+            width = mma_k_width(element_type(op.operand(0).type))
+            want(0, DotOperandLayout(0, layout, width))
+            want(1, DotOperandLayout(1, layout, width))
+        elif isinstance(layout, BlockedLayout):
+            k = op.operand(0).type.shape[1]
+            want(0, fma_operand_layout(layout, 0, k))
+            want(1, fma_operand_layout(layout, 1, k))
+    elif name == "gpu.async_copy":
+        for i in tensors[2:]:
+            want(i, layout_of(op.operand(1)))
     elif name in ("scf.for", "scf.while"):
         block = op.regions[0].block
         args = block.args[1:] if name == "scf.for" else block.args
@@ -278,4 +368,5 @@ def verify_layouts(func: Operation) -> None:
 
 
 __all__ = ["element_bytes", "layout_of", "with_layout", "is_elementwise", "required_operand_types",
-           "forward_result_layouts", "insert_convert", "legalize", "verify_layouts"]
+           "forward_result_layouts", "insert_convert", "legalize", "verify_layouts", "mma_k_width", "stage_layout",
+           "multi_buffer_layout"]

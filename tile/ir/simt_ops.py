@@ -52,10 +52,11 @@ Tensor cores and asynchronous copies (sm_80+; warp-wide ops run with all 32 lane
   simt.ldmatrix %addr {num, trans, offset} : i32 x num   ldmatrix.sync.aligned.m8n8.x{1,2,4}
                                           {.trans}.shared.b16; lane 8*i + r gives the address of
                                           row r of matrix i (16 bytes, 16-byte aligned)
-  simt.cp_async %dst, %src, %size {bytes, offset, src_offset}   cp.async (.cg for 16 bytes,
-                                          .ca for 4 and 8): copies `bytes` from global %src
-                                          (+src_offset) to shared %dst (+offset), reading only
-                                          the first %size (i32) bytes and zero-filling the rest
+  simt.cp_async %dst, %src, %size, %pred {bytes, offset, src_offset}   cp.async (.cg for 16
+                                          bytes, .ca for 4 and 8): copies `bytes` from global
+                                          %src (+src_offset) to shared %dst (+offset), reading
+                                          only the first %size (i32) bytes and zero-filling the
+                                          rest; nothing where %pred (i1) is false
   simt.cp_async_commit                    cp.async.commit_group: closes the thread's open group
   simt.cp_async_wait {pending}            cp.async.wait_group N: waits until at most N of the
                                           thread's groups are in flight
@@ -258,10 +259,10 @@ def _verify_ldmatrix(op: Operation) -> None:
 
 @register_op("simt.cp_async", pure=False)
 def _verify_cp_async(op: Operation) -> None:
-    expect_counts(op, 3, 0)
-    dst, src, size = (v.type for v in op.operands)
-    expect(op, dst == i32 and isinstance(src, PointerType) and size == i32,
-           "operands: shared address (i32), global pointer, source size (i32)")
+    expect_counts(op, 4, 0)
+    dst, src, size, pred = (v.type for v in op.operands)
+    expect(op, dst == i32 and isinstance(src, PointerType) and size == i32 and pred == i1,
+           "operands: shared address (i32), global pointer, source size (i32), predicate (i1)")
     expect(op, op.attrs.get("bytes") in (4, 8, 16), "bytes must be 4, 8 or 16")
 
 

@@ -1,11 +1,15 @@
 """Shared-memory allocation: byte offsets for buffers whose lifetimes overlap must not overlap.
 
-Buffers: every gpu.local_alloc (`bytes` attr) and the scratch of every tt.reduce / tt.scan
-whose operand layout splits the reduced axis across warps (`scratch_bytes`). A buffer lives
-from its definition to its last use in program order (a reduce's scratch: during the op);
-a use inside a loop that does not contain the definition keeps the buffer alive for the whole
-loop, since the next iteration comes back to it. Buffers are placed largest first at the
-lowest 16-byte aligned offset free of every placed buffer whose lifetime intersects its own.
+Buffers: every gpu.local_alloc (`bytes` attr; a multi-buffered one holds all its stages) and
+the scratch of every tt.reduce / tt.scan whose operand layout splits the reduced axis across
+warps (`scratch_bytes`). A buffer lives from its definition to its last use in program order,
+uses of its gpu.local_view stages included (a reduce's scratch: during the op); a use inside a
+loop that does not contain the definition keeps the buffer alive for the whole loop, since the
+next iteration comes back to it. Buffers are placed largest first at the lowest offset free of
+every placed buffer whose lifetime intersects its own, aligned to 16 bytes, or to 128 bytes for
+a swizzled buffer (its bank pattern is computed from a line start). The copies a pipelined loop
+leaves in flight land at the gpu.async_wait {pending = 0} right after the loop, before any
+later buffer that reuses their bytes is touched.
 Sets `offset` on local_alloc, `scratch_offset` on reduce/scan, and func attr `shared_bytes`.
 
 Before:
@@ -33,6 +37,7 @@ from ..ir.layouts import warps_split_dim
 from .pass_manager import Pass
 
 ALIGN = 16
+SWIZZLE_ALIGN = 128  # a swizzled buffer's XOR pattern assumes it starts a 128-byte bank line
 _LOOPS = ("scf.for", "scf.while")
 
 
@@ -66,11 +71,12 @@ class _Buffer:
     bytes: int
     start: int
     end: int
+    align: int = ALIGN
     offset: int = -1
 
 
-def _align(n: int) -> int:
-    return (n + ALIGN - 1) // ALIGN * ALIGN
+def _align(n: int, align: int = ALIGN) -> int:
+    return (n + align - 1) // align * align
 
 
 def _buffers(func: Operation) -> list[_Buffer]:
@@ -85,16 +91,27 @@ def _buffers(func: Operation) -> list[_Buffer]:
     for op in ops:
         if op.name == "gpu.local_alloc":
             stop = pos[op]
-            for user in op.result.users():
+            for user in _users_through_views(op):
                 stop = max(stop, pos[user])
                 loop = user.parent_op
                 while loop is not None and not loop.is_ancestor_of(op):
                     if loop.name in _LOOPS:
                         stop = max(stop, end[loop])
                     loop = loop.parent_op
-            out.append(_Buffer(op, op.attrs["bytes"], pos[op], stop))
+            layout = op.result.type.layout
+            out.append(_Buffer(op, op.attrs["bytes"], pos[op], stop, SWIZZLE_ALIGN if layout.max_phase > 1 else ALIGN))
         elif needs_scratch(op):
             out.append(_Buffer(op, scratch_bytes(op), pos[op], end[op]))
+    return out
+
+
+def _users_through_views(alloc: Operation) -> list[Operation]:
+    """The users of a buffer and of the gpu.local_view ops of its stages."""
+    out = []
+    for user in alloc.result.users():
+        out.append(user)
+        if user.name == "gpu.local_view":
+            out.extend(user.result.users())
     return out
 
 
@@ -106,7 +123,7 @@ def allocate(buffers: list[_Buffer]) -> int:
         offset = 0
         for p in live:
             if offset < p.offset + p.bytes and p.offset < offset + buf.bytes:
-                offset = _align(p.offset + p.bytes)
+                offset = _align(p.offset + p.bytes, buf.align)
         buf.offset = offset
         placed.append(buf)
     return max((b.offset + b.bytes for b in placed), default=0)
@@ -125,4 +142,4 @@ class AllocShared(Pass):
         func.attrs["shared_bytes"] = _align(total)
 
 
-__all__ = ["AllocShared", "scratch_bytes", "needs_scratch", "allocate", "ALIGN"]
+__all__ = ["AllocShared", "scratch_bytes", "needs_scratch", "allocate", "ALIGN", "SWIZZLE_ALIGN"]

@@ -6,12 +6,17 @@ source into it and a load in the destination layout. Conversions of kind "noop" 
 insert-barriers' job), nor offsets (alloc-shared's).
 
 The buffer is row-major with the source's fastest dimension (most consecutive registers)
-contiguous, so each thread writes its runs as vectors. Where the destination's fastest
-dimension differs (a transpose-like read), the rows are XOR-swizzled to spread a column read
-over the banks: vec = the source's run (at most 16 bytes), per_phase = rows that share one
-128-byte line, max_phase = the 16-byte-ish groups in a line (Triton's recipe for swizzled
-operands); same fastest dimension (or rank 1): no swizzle, reads and writes are already
-consecutive.
+contiguous, so each thread writes its runs as vectors. Its swizzle:
+- an mma operand (#dot_op destination): tile.ir.layouts.shared_for_dot, which makes the
+  ldmatrix reads and the 16-byte stores filling the buffer conflict-free. This is the operand
+  staging of tt.dot: global load -> local_store -> local_load into the #dot_op fragments.
+- any other conversion (the epilogue's #mma accumulator to the store's coalesced layout, a
+  transpose): the (vec, per_phase, max_phase) that takes the fewest shared-memory wavefronts
+  for the store of the source plus the load of the destination, each thread moving the widest
+  aligned run (at most 16 bytes) the swizzle keeps contiguous. The layouts and the offsets are
+  XOR-linear, so every access instruction of every warp has the bank pattern of warp 0's first
+  one (lanes differ by XOR constants, which permute banks): costing one instruction per side is
+  exact. Ties keep the smaller swizzle (no swizzle when it costs nothing).
 
 Before (#T = #blocked<spt = [4, 1], tpw = [16, 2], wpc = [1, 4], order = [0, 1]>, column-major, and
 #C = #blocked<spt = [1, 4], tpw = [2, 16], wpc = [4, 1], order = [1, 0]>, row-major):
@@ -24,11 +29,16 @@ After:
 """
 from __future__ import annotations
 
+import itertools
+from functools import lru_cache
 from typing import Sequence
+
+import numpy as np
 
 from ..ir import Operation, TensorType
 from ..ir.gpu_ops import element_bytes
-from ..ir.layouts import DistributedLayout, SharedLayout, conversion_kind
+from ..ir.layouts import (LINE, DistributedLayout, DotOperandLayout, LinearLayout, SharedLayout, conversion_kind,
+                          log2, shared_for_dot, shared_wavefronts)
 from .pass_manager import Pass
 
 
@@ -38,19 +48,69 @@ def _fastest_dim(layout: DistributedLayout, shape: Sequence[int]) -> int:
     return max(reversed(range(rank)), key=lambda d: linear.contiguous_registers(d))
 
 
-def shared_layout_for(src: DistributedLayout, dst: DistributedLayout, shape: Sequence[int],
+def _xor_table(offsets: Sequence[int]) -> np.ndarray:
+    """XOR of the offsets of the set bits, for every index."""
+    out = np.zeros(1 << len(offsets), dtype=np.int64)
+    for i, o in enumerate(offsets):
+        out[1 << i:2 << i] = out[:1 << i] ^ o
+    return out
+
+
+def access_cost(shared: SharedLayout, layout: DistributedLayout, shape: Sequence[int], ebytes: int,
+                store: bool) -> int:
+    """Wavefronts a warp takes to store (or load) its part of a `layout` tensor in `shared`, each
+    thread moving the widest run of at most 16 bytes that is contiguous and aligned in every thread
+    (as the lowering vectorizes: lane and warp offsets must not disturb the run)."""
+    linear = layout.to_linear(shape)
+    reg_bases, lane_bases, warp_bases = shared.offset_bases(linear)
+    regs, lanes = _xor_table(reg_bases), _xor_table(lane_bases)
+    vec = min(len(regs), max(1, 16 // ebytes))
+    while vec > 1 and not (all(o % vec == 0 for o in lane_bases + warp_bases) and (regs[::vec] % vec == 0).all()
+                           and all((regs[j::vec] == regs[::vec] + j).all() for j in range(1, vec))):
+        vec //= 2
+    count = len(regs)
+    addresses: list = [int(o) * ebytes for o in lanes]
+    if store:  # replicated lanes and registers do not write
+        addresses = [a if not lane & linear.replicated_lane_mask else None for lane, a in enumerate(addresses)]
+        count >>= bin(linear.replicated_register_mask).count("1")
+    return max(1, count // vec) * shared_wavefronts(addresses, vec * ebytes)
+
+
+@lru_cache(maxsize=1024)
+def shared_layout_for(src: DistributedLayout, dst: DistributedLayout, shape: tuple[int, ...],
                       ebytes: int) -> SharedLayout:
-    """The buffer layout for converting `src` to `dst` (see the module docstring)."""
+    """The buffer layout for converting `src` to `dst` (see the module docstring); per_phase is
+    tried up to 8 times the rows one 128-byte line holds."""
     rank = len(shape)
     inner = _fastest_dim(src, shape)
     order = (inner,) + tuple(d for d in reversed(range(rank)) if d != inner)
-    if rank < 2 or _fastest_dim(dst, shape) == inner:
-        return SharedLayout(1, 1, 1, order)
-    ncols = shape[inner]
-    vec = min(src.to_linear(shape).contiguous_registers(inner), max(16 // ebytes, 1), ncols)
-    per_phase = max(1, 128 // (ncols * ebytes))
-    max_phase = max(1, min(ncols // vec, max(1, 128 // (vec * ebytes)) // per_phase))
-    return SharedLayout(vec, per_phase, max_phase, order)
+    if isinstance(dst, DotOperandLayout):
+        return shared_for_dot(shape, ebytes, dst.op_idx, order)
+    plain = SharedLayout(1, 1, 1, order)
+    if rank < 2:
+        return plain
+    ncols, nrows = shape[inner], shape[order[1]]
+    best, best_cost = plain, None
+    powers = lambda limit: [1 << i for i in range(log2(max(1, limit)) + 1)]  # noqa: E731
+    rows_per_line = max(1, LINE // ebytes // ncols)
+    for vec, per_phase in itertools.product(powers(ncols), powers(min(nrows, 8 * rows_per_line))):
+        for max_phase in powers(ncols // vec):
+            candidate = SharedLayout(vec, per_phase, max_phase, order)
+            cost = access_cost(candidate, src, shape, ebytes, True) + access_cost(candidate, dst, shape, ebytes, False)
+            if best_cost is None or cost < best_cost:
+                best, best_cost = candidate, cost
+    return best if best.max_phase > 1 else plain
+
+
+def _first_user(op: Operation) -> Operation:
+    """Where the load of a conversion goes: before the first user of a #dot_op conversion whose
+    users all sit in its block (so both operands of a dot are stored before either is loaded:
+    one barrier between them), else at the conversion."""
+    users = op.result.users()
+    if not isinstance(op.result.type.layout, DotOperandLayout) or not users or \
+            any(u.parent is not op.parent for u in users):
+        return op
+    return min(users, key=op.parent.ops.index)
 
 
 class ConvertThroughShared(Pass):
@@ -66,16 +126,17 @@ class ConvertThroughShared(Pass):
             if conversion_kind(src.type.layout, t.layout, t.shape) != "shared":
                 continue
             ebytes = element_bytes(t)
-            shared = shared_layout_for(src.type.layout, t.layout, t.shape, ebytes)
+            shared = shared_layout_for(src.type.layout, t.layout, tuple(t.shape), ebytes)
             alloc = Operation("gpu.local_alloc", [], [TensorType(t.shape, t.element, shared)],
                               {"offset": -1, "bytes": t.numel * ebytes}, loc=op.loc)
             store = Operation("gpu.local_store", [alloc.result, src], loc=op.loc)
             load = Operation("gpu.local_load", [alloc.result], [t], loc=op.loc)
             load.result.name_hint = op.result.name_hint
-            for new in (alloc, store, load):
+            for new in (alloc, store):
                 op.parent.insert_before(op, new)
+            op.parent.insert_before(_first_user(op), load)
             op.result.replace_all_uses_with(load.result)
             op.erase()
 
 
-__all__ = ["ConvertThroughShared", "shared_layout_for"]
+__all__ = ["ConvertThroughShared", "shared_layout_for", "access_cost"]

@@ -1,28 +1,34 @@
 """The ordered gpu-level passes: tile IR in, gpu IR ready for lowering out.
 
-convert-to-gpu gives every tensor a layout; coalesce picks the layouts of memory accesses;
-remove-layout-conversions spreads them and deletes the conversions that become useless;
-vectorize sets each access's width; convert-through-shared turns the remaining
-thread-crossing conversions into shared-memory round trips; alloc-shared places buffers and
-reduce scratch; insert-barriers synchronizes shared-memory hazards.
+convert-to-gpu gives every tensor a layout; accelerate-dot puts each tt.dot on the tensor cores
+(#mma result, #dot_op operands) or the FMA path; coalesce picks the layouts of memory accesses;
+remove-layout-conversions spreads them (and the dots' layouts) and deletes the conversions that
+become useless; vectorize sets each access's width; convert-through-shared turns the remaining
+thread-crossing conversions into shared-memory round trips, which stages the dot operands in
+swizzled buffers; pipeline turns the staging of the loads feeding a dot in a loop into
+num_stages-buffered cp.async copies; alloc-shared places buffers and reduce scratch;
+insert-barriers synchronizes shared-memory hazards.
 """
 from __future__ import annotations
 
+from .accelerate_dot import AccelerateDot
 from .alloc_shared import AllocShared
 from .coalesce import Coalesce
 from .convert_through_shared import ConvertThroughShared
 from .insert_barriers import InsertBarriers
 from .pass_manager import Pass
+from .pipeline import Pipeline
 from .remove_layout_conversions import RemoveLayoutConversions
 from .to_gpu import ConvertToGpu
 from .vectorize import Vectorize
 
 
-def gpu_passes(num_warps: int, target: str, threads_per_warp: int = 32) -> list[Pass]:
-    """convert-to-gpu, coalesce, remove-layout-conversions, vectorize, convert-through-shared,
-    alloc-shared, insert-barriers."""
-    return [ConvertToGpu(num_warps, target, threads_per_warp), Coalesce(), RemoveLayoutConversions(), Vectorize(),
-            ConvertThroughShared(), AllocShared(), InsertBarriers()]
+def gpu_passes(num_warps: int, target: str, threads_per_warp: int = 32, num_stages: int = 3) -> list[Pass]:
+    """convert-to-gpu, accelerate-dot, coalesce, remove-layout-conversions, vectorize,
+    convert-through-shared, pipeline, alloc-shared, insert-barriers."""
+    return [ConvertToGpu(num_warps, target, threads_per_warp, num_stages), AccelerateDot(), Coalesce(),
+            RemoveLayoutConversions(), Vectorize(), ConvertThroughShared(), Pipeline(), AllocShared(),
+            InsertBarriers()]
 
 
 __all__ = ["gpu_passes"]

@@ -1,15 +1,25 @@
 """Barrier insertion: a gpu.barrier wherever threads could touch shared bytes out of order.
 
-Walks the function in program order with the byte ranges read and written since the last
-barrier. Before a gpu.local_store whose bytes overlap a pending read (write after read) or
-write (write after write), and before a gpu.local_load whose bytes overlap a pending write
-(read after write), it inserts a gpu.barrier, which clears both sets. An existing gpu.barrier
-or tt.debug_barrier clears them too, so no barrier is ever redundant with one already there.
-scf.if merges what its branches leave pending; scf.for and scf.while run their body again
-from what the previous iteration left pending until that is stable, so hazards across the
-back edge get a barrier inside the loop. Reduce/scan scratch is left to the lowering, which
-puts barriers around its own scratch use (the contract): a reduce or scan with a
-`scratch_offset` therefore also clears both sets.
+Walks the function in program order with the shared-memory accesses made since the last
+barrier: reads, writes, and asynchronous writes still in flight (gpu.async_copy). Before a
+gpu.local_store or gpu.async_copy whose bytes may overlap a pending read (write after read) or
+write (write after write), and before a gpu.local_load whose bytes may overlap a pending write
+(read after write), it inserts a gpu.barrier, which clears reads and writes. A gpu.async_wait
+lands the copies in flight: they become pending writes, so the first read of their bytes
+after it gets a barrier (the other threads' copies are only visible past one). An existing
+gpu.barrier or tt.debug_barrier clears the pending sets too, so no barrier is ever redundant
+with one already there. scf.if merges what its branches leave pending; scf.for and scf.while
+run their body again from what the previous iteration left pending until that is stable, so
+hazards across the back edge get a barrier inside the loop. Reduce/scan scratch is left to
+the lowering, which puts barriers around its own scratch use (the contract): a reduce or scan
+with a `scratch_offset` therefore also clears the pending sets.
+
+Where the bytes are: a gpu.local_alloc's [offset, offset + bytes); a gpu.local_view of stage s
+of a rank-3 buffer: that stage's bytes when s is a constant, else the whole buffer, tagged
+with s written as (base, k) for s = (base + k) rem S (the pipeliner's stage indices). Two views
+of one buffer whose stages have the same base and different k are different stages, hence
+disjoint. Inside a loop, base values defined in the loop mean something else in the next
+iteration: accesses carried around the back edge (or out of the loop) lose their tags.
 
 Before (offsets allocated; the two buffers share bytes 0..4096):
     gpu.local_store %a, %x
@@ -24,38 +34,100 @@ After:
     gpu.local_store %b, %y
     gpu.barrier
     %z = gpu.local_load %b : ...
+
+A pipelined loop (S = 3) gets one barrier per iteration, between the wait and the reads:
+    gpu.async_wait {pending = 1}
+    gpu.barrier                      // the copies of stage %s landed in every thread; every
+    %v = gpu.local_view %bufs, %s    // warp also finished reading stage (%s + 2) rem 3, which
+    %f = gpu.local_load %v           // the copy below overwrites: no barrier needed before it
+    %w = gpu.local_view %bufs, (%s + 2) rem 3
+    gpu.async_copy %w, %ptrs, %mask
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
-from ..ir import Block, Operation
+from ..ir import BlockArgument, Block, Operation, Value
 from .pass_manager import Pass
 
-Interval = tuple[int, int]
+Tag = Optional[tuple[Value, int]]
+
+
+@dataclass(frozen=True)
+class _Access:
+    start: int
+    end: int
+    tag: Tag = None  # (base, k): stage (base + k) rem S of the buffer starting at `start`
+
+    def overlaps(self, other: "_Access") -> bool:
+        if not (self.start < other.end and other.start < self.end):
+            return False
+        return not (self.tag is not None and other.tag is not None and self.start == other.start
+                    and self.tag[0] is other.tag[0] and self.tag[1] != other.tag[1])
 
 
 @dataclass(frozen=True)
 class _Pending:
-    reads: frozenset[Interval] = frozenset()
-    writes: frozenset[Interval] = frozenset()
+    reads: frozenset[_Access] = frozenset()
+    writes: frozenset[_Access] = frozenset()
+    in_flight: frozenset[_Access] = frozenset()
 
     def __or__(self, other: "_Pending") -> "_Pending":
-        return _Pending(self.reads | other.reads, self.writes | other.writes)
+        return _Pending(self.reads | other.reads, self.writes | other.writes, self.in_flight | other.in_flight)
+
+    def cleared(self) -> "_Pending":
+        """After a barrier: the copies still in flight stay in flight."""
+        return _Pending(in_flight=self.in_flight)
 
 
-_CLEAR = _Pending()
+def _hits(access: _Access, pending: frozenset[_Access]) -> bool:
+    return any(access.overlaps(p) for p in pending)
 
 
-def _overlaps(iv: Interval, others: frozenset[Interval]) -> bool:
-    return any(iv[0] < b and a < iv[1] for a, b in others)
+def _constant(v: Value) -> Optional[int]:
+    op = v.owner_op
+    return op.attrs["value"] if op is not None and op.name == "arith.constant" else None
 
 
-def _interval(buffer_op: Operation, func: Operation) -> Interval:
-    if buffer_op is not None and buffer_op.name == "gpu.local_alloc" and buffer_op.attrs.get("offset", -1) >= 0:
-        start = buffer_op.attrs["offset"]
-        return start, start + buffer_op.attrs["bytes"]
-    return 0, max(1, func.attrs.get("shared_bytes", 1))  # unknown buffer: all of shared memory
+def _stage_tag(stage: Value, stages: int) -> tuple[Value, int]:
+    """(base, k) with stage = (base + k) rem stages, following arith.rem and arith.add of constants."""
+    op = stage.owner_op
+    if op is not None and op.name == "arith.rem" and _constant(op.operand(1)) == stages:
+        inner = op.operand(0).owner_op
+        if inner is not None and inner.name == "arith.add" and isinstance(_constant(inner.operand(1)), int):
+            return inner.operand(0), _constant(inner.operand(1)) % stages
+        return op.operand(0), 0
+    return stage, 0
+
+
+def _access(buffer: Value, func: Operation) -> _Access:
+    op = buffer.owner_op
+    if op is not None and op.name == "gpu.local_view":
+        whole = _access(op.operand(0), func)
+        stages = op.operand(0).type.shape[0]
+        size = (whole.end - whole.start) // stages
+        index = _constant(op.operand(1))
+        if index is not None:
+            return _Access(whole.start + index * size, whole.start + (index + 1) * size)
+        return _Access(whole.start, whole.end, _stage_tag(op.operand(1), stages))
+    if op is not None and op.name == "gpu.local_alloc" and op.attrs.get("offset", -1) >= 0:
+        return _Access(op.attrs["offset"], op.attrs["offset"] + op.attrs["bytes"])
+    return _Access(0, max(1, func.attrs.get("shared_bytes", 1)))  # unknown buffer: all of shared memory
+
+
+def _defined_in(v: Value, loop: Operation) -> bool:
+    owner = v.block.parent_op if isinstance(v, BlockArgument) else v.owner_op
+    return owner is not None and loop.is_ancestor_of(owner)
+
+
+def _untag(state: _Pending, loop: Operation) -> _Pending:
+    """`state` with the tags whose base the loop redefines dropped (see the module docstring)."""
+    def fix(accesses: frozenset[_Access]) -> frozenset[_Access]:
+        return frozenset(_Access(a.start, a.end) if a.tag is not None and _defined_in(a.tag[0], loop) else a
+                         for a in accesses)
+
+    return _Pending(fix(state.reads), fix(state.writes), fix(state.in_flight))
 
 
 class InsertBarriers(Pass):
@@ -65,7 +137,7 @@ class InsertBarriers(Pass):
 
     def run(self, func: Operation) -> None:
         self.func = func
-        self._block(func.regions[0].block, _CLEAR, insert=True)
+        self._block(func.regions[0].block, _Pending(), insert=True)
 
     def _barrier(self, op: Operation, insert: bool) -> None:
         if insert:
@@ -75,30 +147,36 @@ class InsertBarriers(Pass):
         for op in list(block.ops):
             name = op.name
             if name in ("gpu.barrier", "tt.debug_barrier") or "scratch_offset" in op.attrs:
-                state = _CLEAR
-            elif name == "gpu.local_store":
-                iv = _interval(op.operand(0).owner_op, self.func)
-                if _overlaps(iv, state.reads | state.writes):
+                state = state.cleared()
+            elif name in ("gpu.local_store", "gpu.async_copy"):
+                access = _access(op.operand(0), self.func)
+                if _hits(access, state.reads | state.writes):
                     self._barrier(op, insert)
-                    state = _CLEAR
-                state = _Pending(state.reads, state.writes | {iv})
+                    state = state.cleared()
+                if name == "gpu.local_store":
+                    state = _Pending(state.reads, state.writes | {access}, state.in_flight)
+                else:
+                    state = _Pending(state.reads, state.writes, state.in_flight | {access})
             elif name == "gpu.local_load":
-                iv = _interval(op.operand(0).owner_op, self.func)
-                if _overlaps(iv, state.writes):
+                access = _access(op.operand(0), self.func)
+                if _hits(access, state.writes):
                     self._barrier(op, insert)
-                    state = _CLEAR
-                state = _Pending(state.reads | {iv}, state.writes)
+                    state = state.cleared()
+                state = _Pending(state.reads | {access}, state.writes, state.in_flight)
+            elif name == "gpu.async_wait":
+                state = _Pending(state.reads, state.writes | state.in_flight)
             elif name == "scf.if":
                 then, other = op.regions[0].block, op.regions[1].block
                 state = self._block(then, state, insert) | self._block(other, state, insert)
             elif name == "scf.for":
                 body = op.regions[0].block
-                entry = self._loop_entry(state, lambda s: self._block(body, s, False))
-                state = state | self._block(body, entry, insert)
+                entry = self._loop_entry(state, lambda s: _untag(self._block(body, s, False), op))
+                state = state | _untag(self._block(body, entry, insert), op)
             elif name == "scf.while":
                 before, after = op.regions[0].block, op.regions[1].block
-                entry = self._loop_entry(state, lambda s: self._block(after, self._block(before, s, False), False))
-                state = self._block(before, entry, insert)
+                entry = self._loop_entry(
+                    state, lambda s: _untag(self._block(after, self._block(before, s, False), False), op))
+                state = _untag(self._block(before, entry, insert), op)
                 self._block(after, state, insert)
         return state
 

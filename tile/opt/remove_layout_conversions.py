@@ -3,7 +3,9 @@
 Three rewrites, repeated until nothing changes (Triton's RemoveLayoutConversions, simplified),
 then a fourth on what is left:
 
-1. Forward propagation. The results of loads and atomics are anchors: their layout flows to
+1. Forward propagation. The results of loads, atomics and dots are anchors (a dot's #mma or FMA
+   layout, chosen by accelerate-dot, so reaches the loop-carried accumulator and the epilogue):
+   their layout flows to
    every op that can take it (elementwise ops, arith.cast among them, conversions, broadcast,
    expand_dims of a slice, reduce (as a #slice), scan, trans, reshape) and through scf.for /
    scf.if / scf.while into block arguments and results. So are conversions of a loop-carried
@@ -59,7 +61,7 @@ MAX_ROUNDS = 4
 MAX_SLICE = 64  # ops one rematerialization may copy
 _CHEAP = {"tt.splat", "tt.arange", "arith.constant", "tt.broadcast", "tt.expand_dims", "tt.trans", "tt.reshape",
           "tt.addptr", "tt.hint", "gpu.convert_layout"}
-_ANCHORS = ("tt.load", "tt.atomic_rmw", "tt.atomic_cas")
+_ANCHORS = ("tt.load", "tt.atomic_rmw", "tt.atomic_cas", "tt.dot")
 
 
 def _is_convert(op: Optional[Operation]) -> bool:

@@ -1,4 +1,6 @@
-"""Convert tile IR to gpu IR: give every tensor a layout for `num_warps` warps.
+"""Convert tile IR to gpu IR: give every tensor a layout for `num_warps` warps, and record the
+compile options the gpu passes read as func attrs (num_warps, threads_per_warp, target and
+num_stages, the buffers software pipelining may use).
 
 Before (tile IR):
     tt.func {sym_name = "rowmax"} {
@@ -9,7 +11,7 @@ Before (tile IR):
       %v = tt.load %ptrs : tensor<128xf32>
       ...
 After (num_warps = 4; #b = #blocked<spt = [1], tpw = [32], wpc = [4], order = [0]>):
-    tt.func {num_warps = 4, sym_name = "rowmax", target = "sm_90a", threads_per_warp = 32} {
+    tt.func {num_stages = 3, num_warps = 4, sym_name = "rowmax", target = "sm_90a", threads_per_warp = 32} {
     ^bb(%x: ptr<f32>):
       %offs = tt.arange {end = 128, start = 0} : tensor<128xi32, #b>
       %xs = tt.splat %x : tensor<128xptr<f32>, #b>
@@ -43,13 +45,15 @@ class ConvertToGpu(Pass):
 
     name = "convert-to-gpu"
 
-    def __init__(self, num_warps: int, target: str, threads_per_warp: int = 32):
+    def __init__(self, num_warps: int, target: str, threads_per_warp: int = 32, num_stages: int = 3):
         self.num_warps = num_warps
         self.target = target
         self.threads_per_warp = threads_per_warp
+        self.num_stages = num_stages
 
     def run(self, func: Operation) -> None:
-        func.attrs.update(num_warps=self.num_warps, threads_per_warp=self.threads_per_warp, target=self.target)
+        func.attrs.update(num_warps=self.num_warps, threads_per_warp=self.threads_per_warp, target=self.target,
+                          num_stages=self.num_stages)
         block = func.regions[0].block
         for a in block.args:
             self._set(a, self._default(a))

@@ -1,0 +1,271 @@
+"""Lowering of tt.dot: mma.sync on the tensor cores, or one fma per element and k.
+
+Tensor cores. Before (a 64x64 f16 tile, 4 warps; #A/#B dot-operand layouts, #C an mma layout):
+
+    %d = tt.dot %a, %b, %acc : tensor<64x64xf32, #C>     (%a: tensor<64x32xf16, #A>, %b: tensor<32x64xf16, #B>)
+
+After (per thread, for each 16x8 tile of the warp and each k-step of 16):
+
+    %a0 = simt.pack %h0, %h1 : i32                        // A's registers, two per 32-bit word
+    ...
+    %d0, %d1, %d2, %d3 = simt.mma %a0, %a1, %a2, %a3, %b0, %b1, %c0, %c1, %c2, %c3 {atype = "f16"} : f32, f32, f32, f32
+  printed as
+    mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f9, ...}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, ...};
+
+The registers of each instruction come from the layouts alone (`mma_plan`): in thread 0 every
+register of C, A and B sits at one slot of one fragment (tables in tests/simt_interp_tc.py and
+the PTX ISA), which gives its tile; the plan is checked against every lane of every warp
+(each warp may hold other tiles, but the A, B and C tiles of one instruction must agree in
+each warp and cover K once). f16/bf16 -> m16n8k16, f32 -> m16n8k8 .tf32 (operands rounded
+with cvt.rna; "tf32x3" splits each operand into a big and a small tf32 part and issues three
+mma), i8/u8 -> m16n8k32 .s32. An f16 accumulator goes through f32 around the mma. Operand
+registers that came from ldmatrix are its words again (simt.unpack then simt.pack folds), and
+operands loaded from shared memory on demand (lower_ldmatrix.SharedOperand) are loaded one
+k-step ahead of the mma that use them.
+
+FMA. When the layouts are not mma fragments (f32 with input_precision "ieee", f64, fp8,
+shapes below one instruction, blocked layouts), each thread computes its result registers
+as acc = fma(a[m, k], b[k, n], acc) for k = 0..K-1, f16/bf16/fp8 widened to f32 (f64 stays
+f64), integers as i32 multiply-adds. This needs what Triton's FMA dot layouts give: A's
+threads hold the result's rows, B's its columns, and both all of K in registers
+(for every thread bit: A basis = (result row basis, 0), B basis = (0, result column basis)).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from ..ir.core import Operation, Value
+from ..ir.simt_ops import MMA_SHAPES
+from ..ir.types import DType, element_type, f16, f32, f64, i32
+from .lower_cast import convert
+from .lower_core import LayoutInfo, Lowering, LoweringError, lowers
+
+Regs = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class MmaInstr:
+    """One mma.sync: A's 4 and B's 2 words (each the registers packed into it), C's 4 registers."""
+
+    a: tuple[Regs, ...]
+    b: tuple[Regs, ...]
+    c: Regs
+    step: int  # the k-step (thread 0's k origin / instruction K)
+
+
+def mma_type(el: DType, precision: str) -> Optional[str]:
+    """The mma atype of operands of type `el`, or None (FMA only)."""
+    if el.name in ("f16", "bf16"):
+        return el.name
+    if el.name in ("i8", "u8"):
+        return "s8" if el.name == "i8" else "u8"
+    if el == f32 and precision in ("tf32", "tf32x3"):
+        return "tf32"
+    return None
+
+
+def fragment_pattern(kind: str, kw: int) -> tuple[np.ndarray, tuple[int, int]]:
+    """(offsets [slots, lanes, 2] of each register slot in each lane, tile shape) of an mma fragment.
+
+    Slots: A q * kw + e (q < 4), B q * kw + e (q < 2), C j (j < 4); e the element in the word."""
+    lane = np.arange(32)
+    g, t = lane >> 2, lane & 3
+    if kind == "a":
+        slots = [(g + 8 * (q & 1), kw * t + e + 4 * kw * (q >> 1)) for q in range(4) for e in range(kw)]
+        tile = (16, 8 * kw)
+    elif kind == "b":
+        slots = [(kw * t + e + 4 * kw * q, g) for q in range(2) for e in range(kw)]
+        tile = (8 * kw, 8)
+    else:
+        slots = [(g + 8 * (j >> 1), 2 * t + (j & 1)) for j in range(4)]
+        tile = (16, 8)
+    return np.array([np.stack(s, -1) for s in slots]), tile
+
+
+def _fragments(coords: np.ndarray, kind: str, kw: int) -> Optional[tuple[list[Regs], np.ndarray]]:
+    """Registers grouped into fragments: ([regs by slot] per fragment, origins [fragments, warps, 2]).
+
+    coords: element of every (thread, register) [threads, registers, 2]."""
+    pattern, tile = fragment_pattern(kind, kw)
+    lane0 = pattern[:, 0, :]
+    groups: dict[tuple[int, int], dict[int, int]] = defaultdict(dict)
+    for r, x in enumerate(coords[0]):
+        hits = [(s, tuple(x - lane0[s])) for s in range(len(lane0))
+                if (x[0] - lane0[s, 0]) % tile[0] == 0 and (x[1] - lane0[s, 1]) % tile[1] == 0]
+        if len(hits) != 1 or hits[0][0] in groups[hits[0][1]]:
+            return None
+        groups[hits[0][1]][hits[0][0]] = r
+    if any(len(g) != len(lane0) for g in groups.values()):
+        return None
+    regs = np.array([[g[s] for s in range(len(lane0))] for g in groups.values()])   # [fragments, slots]
+    warps = coords.shape[0] // 32
+    c = coords[:, regs.reshape(-1)].reshape(warps, 32, len(regs), len(lane0), 2)
+    origins = c[:, 0, :, 0, :] - lane0[0]                                          # [warps, fragments, 2]
+    want = origins[:, None, :, None, :] + pattern.transpose(1, 0, 2)[None, :, None, :, :]
+    if (c != want).any() or (origins % np.array(tile)).any():
+        return None
+    return [tuple(int(x) for x in g) for g in regs], origins.transpose(1, 0, 2)
+
+
+def mma_plan(a: LayoutInfo, b: LayoutInfo, c: LayoutInfo, kw: int, threads: int) -> Optional[list[MmaInstr]]:
+    """The mma.sync instructions of a dot with these operand and accumulator layouts, or None."""
+    fa = _fragments(a.coords(threads), "a", kw)
+    fb = _fragments(b.coords(threads), "b", kw)
+    fc = _fragments(c.coords(threads), "c", kw)
+    if fa is None or fb is None or fc is None:
+        return None
+    (a_regs, a_org), (b_regs, b_org), (c_regs, c_org) = fa, fb, fc
+    k_instr, k_total = 8 * kw, a.shape[1]
+    steps = set(range(0, k_total, k_instr))
+    out = []
+    for ci, c_frag in enumerate(c_regs):
+        m0, n0 = c_org[ci, 0]
+        rows = [i for i in range(len(a_regs)) if a_org[i, 0, 0] == m0]
+        if sorted(int(a_org[i, 0, 1]) for i in rows) != sorted(steps):
+            return None
+        for ai in rows:
+            k0 = a_org[ai, 0, 1]
+            match = [i for i in range(len(b_regs)) if tuple(b_org[i, 0]) == (k0, n0)]
+            if len(match) != 1:
+                return None
+            bi = match[0]
+            agree = (a_org[ai, :, 0] == c_org[ci, :, 0]) & (b_org[bi, :, 1] == c_org[ci, :, 1]) & \
+                (a_org[ai, :, 1] == b_org[bi, :, 0])
+            if not agree.all():
+                return None
+            out.append(MmaInstr(_words(a_regs[ai], kw), _words(b_regs[bi], kw), c_frag, int(k0) // k_instr))
+        ks = np.array([a_org[i, :, 1] for i in rows])  # every warp must see each k once
+        if (np.sort(ks, axis=0) != np.array(sorted(steps))[:, None]).any():
+            return None
+    return out
+
+
+def _words(regs: Regs, kw: int) -> tuple[Regs, ...]:
+    return tuple(regs[i:i + kw] for i in range(0, len(regs), kw))
+
+
+def operand_source(ctx: Lowering, v: Value) -> Callable[[Sequence[int]], list[Value]]:
+    """A getter of `v`'s registers by index (loads deferred shared operands on first use)."""
+    deferred = ctx.deferred.pop(v, None)
+    if deferred is not None:
+        return deferred.get
+    regs = ctx.get(v)
+    return lambda idx: [regs[i] for i in idx]
+
+
+# ------------------------------------------------------------------------------ mma
+
+
+def _word(ctx: Lowering, vals: list[Value], atype: str) -> Value:
+    """The 32-bit operand register of `vals` (the elements of one word, lowest first)."""
+    if atype == "tf32":
+        return ctx.op("simt.tf32", vals, i32)
+    return ctx.pack(vals, i32)
+
+
+def _tf32_split(ctx: Lowering, x: Value) -> tuple[Value, Value]:
+    """x as big + small, both tf32 (3xTF32: the small part keeps 11 more bits of x)."""
+    big = ctx.op("simt.tf32", [x], i32)
+    rest = ctx.op("arith.sub", [x, ctx.op("arith.bitcast", [big], f32)], f32)
+    return big, ctx.op("simt.tf32", [rest], i32)
+
+
+def _lower_mma(ctx: Lowering, op: Operation, atype: str, plan: list[MmaInstr]) -> None:
+    a, b, c = op.operands
+    acc_t = element_type(c.type)
+    acc = [convert(ctx, x, f32) if acc_t == f16 else x for x in ctx.get(c)]
+    get_a, get_b = operand_source(ctx, a), operand_source(ctx, b)
+    by_step: dict[int, list[MmaInstr]] = defaultdict(list)
+    for ins in plan:
+        by_step[ins.step].append(ins)
+    steps = sorted(by_step)
+    split = op.attrs.get("input_precision") == "tf32x3"
+
+    def words(get, ws: tuple[Regs, ...]) -> list[list[Value]]:
+        return [get(w) for w in ws]
+
+    def load(step: int) -> None:
+        for ins in by_step[step]:
+            words(get_a, ins.a)
+            words(get_b, ins.b)
+
+    load(steps[0])
+    for i, step in enumerate(steps):
+        if i + 1 < len(steps):
+            load(steps[i + 1])  # the next step's operands load while this step's mma run
+        for ins in by_step[step]:
+            xa, xb = words(get_a, ins.a), words(get_b, ins.b)
+            cs = [acc[r] for r in ins.c]
+            if split:
+                pa = [_tf32_split(ctx, w[0]) for w in xa]
+                pb = [_tf32_split(ctx, w[0]) for w in xb]
+                passes = [([s for _, s in pa], [g for g, _ in pb]), ([g for g, _ in pa], [s for _, s in pb]),
+                          ([g for g, _ in pa], [g for g, _ in pb])]
+            else:
+                passes = [([_word(ctx, w, atype) for w in xa], [_word(ctx, w, atype) for w in xb])]
+            for wa, wb in passes:
+                cs = ctx.ops("simt.mma", wa + wb + cs, [cs[0].type] * 4, atype=atype)
+            for r, v in zip(ins.c, cs):
+                acc[r] = v
+    ctx.set(op.result, [convert(ctx, x, f16) if acc_t == f16 else x for x in acc])
+
+
+# ------------------------------------------------------------------------------ fma
+
+
+def _lower_fma(ctx: Lowering, op: Operation) -> None:
+    a, b, c = op.operands
+    ai, bi, ci = (ctx.info(v.type) for v in (a, b, c))
+    for bit, (ba, bb, bc) in enumerate(zip(ai.tid_bases, bi.tid_bases, ci.tid_bases)):
+        if tuple(ba) != (bc[0], 0) or tuple(bb) != (0, bc[1]):
+            raise LoweringError(op, f"no mma fragments and no FMA layouts: thread bit {bit} of {a.type.layout} (A), "
+                                    f"{b.type.layout} (B), {c.type.layout} (C) does not keep A's rows / B's "
+                                    "columns with the result's and all of K in each thread's registers")
+    a_index = {x: r for r, x in reversed(list(enumerate(ai.reg_coords)))}
+    b_index = {x: r for r, x in reversed(list(enumerate(bi.reg_coords)))}
+    k_total = a.type.shape[1]
+    canon = ci.canonical_regs()
+    mine = [r for r in range(ci.num_regs) if canon[r] == r]
+    need_a = {(r, k): a_index.get((ci.reg_coords[r][0], k)) for r in mine for k in range(k_total)}
+    need_b = {(r, k): b_index.get((k, ci.reg_coords[r][1])) for r in mine for k in range(k_total)}
+    if None in need_a.values() or None in need_b.values():
+        raise LoweringError(op, f"the FMA dot needs all of K in each thread: {a.type.layout} (A) / {b.type.layout} "
+                                "(B) do not hold it")
+    acc_t = element_type(c.type)
+    calc = i32 if acc_t.is_integer else (f64 if acc_t == f64 else f32)
+    get_a, get_b = operand_source(ctx, a), operand_source(ctx, b)
+    acc_in = ctx.get(c)
+    acc = {r: convert(ctx, acc_in[r], calc) for r in mine}
+    for k in range(k_total):
+        for r in mine:
+            x = convert(ctx, get_a([need_a[r, k]])[0], calc)
+            y = convert(ctx, get_b([need_b[r, k]])[0], calc)
+            if calc == i32:
+                acc[r] = ctx.op("arith.add", [ctx.op("arith.mul", [x, y], i32), acc[r]], i32)
+            else:
+                acc[r] = ctx.op("math.fma", [x, y, acc[r]], calc)
+                if acc_t.bits < calc.bits:  # a narrow accumulator rounds at every step
+                    acc[r] = convert(ctx, convert(ctx, acc[r], acc_t), calc)
+    ctx.set(op.result, [convert(ctx, acc[canon[r]], acc_t) for r in range(ci.num_regs)])
+
+
+@lowers("tt.dot")
+def _lower_dot(ctx: Lowering, op: Operation) -> None:
+    a, b, c = op.operands
+    atype = mma_type(element_type(a.type), op.attrs.get("input_precision", "tf32"))
+    acc_t = element_type(c.type)
+    plan = None
+    if atype is not None and acc_t in (f32, f16, i32):
+        kw = MMA_SHAPES[atype].k_width
+        plan = mma_plan(ctx.info(a.type), ctx.info(b.type), ctx.info(c.type), kw, 32 * ctx.num_warps)
+    if plan:
+        _lower_mma(ctx, op, atype, plan)
+        return
+    if hasattr(c.type.layout, "instr_shape"):
+        raise LoweringError(op, f"{a.type} @ {b.type} -> {c.type}: the layouts are not mma.sync fragments of "
+                                f"this element type")
+    _lower_fma(ctx, op)

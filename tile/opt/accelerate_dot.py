@@ -1,0 +1,131 @@
+"""Accelerate dot: put each tt.dot on the tensor cores (mma.sync) where they can take it, else on
+the FMA path, by choosing its result layout and the layouts of its operands.
+
+Before (num_warps = 4, sm_90a; #b = a blocked layout from convert-to-gpu):
+    %acc2 = tt.dot %a, %b, %acc {input_precision = "tf32"} : tensor<128x128xf32, #b>
+          (%a: tensor<128x32xf16, #b>, %b: tensor<32x128xf16, #b>, %acc: tensor<128x128xf32, #b>)
+After (#mma = #mma<version = 2, wpc = [2, 2], instr = [16, 8]>):
+    %0 = gpu.convert_layout %a : tensor<128x32xf16, #dot_op<op_idx = 0, parent = #mma, k_width = 2>>
+    %1 = gpu.convert_layout %b : tensor<32x128xf16, #dot_op<op_idx = 1, parent = #mma, k_width = 2>>
+    %2 = gpu.convert_layout %acc : tensor<128x128xf32, #mma>
+    %acc2 = tt.dot %0, %1, %2 {input_precision = "tf32"} : tensor<128x128xf32, #mma>
+    %3 = gpu.convert_layout %acc2 : tensor<128x128xf32, #b>
+remove-layout-conversions then treats the dot's result as an anchor: its #mma layout flows into
+the loop-carried accumulator (block argument, yield and loop result: no conversion inside the
+loop) and into the epilogue, where one conversion to the store's coalesced layout is left.
+
+mma.sync (Ampere's m16n8kK, also run by Hopper) takes, with N >= 8, M >= 16 and K >= one
+instruction's K, on sm_80 and later with 32-thread warps:
+    f16 / bf16 operands, f32 (or f16) accumulator       m16n8k16, k_width 2
+    f32 operands, input_precision "tf32" ("tf32x3")     m16n8k8 on tf32-rounded inputs (three
+                                                        of them on split operands), k_width 1
+    i8 / u8 operands, i32 accumulator                   m16n8k32, k_width 4
+Everything else (input_precision "ieee", f64, fp8, smaller shapes, other targets) takes the
+FMA path: the result gets a blocked layout where each thread
+holds a near-square block (rows_per_thread x cols_per_thread of the result), and the operands
+take fma_operand_layout (tile.ir.layouts): A's rows and B's columns as the result has them, all of
+K in each thread's registers; the lowering does one fma per result element and k.
+
+Warps: (wm, wn) as Triton's warpsPerTileV2: starting from 1 x 1, double wm while M / 16 / wm is at
+least N / 16 / wn (and wm < M / 16), else double wn, until wm * wn = num_warps. So a 128x128 tile
+gets 2 x 2 warps with 4 warps (64x64 per warp) and 4 x 2 with 8 warps (32x64 per warp); 128x256
+with 8 warps gets 2 x 4 (64x64 per warp).
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Sequence
+
+from ..ir import Operation, bf16, f16, f32, i8, i32, u8
+from ..ir.gpu_ops import layout_of, legalize, mma_k_width, with_layout
+from ..ir.layouts import BlockedLayout, MmaLayout, blocked_layout
+from .dce import DCE
+from .pass_manager import Pass
+
+MIN_MMA_ARCH = 80
+
+
+def mma_capable(target: str, threads_per_warp: int) -> bool:
+    """Whether `target` runs mma.sync.m16n8k16 (sm_80 and later, 32-thread warps)."""
+    m = re.fullmatch(r"sm_(\d+)a?", target)
+    return m is not None and int(m.group(1)) >= MIN_MMA_ARCH and threads_per_warp == 32
+
+
+def warps_per_tile(shape: Sequence[int], num_warps: int) -> tuple[int, int]:
+    """(wm, wn) for an M x N mma result (see the module docstring)."""
+    m, n = shape
+    wm, wn = 1, 1
+    while wm * wn < num_warps:
+        if m // 16 // wm >= n // 16 // wn and wm < m // 16:
+            wm *= 2
+        else:
+            wn *= 2
+    return wm, wn
+
+
+def uses_mma(op: Operation, target: str, num_warps: int, threads_per_warp: int) -> bool:
+    """Whether tt.dot `op` goes to mma.sync (see the module docstring)."""
+    a, c = op.operand(0).type, op.result.type
+    el, acc = a.element, c.element
+    kinds = el in (f16, bf16) and acc in (f16, f32) or el == f32 and acc == f32 and \
+        op.attrs.get("input_precision", "tf32") in ("tf32", "tf32x3") or el in (i8, u8) and acc == i32
+    if not kinds or not mma_capable(target, threads_per_warp):
+        return False
+    (m, k), n = a.shape, c.shape[1]
+    return m >= 16 and n >= 8 and k >= 8 * mma_k_width(el)
+
+
+def fma_result_layout(shape: Sequence[int], num_warps: int, threads_per_warp: int = 32) -> BlockedLayout:
+    """The FMA path's result layout: near-square blocks per thread, lanes then warps row-major."""
+    per_thread = max(1, math.prod(shape) // (num_warps * threads_per_warp))
+    cols = min(shape[1], 1 << (per_thread.bit_length() // 2))
+    rows = min(shape[0], max(1, per_thread // cols))
+    return blocked_layout(shape, [rows, cols], [1, 0], num_warps, threads_per_warp)
+
+
+def dot_result_layout(op: Operation, target: str, num_warps: int,
+                      threads_per_warp: int) -> MmaLayout | BlockedLayout:
+    shape = op.result.type.shape
+    if uses_mma(op, target, num_warps, threads_per_warp):
+        return MmaLayout(2, warps_per_tile(shape, num_warps))
+    return fma_result_layout(shape, num_warps, threads_per_warp)
+
+
+def _source(v):
+    """`v` without the layout conversions in front of it."""
+    while v.owner_op is not None and v.owner_op.name == "gpu.convert_layout":
+        v = v.owner_op.operand(0)
+    return v
+
+
+class AccelerateDot(Pass):
+    """Chooses the mma or FMA layouts of every tt.dot (see the module docstring)."""
+
+    name = "accelerate-dot"
+
+    def run(self, func: Operation) -> None:
+        target, num_warps, tpw = func.attrs["target"], func.attrs["num_warps"], func.attrs["threads_per_warp"]
+        changed = False
+        for op in list(func.walk()):
+            if op.name != "tt.dot":
+                continue
+            layout = dot_result_layout(op, target, num_warps, tpw)
+            if layout_of(op.result) == layout:
+                continue
+            for i in (0, 1):
+                op.set_operand(i, _source(op.operand(i)))
+            old = op.result.type
+            uses = list(op.result.uses)
+            op.result.type = with_layout(old, layout)
+            back = Operation("gpu.convert_layout", [op.result], [old], loc=op.loc)
+            op.parent.insert_after(op, back)
+            for user, index in uses:
+                user.set_operand(index, back.result)
+            changed = True
+        if changed:
+            legalize(func)
+            DCE().run(func)
+
+
+__all__ = ["AccelerateDot", "dot_result_layout", "fma_result_layout", "mma_capable", "uses_mma", "warps_per_tile"]

@@ -1,0 +1,369 @@
+"""Software pipelining: the loads feeding tt.dot in an scf.for become cp.async copies issued
+num_stages - 1 iterations ahead into num_stages buffers.
+
+Candidates: a tt.load at the top of a loop body whose only use stores it into a buffer
+(convert-through-shared's operand staging) that is only read into #dot_op fragments; the copy
+must move 4, 8 or 16 bytes (`vector` * element bytes) and `other` must be zero or absent (a
+masked-off element of an async copy is zero-filled). The loop's step must be a positive
+constant. The ops computing the loads' operands ("stage 0": pointers, masks and, through the
+loop-carried values they read, e.g. the advanced pointers, their updates) must be pure and free
+of regions; the loop-carried values they need are carried num_stages - 1 iterations ahead,
+so they must not be read by anything else nor used after the loop. Otherwise, or with
+num_stages < 2, the loop keeps its synchronous staging (store, barrier, load each iteration).
+
+With S = num_stages, each buffer becomes a rank-3 allocation of S stages before the loop. A
+prologue computes stage 0 for iterations 0 .. S-2 and issues their copies into stages 0 .. S-2
+(one commit group per iteration); the copies of iterations that do not exist (iv >= ub) are
+masked off entirely. In the loop, iteration i (stage index %s = i mod S, an i32 iter arg):
+    gpu.async_wait {pending = S-2}          iteration i's group has landed (for this thread)
+    (gpu.barrier, placed by insert-barriers: the other threads' copies too; and every warp has
+     finished reading stage (i-1) mod S, which is overwritten next)
+    issue the copies of iteration i+S-1 into stage (%s + S-1) mod S, then gpu.async_commit
+    local_load the fragments from stage %s
+    tt.dot ...
+The copies go first so that they are in flight as early as possible, and so that nothing with
+side effects separates the local_loads from their dot: the lowering then loads the fragments
+one k-step ahead of the mma that use them (tile/codegen/lower_ldmatrix.py), which is the
+register prefetch of Triton's Prefetch pass.
+After the loop, gpu.async_wait {pending = 0} lets the (zero-filling) copies of the iterations
+past the end land before their bytes are reused.
+
+Before (S = 3, after convert-through-shared; #A, #B the operands' #dot_op layouts):
+    %r = scf.for %c0, %n, %c1, %acc0, %ap0 : ... {
+    ^bb(%k: i32, %acc: tensor<...>, %ap: tensor<64x32xptr<f16>, #L>):
+      %a = tt.load %ap, %m, %zero {vector = 8} : tensor<64x32xf16, #L>
+      %buf = gpu.local_alloc {bytes = 4096, offset = -1} : tensor<64x32xf16, #sh>
+      gpu.local_store %buf, %a
+      %fa = gpu.local_load %buf : tensor<64x32xf16, #A>
+      %d = tt.dot %fa, %fb, %acc : ...
+      %ap1 = tt.addptr %ap, %step : ...
+      scf.yield %d, %ap1
+    }
+After:
+    %bufs = gpu.local_alloc {bytes = 12288, offset = -1} : tensor<3x64x32xf16, #sh3>
+    (iterations 0 and 1: %ap0 and %ap0 + step, masks & (k < n), into stages 0 and 1)
+    gpu.async_copy %v0, %ap0, %m0 {vector = 8}    gpu.async_commit
+    gpu.async_copy %v1, %ap1, %m1 {vector = 8}    gpu.async_commit
+    %r = scf.for %c0, %n, %c1, %acc0, %ap2, %s0 : ... {
+    ^bb(%k: i32, %acc: ..., %ap: ..., %s: i32):
+      gpu.async_wait {pending = 1}
+      %k2 = arith.add %k, %c2                     (iteration k + 2: its mask, and k2 < n)
+      %w = arith.rem (%s + 2), %c3
+      %next = gpu.local_view %bufs, %w : tensor<64x32xf16, #sh>
+      gpu.async_copy %next, %ap, %m2 {vector = 8}
+      gpu.async_commit
+      %cur = gpu.local_view %bufs, %s : tensor<64x32xf16, #sh>
+      %fa = gpu.local_load %cur : tensor<64x32xf16, #A>
+      %d = tt.dot %fa, %fb, %acc : ...
+      %ap1 = tt.addptr %ap, %step : ...
+      scf.yield %d, %ap1, (%s + 1) rem 3
+    }
+    gpu.async_wait {pending = 0}
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..ir import BlockArgument, Operation, PointerType, TensorType, Value, i1, i32, i64, is_pure
+from ..ir.core import Block, Region
+from ..ir.gpu_ops import element_bytes, layout_of, multi_buffer_layout, with_layout
+from ..ir.layouts import DotOperandLayout
+from .dce import DCE
+from .pass_manager import Pass
+
+
+@dataclass
+class _Candidate:
+    load: Operation
+    alloc: Operation
+    store: Operation
+    reads: list[Operation]
+    buffers: Optional[Value] = None
+
+
+def _constant_value(v: Value) -> object:
+    op = v.owner_op
+    return op.attrs["value"] if op is not None and op.name == "arith.constant" else None
+
+
+def _candidate(store: Operation, body: Block) -> Optional[_Candidate]:
+    buf, x = store.operands
+    alloc, load = buf.owner_op, x.owner_op
+    if alloc is None or alloc.name != "gpu.local_alloc" or alloc.parent is not body or load is None or \
+            load.name != "tt.load" or load.parent is not body or len(x.uses) != 1:
+        return None
+    reads = [u for u in buf.users() if u is not store]
+    if len(buf.uses) != len(reads) + 1 or not all(
+            r.name == "gpu.local_load" and isinstance(layout_of(r.result), DotOperandLayout) for r in reads):
+        return None
+    width = load.attrs.get("vector", 1) * element_bytes(x.type)
+    other = _constant_value(load.operand(2)) if load.num_operands > 2 else 0
+    if width not in (4, 8, 16) or other != 0 or load.attrs.get("volatile"):
+        return None
+    return _Candidate(load, alloc, store, reads)
+
+
+class _Stage0:
+    """The ops of a loop body computing the candidates' operands, and the loop-carried values
+    (indices into the iter args) they need."""
+
+    def __init__(self, body: Block, loads: list[Operation]):
+        self.body = body
+        self.ops: set[Operation] = set()
+        self.carried: set[int] = set()
+        for load in loads:
+            for v in load.operands:
+                self._visit(v)
+
+    def _visit(self, v: Value) -> None:
+        if isinstance(v, BlockArgument):
+            if v.block is self.body and v.index > 0 and v.index - 1 not in self.carried:
+                self.carried.add(v.index - 1)
+                self._visit(self.body.terminator.operand(v.index - 1))
+            return
+        op = v.owner_op
+        if op is not None and op.parent is self.body and op not in self.ops:
+            self.ops.add(op)
+            for x in op.operands:
+                self._visit(x)
+
+    def ordered(self) -> list[Operation]:
+        return [op for op in self.body.ops if op in self.ops]
+
+    def valid(self, loop: Operation, candidates: list[_Candidate]) -> bool:
+        """Whether stage 0 can run ahead (see the module docstring)."""
+        if not all(is_pure(op) and not op.regions for op in self.ops):
+            return False
+        allowed = self.ops | {c.load for c in candidates}
+        tainted = {self.body.args[c + 1] for c in self.carried}
+        for op in self.ordered():
+            if any(v in tainted for v in op.operands):
+                tainted.update(op.results)
+        term = self.body.terminator
+        for v in tainted:
+            for user, index in v.uses:
+                if user is term and index in self.carried:
+                    continue
+                if user not in allowed:
+                    return False
+        return all(not loop.results[c].uses for c in self.carried)
+
+
+class _Emitter:
+    """Inserts ops before an anchor op; constants go before `constants_at` (outside the loop),
+    one per value and type."""
+
+    def __init__(self, anchor: Operation, constants_at: Operation, constants: dict):
+        self.anchor = anchor
+        self.constants_at = constants_at
+        self.constants = constants
+
+    def op(self, name: str, operands: list[Value], result_types: list = (), **attrs) -> Operation:
+        new = Operation(name, operands, list(result_types), attrs, loc=self.anchor.loc)
+        self.anchor.parent.insert_before(self.anchor, new)
+        return new
+
+    def value(self, name: str, operands: list[Value], result_type, **attrs) -> Value:
+        return self.op(name, operands, [result_type], **attrs).result
+
+    def const(self, value: int, t=i32) -> Value:
+        if (value, t) not in self.constants:
+            op = Operation("arith.constant", [], [t], {"value": value}, loc=self.anchor.loc)
+            self.constants_at.parent.insert_before(self.constants_at, op)
+            self.constants[(value, t)] = op.result
+        return self.constants[(value, t)]
+
+    def clone(self, ops: list[Operation], mapping: dict[Value, Value]) -> None:
+        for op in ops:
+            self.anchor.parent.insert_before(self.anchor, op.clone(mapping))
+
+
+def _issue(em: _Emitter, candidates: list[_Candidate], mapping: dict[Value, Value], iv: Value, ub: Value,
+           stage: Value) -> None:
+    """The copies of one iteration (stage-0 values in `mapping`, induction variable `iv`) into `stage`."""
+    valid = em.value("arith.cmp", [iv, ub], i1, predicate="lt")
+    for c in candidates:
+        ptr = mapping.get(c.load.operand(0), c.load.operand(0))
+        mask_type = with_layout(TensorType(ptr.type.shape, i1), layout_of(ptr))
+        mask = em.value("tt.splat", [valid], mask_type)
+        if c.load.num_operands > 1:
+            mask = em.value("arith.and", [mapping.get(c.load.operand(1), c.load.operand(1)), mask], mask_type)
+        view_type = c.alloc.result.type
+        view = em.value("gpu.local_view", [c.buffers, stage], view_type)
+        em.op("gpu.async_copy", [view, ptr, mask], vector=c.load.attrs.get("vector", 1))
+    em.op("gpu.async_commit", [])
+
+
+def _uniform_step(v: Value, loop: Operation) -> Optional[Value]:
+    """The scalar every element of pointer offset `v` equals, if it is a splat of a value defined
+    outside `loop` or a constant tensor (then a scalar constant is made before the loop)."""
+    op = v.owner_op
+    if op is None or loop.is_ancestor_of(op):
+        return None
+    if op.name == "tt.splat":
+        return op.operand(0)
+    if op.name == "arith.constant" and isinstance(op.attrs["value"], int):
+        scalar = Operation("arith.constant", [], [i64], dict(op.attrs), loc=op.loc)
+        loop.parent.insert_before(loop, scalar)
+        return scalar.result
+    return None
+
+
+def scalarize_pointer_steps(loop: Operation) -> Operation:
+    """Loop-carried tensors of pointers advanced by a uniform step (p = tt.addptr p, splat(s), s
+    defined outside the loop) become an i64 scalar offset: the loop carries o (from 0, o += s) and
+    computes p = tt.addptr p0, splat(o) from the initial pointers p0. The loop then carries one
+    scalar instead of a register per element, and the per-element address arithmetic of every
+    iteration is an offset of the loop-invariant p0 (shared by the elements a vector access
+    groups). Returns the loop (rebuilt if anything changed)."""
+    body, term = loop.regions[0].block, loop.regions[0].block.terminator
+    steps: dict[int, Value] = {}
+    for i, arg in enumerate(body.args[1:]):
+        nxt = term.operand(i).owner_op
+        if isinstance(arg.type, TensorType) and isinstance(arg.type.element, PointerType) and nxt is not None \
+                and nxt.name == "tt.addptr" and nxt.operand(0) is arg and nxt.parent is body:
+            step = _uniform_step(nxt.operand(1), loop)
+            if step is not None:
+                steps[i] = step
+    if not steps:
+        return loop
+    before = _Emitter(loop, loop, {})
+    zero = before.value("arith.constant", [], i64, value=0)
+    wide = {i: s if s.type == i64 else before.value("arith.cast", [s], i64) for i, s in steps.items()}
+    inits = [zero if i in steps else v for i, v in enumerate(loop.operands[3:])]
+    new_body = Block([body.args[0].type] + [i64 if i in steps else a.type for i, a in enumerate(body.args[1:])])
+    new = Operation("scf.for", list(loop.operands[:3]) + inits, [v.type for v in inits], dict(loop.attrs),
+                    [Region([new_body])], loc=loop.loc)
+    loop.parent.insert_before(loop, new)
+    for op in list(body.ops):
+        op.detach()
+        new_body.append(op)
+    top = _Emitter(new_body.ops[0], new, {})
+    for i, (old, arg) in enumerate(zip(body.args, new_body.args)):
+        arg.name_hint = old.name_hint
+        if i - 1 in steps:
+            init = loop.operand(2 + i)
+            offsets = top.value("tt.splat", [arg], with_layout(TensorType(init.type.shape, i64), layout_of(init)))
+            old.replace_all_uses_with(top.value("tt.addptr", [init, offsets], init.type))
+        else:
+            old.replace_all_uses_with(arg)
+    term = new_body.terminator
+    end = _Emitter(term, new, {})
+    advanced = [term.operand(i).owner_op for i in steps]
+    term.set_operands([end.value("arith.add", [new_body.args[i + 1], wide[i]], i64) if i in steps else v
+                       for i, v in enumerate(term.operands)])
+    for op in advanced:
+        if not op.result.uses:
+            op.erase()
+    after = Operation("scf.yield", [])  # a placeholder anchor for the final pointers after the loop
+    new.parent.insert_after(new, after)
+    last = _Emitter(after, new, {})
+    for i, (old, result) in enumerate(zip(loop.results, new.results)):
+        result.name_hint = old.name_hint
+        if i in steps and old.uses:
+            init = loop.operand(3 + i)
+            offsets = last.value("tt.splat", [result], with_layout(TensorType(init.type.shape, i64), layout_of(init)))
+            old.replace_all_uses_with(last.value("tt.addptr", [init, offsets], init.type))
+        else:
+            old.replace_all_uses_with(result)
+    after.erase()
+    loop.erase()
+    return new
+
+
+def pipeline_loop(loop: Operation, stages: int) -> bool:
+    """Pipelines the dot operand loads of scf.for `loop` over `stages` buffers; False if it cannot."""
+    body = loop.regions[0].block
+    candidates = [c for op in body.ops if op.name == "gpu.local_store" and (c := _candidate(op, body))]
+    step = _constant_value(loop.operand(2))
+    if not candidates or not isinstance(step, int) or step <= 0:
+        return False
+    stage0 = _Stage0(body, [c.load for c in candidates])
+    if not stage0.valid(loop, candidates):
+        return False
+    lb, ub = loop.operand(0), loop.operand(1)
+    iv_type = lb.type
+    stage0_ops = stage0.ordered()
+    constants: dict = {}
+    em = _Emitter(loop, loop, constants)
+    for c in candidates:
+        t = c.alloc.result.type
+        c.buffers = em.value("gpu.local_alloc", [], TensorType((stages,) + t.shape, t.element,
+                                                                multi_buffer_layout(t.layout)),
+                             offset=-1, bytes=stages * c.alloc.attrs["bytes"])
+    # prologue: iterations 0 .. stages-2
+    carried = sorted(stage0.carried)
+    current = {c: loop.operand(3 + c) for c in carried}
+    term = body.terminator
+    for j in range(stages - 1):
+        iv = lb if j == 0 else em.value("arith.add", [lb, em.const(j * step, iv_type)], iv_type)
+        mapping: dict[Value, Value] = {body.args[0]: iv}
+        mapping.update({body.args[c + 1]: current[c] for c in carried})
+        em.clone(stage0_ops, mapping)
+        _issue(em, candidates, mapping, iv, ub, em.const(j))
+        current = {c: mapping.get(term.operand(c), term.operand(c)) for c in carried}
+    # the loop, carrying stage 0 ahead and the stage index
+    inits = [current.get(i, v) for i, v in enumerate(loop.operands[3:])] + [em.const(0)]
+    new_body = Block([a.type for a in body.args] + [i32])
+    new = Operation("scf.for", [lb, ub, loop.operand(2)] + inits, [r.type for r in loop.results] + [i32],
+                    dict(loop.attrs), [Region([new_body])], loc=loop.loc)
+    loop.parent.insert_before(loop, new)
+    for old_arg, new_arg in zip(body.args, new_body.args):
+        new_arg.name_hint = old_arg.name_hint
+        old_arg.replace_all_uses_with(new_arg)
+    for op in list(body.ops):
+        op.detach()
+        new_body.append(op)
+    stage = new_body.args[-1]
+    stage.name_hint = "stage"
+    em = _Emitter(new_body.ops[0], new, constants)
+    em.op("gpu.async_wait", [], pending=stages - 2)
+    ahead = em.value("arith.add", [new_body.args[0], em.const((stages - 1) * step, iv_type)], iv_type)
+    mapping = {new_body.args[0]: ahead}
+    em.clone(stage0_ops, mapping)
+    write = em.value("arith.rem", [em.value("arith.add", [stage, em.const(stages - 1)], i32), em.const(stages)], i32)
+    _issue(em, candidates, mapping, ahead, ub, write)
+    for c in candidates:
+        view = em.value("gpu.local_view", [c.buffers, stage], c.alloc.result.type)
+        for r in c.reads:
+            r.set_operand(0, view)
+        c.store.erase()
+        c.alloc.erase()
+        c.load.erase()
+    term = new_body.terminator
+    em = _Emitter(term, new, constants)
+    following = em.value("arith.rem", [em.value("arith.add", [stage, em.const(1)], i32), em.const(stages)], i32)
+    yields = [mapping.get(v, v) if i in stage0.carried else v for i, v in enumerate(term.operands)]
+    term.set_operands(yields + [following])
+    for old, result in zip(loop.results, new.results):
+        result.name_hint = old.name_hint
+        old.replace_all_uses_with(result)
+    loop.erase()
+    after = Operation("gpu.async_wait", [], [], {"pending": 0}, loc=new.loc)
+    new.parent.insert_after(new, after)
+    return True
+
+
+class Pipeline(Pass):
+    """Pipelines the loads feeding dots in loops over func attr `num_stages` buffers (see the module
+    docstring)."""
+
+    name = "pipeline"
+
+    def run(self, func: Operation) -> None:
+        stages = func.attrs.get("num_stages", 1)
+        changed = False
+        for loop in [op for op in func.walk() if op.name == "scf.for"]:
+            body = loop.regions[0].block
+            if not any(op.name == "gpu.local_store" and _candidate(op, body) for op in body.ops):
+                continue
+            loop = scalarize_pointer_steps(loop)
+            if stages >= 2:
+                pipeline_loop(loop, stages)
+            changed = True
+        if changed:
+            DCE().run(func)
+
+
+__all__ = ["Pipeline", "pipeline_loop"]
