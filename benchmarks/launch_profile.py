@@ -58,7 +58,13 @@ def main() -> None:
     backend = next(iter(add_kernel.cache.values())).backend
     launcher = backend.launcher
     addresses = (x.data_ptr(), y.data_ptr(), out.data_ptr(), 4096)
+    fn_handle, ctypes_launch = launcher._function, launcher._launch
+    params = launcher._params_address
+    drv = cuda_driver._drv()
+    cufunction = next(iter(add_kernel.cache.values())).backend.kernel.function
     rows = {
+        "raw ctypes cuLaunchKernel": lambda: ctypes_launch(fn_handle, 4, 1, 1, 128, 1, 1, 0, 0, params, None),
+        "raw cuda-python cuLaunchKernel": lambda: drv.cuLaunchKernel(cufunction, 4, 1, 1, 128, 1, 1, 0, 0, params, 0),
         "full launch kernel[grid](...)": lambda: add_kernel[(4,)](x, y, out, 4096, BLOCK=1024),
         "entry(grid, values, args, None)": lambda: entry((4,), addresses, (x, y, out, 4096), None),
         "Launcher call (pack + cuLaunchKernel)": lambda: launcher((4, 1, 1), 128, 0, 0, *addresses),

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from .core import PropagateNan, constexpr, dtype, is_builtin, unwrap
 from .errors import CompilationError, SourcePoint
+from ..runtime.preload import start_driver_import
 from .binder import constexpr_key, make_binder
 from .specialize import FAST_ARGS, Specialization, arg_key, launch_arg, launch_arg_nospec, python_value
 
@@ -80,6 +81,7 @@ class JITFunction:
         self._launchers: dict[tuple, Callable[..., None]] = {}  # full launch key -> entry
         self._launch: Optional[Callable[..., None]] = None
         self._lock = threading.RLock()
+        start_driver_import()
         self._ast: Optional[ast.FunctionDef] = None
         self._cache_key: Optional[str] = None
         self._lines: list[str] = []
