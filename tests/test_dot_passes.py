@@ -69,12 +69,14 @@ def head(stages: int = 3, warps: int = 4, target: str = "sm_90a") -> str:
 # ------------------------------------------------------------------------- accelerate-dot
 
 ACC_LOOP = head() + """
-^bb(%a: tensor<64x32xf16, #B>, %b: tensor<32x64xf16, #B>, %out: tensor<64x64xptr<f32>, #B>, %n: i32):
+^bb(%ap: tensor<64x32xptr<f16>, #B>, %bp: tensor<32x64xptr<f16>, #B>, %out: tensor<64x64xptr<f32>, #B>, %n: i32):
   %c0 = arith.constant {value = 0} : i32
   %c1 = arith.constant {value = 1} : i32
   %zero = arith.constant {value = 0.0} : tensor<64x64xf32, #B>
   %r = scf.for %c0, %n, %c1, %zero : tensor<64x64xf32, #B> {
   ^bb(%k: i32, %acc: tensor<64x64xf32, #B>):
+    %a = tt.load %ap : tensor<64x32xf16, #B>
+    %b = tt.load %bp : tensor<32x64xf16, #B>
     %fa = gpu.convert_layout %a : tensor<64x32xf16, #FA>
     %fb = gpu.convert_layout %b : tensor<32x64xf16, #FB>
     %d = tt.dot %fa, %fb, %acc {input_precision = "tf32", max_num_imprecise_acc = 0} : tensor<64x64xf32, #B>
@@ -87,12 +89,14 @@ ACC_LOOP = head() + """
 
 def test_accelerate_dot_puts_f16_on_mma():
     same(run([AccelerateDot()], ACC_LOOP), head() + """
-        ^bb(%a: tensor<64x32xf16, #B>, %b: tensor<32x64xf16, #B>, %out: tensor<64x64xptr<f32>, #B>, %n: i32):
+        ^bb(%ap: tensor<64x32xptr<f16>, #B>, %bp: tensor<32x64xptr<f16>, #B>, %out: tensor<64x64xptr<f32>, #B>, %n: i32):
           %c0 = arith.constant {value = 0} : i32
           %c1 = arith.constant {value = 1} : i32
           %zero = arith.constant {value = 0.0} : tensor<64x64xf32, #B>
           %r = scf.for %c0, %n, %c1, %zero : tensor<64x64xf32, #B> {
           ^bb(%k: i32, %acc: tensor<64x64xf32, #B>):
+            %a = tt.load %ap : tensor<64x32xf16, #B>
+            %b = tt.load %bp : tensor<32x64xf16, #B>
             %0 = gpu.convert_layout %a : tensor<64x32xf16, #DA>
             %1 = gpu.convert_layout %b : tensor<32x64xf16, #DB>
             %2 = gpu.convert_layout %acc : tensor<64x64xf32, #M>
@@ -107,12 +111,14 @@ def test_accelerate_dot_puts_f16_on_mma():
 
 def test_the_accumulator_keeps_the_mma_layout_across_iterations():
     same(run([AccelerateDot(), RemoveLayoutConversions()], ACC_LOOP), head() + """
-        ^bb(%a: tensor<64x32xf16, #B>, %b: tensor<32x64xf16, #B>, %out: tensor<64x64xptr<f32>, #B>, %n: i32):
+        ^bb(%ap: tensor<64x32xptr<f16>, #B>, %bp: tensor<32x64xptr<f16>, #B>, %out: tensor<64x64xptr<f32>, #B>, %n: i32):
           %c0 = arith.constant {value = 0} : i32
           %c1 = arith.constant {value = 1} : i32
           %zero = arith.constant {value = 0.0} : tensor<64x64xf32, #M>
           %r = scf.for %c0, %n, %c1, %zero : tensor<64x64xf32, #M> {
           ^bb(%k: i32, %acc: tensor<64x64xf32, #M>):
+            %a = tt.load %ap : tensor<64x32xf16, #B>
+            %b = tt.load %bp : tensor<32x64xf16, #B>
             %0 = gpu.convert_layout %a : tensor<64x32xf16, #DA>
             %1 = gpu.convert_layout %b : tensor<32x64xf16, #DB>
             %d = tt.dot %0, %1, %acc {input_precision = "tf32", max_num_imprecise_acc = 0} : tensor<64x64xf32, #M>
@@ -122,6 +128,20 @@ def test_the_accumulator_keeps_the_mma_layout_across_iterations():
           tt.store %out, %2
           tt.return
         }""")
+
+
+def test_invariant_operands_are_converted_once_before_the_loop_when_they_fit():
+    """64x32 A and 32x64 B fragments take 16 registers per thread each: both leave the loop; of
+    128x64 ones (64 registers each), only the first fits the budget."""
+    small = ACC_LOOP.replace("    %a = tt.load %ap : tensor<64x32xf16, #B>\n    %b = tt.load %bp : tensor<32x64xf16, #B>\n",
+                             "").replace("%ap: tensor<64x32xptr<f16>, #B>, %bp: tensor<32x64xptr<f16>, #B>",
+                                         "%a: tensor<64x32xf16, #B>, %b: tensor<32x64xf16, #B>")
+    out = run([AccelerateDot()], small)
+    assert out.index("%1 = gpu.convert_layout %b : tensor<32x64xf16, #DB>") < out.index("scf.for")
+    big = small.replace("64x32x", "128x64x").replace("32x64x", "64x128x").replace("64x64x", "128x128x")
+    big = big.replace("#FA", str(fma_operand_layout(B4, 0, 64))).replace("#FB", str(fma_operand_layout(B4, 1, 64)))
+    out = run([AccelerateDot()], big)
+    assert out.index("gpu.convert_layout %a") < out.index("scf.for") < out.index("gpu.convert_layout %b")
 
 
 def dot_func(m: int, n: int, k: int, el: str, acc: str, precision: str = "tf32", warps: int = 4,
@@ -480,10 +500,11 @@ def bf16_bits(x):
     return ((bits + 0x7FFF + (bits >> 16 & 1)) >> 16).astype(np.uint16)
 
 
-def matmul_args(dtype: str, m: int, n: int, k: int, b_col_major: bool = False, seed: int = 0):
+def matmul_args(dtype: str, m: int, n: int, k: int, a_col_major: bool = False, b_col_major: bool = False,
+                seed: int = 0):
     """(a, b, c, runtime args) with random inputs (never zeros) and a poisoned output; bf16
     inputs are their bits (uint16), f16 stands in for them when specializing. The runtime args
-    hold b's transpose, row-major, when B is column-major."""
+    hold an operand's transpose, row-major, when it is column-major."""
     import numpy as np
 
     src, out, _, _, _ = DTYPES[dtype]
@@ -494,14 +515,16 @@ def matmul_args(dtype: str, m: int, n: int, k: int, b_col_major: bool = False, s
         a, b = (rng.uniform(0.25, 1, s) * rng.choice([-1, 1], s) for s in ((m, k), (k, n)))
         a, b = (bf16_bits(x) if src == "bfloat16" else x.astype(src) for x in (a, b))
     c = np.full((m, n), -7, dtype=np.int32) if out == "int32" else np.full((m, n), np.nan, dtype=np.dtype(out))
-    bb = np.ascontiguousarray(b.T) if b_col_major else b  # B column-major: B^T row-major
+    aa = np.ascontiguousarray(a.T) if a_col_major else a  # column-major: the transpose, row-major
+    bb = np.ascontiguousarray(b.T) if b_col_major else b
+    sam, sak = (1, m) if a_col_major else (k, 1)
     sbk, sbn = (1, k) if b_col_major else (n, 1)
-    spec_args = [x.view(np.float16) if dtype == "bf16" and i < 2 else x for i, x in enumerate((a, bb))]
-    return a, b, c, spec_args + [c, m, n, k, k, 1, sbk, sbn, n, 1]
+    spec_args = [x.view(np.float16) if dtype == "bf16" else x for x in (aa, bb)]
+    return a, b, c, spec_args + [c, m, n, k, sam, sak, sbk, sbn, n, 1]
 
 
 def compile_matmul(dtype: str, bm: int, bn: int, bk: int, stages: int, warps: int = 4, m: int = 256, n: int = 256,
-                   k: int = 256, target: str = "sm_90a", b_col_major: bool = False):
+                   k: int = 256, target: str = "sm_90a", majors: str = "rr"):
     """(gpu IR of matmul_kernel, runtime arguments); bf16 is compiled from f16 with the types
     renamed in the tile IR text."""
     from tile.opt.gpu_pipeline import gpu_passes
@@ -509,7 +532,7 @@ def compile_matmul(dtype: str, bm: int, bn: int, bk: int, stages: int, warps: in
     from tile.opt.tile_pipeline import tile_passes
 
     _, _, prec, acc, _ = DTYPES[dtype]
-    a, b, c, args = matmul_args(dtype, m, n, k, b_col_major)
+    a, b, c, args = matmul_args(dtype, m, n, k, majors[0] == "c", majors[1] == "c")
     meta = dict(BM=bm, BN=bn, BK=bk, PREC=prec, ACC=getattr(tl, acc))
     spec, runtime = matmul_kernel.specialize(args, meta)
     func = matmul_kernel.build_ir(spec)
@@ -572,21 +595,23 @@ def reference(dtype: str, a, b):
     return np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64)
 
 
-NUMERIC_CASES = [  # dtype, (M, N, K), (BM, BN, BK), stages, warps, B column-major
-    ("f16", (50, 40, 70), (32, 32, 16), 1, 4, False),
-    ("f16", (50, 40, 70), (32, 32, 16), 2, 4, False),
-    ("f16", (64, 48, 96), (32, 32, 32), 3, 4, False),
-    ("f16", (40, 64, 80), (32, 64, 16), 4, 4, True),
-    ("f16", (128, 64, 64), (128, 64, 32), 3, 8, False),
-    ("bf16", (64, 64, 64), (32, 32, 32), 3, 4, False),
-    ("tf32", (48, 40, 40), (32, 32, 16), 2, 4, False),
-    ("ieee", (33, 20, 24), (16, 16, 16), 3, 4, False),
-    ("i8", (64, 40, 96), (32, 32, 32), 3, 4, False),
+NUMERIC_CASES = [  # dtype, (M, N, K), (BM, BN, BK), stages, warps, A and B row- or column-major
+    ("f16", (50, 40, 70), (32, 32, 16), 1, 4, "rr"),
+    ("f16", (50, 40, 70), (32, 32, 16), 2, 4, "rr"),
+    ("f16", (64, 48, 96), (32, 32, 32), 3, 4, "cr"),
+    ("f16", (40, 64, 80), (32, 64, 16), 4, 4, "rc"),
+    ("f16", (128, 64, 64), (128, 64, 32), 3, 8, "rr"),
+    ("bf16", (64, 64, 64), (32, 32, 32), 3, 4, "rr"),
+    ("tf32", (48, 40, 40), (32, 32, 16), 2, 4, "rr"),
+    ("tf32", (32, 32, 32), (32, 32, 16), 3, 4, "cc"),
+    ("ieee", (33, 20, 24), (16, 16, 16), 3, 4, "rr"),
+    ("i8", (64, 40, 96), (32, 32, 32), 3, 4, "rr"),
+    ("i8", (32, 32, 64), (32, 32, 32), 2, 4, "rc"),
 ]
 
 
-@pytest.mark.parametrize("dtype, size, tile_shape, stages, warps, b_col_major", NUMERIC_CASES)
-def test_matmul_on_the_simt_interpreter(dtype, size, tile_shape, stages, warps, b_col_major):
+@pytest.mark.parametrize("dtype, size, tile_shape, stages, warps, majors", NUMERIC_CASES)
+def test_matmul_on_the_simt_interpreter(dtype, size, tile_shape, stages, warps, majors):
     """Lowered and run thread by thread (mma.sync, ldmatrix, cp.async with its groups, barriers:
     the interpreter reports shared-memory races) against NumPy in float64."""
     import numpy as np
@@ -594,7 +619,7 @@ def test_matmul_on_the_simt_interpreter(dtype, size, tile_shape, stages, warps, 
     from tile.codegen.lower import lower_to_simt
 
     (m, n, k), (bm, bn, bk) = size, tile_shape
-    func, (a, b, c, runtime) = compile_matmul(dtype, bm, bn, bk, stages, warps, m, n, k, b_col_major=b_col_major)
+    func, (a, b, c, runtime) = compile_matmul(dtype, bm, bn, bk, stages, warps, m, n, k, majors=majors)
     machine, dev = run_simt(lower_to_simt(func), (-(-m // bm), -(-n // bn), 1), runtime)
     out = result(machine, dev[2], c).astype(np.float64)
     want = reference(dtype, a, b)
@@ -620,3 +645,49 @@ def test_matmul_ptx_assembles_without_spills(dtype, tile_shape, stages, warps):
     for arch in ("sm_80", "sm_90a"):
         info = assemble_ok(emit_ptx(simt, target=arch), arch)
         assert info.spill_stores == 0 and info.spill_loads == 0, (arch, info)
+
+
+@tile.jit
+def matmul_nt_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C = A @ B^T with B stored N x K row-major, loaded as N x K tiles and transposed (attention's
+    Q @ K^T)."""
+    offs_m = (tl.program_id(0) * BM + tl.arange(0, BM)) % M
+    offs_n = (tl.program_id(1) * BN + tl.arange(0, BN)) % N
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * K + offs_k[None, :]
+    b_ptrs = b_ptr + offs_n[:, None] * K + offs_k[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[None, :] < K - k, other=0.0)
+        acc = tl.dot(a, tl.trans(b), acc)
+        a_ptrs += BK
+        b_ptrs += BK
+    offs_cm = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_cn = tl.program_id(1) * BN + tl.arange(0, BN)
+    tl.store(c_ptr + offs_cm[:, None] * N + offs_cn[None, :], acc, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@pytest.mark.parametrize("stages", [1, 3])
+def test_transposed_operand_is_pipelined(stages):
+    import numpy as np
+    from codegen_util import result, run as run_simt
+    from tile.codegen.lower import lower_to_simt
+    from tile.opt.gpu_pipeline import gpu_passes
+    from tile.opt.pass_manager import PassManager
+    from tile.opt.tile_pipeline import tile_passes
+
+    m, n, k, bm, bn, bk = 48, 40, 64, 32, 32, 16  # K a multiple of 16: 16-byte copies
+    rng = np.random.default_rng(1)
+    a, b = (rng.uniform(0.25, 1, s).astype(np.float16) * rng.choice([-1, 1], s).astype(np.float16)
+            for s in ((m, k), (n, k)))
+    c = np.full((m, n), np.nan, dtype=np.float32)
+    spec, runtime = matmul_nt_kernel.specialize([a, b, c, m, n, k], dict(BM=bm, BN=bn, BK=bk))
+    func = matmul_nt_kernel.build_ir(spec)
+    PassManager(tile_passes()).run(func)
+    PassManager(gpu_passes(4, "sm_90a", num_stages=stages)).run(func)
+    names = [op.name for op in _body(func).ops]
+    assert names.count("gpu.async_copy") == (2 if stages > 1 else 0) and "gpu.convert_layout" not in names
+    machine, dev = run_simt(lower_to_simt(func), (-(-m // bm), -(-n // bn), 1), runtime)
+    out = result(machine, dev[2], c)
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b.astype(np.float64).T, rtol=1e-5, atol=1e-4)

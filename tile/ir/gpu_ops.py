@@ -1,7 +1,8 @@
 """The gpu level: tile IR whose tensors carry layouts, plus the ops that move data between layouts.
 
 gpu IR is tile IR where every tensor type carries a layout (tile.ir.layouts) and the tt.func
-has attrs `num_warps`, `threads_per_warp`, `target` (and `shared_bytes` after allocation).
+has attrs `num_warps`, `threads_per_warp`, `target`, `num_stages` (the buffers software
+pipelining may use) and, after allocation, `shared_bytes`.
 Extra ops:
 
   gpu.convert_layout %x : tensor<S x T, #dst>      same shape and element type, another layout
@@ -290,6 +291,8 @@ def forward_result_layouts(op: Operation, index: int, layout: DistributedLayout)
     results = [r.type for r in op.results]
     if is_elementwise(op) and name not in ("tt.load", "tt.atomic_rmw", "tt.atomic_cas"):
         return [layout if isinstance(t, TensorType) else None for t in results]
+    if name == "gpu.convert_layout" and isinstance(results[0].layout, DotOperandLayout):
+        return None  # a dot's operand fragments: the conversion stays where it is (maybe hoisted)
     if name == "gpu.convert_layout" or name == "tt.scan":
         return [layout] * len(results)
     if name == "tt.broadcast":

@@ -10,7 +10,12 @@ After (#mma = #mma<version = 2, wpc = [2, 2], instr = [16, 8]>):
     %2 = gpu.convert_layout %acc : tensor<128x128xf32, #mma>
     %acc2 = tt.dot %0, %1, %2 {input_precision = "tf32"} : tensor<128x128xf32, #mma>
     %3 = gpu.convert_layout %acc2 : tensor<128x128xf32, #b>
-remove-layout-conversions then treats the dot's result as an anchor: its #mma layout flows into
+A conversion of an operand the loop does not change (one loaded before the loop, like attention's
+Q) moves in front of the loop, so its fragments are built once and stay in registers, when they
+fit: at most HOISTED_REGISTERS registers per thread for all such operands of a loop (else they
+are read from shared memory in every iteration, which costs ldmatrix bandwidth but no spills).
+remove-layout-conversions
+then treats the dot's result as an anchor: its #mma layout flows into
 the loop-carried accumulator (block argument, yield and loop result: no conversion inside the
 loop) and into the epilogue, where one conversion to the store's coalesced layout is left.
 
@@ -37,13 +42,14 @@ import math
 import re
 from typing import Sequence
 
-from ..ir import Operation, bf16, f16, f32, i8, i32, u8
-from ..ir.gpu_ops import layout_of, legalize, mma_k_width, with_layout
-from ..ir.layouts import BlockedLayout, MmaLayout, blocked_layout
+from ..ir import BlockArgument, Operation, bf16, f16, f32, i8, i32, u8
+from ..ir.gpu_ops import element_bytes, layout_of, legalize, mma_k_width, with_layout
+from ..ir.layouts import BlockedLayout, DotOperandLayout, MmaLayout, blocked_layout
 from .dce import DCE
 from .pass_manager import Pass
 
 MIN_MMA_ARCH = 80
+HOISTED_REGISTERS = 64  # per thread, for the fragments of loop-invariant operands kept in registers
 
 
 def mma_capable(target: str, threads_per_warp: int) -> bool:
@@ -92,6 +98,24 @@ def dot_result_layout(op: Operation, target: str, num_warps: int,
     return fma_result_layout(shape, num_warps, threads_per_warp)
 
 
+def hoist_invariant_fragments(func: Operation) -> None:
+    """Move the conversions of loop-invariant dot operands to #dot_op in front of their loop
+    (innermost loops first), as long as the fragments so kept live take at most
+    HOISTED_REGISTERS 32-bit registers per thread in that loop."""
+    for loop in reversed([op for op in func.walk() if op.name in ("scf.for", "scf.while")]):
+        budget = HOISTED_REGISTERS
+        for op in list(loop.regions[-1].block.ops):
+            if op.name != "gpu.convert_layout" or not isinstance(layout_of(op.result), DotOperandLayout):
+                continue
+            v = op.operand(0)
+            owner = v.block.parent_op if isinstance(v, BlockArgument) else v.owner_op
+            t = op.result.type
+            registers = t.layout.to_linear(t.shape).num_registers * element_bytes(t) // 4
+            if not loop.is_ancestor_of(owner) and registers <= budget:
+                op.move_before(loop)
+                budget -= registers
+
+
 def _source(v):
     """`v` without the layout conversions in front of it."""
     while v.owner_op is not None and v.owner_op.name == "gpu.convert_layout":
@@ -126,6 +150,8 @@ class AccelerateDot(Pass):
         if changed:
             legalize(func)
             DCE().run(func)
+            hoist_invariant_fragments(func)
 
 
-__all__ = ["AccelerateDot", "dot_result_layout", "fma_result_layout", "mma_capable", "uses_mma", "warps_per_tile"]
+__all__ = ["AccelerateDot", "dot_result_layout", "fma_result_layout", "hoist_invariant_fragments", "mma_capable",
+           "uses_mma", "warps_per_tile", "HOISTED_REGISTERS"]

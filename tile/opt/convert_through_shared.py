@@ -37,7 +37,7 @@ import numpy as np
 
 from ..ir import Operation, TensorType
 from ..ir.gpu_ops import element_bytes
-from ..ir.layouts import (LINE, DistributedLayout, DotOperandLayout, LinearLayout, SharedLayout, conversion_kind,
+from ..ir.layouts import (LINE, DistributedLayout, DotOperandLayout, SharedLayout, conversion_kind,
                           log2, shared_for_dot, shared_wavefronts)
 from .pass_manager import Pass
 

@@ -17,8 +17,8 @@ with a `scratch_offset` therefore also clears the pending sets.
 Where the bytes are: a gpu.local_alloc's [offset, offset + bytes); a gpu.local_view of stage s
 of a rank-3 buffer: that stage's bytes when s is a constant, else the whole buffer, tagged
 with s written as (base, k) for s = (base + k) rem S (the pipeliner's stage indices). Two views
-of one buffer whose stages have the same base and different k are different stages, hence
-disjoint. Inside a loop, base values defined in the loop mean something else in the next
+of one buffer (the same gpu.local_alloc, not merely the same bytes) whose stages have the same
+base and different k are different stages, hence disjoint. Inside a loop, base values defined in the loop mean something else in the next
 iteration: accesses carried around the back edge (or out of the loop) lose their tags.
 
 Before (offsets allocated; the two buffers share bytes 0..4096):
@@ -58,12 +58,13 @@ Tag = Optional[tuple[Value, int]]
 class _Access:
     start: int
     end: int
-    tag: Tag = None  # (base, k): stage (base + k) rem S of the buffer starting at `start`
+    tag: Tag = None  # (base, k): stage (base + k) rem S of the buffer `owner`
+    owner: Optional[Operation] = None
 
     def overlaps(self, other: "_Access") -> bool:
         if not (self.start < other.end and other.start < self.end):
             return False
-        return not (self.tag is not None and other.tag is not None and self.start == other.start
+        return not (self.tag is not None and other.tag is not None and self.owner is other.owner
                     and self.tag[0] is other.tag[0] and self.tag[1] != other.tag[1])
 
 
@@ -110,7 +111,7 @@ def _access(buffer: Value, func: Operation) -> _Access:
         index = _constant(op.operand(1))
         if index is not None:
             return _Access(whole.start + index * size, whole.start + (index + 1) * size)
-        return _Access(whole.start, whole.end, _stage_tag(op.operand(1), stages))
+        return _Access(whole.start, whole.end, _stage_tag(op.operand(1), stages), op.operand(0).owner_op)
     if op is not None and op.name == "gpu.local_alloc" and op.attrs.get("offset", -1) >= 0:
         return _Access(op.attrs["offset"], op.attrs["offset"] + op.attrs["bytes"])
     return _Access(0, max(1, func.attrs.get("shared_bytes", 1)))  # unknown buffer: all of shared memory

@@ -1,7 +1,8 @@
 """Software pipelining: the loads feeding tt.dot in an scf.for become cp.async copies issued
 num_stages - 1 iterations ahead into num_stages buffers.
 
-Candidates: a tt.load at the top of a loop body whose only use stores it into a buffer
+Candidates: a tt.load at the top of a loop body whose only use stores it (or its tt.trans, as
+for attention's K^T: the copy then moves through transposed pointers) into a buffer
 (convert-through-shared's operand staging) that is only read into #dot_op fragments; the copy
 must move 4, 8 or 16 bytes (`vector` * element bytes) and `other` must be zero or absent (a
 masked-off element of an async copy is zero-filled). The loop's step must be a positive
@@ -79,6 +80,7 @@ class _Candidate:
     alloc: Operation
     store: Operation
     reads: list[Operation]
+    trans: Optional[Operation] = None  # a tt.trans between the load and the store
     buffers: Optional[Value] = None
 
 
@@ -89,7 +91,10 @@ def _constant_value(v: Value) -> object:
 
 def _candidate(store: Operation, body: Block) -> Optional[_Candidate]:
     buf, x = store.operands
-    alloc, load = buf.owner_op, x.owner_op
+    alloc, load, trans = buf.owner_op, x.owner_op, None
+    if load is not None and load.name == "tt.trans" and len(x.uses) == 1:
+        trans, x = load, load.operand(0)
+        load = x.owner_op
     if alloc is None or alloc.name != "gpu.local_alloc" or alloc.parent is not body or load is None or \
             load.name != "tt.load" or load.parent is not body or len(x.uses) != 1:
         return None
@@ -101,7 +106,7 @@ def _candidate(store: Operation, body: Block) -> Optional[_Candidate]:
     other = _constant_value(load.operand(2)) if load.num_operands > 2 else 0
     if width not in (4, 8, 16) or other != 0 or load.attrs.get("volatile"):
         return None
-    return _Candidate(load, alloc, store, reads)
+    return _Candidate(load, alloc, store, reads, trans)
 
 
 class _Stage0:
@@ -184,11 +189,16 @@ def _issue(em: _Emitter, candidates: list[_Candidate], mapping: dict[Value, Valu
     """The copies of one iteration (stage-0 values in `mapping`, induction variable `iv`) into `stage`."""
     valid = em.value("arith.cmp", [iv, ub], i1, predicate="lt")
     for c in candidates:
-        ptr = mapping.get(c.load.operand(0), c.load.operand(0))
+        operands = [mapping.get(v, v) for v in c.load.operands[:2]]
+        if c.trans is not None:  # the copy moves the transposed tile: transpose its pointers and mask
+            order, shape = c.trans.attrs["order"], c.trans.result.type.shape
+            operands = [em.value("tt.trans", [v], TensorType(shape, v.type.element, c.trans.result.type.layout),
+                                 order=order) for v in operands]
+        ptr = operands[0]
         mask_type = with_layout(TensorType(ptr.type.shape, i1), layout_of(ptr))
         mask = em.value("tt.splat", [valid], mask_type)
-        if c.load.num_operands > 1:
-            mask = em.value("arith.and", [mapping.get(c.load.operand(1), c.load.operand(1)), mask], mask_type)
+        if len(operands) > 1:
+            mask = em.value("arith.and", [operands[1], mask], mask_type)
         view_type = c.alloc.result.type
         view = em.value("gpu.local_view", [c.buffers, stage], view_type)
         em.op("gpu.async_copy", [view, ptr, mask], vector=c.load.attrs.get("vector", 1))
@@ -330,6 +340,8 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
             r.set_operand(0, view)
         c.store.erase()
         c.alloc.erase()
+        if c.trans is not None:
+            c.trans.erase()
         c.load.erase()
     term = new_body.terminator
     em = _Emitter(term, new, constants)
