@@ -58,12 +58,10 @@ def main() -> None:
     backend = next(iter(add_kernel.cache.values())).backend
     launcher = backend.launcher
     addresses = (x.data_ptr(), y.data_ptr(), out.data_ptr(), 4096)
-    fn_handle, ctypes_launch = launcher._function, launcher._launch
     params = launcher._params_address
     drv = cuda_driver._drv()
     cufunction = next(iter(add_kernel.cache.values())).backend.kernel.function
     rows = {
-        "raw ctypes cuLaunchKernel": lambda: ctypes_launch(fn_handle, 4, 1, 1, 128, 1, 1, 0, 0, params, None),
         "raw cuda-python cuLaunchKernel": lambda: drv.cuLaunchKernel(cufunction, 4, 1, 1, 128, 1, 1, 0, 0, params, 0),
         "full launch kernel[grid](...)": lambda: add_kernel[(4,)](x, y, out, 4096, BLOCK=1024),
         "entry(grid, values, args, None)": lambda: entry((4,), addresses, (x, y, out, 4096), None),
@@ -74,7 +72,6 @@ def main() -> None:
     }
     for name, fn in rows.items():
         print(f"{name:<40}{per_call_us(fn):8.2f} us")
-    print("ctypes launch in use:", cuda_driver._ctypes_launch() is not None)
     imp = fresh("import time; t = time.perf_counter(); import cuda.bindings.driver; print(time.perf_counter() - t)")
     dev = fresh("import time, torch; torch.cuda.init(); import cuda.bindings.driver; "
                 "from tile.runtime.cuda_driver import CudaDevice, cuda_available; t = time.perf_counter(); "

@@ -315,40 +315,6 @@ def _bf16_bits(value: float) -> int:
     return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
 
 
-@cache
-def _ctypes_launch() -> Callable[..., int] | None:
-    """cuLaunchKernel of the driver library cuda-python already loaded, called through ctypes.
-
-    cuda-python's wrapper converts and checks each of its 11 arguments on every call (about
-    3 us on an H100 host); a ctypes call with fixed argument types costs a fraction of that, and
-    the launch path is where users feel it. The same library and context serve both."""
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return None
-    launch = lib.cuLaunchKernel
-    u32 = ctypes.c_uint
-    launch.argtypes = [ctypes.c_void_p, u32, u32, u32, u32, u32, u32, u32, ctypes.c_void_p, ctypes.c_void_p,
-                       ctypes.c_void_p]
-    launch.restype = ctypes.c_int
-    return launch
-
-
-def _raw_launch(function: Any) -> tuple[Any, Callable[..., int]]:
-    """The (function handle, launch call) pair a Launcher uses: ctypes when the library loads,
-    else cuda-python's own binding. Either call returns 0 on success, else the error."""
-    launch = _ctypes_launch()
-    if launch is not None:
-        return int(function), launch
-    drv = _drv()
-
-    def launch(*args: Any) -> Any:
-        err = drv.cuLaunchKernel(*args[:-1], 0)[0]
-        return 0 if err is _SUCCESS else err
-
-    return function, launch
-
-
 class Launcher:
     """Launches one kernel with one argument signature; built once, called per launch.
 
@@ -367,7 +333,8 @@ class Launcher:
             raise ValueError(f"kernel '{kernel.name}': unknown argument kinds {unknown}; known: {list(_SLOT_FORMAT)}")
         self.kernel = kernel
         self.arg_kinds = arg_kinds
-        self._function, self._launch = _raw_launch(kernel.function)
+        self._function = kernel.function
+        self._launch = _drv().cuLaunchKernel
         count = len(arg_kinds)
         self._pack = struct.Struct("=" + "".join(_SLOT_FORMAT[kind] for kind in arg_kinds)).pack_into
         # The storage and the pointer array live as long as the launcher: the driver reads
@@ -395,9 +362,11 @@ class Launcher:
             self._pack(self._slots, 0, *(self._convert_bf16(values) if self._bf16_positions else values))
         except (struct.error, OverflowError, TypeError) as exc:
             raise self._argument_error(values, exc) from exc
-        err = self._launch(self._function, gx, gy, gz, block_x, 1, 1, shared_bytes, stream, self._params_address, None)
-        if err:
-            raise _error(_drv().CUresult(err) if type(err) is int else err, "cuLaunchKernel", self.kernel.name)
+        err = self._launch(
+            self._function, gx, gy, gz, block_x, 1, 1, shared_bytes, stream, self._params_address, 0
+        )[0]
+        if err is not _SUCCESS:
+            raise _error(err, "cuLaunchKernel", self.kernel.name)
 
     def _check_launch(self, gx: int, gy: int, gz: int, block_x: int, shared_bytes: int) -> bool:
         """The slow path when a cheap bound check fails: False for an empty grid (nothing to
