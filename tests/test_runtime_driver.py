@@ -497,3 +497,21 @@ def test_launch_overhead() -> None:
     for label, call in results.items():
         print(f"launch overhead, median of 10000, no sync: {label}: {_median_us(call):.2f} us")
     np.testing.assert_array_equal(out.numpy(), a + b)
+
+
+def test_launch_entry_packs_and_falls_back_to_precise_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel, driver = fake_kernel(monkeypatch)
+    driver.param_count = 2
+    entry = kernel.launcher(("ptr", "i32")).make_entry(128, 0, (0, 1))
+    entry((3,), (0x1000, 7), (object(), 7), 5)  # a 1-tuple grid, an explicit stream
+    [launch] = driver.launches
+    assert (launch["grid"], launch["block"], launch["stream"]) == ((3, 1, 1), (128, 1, 1), 5)
+    assert struct.unpack_from("<i", launch["slots"][1])[0] == 7
+    with pytest.raises(TypeError, match="argument 1 \\(i32\\) cannot hold 1099511627776"):
+        entry((1, 1, 1), (0x1000, 2**40), (object(), 2**40), 0)
+    with pytest.raises(LaunchError, match="grid dimension y"):
+        entry((1, 1 << 20, 1), (0x1000, 1), (object(), 1), 0)
+    folded = kernel.launcher(("ptr",)).make_entry(128, 0, (0,))  # a runtime int equal to 1 was folded
+    driver.param_count = 1
+    folded((1, 1, 1), (0x2000, 1), (object(), 1), 0)
+    assert struct.unpack_from("<Q", driver.launches[-1]["slots"][0])[0] == 0x2000

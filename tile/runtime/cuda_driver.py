@@ -368,6 +368,44 @@ class Launcher:
         if err is not _SUCCESS:
             raise _error(err, "cuLaunchKernel", self.kernel.name)
 
+    def make_entry(self, block_x: int, shared_bytes: int, positions: tuple[int, ...]
+                   ) -> Callable[[Any, tuple, tuple, Any], None]:
+        """The whole launch of one compiled kernel as one closure, for tile's launch binder:
+        `entry(grid, values, args, stream)`, where `values` hold the launch values of the
+        kernel's runtime arguments (`positions` picks its parameters among them) and `args`
+        the arguments themselves (for the default stream). The block size and shared memory
+        are checked once here; each launch checks only the grid. Anything unusual (a grid
+        outside the limits, bf16 scalars, arguments that do not pack) goes through __call__,
+        which raises the precise error."""
+        from tile.utils import grid3
+
+        launch, function, params = self._launch, self._function, self._params_address
+        pack, slots = self._pack, self._slots
+        max_gx, max_gy, max_gz = self._max_gx, self._max_gy, self._max_gz
+        direct = (positions == tuple(range(len(positions))) and not self._bf16_positions
+                  and 0 < block_x <= self._max_threads and 0 <= shared_bytes <= self._max_shared)
+
+        def entry(grid: Any, values: tuple, args: tuple, stream: Any) -> None:
+            if type(grid) is not tuple or len(grid) != 3:
+                grid = (grid[0], 1, 1) if type(grid) is tuple and len(grid) == 1 else grid3(grid)
+            if stream is None:
+                stream = current_stream_of(args)
+            gx, gy, gz = grid
+            in_limits = 0 < gx <= max_gx and 0 < gy <= max_gy and 0 < gz <= max_gz
+            if direct and in_limits and len(values) == len(positions):
+                try:
+                    pack(slots, 0, *values)
+                except (struct.error, OverflowError, TypeError):
+                    pass  # __call__ below names the argument
+                else:
+                    err = launch(function, gx, gy, gz, block_x, 1, 1, shared_bytes, stream, params, 0)[0]
+                    if err is not _SUCCESS:
+                        raise _error(err, "cuLaunchKernel", self.kernel.name)
+                    return
+            self(grid, block_x, shared_bytes, stream, *[values[i] for i in positions])
+
+        return entry
+
     def _check_launch(self, gx: int, gy: int, gz: int, block_x: int, shared_bytes: int) -> bool:
         """The slow path when a cheap bound check fails: False for an empty grid (nothing to
         run), LaunchError for a broken limit, True after raising the dynamic shared limit."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from ..ir import Operation, PointerType
-from ..utils import grid3
 from .arrays import describe_argument
 from .cuda_driver import CudaDevice, current_stream_of
 
@@ -36,22 +35,8 @@ class CudaBackend:
                 "threads": self.block_x}
 
     def make_entry(self, positions: tuple[int, ...]) -> Callable[..., None]:
-        """The launch function for the binder: `values` hold device addresses for arrays and
-        Python numbers for scalars; `positions` picks the kernel's parameters among them."""
-        launcher, block_x, shared = self.launcher, self.block_x, self.shared_bytes
-        everything = positions == tuple(range(len(positions)))
-
-        def entry(grid: Any, values: tuple, args: tuple, stream: Optional[int]) -> None:
-            if type(grid) is not tuple or len(grid) != 3:
-                grid = (grid[0], 1, 1) if type(grid) is tuple and len(grid) == 1 else grid3(grid)
-            if stream is None:
-                stream = current_stream_of(args)
-            if everything and len(values) == len(positions):
-                launcher(grid, block_x, shared, stream, *values)
-            else:
-                launcher(grid, block_x, shared, stream, *[values[i] for i in positions])
-
-        return entry
+        """The launch function for the binder (see Launcher.make_entry)."""
+        return self.launcher.make_entry(self.block_x, self.shared_bytes, positions)
 
     def launch(self, grid: tuple[int, int, int], args: list, stream: Optional[int]) -> None:
         values = list(args)
