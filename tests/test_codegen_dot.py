@@ -24,9 +24,9 @@ from ptxas_util import assemble_ok, needs_ptxas
 from tile.codegen.lower import lower_to_simt
 from tile.codegen.ptx import emit_ptx
 from tile.ir import print_op
+from tile.ir.dot_layouts import DotOperandLayout, MmaLayout, fma_operand_layout, shared_for_dot
 from tile.ir.gpu_ops import mma_k_width, multi_buffer_layout, stage_layout
-from tile.ir.layouts import (BlockedLayout, DotOperandLayout, MmaLayout, blocked_layout, fma_operand_layout,
-                             shared_for_dot)
+from tile.ir.layouts import BlockedLayout, blocked_layout
 from tile.opt.gpu_pipeline import gpu_passes
 from tile.opt.pass_manager import PassManager
 from tile.opt.tile_pipeline import tile_passes

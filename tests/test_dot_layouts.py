@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tile.ir import parse_type
-from tile.ir.layouts import (DotOperandLayout, MmaLayout, SharedLayout, blocked_layout,
-                             conversion_kind, fma_operand_layout, ldmatrix_conflict_free, shared_for_dot,
-                             shared_wavefronts)
+from tile.ir.dot_layouts import (DotOperandLayout, MmaLayout, fma_operand_layout, ldmatrix_conflict_free,
+                                 shared_for_dot, shared_wavefronts)
+from tile.ir.layouts import SharedLayout, blocked_layout, conversion_kind
 
 SETTINGS = settings(max_examples=40, deadline=None)
 WARPS = [(1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (2, 4), (4, 2), (1, 8)]

@@ -8,8 +8,9 @@ import textwrap
 import pytest
 
 from tile.ir import parse_op, print_op, verify
+from tile.ir.dot_layouts import DotOperandLayout, MmaLayout, fma_operand_layout
 from tile.ir.gpu_ops import verify_layouts
-from tile.ir.layouts import BlockedLayout, DotOperandLayout, MmaLayout, SharedLayout, fma_operand_layout
+from tile.ir.layouts import BlockedLayout, SharedLayout
 from tile.opt.accelerate_dot import AccelerateDot, mma_capable, warps_per_tile
 from tile.opt.alloc_shared import AllocShared
 from tile.opt.convert_through_shared import ConvertThroughShared

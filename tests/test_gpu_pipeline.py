@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from tile.ir import parse_op, print_op
+from tile.ir.dot_layouts import fma_operand_layout
 from tile.ir.gpu_ops import verify_layouts
-from tile.ir.layouts import BlockedLayout, SharedLayout, conversion_kind, fma_operand_layout
+from tile.ir.layouts import BlockedLayout, SharedLayout, conversion_kind
 from tile.opt.gpu_pipeline import gpu_passes
 from tile.opt.pass_manager import PassManager
 

@@ -28,8 +28,8 @@ import numpy as np
 
 import tile
 import tile.language as tl
-from tile.ir.layouts import (DotOperandLayout, MmaLayout, SharedLayout, ldmatrix_conflict_free, shared_for_dot,
-                             shared_wavefronts)
+from tile.ir.dot_layouts import DotOperandLayout, MmaLayout, ldmatrix_conflict_free, shared_for_dot, shared_wavefronts
+from tile.ir.layouts import SharedLayout
 
 BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 32
 NUM_WARPS, NUM_STAGES = 4, 3

@@ -68,13 +68,14 @@ def shuffle(ctx: Lowering, v: Value, mode: str, lane: Value) -> Value:
     return bitcast(ctx, back, t) if bits < 32 and t.is_floating else back
 
 
-def axis_tid_bits(info: LayoutInfo, axis: int, op: Operation) -> list[int]:
-    """%tid bits whose basis moves along `axis` (each must move along `axis` only)."""
+def axis_bits(bases: Sequence[Coord], axis: int, op: Operation, what: str) -> list[int]:
+    """Indices of the `bases` (of `what`: "thread" or "register" bits) that move along `axis`; each
+    must move along `axis` only."""
     bits = []
-    for b, basis in enumerate(info.tid_bases):
+    for b, basis in enumerate(bases):
         if basis[axis]:
             if any(c for d, c in enumerate(basis) if d != axis):
-                raise LoweringError(op, f"thread bit {b} mixes the axis with other dimensions")
+                raise LoweringError(op, f"{what} bit {b} mixes the axis with other dimensions")
             bits.append(b)
     return bits
 
@@ -189,7 +190,7 @@ def _lower_reduce(ctx: Lowering, op: Operation) -> None:
         for r in rs[1:]:
             acc = combine(acc, [regs[i][r] for i in range(k)])
         partial[key] = acc
-    bits = axis_tid_bits(info, axis, op)
+    bits = axis_bits(info.tid_bases, axis, op, "thread")
     lane_bits, warp_bits = [b for b in bits if b < 5], [b - 5 for b in bits if b >= 5]
     for b in lane_bits:
         for key, vals in partial.items():

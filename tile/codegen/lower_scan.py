@@ -27,7 +27,7 @@ from ..ir.core import Operation, Value
 from ..ir.types import element_type, i1, i32
 from .lower_core import LayoutInfo, Lowering, LoweringError, lowers
 from .lower_elementwise import select
-from .lower_reduce import Scratch, axis_tid_bits, combine_fn, drop, row_major, shuffle, warp_index
+from .lower_reduce import Scratch, axis_bits, combine_fn, drop, row_major, shuffle, warp_index
 
 
 def _combine_if(ctx: Lowering, cond: Value, combine, prefix: list[Value], vals: list[Value]) -> list[Value]:
@@ -41,13 +41,8 @@ class _Plan:
 
     def __init__(self, info: LayoutInfo, axis: int, op: Operation):
         ll = info.ll
-        reg_axis = []
-        for i, b in enumerate(ll.register_bases):
-            if b[axis]:
-                if any(c for d, c in enumerate(b) if d != axis):
-                    raise LoweringError(op, f"register bit {i} mixes the scan axis with other dimensions")
-                reg_axis.append(i)
-        tid_axis = axis_tid_bits(info, axis, op)
+        reg_axis = axis_bits(ll.register_bases, axis, op, "register")
+        tid_axis = axis_bits(info.tid_bases, axis, op, "thread")
         digits = sorted([(ll.register_bases[i][axis], "reg", i) for i in reg_axis] +
                         [(info.tid_bases[b][axis], "lane" if b < 5 else "warp", b) for b in tid_axis])
         if [v for v, _, _ in digits] != [1 << j for j in range(len(digits))]:

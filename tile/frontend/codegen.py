@@ -20,7 +20,7 @@ import ast
 import builtins as py
 import inspect
 import operator
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from tile.ir.core import Block, Location, Operation, Region
 from tile.ir.verifier import verify
@@ -96,29 +96,28 @@ def _has_runtime(values: Any) -> bool:
     return False
 
 
-# Python builtins with a meaning on runtime values (Triton maps them the same way).
-@builtin
-def _py_min(*args: Any) -> Any:
+def _fold_extreme(args: tuple, python_fn: Callable[..., Any], elementwise: Callable[..., Any]) -> Any:
+    """min/max of `args` (or of the one sequence in it): Python's `python_fn` on constants, else
+    `elementwise` (Semantic.minimum or Semantic.maximum) folded left to right."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
     if not _has_runtime(args):
-        return py.min(*args)
+        return python_fn(*args)
     out = args[0]
     for a in args[1:]:
-        out = current().minimum(out, a)
+        out = elementwise(current(), out, a)
     return out
+
+
+# Python builtins with a meaning on runtime values (Triton maps them the same way).
+@builtin
+def _py_min(*args: Any) -> Any:
+    return _fold_extreme(args, py.min, Semantic.minimum)
 
 
 @builtin
 def _py_max(*args: Any) -> Any:
-    if len(args) == 1 and isinstance(args[0], (tuple, list)):
-        args = tuple(args[0])
-    if not _has_runtime(args):
-        return py.max(*args)
-    out = args[0]
-    for a in args[1:]:
-        out = current().maximum(out, a)
-    return out
+    return _fold_extreme(args, py.max, Semantic.maximum)
 
 
 @builtin

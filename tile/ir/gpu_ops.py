@@ -56,8 +56,8 @@ from __future__ import annotations
 from typing import Optional
 
 from .core import Block, Operation, Value
-from .layouts import (BlockedLayout, DistributedLayout, DotOperandLayout, Layout, MmaLayout, SharedLayout,
-                      SliceLayout, fma_operand_layout, reshape_layout, trans_layout)
+from .dot_layouts import DotOperandLayout, MmaLayout, fma_operand_layout
+from .layouts import BlockedLayout, DistributedLayout, Layout, SharedLayout, SliceLayout, reshape_layout, trans_layout
 from .ops import VerificationError, expect, expect_counts, register_op
 from .types import DType, PointerType, TensorType, Type, element_type, i1, i32
 

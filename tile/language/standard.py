@@ -191,33 +191,34 @@ def xor_sum(input, axis=None, keep_dims=False):
 
 
 @jit
-def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
-    """Maximum along `axis`; with return_indices=True also where it is (the first, on ties)."""
+def _max_or_min(input, axis, return_indices, tie_break_left, keep_dims, combine_fn: constexpr,
+                index_combine_left: constexpr, index_combine_fast: constexpr):
+    """max or min: `combine_fn` on the values, or on (value, index) pairs `index_combine_left`
+    (the first index on ties) or `index_combine_fast`."""
     if return_indices:
-        if return_indices_tie_break_left:
-            return _reduce_with_indices(input, axis, _argmax_combine_tie_break_left, keep_dims)
+        if tie_break_left:
+            return _reduce_with_indices(input, axis, index_combine_left, keep_dims)
         else:
-            return _reduce_with_indices(input, axis, _argmax_combine_tie_break_fast, keep_dims)
+            return _reduce_with_indices(input, axis, index_combine_fast, keep_dims)
     else:
         wide: constexpr = _widen_for_max(input.dtype)
         if wide is not None:
             input = input.to(wide)
-        return core.reduce(input, axis, _max_combine, keep_dims=keep_dims)
+        return core.reduce(input, axis, combine_fn, keep_dims=keep_dims)
+
+
+@jit
+def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    """Maximum along `axis`; with return_indices=True also where it is (the first, on ties)."""
+    return _max_or_min(input, axis, return_indices, return_indices_tie_break_left, keep_dims, _max_combine,
+                       _argmax_combine_tie_break_left, _argmax_combine_tie_break_fast)
 
 
 @jit
 def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
     """Minimum along `axis`; with return_indices=True also where it is (the first, on ties)."""
-    if return_indices:
-        if return_indices_tie_break_left:
-            return _reduce_with_indices(input, axis, _argmin_combine_tie_break_left, keep_dims)
-        else:
-            return _reduce_with_indices(input, axis, _argmin_combine_tie_break_fast, keep_dims)
-    else:
-        wide: constexpr = _widen_for_max(input.dtype)
-        if wide is not None:
-            input = input.to(wide)
-        return core.reduce(input, axis, _min_combine, keep_dims=keep_dims)
+    return _max_or_min(input, axis, return_indices, return_indices_tie_break_left, keep_dims, _min_combine,
+                       _argmin_combine_tie_break_left, _argmin_combine_tie_break_fast)
 
 
 @jit

@@ -28,7 +28,7 @@ instruction's K, on sm_80 and later with 32-thread warps:
 Everything else (input_precision "ieee", f64, fp8, smaller shapes, other targets) takes the
 FMA path: the result gets a blocked layout where each thread
 holds a near-square block (rows_per_thread x cols_per_thread of the result), and the operands
-take fma_operand_layout (tile.ir.layouts): A's rows and B's columns as the result has them, all of
+take fma_operand_layout (tile.ir.dot_layouts): A's rows and B's columns as the result has them, all of
 K in each thread's registers; the lowering does one fma per result element and k.
 
 Warps: (wm, wn) as Triton's warpsPerTileV2: starting from 1 x 1, double wm while M / 16 / wm is at
@@ -43,8 +43,9 @@ import re
 from typing import Sequence
 
 from ..ir import BlockArgument, Operation, bf16, f16, f32, i8, i32, u8
+from ..ir.dot_layouts import DotOperandLayout, MmaLayout
 from ..ir.gpu_ops import element_bytes, layout_of, legalize, mma_k_width, with_layout
-from ..ir.layouts import BlockedLayout, DotOperandLayout, MmaLayout, blocked_layout
+from ..ir.layouts import BlockedLayout, blocked_layout
 from .dce import DCE
 from .pass_manager import Pass
 

@@ -27,7 +27,7 @@ from typing import Callable, Optional
 
 from ..ir import Operation, Value
 from .canonicalize import constant_value
-from .dce import has_side_effects
+from .dce import has_side_effects, replace_op
 from .pass_manager import Pass
 
 
@@ -48,9 +48,7 @@ def dot_add(add: Operation) -> bool:
         new = Operation("tt.dot", [dot.operand(0), dot.operand(1), other], [add.result.type], dict(dot.attrs),
                         loc=dot.loc)
         add.parent.insert_before(add, new)  # `other` may be defined after the dot
-        new.result.name_hint = add.result.name_hint
-        add.result.replace_all_uses_with(new.result)
-        add.erase()
+        replace_op(add, new.result)
         dot.erase()
         return True
     return False
@@ -89,9 +87,7 @@ def select_load(select: Operation) -> bool:
         return False
     new = Operation("tt.load", [load.operand(0), mask, other], [load.result.type], dict(load.attrs), loc=load.loc)
     anchor.parent.insert_before(anchor, new)
-    new.result.name_hint = select.result.name_hint
-    select.result.replace_all_uses_with(new.result)
-    select.erase()
+    replace_op(select, new.result)
     load.erase()
     return True
 

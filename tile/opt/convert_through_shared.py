@@ -7,7 +7,7 @@ insert-barriers' job), nor offsets (alloc-shared's).
 
 The buffer is row-major with the source's fastest dimension (most consecutive registers)
 contiguous, so each thread writes its runs as vectors. Its swizzle:
-- an mma operand (#dot_op destination): tile.ir.layouts.shared_for_dot, which makes the
+- an mma operand (#dot_op destination): tile.ir.dot_layouts.shared_for_dot, which makes the
   ldmatrix reads and the 16-byte stores filling the buffer conflict-free. This is the operand
   staging of tt.dot: global load -> local_store -> local_load into the #dot_op fragments.
 - any other conversion (the epilogue's #mma accumulator to the store's coalesced layout, a
@@ -36,9 +36,10 @@ from typing import Sequence
 import numpy as np
 
 from ..ir import Operation, TensorType
+from ..ir.dot_layouts import LINE, DotOperandLayout, shared_for_dot, shared_wavefronts
 from ..ir.gpu_ops import element_bytes
-from ..ir.layouts import (LINE, DistributedLayout, DotOperandLayout, SharedLayout, conversion_kind,
-                          log2, shared_for_dot, shared_wavefronts)
+from ..ir.layouts import DistributedLayout, SharedLayout, conversion_kind, log2
+from .dce import replace_op
 from .pass_manager import Pass
 
 
@@ -131,12 +132,10 @@ class ConvertThroughShared(Pass):
                               {"offset": -1, "bytes": t.numel * ebytes}, loc=op.loc)
             store = Operation("gpu.local_store", [alloc.result, src], loc=op.loc)
             load = Operation("gpu.local_load", [alloc.result], [t], loc=op.loc)
-            load.result.name_hint = op.result.name_hint
             for new in (alloc, store):
                 op.parent.insert_before(op, new)
             op.parent.insert_before(_first_user(op), load)
-            op.result.replace_all_uses_with(load.result)
-            op.erase()
+            replace_op(op, load.result)
 
 
 __all__ = ["ConvertThroughShared", "shared_layout_for", "access_cost"]

@@ -52,6 +52,13 @@ def _removable(op: Operation) -> bool:
     return not any(r.has_uses for r in op.results) and not has_side_effects(op)
 
 
+def replace_op(op: Operation, value: Value) -> None:
+    """Point every use of `op`'s one result at `value`, which takes over its name, and erase `op`."""
+    value.name_hint = op.result.name_hint
+    op.result.replace_all_uses_with(value)
+    op.erase()
+
+
 def rebuild_without_results(op: Operation, keep: Sequence[int], operands: Sequence[Value]) -> Operation:
     """A copy of `op` with only the results at indices `keep` and the given operands.
 
@@ -176,4 +183,4 @@ class DCE(Pass):
                     changed |= _dce_block(block)
 
 
-__all__ = ["DCE", "has_side_effects", "rebuild_without_results"]
+__all__ = ["DCE", "has_side_effects", "rebuild_without_results", "replace_op"]

@@ -68,8 +68,8 @@ from typing import Optional
 
 from ..ir import BlockArgument, Operation, PointerType, TensorType, Value, i1, i32, i64, is_pure
 from ..ir.core import Block, Region
+from ..ir.dot_layouts import DotOperandLayout
 from ..ir.gpu_ops import element_bytes, layout_of, multi_buffer_layout, with_layout
-from ..ir.layouts import DotOperandLayout
 from .dce import DCE
 from .pass_manager import Pass
 

@@ -54,7 +54,7 @@ from ..ir.gpu_ops import element_bytes, forward_result_layouts, is_elementwise, 
 from ..ir.layouts import Layout
 from .coalesce import MEMORY_OPS
 from .cse import CSE
-from .dce import DCE
+from .dce import DCE, replace_op
 from .pass_manager import Pass
 
 MAX_ROUNDS = 4
@@ -263,9 +263,7 @@ def _sink_below_cast(op: Operation, cast: Operation) -> Operation:
     op.parent.insert_before(op, copy)
     moved = Operation("gpu.convert_layout", [copy.result], [cast.result.type], loc=op.loc)
     op.parent.insert_before(op, moved)
-    moved.result.name_hint = cast.result.name_hint
-    cast.result.replace_all_uses_with(moved.result)
-    cast.erase()
+    replace_op(cast, moved.result)
     op.erase()
     return moved
 
