@@ -4,7 +4,8 @@
                                                   └──gpu passes──▶ gpu ──lower──▶ simt ──emit──▶ ptx ──▶ CUDA
 
 `compile_kernel` returns a `CompiledKernel` holding the text of every stage it ran (what
-`tile.dump` shows) and a `launch(grid, args)` method. `dump` compiles without launching.
+`tile.dump` shows) and `make_entry`, the launch function the launch binder calls. `dump`
+compiles without launching.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from typing import TYPE_CHECKING
 
@@ -60,9 +61,6 @@ class CompiledKernel:
     backend: Any = None  # InterpreterBackend or CudaBackend
     from_disk_cache: bool = False
 
-    def launch(self, grid: Sequence[int], args: list, stream: Optional[int] = None) -> None:
-        self.backend.launch(grid3(tuple(grid)), args, stream)
-
     def make_entry(self, positions: tuple[int, ...]):
         """The function the launch binder calls: entry(grid, values, args, stream)."""
         return self.backend.make_entry(positions)
@@ -95,11 +93,6 @@ class InterpreterBackend:
     def __init__(self, func: Operation, name: str):
         self.func = func
         self.name = name
-
-    def launch(self, grid: tuple[int, int, int], args: list, stream: Optional[int]) -> None:
-        from .runtime.host_args import run_on_host
-
-        run_on_host(self.func, grid, args, self.name)
 
     def make_entry(self, positions: tuple[int, ...]):
         from .runtime.host_args import run_on_host

@@ -1,11 +1,10 @@
 """The CUDA backend of a compiled kernel: loads its PTX once and launches it with packed arguments."""
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from ..ir import Operation, PointerType
-from .arrays import describe_argument
-from .cuda_driver import CudaDevice, current_stream_of
+from .cuda_driver import CudaDevice
 
 
 def launch_metadata(func: Operation, options: dict[str, Any]) -> dict[str, Any]:
@@ -25,7 +24,6 @@ class CudaBackend:
         if self.shared_bytes > 48 * 1024:
             self.kernel.set_dynamic_shared_memory(self.shared_bytes)
         self.kinds = tuple(metadata["arg_kinds"])
-        self.pointer_slots = tuple(i for i, k in enumerate(self.kinds) if k == "ptr")
         self.launcher = self.kernel.launcher(self.kinds)
 
     @property
@@ -37,14 +35,3 @@ class CudaBackend:
     def make_entry(self, positions: tuple[int, ...]) -> Callable[..., None]:
         """The launch function for the binder (see Launcher.make_entry)."""
         return self.launcher.make_entry(self.block_x, self.shared_bytes, positions)
-
-    def launch(self, grid: tuple[int, int, int], args: list, stream: Optional[int]) -> None:
-        values = list(args)
-        for i in self.pointer_slots:
-            info = describe_argument(values[i])
-            if not info.is_device:
-                raise TypeError(f"{self.name}: argument {i} ({type(values[i]).__name__}) is in host memory; "
-                                "pass a GPU array (tile.to_device, a CUDA torch tensor) or set TILE_INTERPRET=1")
-            values[i] = info.address
-        self.launcher(grid, self.block_x, self.shared_bytes, current_stream_of(args) if stream is None else stream,
-                      *values)
