@@ -3,12 +3,14 @@ Python's own argument binding, one small call per argument, one dict lookup and 
 
 For `def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr)` the generated function reads:
 
-    def add(x_ptr=_missing, ..., BLOCK=_missing, *, grid, num_warps=4, num_stages=3, num_ctas=1, stream=None):
+    def add(grid, x_ptr=_missing, ..., BLOCK=_missing, *extra, num_warps=4, num_stages=3, num_ctas=1, stream=None):
+        if extra: too_many_arguments(5 + len(extra))
         if x_ptr is _missing: missing_argument('x_ptr')           (the same for each required parameter)
         h = fast_args.get(type(x_ptr))
         k0, v0 = h(x_ptr) if h is not None else arg(x_ptr)
         ...                                      (the same for y_ptr, out_ptr, n)
-        key = (k0, k1, k2, k3, ("c", type(BLOCK), BLOCK), num_warps, num_stages, target())
+        key = (k0, k1, k2, k3, ("c", type(BLOCK), BLOCK), num_warps, num_stages, target())   (tl.constexpr
+                                                                     values are unwrapped first)
         entry = entries.get(key)
         if entry is None:
             entry = compile(key, (x_ptr, y_ptr, out_ptr, n, BLOCK), num_warps, num_stages, num_ctas)
@@ -42,8 +44,9 @@ def _items(names: list[str] | tuple[str, ...]) -> str:
 def make_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], defaults: tuple[Any, ...],
                 missing: Any, namespace: dict[str, Any]) -> Callable[..., None]:
     """Generate the launch function. `kinds[i]` is "runtime", "nospec" or "constexpr";
-    `namespace` supplies arg, fast_args, arg_nospec, constexpr_key, entries, compile, target and
-    missing_argument (raises the TypeError for a parameter not given)."""
+    `namespace` supplies arg, fast_args, arg_nospec, constexpr, constexpr_key, entries, compile,
+    target, missing_argument and too_many_arguments (raise the TypeErrors of a bad call). The grid
+    comes first, so that `kernel[grid]` is a positional partial."""
     params, key_parts, values, runtime_args, checks = [], [], [], [], []
     namespace["_missing"] = missing
     for i, (arg, kind) in enumerate(zip(arg_names, kinds)):
@@ -54,13 +57,15 @@ def make_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], d
             checks.append(f"    if {arg} is _missing:\n        missing_argument({arg!r})")
         else:
             namespace[f"_default{i}"] = default
-        if kind == "constexpr":
-            key_parts.append(f"constexpr_key({arg})")
+        if kind == "constexpr":  # constexpr_key, inlined
+            key_parts.append(f"('c', type({arg}), {arg}) if type({arg}) is not constexpr else constexpr_key({arg})")
             continue
         key_parts.append(f"k{i}")
         values.append(f"v{i}")
         runtime_args.append(arg)
-    lines = [f"def {name}({_items(params)}*, grid, num_warps=4, num_stages=3, num_ctas=1, stream=None):"]
+    lines = [f"def {name}(grid, {_items(params)}*extra, num_warps=4, num_stages=3, num_ctas=1, stream=None):"]
+    lines.append("    if extra:")
+    lines.append(f"        too_many_arguments({len(arg_names)} + len(extra))")
     lines += checks
     for i, (arg, kind) in enumerate(zip(arg_names, kinds)):
         if kind == "runtime":  # the common types dispatch here, without a call to `arg`

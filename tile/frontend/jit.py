@@ -226,13 +226,13 @@ class JITFunction:
     # ------------------------------------------------------------------- launch
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         launch = self._launch if self._launch is not None else self._make_launch()
-        return functools.partial(launch, grid=grid)
+        return functools.partial(launch, grid)
 
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> None:
         """Launch on `grid` (a tuple of 1-3 ints, or callable(meta) -> tuple). Options:
         num_warps=4, num_stages=3, stream=None (default: PyTorch's current stream)."""
         launch = self._launch if self._launch is not None else self._make_launch()
-        launch(*args, grid=grid, **kwargs)
+        launch(grid, *args, **kwargs)
 
     def warmup(self, *args: Any, grid: Any = None, num_warps: int = 4, num_stages: int = 3, **kwargs: Any) -> Any:
         """Compile for these arguments without launching; returns the CompiledKernel."""
@@ -243,11 +243,16 @@ class JITFunction:
 
     def _make_launch(self) -> Callable[..., None]:
         kinds = tuple(("runtime", "nospec", "constexpr")[k] for k in self._kinds)
-        namespace = {"arg": launch_arg, "fast_args": FAST_ARGS, "arg_nospec": launch_arg_nospec, "constexpr_key": constexpr_key,
+        namespace = {"arg": launch_arg, "fast_args": FAST_ARGS, "arg_nospec": launch_arg_nospec, "constexpr": constexpr,
+                     "constexpr_key": constexpr_key,
                      "entries": self._launchers, "compile": self._compile,
-                     "target": _compiler().current_target, "missing_argument": self._missing_argument}
+                     "target": _compiler().current_target, "missing_argument": self._missing_argument,
+                     "too_many_arguments": self._too_many_arguments}
         self._launch = make_binder(self.__name__, self.arg_names, kinds, self._defaults, _MISSING, namespace)
         return self._launch
+
+    def _too_many_arguments(self, given: int) -> None:
+        raise TypeError(f"{self.__name__}() takes {len(self.arg_names)} arguments but {given} were given")
 
     def _missing_argument(self, name: str) -> None:
         what = "tl.constexpr argument" if name in self.constexpr_names else "argument"

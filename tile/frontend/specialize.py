@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from tile.ir.types import DTYPES, PointerType, Type
-from tile.runtime.arrays import describe_argument, torch_dtype_name
+from tile.runtime.arrays import TORCH_DTYPE_NAMES, describe_argument, torch_dtype_name
 from tile.runtime.cuda_driver import is_torch_tensor
 
 _I32 = (-2**31, 2**31)
@@ -66,7 +66,8 @@ def _int_arg(v: int) -> tuple[tuple, int]:
 
 def _torch_arg(t: Any) -> tuple[tuple, int]:
     address = t.data_ptr()
-    return ("ptr", torch_dtype_name(t.dtype), 16 if address & 15 == 0 else 1, t.is_cuda), address
+    name = TORCH_DTYPE_NAMES.get(t.dtype) or torch_dtype_name(t.dtype)
+    return ("ptr", name, 16 if address & 15 == 0 else 1, t.is_cuda), address
 
 
 FAST_ARGS: dict[type, Any] = {int: _int_arg, float: lambda v: (("f32", 1), v), bool: lambda v: (("i1", 1), v)}

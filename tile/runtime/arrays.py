@@ -275,20 +275,20 @@ _TORCH_TO_TILE: dict[str, str] = {
     "torch.float8_e4m3fn": "f8e4nv",
     "torch.float8_e5m2": "f8e5",
 }
-_torch_dtypes: dict[Any, str] = {}  # torch.dtype object -> tile name, filled as dtypes appear
+TORCH_DTYPE_NAMES: dict[Any, str] = {}  # torch.dtype object -> tile name, filled as dtypes appear
 
 
 def _torch_dtype(dtype: Any) -> str:
     name = _TORCH_TO_TILE.get(str(dtype))
     if name is None:
         raise TypeError(f"tensors of {dtype} cannot be passed to a tile kernel; supported: {sorted(_TORCH_TO_TILE)}")
-    _torch_dtypes[dtype] = name
+    TORCH_DTYPE_NAMES[dtype] = name
     return name
 
 
 def torch_dtype_name(dtype: Any) -> str:
     """The tile dtype name of a torch dtype (a dict lookup after the first time)."""
-    return _torch_dtypes.get(dtype) or _torch_dtype(dtype)
+    return TORCH_DTYPE_NAMES.get(dtype) or _torch_dtype(dtype)
 
 
 def _describe_torch(tensor: Any) -> ArgInfo:
