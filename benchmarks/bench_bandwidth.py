@@ -9,11 +9,9 @@ Times are medians of triton.testing.do_bench (CUDA events, L2 flushed between ru
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
-import types
 
 import torch
 import triton
@@ -21,23 +19,10 @@ import triton.language as ttl
 from triton.testing import do_bench
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tile  # noqa: E402
 import tile.language as tile_tl  # noqa: E402
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def load_kernels(name: str, jit, tl):
-    """Load kernels.py as module `name` with `jit`/`tl` of one compiler."""
-    backend = types.ModuleType("_backend")
-    backend.jit, backend.tl = jit, tl
-    sys.modules["_backend"] = backend
-    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, "kernels.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
+from load_kernels import load_kernels  # noqa: E402
 
 TILE = load_kernels("kernels_tile", tile.jit, tile_tl)
 TRITON = load_kernels("kernels_triton", triton.jit, ttl)

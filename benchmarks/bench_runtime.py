@@ -30,7 +30,7 @@ def child(compiler: str, kernel: str) -> None:
 
     sys.path.insert(0, HERE)
     sys.path.insert(0, ROOT)
-    from bench_bandwidth import load_kernels  # noqa: E402  (imports both compilers)
+    from load_kernels import load_kernels  # noqa: E402
 
     if compiler == "tile":
         import tile
