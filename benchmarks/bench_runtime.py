@@ -69,24 +69,29 @@ def run_child(compiler: str, kernel: str, cache_dir: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def launch_overhead_us(launch, batches: int = 200, per_batch: int = 100) -> float:
-    """Median host time of one launch. Batches stay short and are synchronized between, so the
-    driver's launch queue never fills: a full queue would make this time the GPU instead."""
+def launch_overhead_us(launches: dict, rounds: int = 5, batches: int = 40, per_batch: int = 100) -> dict:
+    """Median host time of one launch, for each of `launches`. Batches stay short and are
+    synchronized between, so the driver's launch queue never fills (a full queue would make
+    this time the GPU instead); the contenders take turns, round after round, so that a
+    drifting machine (clock, neighbours) moves them all alike."""
     import statistics
 
     import torch
 
-    for _ in range(200):
-        launch()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(batches):
-        start = time.perf_counter()
-        for _ in range(per_batch):
+    samples: dict = {name: [] for name in launches}
+    for name, launch in launches.items():
+        for _ in range(300):
             launch()
-        samples.append((time.perf_counter() - start) / per_batch * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(samples)
+    for _ in range(rounds):
+        for name, launch in launches.items():
+            torch.cuda.synchronize()
+            for _ in range(batches):
+                start = time.perf_counter()
+                for _ in range(per_batch):
+                    launch()
+                samples[name].append((time.perf_counter() - start) / per_batch * 1e6)
+                torch.cuda.synchronize()
+    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def main() -> None:
@@ -108,10 +113,12 @@ def main() -> None:
     out = torch.empty_like(x)
     results: dict = {"device": torch.cuda.get_device_name(), "launch_us": {}, "cold_s": {}, "warm_s": {}}
     grid = (triton.cdiv(4096, 1024),)
-    for name, launch in (("tile", lambda: TILE.add_kernel[grid](x, y, out, 4096, BLOCK=1024)),
-                         ("triton", lambda: TRITON.add_kernel[grid](x, y, out, 4096, BLOCK=1024)),
-                         ("torch", lambda: torch.add(x, y, out=out))):
-        results["launch_us"][name] = launch_overhead_us(launch)
+    results["launch_us"] = launch_overhead_us({
+        "tile": lambda: TILE.add_kernel[grid](x, y, out, 4096, BLOCK=1024),
+        "triton": lambda: TRITON.add_kernel[grid](x, y, out, 4096, BLOCK=1024),
+        "torch": lambda: torch.add(x, y, out=out),
+    })
+    torch.testing.assert_close(out, x + y)
 
     splits = {}
     for kernel in ("add", "softmax"):

@@ -2,45 +2,28 @@
 
     python benchmarks/launch_profile.py
 
+Rows, all in one run and taking turns (bench_runtime.launch_overhead_us): the driver call
+alone through cuda-python (with the stream as an int and as a CUstream) and through ctypes,
+tile's fast entry (pack + driver call), tile's whole `kernel[grid](...)`, the general binder,
+PyTorch's torch.add, Triton's launch, and the single PyTorch attribute reads the binder makes.
 Also times, in fresh processes, what a warm start pays before tile compiles anything:
 importing cuda-python's driver bindings and opening the device.
 """
 from __future__ import annotations
 
+import ctypes
 import os
-import statistics
 import subprocess
 import sys
 import time
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import tile  # noqa: E402
-import tile.language as tl  # noqa: E402
-from tile.frontend.specialize import launch_arg  # noqa: E402
+from bench_bandwidth import TILE, TRITON  # noqa: E402
+from bench_runtime import launch_overhead_us  # noqa: E402
 from tile.runtime import cuda_driver  # noqa: E402
-
-
-@tile.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-
-def per_call_us(fn, batches: int = 100, per_batch: int = 100) -> float:
-    for _ in range(200):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(batches):
-        start = time.perf_counter()
-        for _ in range(per_batch):
-            fn()
-        samples.append((time.perf_counter() - start) / per_batch * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(samples)
 
 
 def fresh(code: str) -> float:
@@ -52,26 +35,38 @@ def fresh(code: str) -> float:
 def main() -> None:
     x, y = torch.rand(4096, device="cuda"), torch.rand(4096, device="cuda")
     out = torch.empty_like(x)
-    add_kernel[(4,)](x, y, out, 4096, BLOCK=1024)
-    key = next(iter(add_kernel._launchers))
-    entry = add_kernel._launchers[key]
-    backend = next(iter(add_kernel.cache.values())).backend
-    launcher = backend.launcher
-    addresses = (x.data_ptr(), y.data_ptr(), out.data_ptr(), 4096)
-    params = launcher._params_address
+    kernel = TILE.add_kernel
+    for _ in range(2):  # the first launch compiles and makes the fast binder, the second fills it
+        kernel[(4,)](x, y, out, 4096, BLOCK=1024)
+    fast = next(iter(kernel._fast_entries.values()))
+    compiled = next(iter(kernel.cache.values()))
+    params = compiled.backend.launcher._params_address
     drv = cuda_driver._drv()
-    cufunction = next(iter(add_kernel.cache.values())).backend.kernel.function
-    rows = {
-        "raw cuda-python cuLaunchKernel": lambda: drv.cuLaunchKernel(cufunction, 4, 1, 1, 128, 1, 1, 0, 0, params, 0),
-        "full launch kernel[grid](...)": lambda: add_kernel[(4,)](x, y, out, 4096, BLOCK=1024),
-        "entry(grid, values, args, None)": lambda: entry((4,), addresses, (x, y, out, 4096), None),
-        "Launcher call (pack + cuLaunchKernel)": lambda: launcher((4, 1, 1), 128, 0, 0, *addresses),
-        "current_stream_of(args)": lambda: cuda_driver.current_stream_of((x, y, out, 4096)),
-        "launch_arg(tensor)": lambda: launch_arg(x),
+    function = compiled.backend.kernel.function
+    stream = torch._C._cuda_getCurrentRawStream(0)
+    stream_object = drv.CUstream(stream)
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    ctypes_launch = libcuda.cuLaunchKernel
+    ctypes_launch.restype = ctypes.c_int
+    ctypes_launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+    function_address = int(function)
+    addresses = (x.data_ptr(), y.data_ptr(), out.data_ptr(), 4096)
+    rows = launch_overhead_us({
+        "cuda-python cuLaunchKernel, stream int": lambda: drv.cuLaunchKernel(
+            function, 4, 1, 1, 128, 1, 1, 0, stream, params, 0),
+        "cuda-python cuLaunchKernel, CUstream": lambda: drv.cuLaunchKernel(
+            function, 4, 1, 1, 128, 1, 1, 0, stream_object, params, 0),
+        "ctypes cuLaunchKernel": lambda: ctypes_launch(function_address, 4, 1, 1, 128, 1, 1, 0, stream, params, None),
+        "tile fast entry (pack + driver call)": lambda: fast((4,), stream, *addresses),
+        "tile kernel[grid](...)": lambda: kernel[(4,)](x, y, out, 4096, BLOCK=1024),
+        "tile general binder": lambda: kernel._general((4,), x, y, out, 4096, BLOCK=1024),
+        "triton kernel[grid](...)": lambda: TRITON.add_kernel[(4,)](x, y, out, 4096, BLOCK=1024),
         "torch.add(x, y, out=out)": lambda: torch.add(x, y, out=out),
-    }
-    for name, fn in rows.items():
-        print(f"{name:<40}{per_call_us(fn):8.2f} us")
+        "x.data_ptr(), x.dtype, x.is_cuda": lambda: (x.data_ptr(), x.dtype, x.is_cuda),
+    }, rounds=3, batches=30)
+    torch.testing.assert_close(out, x + y)
+    for name, us in rows.items():
+        print(f"{name:<42}{us:8.2f} us")
     imp = fresh("import time; t = time.perf_counter(); import cuda.bindings.driver; print(time.perf_counter() - t)")
     dev = fresh("import time, torch; torch.cuda.init(); import cuda.bindings.driver; "
                 "from tile.runtime.cuda_driver import CudaDevice, cuda_available; t = time.perf_counter(); "

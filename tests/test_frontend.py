@@ -296,7 +296,7 @@ class FakeCompiled:
         self.func = func
         self.launches: list = []
 
-    def make_entry(self, positions):
+    def make_entry(self, positions, value_count):
         def entry(grid, values, args, stream):
             self.launches.append((tile.utils.grid3(grid), [args[i] for i in positions]))
 

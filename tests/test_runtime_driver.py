@@ -112,6 +112,7 @@ def test_ptx_version_driver_too_old() -> None:
 # -- launcher, against a fake driver -------------------------------------------------------------
 
 OK = object()  # the fake driver's CUDA_SUCCESS
+INVALID_VALUE = SimpleNamespace(name="CUDA_ERROR_INVALID_VALUE")
 
 
 class FakeDriver:
@@ -125,6 +126,9 @@ class FakeDriver:
         CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK="MAX_THREADS_PER_BLOCK",
         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES="MAX_DYNAMIC_SHARED_SIZE_BYTES",
     )
+
+    class CUstream(int):
+        """cuda-python's stream handle type (an int here, so recorded launches compare with ints)."""
 
     def __init__(self, max_threads: int) -> None:
         self.attributes = {
@@ -146,6 +150,13 @@ class FakeDriver:
         return (OK,)
 
     def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) -> tuple[Any]:
+        # As cuda-python and the driver: unsigned ints only; an empty or too large grid launches nothing.
+        if any(type(v) is not int for v in (gx, gy, gz, bx, by, bz, shared)):
+            raise TypeError("an integer is required")
+        if min(gx, gy, gz, bx, by, bz, shared) < 0:
+            raise OverflowError("can't convert negative value to unsigned int")
+        if not (0 < gx <= FAKE_DEVICE.max_grid_dims[0] and 0 < gy <= 65535 and 0 < gz <= 65535):
+            return (INVALID_VALUE,)
         pointers = (ctypes.c_void_p * self.param_count).from_address(params) if self.param_count else []
         self.launches.append(
             dict(grid=(gx, gy, gz), block=(bx, by, bz), shared=shared, stream=stream, extra=extra,
@@ -165,6 +176,7 @@ FAKE_DEVICE = SimpleNamespace(
 def fake_kernel(monkeypatch: pytest.MonkeyPatch, max_threads: int = 1024) -> tuple[CudaKernel, FakeDriver]:
     driver = FakeDriver(max_threads)
     monkeypatch.setattr(cuda_driver, "_driver", driver)
+    monkeypatch.setattr(cuda_driver, "_stream_handles", {})  # handles made by the fake driver die with it
     monkeypatch.setattr(cuda_driver, "_SUCCESS", OK)
     return CudaKernel("k", None, "function", FAKE_DEVICE, ""), driver  # type: ignore[arg-type]
 
@@ -502,7 +514,7 @@ def test_launch_overhead() -> None:
 def test_launch_entry_packs_and_falls_back_to_precise_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     kernel, driver = fake_kernel(monkeypatch)
     driver.param_count = 2
-    entry = kernel.launcher(("ptr", "i32")).make_entry(128, 0, (0, 1))
+    entry = kernel.launcher(("ptr", "i32")).make_entry(128, 0, (0, 1), 2)
     entry((3,), (0x1000, 7), (object(), 7), 5)  # a 1-tuple grid, an explicit stream
     [launch] = driver.launches
     assert (launch["grid"], launch["block"], launch["stream"]) == ((3, 1, 1), (128, 1, 1), 5)
@@ -511,7 +523,52 @@ def test_launch_entry_packs_and_falls_back_to_precise_errors(monkeypatch: pytest
         entry((1, 1, 1), (0x1000, 2**40), (object(), 2**40), 0)
     with pytest.raises(LaunchError, match="grid dimension y"):
         entry((1, 1 << 20, 1), (0x1000, 1), (object(), 1), 0)
-    folded = kernel.launcher(("ptr",)).make_entry(128, 0, (0,))  # a runtime int equal to 1 was folded
+    folded = kernel.launcher(("ptr",)).make_entry(128, 0, (0,), 2)  # a runtime int equal to 1 was folded
     driver.param_count = 1
     folded((1, 1, 1), (0x2000, 1), (object(), 1), 0)
     assert struct.unpack_from("<Q", driver.launches[-1]["slots"][0])[0] == 0x2000
+
+
+def test_fast_entry_launches_directly_and_checks_only_on_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel, driver = fake_kernel(monkeypatch)
+    driver.param_count = 2
+    fast = kernel.launcher(("ptr", "f32")).make_entry(256, 0, (0, 1), 2).fast
+    fast((5, 2), 9, 0x3000, 0.5)  # a 2-tuple grid, stream 9
+    assert (driver.launches[-1]["grid"], driver.launches[-1]["stream"]) == ((5, 2, 1), 9)
+    assert type(driver.launches[-1]["stream"]) is FakeDriver.CUstream  # made once, not by every launch
+    assert cuda_driver._stream_handles[9] is driver.launches[-1]["stream"]
+    fast((5, 2), 9, 0x3000, 0.5)
+    assert driver.launches[-1]["stream"] is driver.launches[-2]["stream"]
+    assert struct.unpack_from("<f", driver.launches[-1]["slots"][1])[0] == 0.5
+    fast([np.int64(4)], 0, 0x3000, 0.5)  # not a tuple, not Python ints: converted by the checked path
+    assert driver.launches[-1]["grid"] == (4, 1, 1)
+    count = len(driver.launches)
+    fast((0,), 0, 0x3000, 0.5)  # an empty grid launches nothing, as in Triton
+    assert len(driver.launches) == count
+    with pytest.raises(ValueError, match="negative launch configuration"):
+        fast((-1,), 0, 0x3000, 0.5)
+    with pytest.raises(LaunchError, match="grid dimension z"):
+        fast((1, 1, 70000), 0, 0x3000, 0.5)
+    with pytest.raises(TypeError, match="argument 1 \\(f32\\) cannot hold 'x'"):
+        fast((1,), 0, 0x3000, "x")
+    driver.launch_result = SimpleNamespace(name="CUDA_ERROR_LAUNCH_FAILED")
+    with pytest.raises(DriverError, match="kernel 'k': cuLaunchKernel failed with CUDA_ERROR_LAUNCH_FAILED"):
+        fast((1,), 0, 0x3000, 0.5)
+    assert len(driver.launches) == count + 2  # the failed launch, then its check (which launches again)
+
+
+def test_stream_handles_stay_few(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_kernel(monkeypatch)
+    for stream in range(300):
+        assert cuda_driver.stream_handle(stream) == stream
+    assert len(cuda_driver._stream_handles) <= 256
+    marker = object()
+    assert cuda_driver.stream_handle(marker) is marker  # not an int: passed on
+
+
+def test_fast_entry_of_an_oversized_block_always_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel, driver = fake_kernel(monkeypatch, max_threads=256)
+    fast = kernel.launcher(("ptr",)).make_entry(512, 0, (0,), 1).fast
+    with pytest.raises(LaunchError, match="threads per block"):
+        fast((1,), 0, 0x3000)
+    assert not driver.launches

@@ -26,8 +26,10 @@ if TYPE_CHECKING:  # the IR stays unimported on a warm start (disk-cache hit)
 INTERPRETER = "interpreter"
 # os.environ encodes every key it looks up; the bytes-keyed dict behind it does not, and the
 # launch path reads TILE_INTERPRET on every launch (tests and users may set it at any time).
-_environ_bytes = getattr(os.environ, "_data", None)
-_INTERPRET_KEY = os.environ.encodekey("TILE_INTERPRET") if _environ_bytes is not None else None
+if hasattr(os.environ, "_data"):
+    ENVIRON, INTERPRET_KEY = os.environ._data, os.environ.encodekey("TILE_INTERPRET")
+else:
+    ENVIRON, INTERPRET_KEY = os.environ, "TILE_INTERPRET"
 STAGES = ("tile", "tile-opt", "passes", "gpu", "simt", "ptx")
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}
 
@@ -35,7 +37,7 @@ DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}
 def current_target() -> str:
     """Where a launch runs now: the NumPy interpreter, or the GPU's PTX target (e.g. "sm_90a").
     Runs on every launch: one environment lookup, then a cached answer."""
-    flag = _environ_bytes.get(_INTERPRET_KEY) if _environ_bytes is not None else os.environ.get("TILE_INTERPRET")
+    flag = ENVIRON.get(INTERPRET_KEY)
     if flag and flag not in (b"0", "0"):
         return INTERPRETER
     return _device_target()
@@ -61,9 +63,12 @@ class CompiledKernel:
     backend: Any = None  # InterpreterBackend or CudaBackend
     from_disk_cache: bool = False
 
-    def make_entry(self, positions: tuple[int, ...]):
-        """The function the launch binder calls: entry(grid, values, args, stream)."""
-        return self.backend.make_entry(positions)
+    def make_entry(self, positions: tuple[int, ...], value_count: int):
+        """The function the launch binders call: entry(grid, values, args, stream), where
+        `values` are the launch values of the binder's `value_count` runtime arguments and
+        `positions` picks this kernel's parameters among them. GPU entries also have
+        entry.fast(grid, stream, *values) (runtime.cuda_driver.Launcher.make_entry)."""
+        return self.backend.make_entry(positions, value_count)
 
     def stage(self, name: str) -> str:
         if name not in self.stages:
@@ -94,7 +99,7 @@ class InterpreterBackend:
         self.func = func
         self.name = name
 
-    def make_entry(self, positions: tuple[int, ...]):
+    def make_entry(self, positions: tuple[int, ...], value_count: int):
         from .runtime.host_args import run_on_host
 
         func, name = self.func, self.name

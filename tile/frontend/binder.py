@@ -1,26 +1,51 @@
-"""The launch binder: a Python function generated once per kernel, so that a warm launch is
-Python's own argument binding, one small call per argument, one dict lookup and the backend.
+"""The launch binders: Python functions generated per kernel, so that a warm launch is
+Python's own argument binding, a few inline type checks, one dict lookup and the driver call.
 
-For `def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr)` the generated function reads:
+Two binders exist per kernel. The general one accepts every argument tile accepts; for
+`def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr)` it reads:
 
-    def add(grid, x_ptr=_missing, ..., BLOCK=_missing, *extra, num_warps=4, num_stages=3, num_ctas=1, stream=None):
-        if extra: too_many_arguments(5 + len(extra))
-        if x_ptr is _missing: missing_argument('x_ptr')           (the same for each required parameter)
+    def lookup(x_ptr, y_ptr, out_ptr, n, BLOCK, num_warps, num_stages, num_ctas):
         h = fast_args.get(type(x_ptr))
-        k0, v0 = h(x_ptr) if h is not None else arg(x_ptr)
-        ...                                      (the same for y_ptr, out_ptr, n)
-        key = (k0, k1, k2, k3, ("c", type(BLOCK), BLOCK), num_warps, num_stages, target())   (tl.constexpr
-                                                                     values are unwrapped first)
+        k0, v0 = h(x_ptr) if h is not None else arg(x_ptr)       (the same for y_ptr, out_ptr, n)
+        key = (k0, k1, k2, k3, ("c", type(BLOCK), BLOCK), num_warps, num_stages, target())
         entry = entries.get(key)
         if entry is None:
             entry = compile(key, (x_ptr, y_ptr, out_ptr, n, BLOCK), num_warps, num_stages, num_ctas)
+        return entry, (v0, v1, v2, v3)
+
+    def add(grid, x_ptr=_missing, ..., BLOCK=_missing, *extra, num_warps=4, num_stages=3, num_ctas=1, stream=None):
+        (a TypeError for extra or missing arguments)
+        entry, values = lookup(x_ptr, y_ptr, out_ptr, n, BLOCK, num_warps, num_stages, num_ctas)
         if callable(grid):
             grid = grid({"x_ptr": x_ptr, ..., "BLOCK": BLOCK, "num_warps": num_warps, "num_stages": num_stages})
-        entry(grid, (v0, v1, v2, v3), (x_ptr, y_ptr, out_ptr, n), stream)
+        entry(grid, values, (x_ptr, y_ptr, out_ptr, n), stream)
 
 `arg` returns an argument's part of the specialization key and the value the GPU launcher
-takes (a device address for arrays); `fast_args` holds the same per type for the common
-types (Python numbers, torch tensors). The entry, made by the compiled kernel, launches.
+takes (a device address for arrays); `fast_args` holds the same per type for the common types.
+
+The fast binder is generated after the first compilation, for the kinds of arguments that
+launch passed (specialize.fast_arg): when they are CUDA tensors and Python numbers, as in
+almost every program, it reads
+
+    def add(grid, x_ptr=_missing, ..., *extra, num_warps=4, num_stages=3, num_ctas=1, stream=None):
+        if (type(x_ptr) is _type0 and ... and type(n) is int and type(BLOCK) is int and not extra
+                and x_ptr.is_cuda and ... and -2147483648 <= n <= 2147483647):
+            v0 = x_ptr.data_ptr(); v1 = y_ptr.data_ptr(); v2 = out_ptr.data_ptr(); v3 = n
+            key = (x_ptr.dtype, v0 & 15, ..., v3 == 1, not v3 & 15, BLOCK, num_warps, num_stages, num_ctas,
+                   environ.get(INTERPRET))
+            entry = fast.get(key)
+            if entry is None:
+                entry = fast_miss(key, lookup(x_ptr, y_ptr, out_ptr, n, BLOCK, num_warps, num_stages, num_ctas)[0])
+            if entry is not None:
+                if type(grid) is not tuple: grid = grid({...}) if callable(grid) else grid
+                entry(grid, torch_stream(x_ptr.get_device()) if stream is None else stream, v0, v1, v2, v3)
+                return
+        general(grid, x_ptr, y_ptr, out_ptr, n, BLOCK, *extra, num_warps=num_warps, ...)
+
+Its key is finer than the specialization key (a dtype object for its name, the low address
+bits for the 16-byte alignment) and maps to the same compiled kernel; `fast_miss` stores the
+entry's fast form (`entry.fast(grid, stream, *values)`, which packs and launches), or None
+for backends without one (the interpreter), which then take the general path.
 """
 from __future__ import annotations
 
@@ -41,45 +66,107 @@ def _items(names: list[str] | tuple[str, ...]) -> str:
     return "".join(f"{n}, " for n in names)
 
 
-def make_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], defaults: tuple[Any, ...],
-                missing: Any, namespace: dict[str, Any]) -> Callable[..., None]:
-    """Generate the launch function. `kinds[i]` is "runtime", "nospec" or "constexpr";
-    `namespace` supplies arg, fast_args, arg_nospec, constexpr, constexpr_key, entries, compile,
-    target, missing_argument and too_many_arguments (raise the TypeErrors of a bad call). The grid
-    comes first, so that `kernel[grid]` is a positional partial."""
-    params, key_parts, values, runtime_args, checks = [], [], [], [], []
+def _signature(name: str, arg_names: tuple[str, ...], defaults: tuple[Any, ...], missing: Any,
+               namespace: dict[str, Any]) -> str:
+    """The binder's `def` line: the grid first (so that `kernel[grid]` is a positional
+    partial); required parameters default to a sentinel, so a missing one gets tile's own message."""
+    params = []
     namespace["_missing"] = missing
-    for i, (arg, kind) in enumerate(zip(arg_names, kinds)):
-        default = defaults[i]
-        # Required parameters default to a sentinel, so a missing one gets tile's own message.
-        params.append(f"{arg}=_missing" if default is missing else f"{arg}=_default{i}")
-        if default is missing:
-            checks.append(f"    if {arg} is _missing:\n        missing_argument({arg!r})")
+    for i, arg in enumerate(arg_names):
+        if defaults[i] is missing:
+            params.append(f"{arg}=_missing")
         else:
-            namespace[f"_default{i}"] = default
+            namespace[f"_default{i}"] = defaults[i]
+            params.append(f"{arg}=_default{i}")
+    return f"def {name}(grid, {_items(params)}*extra, num_warps=4, num_stages=3, num_ctas=1, stream=None):"
+
+
+def _grid_meta(arg_names: tuple[str, ...]) -> str:
+    """The dict a callable grid receives: the arguments by name, and the launch options."""
+    return "{" + "".join(f"{a!r}: {a}, " for a in arg_names) + "'num_warps': num_warps, 'num_stages': num_stages}"
+
+
+def _define(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
+    exec(compile(source, f"<tile launcher of {name}>", "exec"), namespace)  # noqa: S102
+    return namespace[name]
+
+
+def make_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], defaults: tuple[Any, ...],
+                missing: Any, namespace: dict[str, Any]) -> tuple[Callable[..., None], Callable[..., Any]]:
+    """Generate the general binder and its `lookup` (see the module docstring); returns both.
+    `kinds[i]` is "runtime", "nospec" or "constexpr"; `namespace` supplies arg, fast_args,
+    arg_nospec, constexpr, constexpr_key, entries, compile, target, missing_argument and
+    too_many_arguments (raise the TypeErrors of a bad call)."""
+    options = "num_warps, num_stages, num_ctas"
+    key_parts, values, runtime_args = [], [], []
+    lookup = [f"def lookup({_items(arg_names)}{options}):"]
+    for i, (arg, kind) in enumerate(zip(arg_names, kinds)):
         if kind == "constexpr":  # constexpr_key, inlined
             key_parts.append(f"('c', type({arg}), {arg}) if type({arg}) is not constexpr else constexpr_key({arg})")
             continue
+        if kind == "runtime":  # the common types dispatch here, without a call to `arg`
+            lookup.append(f"    h = fast_args.get(type({arg}))")
+            lookup.append(f"    k{i}, v{i} = h({arg}) if h is not None else arg({arg})")
+        else:
+            lookup.append(f"    k{i}, v{i} = arg_nospec({arg})")
         key_parts.append(f"k{i}")
         values.append(f"v{i}")
         runtime_args.append(arg)
-    lines = [f"def {name}(grid, {_items(params)}*extra, num_warps=4, num_stages=3, num_ctas=1, stream=None):"]
+    lookup.append(f"    key = ({_items(key_parts)}num_warps, num_stages, target())")
+    lookup.append("    entry = entries.get(key)")
+    lookup.append("    if entry is None:")
+    lookup.append(f"        entry = compile(key, ({_items(arg_names)}), {options})")
+    lookup.append(f"    return entry, ({_items(values)})")
+
+    lines = [_signature(name, arg_names, defaults, missing, namespace)]
     lines.append("    if extra:")
     lines.append(f"        too_many_arguments({len(arg_names)} + len(extra))")
-    lines += checks
-    for i, (arg, kind) in enumerate(zip(arg_names, kinds)):
-        if kind == "runtime":  # the common types dispatch here, without a call to `arg`
-            lines.append(f"    h = fast_args.get(type({arg}))")
-            lines.append(f"    k{i}, v{i} = h({arg}) if h is not None else arg({arg})")
-        elif kind == "nospec":
-            lines.append(f"    k{i}, v{i} = arg_nospec({arg})")
-    lines.append(f"    key = ({_items(key_parts)}num_warps, num_stages, target())")
-    lines.append("    entry = entries.get(key)")
-    lines.append("    if entry is None:")
-    lines.append(f"        entry = compile(key, ({_items(arg_names)}), num_warps, num_stages, num_ctas)")
+    for i, arg in enumerate(arg_names):
+        if defaults[i] is missing:
+            lines.append(f"    if {arg} is _missing:\n        missing_argument({arg!r})")
+    lines.append(f"    entry, values = lookup({_items(arg_names)}{options})")
     lines.append("    if callable(grid):")
-    meta = ", ".join(f"{a!r}: {a}" for a in arg_names)
-    lines.append(f"        grid = grid({{{meta}, 'num_warps': num_warps, 'num_stages': num_stages}})")
-    lines.append(f"    entry(grid, ({_items(values)}), ({_items(runtime_args)}), stream)")
-    exec(compile("\n".join(lines), f"<tile launcher of {name}>", "exec"), namespace)  # noqa: S102
-    return namespace[name]
+    lines.append(f"        grid = grid({_grid_meta(arg_names)})")
+    lines.append(f"    entry(grid, values, ({_items(runtime_args)}), stream)")
+    source = "\n".join(lookup) + "\n\n" + "\n".join(lines)
+    return _define(source, name, namespace), namespace["lookup"]
+
+
+def make_fast_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], defaults: tuple[Any, ...],
+                     missing: Any, fast_args: list[Any], namespace: dict[str, Any]) -> Callable[..., None]:
+    """Generate the fast binder (see the module docstring). `fast_args[i]` (a
+    specialize.FastArg) says how parameter i is checked, passed and keyed, and where the
+    stream comes from, with `{a}` for the argument and `{v}` for its launch value.
+    `namespace` supplies what make_binder's does, plus lookup, general (the general binder),
+    fast (the dict of fast entries), fast_miss, environ, interpret_key and torch_stream (the
+    current stream of a device index)."""
+    type_checks, value_checks, assigns, key_parts, values = ["not extra"], [], [], [], []
+    stream = "0"
+    for i, (arg, kind, spec) in enumerate(zip(arg_names, kinds, fast_args)):
+        arg_type, check, value, key = spec.type, spec.check, spec.value, spec.key
+        namespace[f"_type{i}"] = arg_type
+        type_checks.insert(len(type_checks) - 1, f"type({arg}) is _type{i}")
+        if check:
+            value_checks.append(check.format(a=arg))
+        if kind != "constexpr":
+            assigns.append(f"v{i} = {value.format(a=arg)}")
+            values.append(f"v{i}")
+        if stream == "0" and spec.stream:
+            stream = spec.stream.format(a=arg)
+        key_parts.append(key.format(a=arg, v=f"v{i}"))
+    options = "num_warps, num_stages, num_ctas"
+    lines = [_signature(name, arg_names, defaults, missing, namespace)]
+    lines.append(f"    if {' and '.join(type_checks + value_checks)}:")
+    lines += [f"        {a}" for a in assigns]
+    lines.append(f"        key = ({''.join(key_parts)}{options}, environ.get(interpret_key))")
+    lines.append("        entry = fast.get(key)")
+    lines.append("        if entry is None:")
+    lines.append(f"            entry = fast_miss(key, lookup({_items(arg_names)}{options})[0])")
+    lines.append("        if entry is not None:")
+    lines.append("            if type(grid) is not tuple:")
+    lines.append(f"                grid = grid({_grid_meta(arg_names)}) if callable(grid) else grid")
+    lines.append(f"            entry(grid, {stream} if stream is None else stream, {_items(values)})")
+    lines.append("            return")
+    lines.append(f"    general(grid, {_items(arg_names)}*extra, num_warps=num_warps, num_stages=num_stages, "
+                 f"num_ctas=num_ctas, stream=stream)")
+    return _define("\n".join(lines), name, namespace)

@@ -25,8 +25,9 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 from .core import PropagateNan, constexpr, dtype, is_builtin, unwrap
 from .errors import CompilationError, SourcePoint
 from ..runtime.preload import start_driver_import
-from .binder import constexpr_key, make_binder
-from .specialize import FAST_ARGS, Specialization, arg_key, launch_arg, launch_arg_nospec, python_value
+from .binder import constexpr_key, make_binder, make_fast_binder
+from .specialize import FAST_ARGS, Specialization, arg_key, fast_arg, launch_arg, launch_arg_nospec, python_value
+from ..runtime.cuda_driver import torch_stream_getter
 
 _MISSING = object()
 _RUNTIME, _NO_SPECIALIZE, _CONSTEXPR = 0, 1, 2
@@ -79,7 +80,12 @@ class JITFunction:
         self.file = inspect.getsourcefile(fn) or fn.__code__.co_filename
         self.cache: dict[tuple, Any] = {}  # (key, num_warps, num_stages, target) -> CompiledKernel
         self._launchers: dict[tuple, Callable[..., None]] = {}  # full launch key -> entry
-        self._launch: Optional[Callable[..., None]] = None
+        self._fast_entries: dict[tuple, Callable[..., None]] = {}  # fast binder key -> entry.fast
+        self._launch: Optional[Callable[..., None]] = None  # the fast binder once made, else the general one
+        self._general: Optional[Callable[..., None]] = None
+        self._lookup: Optional[Callable[..., Any]] = None
+        self._fast_tried = False
+        self._grid_and_bound: tuple[Any, Any] = (_MISSING, None)  # the last kernel[grid], see __getitem__
         self._lock = threading.RLock()
         start_driver_import()
         self._ast: Optional[ast.FunctionDef] = None
@@ -225,8 +231,14 @@ class JITFunction:
 
     # ------------------------------------------------------------------- launch
     def __getitem__(self, grid: Any) -> Callable[..., None]:
-        launch = self._launch if self._launch is not None else self._make_launch()
-        return functools.partial(launch, grid)
+        # Most programs launch with the same grid object each time (a tuple constant or a
+        # variable): reuse its partial instead of making one per launch.
+        grid_and_bound = self._grid_and_bound
+        if grid_and_bound[0] is grid:
+            return grid_and_bound[1]
+        bound = functools.partial(self._launch if self._launch is not None else self._make_launch(), grid)
+        self._grid_and_bound = (grid, bound)
+        return bound
 
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> None:
         """Launch on `grid` (a tuple of 1-3 ints, or callable(meta) -> tuple). Options:
@@ -248,8 +260,34 @@ class JITFunction:
                      "entries": self._launchers, "compile": self._compile,
                      "target": _compiler().current_target, "missing_argument": self._missing_argument,
                      "too_many_arguments": self._too_many_arguments}
-        self._launch = make_binder(self.__name__, self.arg_names, kinds, self._defaults, _MISSING, namespace)
+        self._general, self._lookup = make_binder(self.__name__, self.arg_names, kinds, self._defaults, _MISSING,
+                                                  namespace)
+        self._launch = self._general
         return self._launch
+
+    def _make_fast_launch(self, values: Sequence[Any]) -> None:
+        """Replace the general binder with one specialized on the kinds of `values`, the
+        arguments of the first compiled launch (binder.make_fast_binder), if they allow it."""
+        self._fast_tried = True
+        kinds = tuple(("runtime", "nospec", "constexpr")[k] for k in self._kinds)
+        fast_args = [fast_arg(v, kind) for v, kind in zip(values, kinds)]
+        if any(f is None for f in fast_args) or self._general is None:
+            return
+        compiler = _compiler()
+        namespace = {"lookup": self._lookup, "general": self._general, "fast": self._fast_entries,
+                     "fast_miss": self._fast_miss, "environ": compiler.ENVIRON, "interpret_key": compiler.INTERPRET_KEY}
+        if any(f.stream for f in fast_args):
+            namespace["torch_stream"] = torch_stream_getter()
+        self._launch = make_fast_binder(self.__name__, self.arg_names, kinds, self._defaults, _MISSING, fast_args,
+                                        namespace)
+        self._grid_and_bound = (_MISSING, None)
+
+    def _fast_miss(self, key: tuple, entry: Any) -> Optional[Callable[..., None]]:
+        """The fast binder's first launch under a new key: keep the entry's fast form, if it has one."""
+        fast = getattr(entry, "fast", None)
+        if fast is not None:
+            self._fast_entries[key] = fast
+        return fast
 
     def _too_many_arguments(self, given: int) -> None:
         raise TypeError(f"{self.__name__}() takes {len(self.arg_names)} arguments but {given} were given")
@@ -278,8 +316,11 @@ class JITFunction:
             compiled = compiler.compile_kernel(self, spec, {"num_warps": num_warps, "num_stages": num_stages}, target)
             self.cache[key] = compiled
             runtime_positions = [i for i, k in enumerate(self._kinds) if k != _CONSTEXPR]
-            entry = compiled.make_entry(tuple(runtime_positions.index(i) for i in spec.runtime_indices))
+            entry = compiled.make_entry(tuple(runtime_positions.index(i) for i in spec.runtime_indices),
+                                        len(runtime_positions))
             self._launchers[key] = entry
+            if not self._fast_tried and getattr(entry, "fast", None) is not None:
+                self._make_fast_launch(values)
             return entry
 
     def _check_device_arrays(self, spec: Specialization, values: tuple) -> None:

@@ -19,8 +19,10 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from tile.ir.types import DTYPES, PointerType, Type
-from tile.runtime.arrays import TORCH_DTYPE_NAMES, describe_argument, torch_dtype_name
+from tile.runtime.arrays import TORCH_DTYPE_NAMES, DeviceArray, describe_argument, torch_dtype_name
 from tile.runtime.cuda_driver import is_torch_tensor
+
+from .core import constexpr
 
 _I32 = (-2**31, 2**31)
 
@@ -89,6 +91,53 @@ def launch_arg(v: Any) -> tuple[tuple, Any]:
 def launch_arg_nospec(v: Any) -> tuple[tuple, Any]:
     """As launch_arg, for a `do_not_specialize` parameter: no divisibility or value facts."""
     return _generic_arg(v, False)
+
+
+class FastArg(NamedTuple):
+    """How the fast binder (binder.make_fast_binder) handles one parameter, as code with `{a}`
+    for the argument and `{v}` for its launch value: the argument's exact type, a further
+    check, the launch value, the key items (finer than the specialization key: a dtype object
+    for its name, the address's low bits for its alignment) and the stream it implies."""
+
+    type: type
+    check: str = ""
+    value: str = "{a}"
+    key: str = ""
+    stream: str = ""
+
+
+_TORCH_ARRAY = FastArg(object, "{a}.is_cuda", "{a}.data_ptr()", "{a}.dtype, {v} & 15, ",
+                       "torch_stream({a}.get_device())")
+_I32_ARG = FastArg(int, "-2147483648 <= {a} <= 2147483647", key="{v} == 1, not {v} & 15, ")
+
+
+def fast_arg(v: Any, kind: str) -> Optional[FastArg]:
+    """How the fast binder handles `v` and arguments of its type for a parameter of `kind`
+    ("runtime", "nospec" or "constexpr"); None where only the general path can (other
+    arrays, host memory, integers beyond 32 bits, unhashable constexprs)."""
+    t = type(v)
+    if kind == "constexpr":
+        if t is constexpr:
+            return None
+        try:
+            hash(v)
+        except TypeError:
+            return None
+        return FastArg(t, value="", key="{a}, ")
+    nospec = kind == "nospec"
+    if t is int:
+        if not _I32[0] <= v < _I32[1]:
+            return None
+        return _I32_ARG._replace(key="") if nospec else _I32_ARG
+    if t in (float, bool) or v is None:
+        return FastArg(t)
+    if is_torch_tensor(v) and v.is_cuda:
+        fast = _TORCH_ARRAY._replace(type=t)
+    elif t is DeviceArray and v.is_device:
+        fast = FastArg(t, "{a}.is_device", "{a}.data_ptr()", "{a}.dtype, {v} & 15, ")
+    else:
+        return None
+    return fast._replace(key="{a}.dtype, ") if nospec else fast
 
 
 def _number_key(v: Any, specialize: bool) -> tuple:

@@ -368,42 +368,58 @@ class Launcher:
         if err is not _SUCCESS:
             raise _error(err, "cuLaunchKernel", self.kernel.name)
 
-    def make_entry(self, block_x: int, shared_bytes: int, positions: tuple[int, ...]
+    def make_entry(self, block_x: int, shared_bytes: int, positions: tuple[int, ...], value_count: int
                    ) -> Callable[[Any, tuple, tuple, Any], None]:
-        """The whole launch of one compiled kernel as one closure, for tile's launch binder:
-        `entry(grid, values, args, stream)`, where `values` hold the launch values of the
-        kernel's runtime arguments (`positions` picks its parameters among them) and `args`
-        the arguments themselves (for the default stream). The block size and shared memory
-        are checked once here; each launch checks only the grid. Anything unusual (a grid
-        outside the limits, bf16 scalars, arguments that do not pack) goes through __call__,
-        which raises the precise error."""
+        """The whole launch of one compiled kernel, for tile's launch binders.
+
+        `entry(grid, values, args, stream)`: `values` are the launch values of the binder's
+        `value_count` runtime arguments (`positions` picks this kernel's parameters among
+        them: arguments folded into the kernel drop out) and `args` the arguments themselves
+        (their current PyTorch stream is the default). `entry.fast(grid, stream, *values)` is
+        the same launch with the stream given: a function generated for this kernel that packs
+        the values and calls cuLaunchKernel, and only when that fails (an empty or too large
+        grid, a value that does not pack, a driver error) goes through __call__, which checks
+        everything and raises the precise error. The block size and shared memory are checked
+        here, once."""
         from tile.utils import grid3
 
-        launch, function, params = self._launch, self._function, self._params_address
-        pack, slots = self._pack, self._slots
-        max_gx, max_gy, max_gz = self._max_gx, self._max_gy, self._max_gz
-        direct = (positions == tuple(range(len(positions))) and not self._bf16_positions
+        names = [f"v{i}" for i in range(value_count)]
+        chosen = "".join(f"{names[i]}, " for i in positions)
+        namespace = {"pack": self._pack, "slots": self._slots, "launch": self._launch, "function": self._function,
+                     "params": self._params_address, "SUCCESS": _SUCCESS, "grid3": grid3, "struct": struct,
+                     "handles": _stream_handles, "stream_handle": stream_handle,
+                     "checked": lambda grid, stream, values: self(grid3(grid), block_x, shared_bytes, stream, *values)}
+        direct = (len(positions) == len(self.arg_kinds) and not self._bf16_positions
                   and 0 < block_x <= self._max_threads and 0 <= shared_bytes <= self._max_shared)
+        config = f"{block_x}, 1, 1, {shared_bytes}, handle, params, 0"
+        signature = f"def fast(grid, stream, {''.join(n + ', ' for n in names)}):"
+        if direct:
+            source = "\n".join([
+                signature,
+                "    handle = handles.get(stream)",
+                "    if handle is None:",
+                "        handle = stream_handle(stream)",
+                "    try:",
+                f"        pack(slots, 0, {chosen})",
+                "        if len(grid) == 1:",
+                f"            result = launch(function, grid[0], 1, 1, {config})",
+                "        else:",
+                "            gx, gy, gz = grid if len(grid) == 3 else grid3(grid)",
+                f"            result = launch(function, gx, gy, gz, {config})",
+                "    except (struct.error, OverflowError, TypeError, ValueError):",
+                "        result = None",
+                "    if result is None or result[0] is not SUCCESS:",
+                f"        checked(grid, stream, ({chosen}))",
+            ])
+        else:
+            source = f"{signature}\n    checked(grid, stream, ({chosen}))"
+        exec(compile(source, f"<tile launch of {self.kernel.name}>", "exec"), namespace)  # noqa: S102
+        fast = namespace["fast"]
 
         def entry(grid: Any, values: tuple, args: tuple, stream: Any) -> None:
-            if type(grid) is not tuple or len(grid) != 3:
-                grid = (grid[0], 1, 1) if type(grid) is tuple and len(grid) == 1 else grid3(grid)
-            if stream is None:
-                stream = current_stream_of(args)
-            gx, gy, gz = grid
-            in_limits = 0 < gx <= max_gx and 0 < gy <= max_gy and 0 < gz <= max_gz
-            if direct and in_limits and len(values) == len(positions):
-                try:
-                    pack(slots, 0, *values)
-                except (struct.error, OverflowError, TypeError):
-                    pass  # __call__ below names the argument
-                else:
-                    err = launch(function, gx, gy, gz, block_x, 1, 1, shared_bytes, stream, params, 0)[0]
-                    if err is not _SUCCESS:
-                        raise _error(err, "cuLaunchKernel", self.kernel.name)
-                    return
-            self(grid, block_x, shared_bytes, stream, *[values[i] for i in positions])
+            fast(grid, current_stream_of(args) if stream is None else stream, *values)
 
+        entry.fast = fast  # type: ignore[attr-defined]
         return entry
 
     def _check_launch(self, gx: int, gy: int, gz: int, block_x: int, shared_bytes: int) -> bool:
@@ -457,7 +473,7 @@ class Launcher:
 
 
 _torch_tensor_types: dict[type, bool] = {}
-_torch_stream: Callable[[Any], int] | None = None
+_torch_stream: Callable[[int], int] | None = None
 
 
 def is_torch_tensor(obj: object) -> bool:
@@ -472,14 +488,30 @@ def is_torch_tensor(obj: object) -> bool:
     return known
 
 
-def _torch_stream_getter() -> Callable[[Any], int]:
-    import torch  # a torch tensor exists, so torch is already imported: this is a lookup
+def torch_stream_getter() -> Callable[[int], int]:
+    """The handle of PyTorch's current stream on a device (by index). Call only when a torch
+    tensor exists: torch is then imported, so this is a lookup."""
+    import torch
 
     # The private raw-stream getter (what Triton uses) costs ~0.1 us; the public path ~2 us.
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     if raw is not None:
-        return lambda tensor: raw(tensor.get_device())
-    return lambda tensor: torch.cuda.current_stream(tensor.device).cuda_stream
+        return raw
+    return lambda device: torch.cuda.current_stream(device).cuda_stream
+
+
+_stream_handles: dict[Any, Any] = {}
+
+
+def stream_handle(stream: Any) -> Any:
+    """cuda-python's CUstream for a stream handle given as an int, made once per handle: given
+    an int, cuLaunchKernel would make one on every launch. Other values are returned as they are."""
+    if type(stream) is not int:
+        return stream
+    if len(_stream_handles) >= 256:  # streams come and go; keep the cache small
+        _stream_handles.clear()
+    handle = _stream_handles[stream] = _drv().CUstream(stream)
+    return handle
 
 
 def current_stream_of(args: Iterable[object]) -> int:
@@ -488,8 +520,8 @@ def current_stream_of(args: Iterable[object]) -> int:
     for arg in args:
         if is_torch_tensor(arg) and arg.is_cuda:  # type: ignore[attr-defined]
             if _torch_stream is None:
-                _torch_stream = _torch_stream_getter()
-            return _torch_stream(arg)
+                _torch_stream = torch_stream_getter()
+            return _torch_stream(arg.get_device())  # type: ignore[attr-defined]
     return 0
 
 

@@ -32,6 +32,6 @@ class CudaBackend:
         return {"registers": k.num_regs, "spill_bytes": k.local_size_bytes, "shared_bytes": self.shared_bytes,
                 "threads": self.block_x}
 
-    def make_entry(self, positions: tuple[int, ...]) -> Callable[..., None]:
-        """The launch function for the binder (see Launcher.make_entry)."""
-        return self.launcher.make_entry(self.block_x, self.shared_bytes, positions)
+    def make_entry(self, positions: tuple[int, ...], value_count: int) -> Callable[..., None]:
+        """The launch function for the binders (see Launcher.make_entry)."""
+        return self.launcher.make_entry(self.block_x, self.shared_bytes, positions, value_count)
