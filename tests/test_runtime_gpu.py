@@ -62,6 +62,50 @@ def test_torch_tensors_follow_the_current_stream():
     torch.testing.assert_close(out2, 2.0 * x + y)
 
 
+def test_fast_binder_on_the_gpu():
+    """After the first launch, launches take the fast binder: new tensors, misaligned views,
+    another dtype, n == 1, a side stream, CPU tensors (refused) and an empty grid."""
+    torch = pytest.importorskip("torch")
+
+    @tile.jit
+    def axpy(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        tl.store(out_ptr + offs, (alpha * x + tl.load(y_ptr + offs, mask=mask)).to(out_ptr.dtype.element_ty), mask=mask)
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+
+    def check(dtype=torch.float32, n=5000, offset=0, alpha=0.5, stream=None):
+        x, y = (torch.randn(n + offset, device="cuda", dtype=dtype, generator=gen)[offset:] for _ in range(2))
+        out = torch.full((n + offset,), float("nan"), device="cuda", dtype=dtype)[offset:]
+        axpy[(tile.cdiv(n, 256),)](x, y, out, n, alpha, BLOCK=256)
+        if stream is not None:
+            stream.synchronize()
+        expect = alpha * x.double().cpu().numpy() + y.double().cpu().numpy()
+        tol = 1e-6 if dtype == torch.float32 else 2e-3
+        np.testing.assert_allclose(out.double().cpu().numpy(), expect, rtol=tol, atol=tol)
+
+    check()
+    assert axpy._launch is not axpy._general  # the first launch made the fast binder
+    check()
+    check(n=4096)  # divisible by 16: another kernel
+    check(offset=1)  # 4-byte aligned pointers: another kernel
+    check(dtype=torch.float16)
+    check(n=1)  # n == 1 is folded into the kernel
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        check(stream=side)
+    assert len(axpy._fast_entries) >= 5
+    x = torch.ones(16)
+    with pytest.raises(TypeError, match="host memory"):
+        axpy[(1,)](x, x, x, 16, 1.0, BLOCK=16)
+    y = torch.ones(16, device="cuda")
+    axpy[(0,)](y, y, y, 16, 1.0, BLOCK=16)  # an empty grid runs nothing
+    torch.cuda.synchronize()
+    assert torch.equal(y, torch.ones(16, device="cuda"))
+
+
 def test_host_arrays_on_a_gpu_launch_are_refused():
     x = np.ones(16, np.float32)
     with pytest.raises(TypeError, match="host memory"):

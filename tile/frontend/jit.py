@@ -7,9 +7,9 @@
     add.run(x, y, out, n, grid=(4,), BLOCK=1024, num_warps=4)
     add.build_ir(add.specialize((x, y, out, n), {"BLOCK": 1024})[0])  # the tt.func, without compiling
 
-A launch on a warm cache runs a function generated for the kernel (binder.py): Python binds
-the arguments, each contributes its part of the specialization key, one dict lookup finds
-the compiled kernel's entry, and the entry makes one driver call.
+A launch on a warm cache runs a function generated for the kernel (binder.py): after the
+first compilation, one specialized on the kinds of arguments that launch passed, so a launch
+is Python's argument binding, inline type checks, one dict lookup and the entry's driver call.
 """
 from __future__ import annotations
 
