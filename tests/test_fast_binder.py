@@ -220,3 +220,13 @@ def test_kernel_getitem_reuses_the_bound_launch_of_the_same_grid(gpu_compiler):
     first(x, 100, 0.5, True, BLOCK=16)  # compiles: the fast binder replaces the general one
     assert k[grid] is not first and k[grid].func is k._launch is not k._general
     assert k[tuple([1])] is not k[grid]  # an equal grid, another object: bound anew
+
+
+def test_do_not_specialize_parameters_keep_one_kernel(gpu_compiler):
+    compiled, log = gpu_compiler
+    k = tile.jit(scale.fn, do_not_specialize=["x_ptr", "n"])
+    for n, misalign in ((100, 0), (1, 0), (32, 4), (7, 8)):
+        k[(1,)](device_array(misalign=misalign), n, 0.5, True, BLOCK=16)
+    assert len(compiled) == 1
+    assert [entry[0] for entry in log] == ["general", "fast", "fast", "fast"]
+    assert log[1][4][1] == 1  # n == 1 stays a parameter

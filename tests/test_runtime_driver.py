@@ -127,9 +127,6 @@ class FakeDriver:
         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES="MAX_DYNAMIC_SHARED_SIZE_BYTES",
     )
 
-    class CUstream(int):
-        """cuda-python's stream handle type (an int here, so recorded launches compare with ints)."""
-
     def __init__(self, max_threads: int) -> None:
         self.attributes = {
             "NUM_REGS": 40,
@@ -176,7 +173,6 @@ FAKE_DEVICE = SimpleNamespace(
 def fake_kernel(monkeypatch: pytest.MonkeyPatch, max_threads: int = 1024) -> tuple[CudaKernel, FakeDriver]:
     driver = FakeDriver(max_threads)
     monkeypatch.setattr(cuda_driver, "_driver", driver)
-    monkeypatch.setattr(cuda_driver, "_stream_handles", {})  # handles made by the fake driver die with it
     monkeypatch.setattr(cuda_driver, "_SUCCESS", OK)
     return CudaKernel("k", None, "function", FAKE_DEVICE, ""), driver  # type: ignore[arg-type]
 
@@ -535,10 +531,6 @@ def test_fast_entry_launches_directly_and_checks_only_on_failure(monkeypatch: py
     fast = kernel.launcher(("ptr", "f32")).make_entry(256, 0, (0, 1), 2).fast
     fast((5, 2), 9, 0x3000, 0.5)  # a 2-tuple grid, stream 9
     assert (driver.launches[-1]["grid"], driver.launches[-1]["stream"]) == ((5, 2, 1), 9)
-    assert type(driver.launches[-1]["stream"]) is FakeDriver.CUstream  # made once, not by every launch
-    assert cuda_driver._stream_handles[9] is driver.launches[-1]["stream"]
-    fast((5, 2), 9, 0x3000, 0.5)
-    assert driver.launches[-1]["stream"] is driver.launches[-2]["stream"]
     assert struct.unpack_from("<f", driver.launches[-1]["slots"][1])[0] == 0.5
     fast([np.int64(4)], 0, 0x3000, 0.5)  # not a tuple, not Python ints: converted by the checked path
     assert driver.launches[-1]["grid"] == (4, 1, 1)
@@ -555,15 +547,6 @@ def test_fast_entry_launches_directly_and_checks_only_on_failure(monkeypatch: py
     with pytest.raises(DriverError, match="kernel 'k': cuLaunchKernel failed with CUDA_ERROR_LAUNCH_FAILED"):
         fast((1,), 0, 0x3000, 0.5)
     assert len(driver.launches) == count + 2  # the failed launch, then its check (which launches again)
-
-
-def test_stream_handles_stay_few(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_kernel(monkeypatch)
-    for stream in range(300):
-        assert cuda_driver.stream_handle(stream) == stream
-    assert len(cuda_driver._stream_handles) <= 256
-    marker = object()
-    assert cuda_driver.stream_handle(marker) is marker  # not an int: passed on
 
 
 def test_fast_entry_of_an_oversized_block_always_checks(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -387,18 +387,14 @@ class Launcher:
         chosen = "".join(f"{names[i]}, " for i in positions)
         namespace = {"pack": self._pack, "slots": self._slots, "launch": self._launch, "function": self._function,
                      "params": self._params_address, "SUCCESS": _SUCCESS, "grid3": grid3, "struct": struct,
-                     "handles": _stream_handles, "stream_handle": stream_handle,
                      "checked": lambda grid, stream, values: self(grid3(grid), block_x, shared_bytes, stream, *values)}
         direct = (len(positions) == len(self.arg_kinds) and not self._bf16_positions
                   and 0 < block_x <= self._max_threads and 0 <= shared_bytes <= self._max_shared)
-        config = f"{block_x}, 1, 1, {shared_bytes}, handle, params, 0"
+        config = f"{block_x}, 1, 1, {shared_bytes}, stream, params, 0"
         signature = f"def fast(grid, stream, {''.join(n + ', ' for n in names)}):"
         if direct:
             source = "\n".join([
                 signature,
-                "    handle = handles.get(stream)",
-                "    if handle is None:",
-                "        handle = stream_handle(stream)",
                 "    try:",
                 f"        pack(slots, 0, {chosen})",
                 "        if len(grid) == 1:",
@@ -498,20 +494,6 @@ def torch_stream_getter() -> Callable[[int], int]:
     if raw is not None:
         return raw
     return lambda device: torch.cuda.current_stream(device).cuda_stream
-
-
-_stream_handles: dict[Any, Any] = {}
-
-
-def stream_handle(stream: Any) -> Any:
-    """cuda-python's CUstream for a stream handle given as an int, made once per handle: given
-    an int, cuLaunchKernel would make one on every launch. Other values are returned as they are."""
-    if type(stream) is not int:
-        return stream
-    if len(_stream_handles) >= 256:  # streams come and go; keep the cache small
-        _stream_handles.clear()
-    handle = _stream_handles[stream] = _drv().CUstream(stream)
-    return handle
 
 
 def current_stream_of(args: Iterable[object]) -> int:
