@@ -3,7 +3,8 @@
     python benchmarks/launch_profile.py
 
 Rows, all in one run and taking turns (bench_runtime.launch_overhead_us): the driver call
-alone through cuda-python (with the stream as an int and as a CUstream) and through ctypes,
+alone through cuda-python (with the stream as an int and as a CUstream) and through ctypes
+(CDLL with declared argument types; PyDLL without, as tile's fast entries call it),
 tile's fast entry (pack + driver call), tile's whole `kernel[grid](...)`, the general binder,
 PyTorch's torch.add, Triton's launch, and the single PyTorch attribute reads the binder makes.
 Also times, in fresh processes, what a warm start pays before tile compiles anything:
@@ -45,18 +46,22 @@ def main() -> None:
     function = compiled.backend.kernel.function
     stream = torch._C._cuda_getCurrentRawStream(0)
     stream_object = drv.CUstream(stream)
-    libcuda = ctypes.CDLL("libcuda.so.1")
-    ctypes_launch = libcuda.cuLaunchKernel
-    ctypes_launch.restype = ctypes.c_int
+    ctypes_launch = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
     ctypes_launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
     function_address = int(function)
+    pydll_launch = cuda_driver._ctypes_launch()
+    function_pointer, params_pointer = ctypes.c_void_p(function_address), ctypes.c_void_p(params)
+    stream_pointer = ctypes.c_void_p(stream)
     addresses = (x.data_ptr(), y.data_ptr(), out.data_ptr(), 4096)
     rows = launch_overhead_us({
         "cuda-python cuLaunchKernel, stream int": lambda: drv.cuLaunchKernel(
             function, 4, 1, 1, 128, 1, 1, 0, stream, params, 0),
         "cuda-python cuLaunchKernel, CUstream": lambda: drv.cuLaunchKernel(
             function, 4, 1, 1, 128, 1, 1, 0, stream_object, params, 0),
-        "ctypes cuLaunchKernel": lambda: ctypes_launch(function_address, 4, 1, 1, 128, 1, 1, 0, stream, params, None),
+        "ctypes.CDLL cuLaunchKernel, argtypes": lambda: ctypes_launch(
+            function_address, 4, 1, 1, 128, 1, 1, 0, stream, params, None),
+        "ctypes.PyDLL cuLaunchKernel (tile's)": lambda: pydll_launch(
+            function_pointer, 4, 1, 1, 128, 1, 1, 0, stream_pointer, params_pointer, None),
         "tile fast entry (pack + driver call)": lambda: fast((4,), stream, *addresses),
         "tile kernel[grid](...)": lambda: kernel[(4,)](x, y, out, 4096, BLOCK=1024),
         "tile general binder": lambda: kernel._general((4,), x, y, out, 4096, BLOCK=1024),

@@ -104,6 +104,22 @@ def test_fast_binder_on_the_gpu():
     axpy[(0,)](y, y, y, 16, 1.0, BLOCK=16)  # an empty grid runs nothing
     torch.cuda.synchronize()
     assert torch.equal(y, torch.ones(16, device="cuda"))
+    # ctypes would truncate these to 32 bits: the fast entry must refuse them, not launch.
+    with pytest.raises(LaunchError, match="grid dimension x"):
+        axpy[(2**32 + 1,)](y, y, y, 16, 1.0, BLOCK=16)
+    with pytest.raises(LaunchError, match="grid dimension y"):
+        axpy[(1, 2**32 + 1)](y, y, y, 16, 1.0, BLOCK=16)
+    with pytest.raises(ValueError, match="negative launch configuration"):
+        axpy[(-1,)](y, y, y, 16, 1.0, BLOCK=16)
+    from cuda.bindings import driver
+
+    for stream in (side.cuda_stream, driver.CUstream(side.cuda_stream)):  # explicit streams: an int, a CUstream
+        out = torch.zeros(16, device="cuda")
+        axpy[(1,)](y, y, out, 16, 2.0, BLOCK=16, stream=stream)
+        side.synchronize()
+        assert torch.equal(out, torch.full((16,), 3.0, device="cuda"))
+    torch.cuda.synchronize()
+    assert torch.equal(y, torch.ones(16, device="cuda"))
 
 
 def test_host_arrays_on_a_gpu_launch_are_refused():
