@@ -4,7 +4,7 @@
 
 Rows, all in one run and taking turns (bench_runtime.launch_overhead_us): the driver call
 alone through cuda-python (with the stream as an int and as a CUstream) and through ctypes
-(CDLL with declared argument types; PyDLL without, as tile's fast entries call it),
+(CDLL with declared argument types; PyDLL, which keeps the GIL, without),
 tile's fast entry (pack + driver call), tile's whole `kernel[grid](...)`, the general binder,
 PyTorch's torch.add, Triton's launch, and the single PyTorch attribute reads the binder makes.
 Also times, in fresh processes, what a warm start pays before tile compiles anything:
@@ -49,7 +49,7 @@ def main() -> None:
     ctypes_launch = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
     ctypes_launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
     function_address = int(function)
-    pydll_launch = cuda_driver._ctypes_launch()
+    pydll_launch = ctypes.PyDLL("libcuda.so.1").cuLaunchKernel  # keeps the GIL; no argument types declared
     function_pointer, params_pointer = ctypes.c_void_p(function_address), ctypes.c_void_p(params)
     stream_pointer = ctypes.c_void_p(stream)
     addresses = (x.data_ptr(), y.data_ptr(), out.data_ptr(), 4096)
@@ -60,7 +60,7 @@ def main() -> None:
             function, 4, 1, 1, 128, 1, 1, 0, stream_object, params, 0),
         "ctypes.CDLL cuLaunchKernel, argtypes": lambda: ctypes_launch(
             function_address, 4, 1, 1, 128, 1, 1, 0, stream, params, None),
-        "ctypes.PyDLL cuLaunchKernel (tile's)": lambda: pydll_launch(
+        "ctypes.PyDLL cuLaunchKernel, no argtypes": lambda: pydll_launch(
             function_pointer, 4, 1, 1, 128, 1, 1, 0, stream_pointer, params_pointer, None),
         "tile fast entry (pack + driver call)": lambda: fast((4,), stream, *addresses),
         "tile kernel[grid](...)": lambda: kernel[(4,)](x, y, out, 4096, BLOCK=1024),

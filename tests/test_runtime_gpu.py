@@ -104,7 +104,7 @@ def test_fast_binder_on_the_gpu():
     axpy[(0,)](y, y, y, 16, 1.0, BLOCK=16)  # an empty grid runs nothing
     torch.cuda.synchronize()
     assert torch.equal(y, torch.ones(16, device="cuda"))
-    # ctypes would truncate these to 32 bits: the fast entry must refuse them, not launch.
+    # Beyond 32 bits: refused with the limit named, never truncated into a launch.
     with pytest.raises(LaunchError, match="grid dimension x"):
         axpy[(2**32 + 1,)](y, y, y, 16, 1.0, BLOCK=16)
     with pytest.raises(LaunchError, match="grid dimension y"):

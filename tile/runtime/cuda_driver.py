@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import struct
-import sys
 import threading
 from collections.abc import Iterable
 from functools import cache
@@ -386,44 +385,14 @@ class Launcher:
 
         names = [f"v{i}" for i in range(value_count)]
         chosen = "".join(f"{names[i]}, " for i in positions)
-        namespace = {"pack": self._pack, "slots": self._slots, "grid3": grid3, "struct": struct, "ctypes": ctypes,
-                     "max_gx": self._max_gx, "max_gy": self._max_gy, "max_gz": self._max_gz,
+        namespace = {"pack": self._pack, "slots": self._slots, "launch": self._launch, "function": self._function,
+                     "params": self._params_address, "SUCCESS": _SUCCESS, "grid3": grid3, "struct": struct,
                      "checked": lambda grid, stream, values: self(grid3(grid), block_x, shared_bytes, stream, *values)}
         direct = (len(positions) == len(self.arg_kinds) and not self._bf16_positions
                   and 0 < block_x <= self._max_threads and 0 <= shared_bytes <= self._max_shared)
+        config = f"{block_x}, 1, 1, {shared_bytes}, stream, params, 0"
         signature = f"def fast(grid, stream, {''.join(n + ', ' for n in names)}):"
-        source = f"{signature}\n    checked(grid, stream, ({chosen}))"
-        driver_launch = _ctypes_launch() if isinstance(_drv(), ModuleType) else None
-        if direct and driver_launch is not None:
-            # The driver's own function through ctypes (see _ctypes_launch); ctypes truncates
-            # ints to 32 bits, so grid dimensions beyond the limits never reach it.
-            namespace.update(launch=driver_launch, function=ctypes.c_void_p(int(self._function)),
-                             params=ctypes.c_void_p(self._params_address), streams=_ctypes_streams,
-                             ctypes_stream=ctypes_stream)
-            config = f"{block_x}, 1, 1, {shared_bytes}, handle, params, None"
-            source = "\n".join([
-                signature,
-                "    try:",
-                "        handle = streams.get(stream)",
-                "        if handle is None:",
-                "            handle = ctypes_stream(stream)",
-                f"        pack(slots, 0, {chosen})",
-                "        if len(grid) == 1:",
-                "            gx = grid[0]",
-                f"            result = launch(function, gx, 1, 1, {config}) if gx <= max_gx else 1",
-                "        else:",
-                "            gx, gy, gz = grid if len(grid) == 3 else grid3(grid)",
-                "            in_limits = gx <= max_gx and gy <= max_gy and gz <= max_gz",
-                f"            result = launch(function, gx, gy, gz, {config}) if in_limits else 1",
-                "    except (struct.error, OverflowError, TypeError, ValueError, ctypes.ArgumentError):",
-                "        result = 1",
-                "    if result:",
-                f"        checked(grid, stream, ({chosen}))",
-            ])
-        elif direct:
-            namespace.update(launch=self._launch, function=self._function, params=self._params_address,
-                             SUCCESS=_SUCCESS)
-            config = f"{block_x}, 1, 1, {shared_bytes}, stream, params, 0"
+        if direct:
             source = "\n".join([
                 signature,
                 "    try:",
@@ -438,6 +407,8 @@ class Launcher:
                 "    if result is None or result[0] is not SUCCESS:",
                 f"        checked(grid, stream, ({chosen}))",
             ])
+        else:
+            source = f"{signature}\n    checked(grid, stream, ({chosen}))"
         exec(compile(source, f"<tile launch of {self.kernel.name}>", "exec"), namespace)  # noqa: S102
         fast = namespace["fast"]
 
@@ -523,33 +494,6 @@ def torch_stream_getter() -> Callable[[int], int]:
     if raw is not None:
         return raw
     return lambda device: torch.cuda.current_stream(device).cuda_stream
-
-
-@cache
-def _ctypes_launch() -> Any:
-    """The driver library's cuLaunchKernel called through ctypes.PyDLL without declared
-    argument types, or None where the library does not load. On the lent H100 it costs
-    0.2-0.3 us less than cuda-python's binding (which releases and retakes the GIL around the
-    call and makes a CUstream for an int handle); with declared argument types, or through
-    ctypes.CDLL (which releases the GIL), it costs more. Fast entries use it; everything
-    else, errors included, goes through cuda-python."""
-    name = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
-    try:
-        return ctypes.PyDLL(name).cuLaunchKernel
-    except (OSError, AttributeError):
-        return None
-
-
-_ctypes_streams: dict[Any, ctypes.c_void_p] = {}
-
-
-def ctypes_stream(stream: Any) -> ctypes.c_void_p:
-    """A stream handle (an int, or anything int() takes, such as a CUstream) as the pointer
-    ctypes passes; made once per handle, as ctypes would truncate a plain int to 32 bits."""
-    if len(_ctypes_streams) >= 256:  # streams come and go; keep the cache small
-        _ctypes_streams.clear()
-    handle = _ctypes_streams[stream] = ctypes.c_void_p(int(stream))
-    return handle
 
 
 def current_stream_of(args: Iterable[object]) -> int:
