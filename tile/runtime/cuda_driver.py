@@ -388,7 +388,7 @@ class Launcher:
         namespace = {"pack": self._pack, "slots": self._slots, "launch": self._launch, "function": self._function,
                      "params": self._params_address, "SUCCESS": _SUCCESS, "grid3": grid3, "struct": struct,
                      "checked": lambda grid, stream, values: self(grid3(grid), block_x, shared_bytes, stream, *values)}
-        direct = (len(positions) == len(self.arg_kinds) and not self._bf16_positions
+        direct = (not self._bf16_positions
                   and 0 < block_x <= self._max_threads and 0 <= shared_bytes <= self._max_shared)
         config = f"{block_x}, 1, 1, {shared_bytes}, stream, params, 0"
         signature = f"def fast(grid, stream, {''.join(n + ', ' for n in names)}):"
