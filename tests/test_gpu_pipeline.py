@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tile.ir import parse_op, print_op
+from tile.ir import TensorType, parse_op, print_op
 from tile.ir.dot_layouts import fma_operand_layout
 from tile.ir.gpu_ops import verify_layouts
 from tile.ir.layouts import BlockedLayout, SharedLayout, conversion_kind
@@ -737,3 +737,35 @@ def test_run_transposes(simt, rows, cols, dtype, num_warps):
     out = np.full(rows * cols, 7, np_dtype)
     m, dev = run(transpose_kernel(rows, cols, dtype), (1,), [x, out], num_warps)
     np.testing.assert_array_equal(read(m, dev[1], out).reshape(cols, rows), x.reshape(rows, cols).T)
+
+
+def test_discarded_hint_informs_loads_of_a_loaded_pointer():
+    """Triton's grouped GEMM tutorial calls `tl.multiple_of(a_ptrs, [16, 16])` as a statement on a
+    base pointer loaded from memory; like Triton, the facts attach to `a_ptrs` itself, so the
+    loop's loads still become 16-byte vectors."""
+    import tile
+    import tile.language as tl
+    from tile.opt.tile_pipeline import tile_passes
+
+    @tile.jit
+    def grouped_copy(ptrs, out_ptr, ld, k, BM: tl.constexpr, BK: tl.constexpr, HINT: tl.constexpr):
+        a_ptr = tl.load(ptrs).to(tl.pointer_type(tl.float16))
+        a_ptrs = a_ptr + tl.arange(0, BM)[:, None] * ld + tl.arange(0, BK)[None, :]
+        acc = tl.zeros((BM, BK), dtype=tl.float32)
+        for _ in range(0, k):
+            if HINT:
+                tl.multiple_of(a_ptrs, [16, 16])
+            acc += tl.load(a_ptrs).to(tl.float32)
+            a_ptrs += BK
+        tl.store(out_ptr + tl.arange(0, BM)[:, None] * BK + tl.arange(0, BK)[None, :], acc)
+
+    def load_vectors(hint: bool) -> list[int]:
+        args = (np.zeros(1, np.int64), np.zeros(64 * 32, np.float32), 64, 4)
+        spec, _ = grouped_copy.specialize(args, {"BM": 64, "BK": 32, "HINT": hint})
+        func = grouped_copy.build_ir(spec)
+        PassManager(tile_passes()).run(func)
+        func = compile_gpu(print_op(func))
+        return [op.attrs["vector"] for op in ops_named(func, "tt.load") if isinstance(op.result.type, TensorType)]
+
+    assert load_vectors(hint=False) == [1]
+    assert load_vectors(hint=True) == [8]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
-from tile.ir.core import Block, Region
+from tile.ir.core import Block, Operation, Region
 from tile.ir.types import DType, PointerType, TensorType, Type, bf16, f16, f32, f64, i1, i8, i32, u8, with_element
 
 from .core import tensor, to_dtype
@@ -309,7 +309,29 @@ class BlockOps:
             raise ValueError(f"tl.{kind} needs {want} positive integer(s) for {describe_shape(x)}, got {values!r}")
         attrs: dict[str, Any] = {"multiple_of": [], "max_contiguous": [], "max_constancy": []}
         attrs[kind] = vals
-        return self.op("tt.hint", [x], x.ir_type, **attrs)
+        return self._attach_hint(x, attrs)
+
+    def _attach_hint(self: "Semantic", x: tensor, attrs: dict[str, Any]) -> tensor:
+        """Attach the facts to the value itself, as Triton does (it sets an attribute on the
+        defining op): the tt.hint goes right after x's definition, every use of x reads the hint,
+        and the caller's `x` now names it. So `tl.multiple_of(ptrs, 16)` as a statement, its result
+        discarded (Triton's grouped GEMM tutorial does this in its loop), still informs the loads."""
+        value = x.handle
+        hint = Operation("tt.hint", [value], [value.type], attrs, loc=self.builder.loc)
+        definer = value.owner_op
+        block = definer.parent if definer is not None else value.block
+        position = block.ops.index(definer) + 1 if definer is not None else 0
+        block.insert(position, hint)
+        builder = self.builder
+        if builder.block is block and builder.index is not None and builder.index >= position:
+            builder.index += 1
+        for user in value.users():
+            if user is not hint:
+                for i, operand in enumerate(user.operands):
+                    if operand is value:
+                        user.set_operand(i, hint.result)
+        x.handle = hint.result
+        return x
 
 
 def describe_shape(x: tensor) -> str:
