@@ -765,6 +765,8 @@ def test_discarded_hint_informs_loads_of_a_loaded_pointer():
         func = grouped_copy.build_ir(spec)
         PassManager(tile_passes()).run(func)
         func = compile_gpu(print_op(func))
+        # the loop carries the pointers in the loads' layout: no pointer goes through shared memory
+        assert not [op for op in ops_named(func, "gpu.local_alloc") if "ptr" in str(op.result.type)]
         return [op.attrs["vector"] for op in ops_named(func, "tt.load") if isinstance(op.result.type, TensorType)]
 
     assert load_vectors(hint=False) == [1]

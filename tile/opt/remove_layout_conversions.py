@@ -119,6 +119,14 @@ def _loop_carried(v: Value) -> bool:
     return owner is not None and (owner.name == "scf.while" or owner.name == "scf.for" and v.index >= 1)
 
 
+def _before_hints(v: Value) -> Value:
+    """The value a chain of tt.hint ops annotates (`tl.multiple_of(ptrs, 16)` on a loop-carried
+    pointer puts a hint between the block argument and its loads)."""
+    while v.owner_op is not None and v.owner_op.name == "tt.hint":
+        v = v.owner_op.operand(0)
+    return v
+
+
 def propagate_forward(func: Operation) -> bool:
     """Spread anchor layouts forward (see the module docstring); returns whether a type changed."""
     seeds: list[tuple[Value, Layout]] = []
@@ -127,9 +135,9 @@ def propagate_forward(func: Operation) -> bool:
         if op.name in _ANCHORS and isinstance(op.results[0].type, TensorType):
             seeds.append((op.result, layout_of(op.result)))
             fixed.add(op.result)
-        elif _is_convert(op) and _loop_carried(op.operand(0)) and \
+        elif _is_convert(op) and _loop_carried(_before_hints(op.operand(0))) and \
                 any(u.name in MEMORY_OPS for u in op.result.users()):
-            seeds.append((op.operand(0), op.result.type.layout))
+            seeds.append((_before_hints(op.operand(0)), op.result.type.layout))
     candidates: dict[Value, list[Layout]] = {}
     work: list[tuple[Value, Layout]] = []
 
