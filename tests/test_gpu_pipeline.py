@@ -771,3 +771,14 @@ def test_discarded_hint_informs_loads_of_a_loaded_pointer():
 
     assert load_vectors(hint=False) == [1]
     assert load_vectors(hint=True) == [8]
+
+    # lowered, the loop carries one base per 16-byte vector of the pointers, not every pointer
+    from tile.codegen.lower import lower_to_simt
+
+    args = (np.zeros(1, np.int64), np.zeros(64 * 32, np.float32), 64, 4)
+    spec, _ = grouped_copy.specialize(args, {"BM": 64, "BK": 32, "HINT": True})
+    func = grouped_copy.build_ir(spec)
+    PassManager(tile_passes()).run(func)
+    simt = lower_to_simt(compile_gpu(print_op(func)))
+    loop = next(op for op in simt.walk() if op.name == "scf.for")
+    assert sum(str(r.type).startswith("ptr") for r in loop.results) == 64 * 32 // (8 * 128)

@@ -87,8 +87,15 @@ def _advanced_uniformly(arg: Value, yielded: Value) -> bool:
     el = t.element
     if not (isinstance(el, PointerType) or (isinstance(el, DType) and el.is_integer and el.bits >= 32)):
         return False
-    x, y = op.operands
+    x, y = (_before_hints(v) for v in op.operands)
     return (x is arg and _uniform(y)) or (op.name == "arith.add" and y is arg and _uniform(x))
+
+
+def _before_hints(v: Value) -> Value:
+    """The value under a chain of tt.hint ops (`tl.multiple_of(ptrs, 16)` on a carried pointer)."""
+    while v.owner_op is not None and v.owner_op.name == "tt.hint":
+        v = v.owner_op.operand(0)
+    return v
 
 
 @dataclass
