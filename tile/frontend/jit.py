@@ -340,7 +340,7 @@ class JITFunction:
         `key` ends with the values of binder.KEYED_OPTIONS and the target."""
         with self._lock:
             entry = self._launchers.get(key)
-            if entry is not None:
+            if entry is not None and key in self.cache:  # a user may have cleared the cache to recompile
                 return entry
             trailing = len(KEYED_OPTIONS) + 1
             options = dict(zip(KEYED_OPTIONS, key[-trailing:-1]))

@@ -474,8 +474,10 @@ class Heuristics(_KernelWrapper):
         return self.fn.run(*args, grid=grid, **kwargs)
 
     def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> Any:
-        """Compile without launching, with the heuristics' values."""
-        return self.run(*args, grid=grid, warmup=True, **kwargs)
+        """Compile without launching, with the heuristics' values: the wrapped kernel's warmup."""
+        for name, heuristic in self.values.items():
+            kwargs[name] = heuristic({**dict(zip(self.arg_names, args)), **kwargs})
+        return self.fn.warmup(*args, grid=grid, **kwargs)
 
 
 def heuristics(values: dict[str, Callable[[dict[str, Any]], Any]]) -> Callable[[Any], Heuristics]:

@@ -181,14 +181,17 @@ class TritonKernelSurface:
     def _init_handles(self) -> None:
         """Load the kernel on the GPU if it is not loaded yet (Triton's `_init_handles`).
         Raises OutOfResources when it needs more shared memory or threads than its target
-        has; RuntimeError when a GPU is present but of another target than the kernel's.
-        Without a GPU (and on the interpreter) there is nothing to load."""
+        has (on the interpreter: than INTERPRETER_TARGET has); RuntimeError when a GPU is
+        present but of another target than the kernel's. Without a GPU (and on the
+        interpreter) there is nothing to load."""
         from tile.compiler import INTERPRETER, current_target
 
-        if self.backend is not None:
+        if self.backend is not None and self.target != INTERPRETER:
             return
         self.check_resources()
         here = current_target()
+        if self.target == INTERPRETER:
+            return
         if here == INTERPRETER:
             return
         if here != self.target:
@@ -202,7 +205,8 @@ class TritonKernelSurface:
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         """`kernel[grid](*args, stream=None)`: launch with every argument by position,
         constexprs included, as Triton's compiled kernels take them."""
-        self._init_handles()
+        if self.backend is None:
+            self._init_handles()
 
         def runner(*args: Any, stream: Any = None) -> Any:
             return self.launch(grid, args, stream)
