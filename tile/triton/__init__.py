@@ -40,6 +40,9 @@ ALIASES: dict[str, Optional[str]] = {
     "triton.language.extra.cuda.libdevice": "tile.language.extra.libdevice",
     "triton.runtime.interpreter": "tile.runtime.interpreter",
 }
+# Triton packages whose tile counterpart is a plain module: they import as a forwarding
+# package, so that their aliased children can import.
+PACKAGES_OVER_MODULES = frozenset({"triton.compiler"})
 # Fallbacks used only when `tile.X.Y` does not exist.
 FALLBACKS: dict[str, str] = {
     "triton.language.core": "tile.language",
@@ -104,6 +107,14 @@ def tile_module_name(fullname: str) -> Optional[str]:
                               name=fullname)
 
 
+def _is_package(module: str) -> bool:
+    found = sys.modules.get(module)
+    if found is not None:
+        return hasattr(found, "__path__")
+    spec = importlib.util.find_spec(module)
+    return spec is not None and spec.submodule_search_locations is not None
+
+
 def _exists(module: str) -> bool:
     if module in sys.modules:
         return True
@@ -126,9 +137,8 @@ class _AliasLoader(importlib.abc.Loader):
             namespace.__path__ = []
             return namespace
         module = importlib.import_module(self.target)
-        if not hasattr(module, "__path__"):
-            # A plain module standing for a Triton package (triton.compiler): a forwarding
-            # package, so that its aliased children import and land on it, not on tile's module.
+        if spec.name in PACKAGES_OVER_MODULES:
+            # Its aliased children import and land on the forwarding package, not on tile's module.
             return _ForwardingPackage(spec.name, module)
         return module
 
@@ -160,8 +170,10 @@ class TritonFinder(importlib.abc.MetaPathFinder):
             return importlib.util.spec_from_loader(fullname, _AliasLoader(__name__))
         if not fullname.startswith("triton."):
             return None
-        return importlib.util.spec_from_loader(fullname, _AliasLoader(tile_module_name(fullname)),
-                                               is_package=True)
+        target = tile_module_name(fullname)
+        # A tile package keeps its own __path__; a plain tile module must not be given one.
+        package = target is None or fullname in PACKAGES_OVER_MODULES or _is_package(target)
+        return importlib.util.spec_from_loader(fullname, _AliasLoader(target), is_package=package)
 
 
 _installed = False
