@@ -73,6 +73,12 @@ assert OutOfResources is tile.OutOfResources and triton.OutOfResources is OutOfR
 assert GPUTarget("cuda", 90, 32).arch == 90 and triton.__version__ == "3.6.0"
 triton.set_allocator(lambda size, alignment, stream: None)
 try:
+    triton.testing.get_dram_gbps
+except AttributeError as e:
+    assert "tile does not provide triton.testing.get_dram_gbps" in str(e)
+else:
+    raise AssertionError("get_dram_gbps")
+try:
     triton.constexpr_function
 except AttributeError as e:
     assert "tile does not provide triton.constexpr_function" in str(e)
