@@ -1,6 +1,9 @@
 """tile: a GPU kernel compiler written entirely in Python.
 
 The public names load lazily, so `import tile` is cheap and `tile.ir` can be used alone.
+Triton's environment variables (TRITON_INTERPRET, TRITON_CACHE_DIR, ...) are honoured as
+aliases of tile's (tile.knobs.ENV_ALIASES); `tile.install_as_triton()` makes `import triton`
+resolve to tile (tile.triton).
 """
 from __future__ import annotations
 
@@ -8,6 +11,10 @@ import importlib
 from typing import Any
 
 __version__ = "0.1.0"
+
+from .knobs import apply_env_aliases as _apply_env_aliases  # noqa: E402
+
+_apply_env_aliases()
 
 _EXPORTS = {
     "jit": "tile.frontend.jit",
@@ -24,8 +31,11 @@ _EXPORTS = {
     "empty": "tile.runtime.arrays",
     "empty_like": "tile.runtime.arrays",
     "DeviceArray": "tile.runtime.arrays",
+    "compile": "tile.runtime.aot",
+    "OutOfResources": "tile.runtime.errors",
+    "install_as_triton": "tile.triton",
 }
-_SUBMODULES = ("ir", "language", "frontend", "opt", "codegen", "runtime", "testing", "compiler")
+_SUBMODULES = ("ir", "language", "frontend", "opt", "codegen", "runtime", "testing", "compiler", "knobs", "triton")
 
 
 def __getattr__(name: str) -> Any:

@@ -4,20 +4,27 @@
                                                   └──gpu passes──▶ gpu ──lower──▶ simt ──emit──▶ ptx ──▶ CUDA
 
 `compile_kernel` returns a `CompiledKernel` holding the text of every stage it ran (what
-`tile.dump` shows) and `make_entry`, the launch function the launch binder calls. `dump`
-compiles without launching.
+`tile.dump` shows) and `make_entry`, the launch function the launch binder calls; it also has
+Triton's CompiledKernel surface (runtime.compiled_kernel). `dump` compiles without launching;
+`compile` (runtime.aot) is Triton's ahead-of-time entry.
+
+TILE_ALWAYS_COMPILE=1 skips the disk cache's lookups; TILE_DUMP=1 prints every stage of each
+compilation to stderr (Triton's TRITON_ALWAYS_COMPILE and MLIR_ENABLE_DUMP).
 """
 from __future__ import annotations
 
 import functools
 import json
 import os
+import re
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from typing import TYPE_CHECKING
 
+from .runtime.compiled_kernel import TritonKernelSurface
 from .utils import grid3
 
 if TYPE_CHECKING:  # the IR stays unimported on a warm start (disk-cache hit)
@@ -31,7 +38,8 @@ if hasattr(os.environ, "_data"):
 else:
     ENVIRON, INTERPRET_KEY = os.environ, "TILE_INTERPRET"
 STAGES = ("tile", "tile-opt", "passes", "gpu", "simt", "ptx")
-DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}
+DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3, "maxnreg": None, "launch_cooperative_grid": False,
+                   "launch_pdl": False}
 
 
 def current_target() -> str:
@@ -51,7 +59,7 @@ def _device_target() -> str:
 
 
 @dataclass
-class CompiledKernel:
+class CompiledKernel(TritonKernelSurface):
     """One specialization of a kernel, compiled for one target."""
 
     name: str
@@ -62,13 +70,17 @@ class CompiledKernel:
     timings: dict[str, float] = field(default_factory=dict)
     backend: Any = None  # InterpreterBackend or CudaBackend
     from_disk_cache: bool = False
+    fn: Any = None  # the JITFunction and the Specialization compiled
+    spec: Any = None
+    launch_info: dict[str, Any] = field(default_factory=dict)  # cuda_launch.launch_metadata, GPU targets
 
     def make_entry(self, positions: tuple[int, ...], value_count: int):
         """The function the launch binders call: entry(grid, values, args, stream), where
         `values` are the launch values of the binder's `value_count` runtime arguments and
         `positions` picks this kernel's parameters among them. GPU entries also have
-        entry.fast(grid, stream, *values) (runtime.cuda_driver.Launcher.make_entry)."""
-        return self.backend.make_entry(positions, value_count)
+        entry.fast(grid, stream, *values) (runtime.cuda_driver.Launcher.make_entry). Entries
+        return this CompiledKernel."""
+        return self.backend.make_entry(positions, value_count, self)
 
     def stage(self, name: str) -> str:
         if name not in self.stages:
@@ -77,21 +89,22 @@ class CompiledKernel:
         return self.stages[name]
 
     @property
-    def metadata(self) -> dict[str, Any]:
-        """Registers, spills and shared memory of a GPU kernel (empty for the interpreter)."""
+    def resources(self) -> dict[str, Any]:
+        """Registers, spills and shared memory of a kernel loaded on a GPU (empty otherwise);
+        `metadata` is Triton's view."""
         return getattr(self.backend, "metadata", {})
 
     @property
     def registers(self) -> int:
-        return self.metadata.get("registers", 0)
+        return self.resources.get("registers", 0)
 
     @property
     def spill_bytes(self) -> int:
-        return self.metadata.get("spill_bytes", 0)
+        return self.resources.get("spill_bytes", 0)
 
     @property
     def shared_bytes(self) -> int:
-        return self.metadata.get("shared_bytes", 0)
+        return self.resources.get("shared_bytes", 0)
 
 
 class InterpreterBackend:
@@ -99,13 +112,14 @@ class InterpreterBackend:
         self.func = func
         self.name = name
 
-    def make_entry(self, positions: tuple[int, ...], value_count: int):
+    def make_entry(self, positions: tuple[int, ...], value_count: int, compiled: Any = None):
         from .runtime.host_args import run_on_host
 
         func, name = self.func, self.name
 
-        def entry(grid: Any, values: tuple, args: tuple, stream: Optional[int]) -> None:
+        def entry(grid: Any, values: tuple, args: tuple, stream: Optional[int]) -> Any:
             run_on_host(func, grid3(grid), [args[i] for i in positions], name)
+            return compiled
 
         return entry
 
@@ -141,17 +155,22 @@ def compile_kernel(fn: Any, spec: Any, options: dict[str, Any], target: str, rec
         start = time.perf_counter()
         disk = DiskCache()
         key = _disk_key(fn, spec, options, target, _ptx_version(target))
-        hit = disk.get(key)
+        hit = None if _env_flag("TILE_ALWAYS_COMPILE") else disk.get(key)
         lookup = time.perf_counter() - start
         if hit is not None:
             kernel = _from_disk(hit, target, options)
+            kernel.fn, kernel.spec = fn, spec
             kernel.timings["disk cache"] = lookup
             return kernel
     kernel = _compile_stages(fn, spec, options, target, record_passes, until)
+    kernel.fn, kernel.spec = fn, spec
+    if _env_flag("TILE_DUMP"):
+        for stage, text in kernel.stages.items():
+            print(f"// -----// tile {stage} of {kernel.name} for {target} //----- //\n{text}", file=sys.stderr)
     if launching:
-        from .runtime.cuda_launch import CudaBackend, launch_metadata
+        from .runtime.cuda_launch import CudaBackend
 
-        metadata = launch_metadata(kernel.func, options)
+        metadata = kernel.launch_info
         kernel.backend = _timed(kernel.timings, "driver jit", CudaBackend, kernel.stages["ptx"], metadata)
         files = {"ptx": kernel.stages["ptx"], "metadata.json": json.dumps(metadata)}
         files.update({f"stage.{s}": kernel.stages[s] for s in GPU_STAGES})
@@ -169,7 +188,8 @@ def _from_disk(files: dict[str, Any], target: str, options: dict[str, Any]) -> C
     stages["ptx"] = text["ptx"]
     timings: dict[str, float] = {}
     backend = _timed(timings, "driver jit", CudaBackend, text["ptx"], metadata)
-    return CompiledKernel(metadata["name"], target, options, None, stages, timings, backend, from_disk_cache=True)
+    return CompiledKernel(metadata["name"], target, options, None, stages, timings, backend, from_disk_cache=True,
+                          launch_info=metadata)
 
 
 def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, record_passes: bool,
@@ -213,8 +233,26 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     simt = _timed(timings, "lowering", lower_to_simt, func)
     stages["simt"] = print_op(simt)
     kernel.func = simt
-    stages["ptx"] = _timed(timings, "ptx emission", emit_ptx, simt, target, _ptx_version(target))
+    from .runtime.cuda_launch import launch_metadata
+
+    kernel.launch_info = launch_metadata(simt, options)
+    ptx = _timed(timings, "ptx emission", emit_ptx, simt, target, _ptx_version(target))
+    stages["ptx"] = ptx if options.get("maxnreg") is None else with_maxnreg(ptx, options["maxnreg"])
     return kernel
+
+
+def with_maxnreg(ptx: str, maxnreg: int) -> str:
+    """`ptx` with a `.maxnreg` directive on its kernel entry: ptxas keeps the kernel within
+    `maxnreg` registers per thread (spilling if it must). The directive follows the entry's
+    `.maxntid` line, before its body."""
+    text, count = re.subn(r"^(\.maxntid [^\n]*)$", rf"\1\n.maxnreg {int(maxnreg)}", ptx, count=1, flags=re.MULTILINE)
+    if count != 1:
+        raise ValueError("maxnreg: the PTX has no .maxntid line after its .entry to place .maxnreg after")
+    return text
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "0") not in ("", "0")
 
 
 def _ptx_version(target: str) -> str:
@@ -252,7 +290,7 @@ class Dump:
 
 
 def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str] = None,
-         num_warps: int = 4, num_stages: int = 3, **constexprs: Any) -> Dump:
+         num_warps: int = 4, num_stages: int = 3, maxnreg: Optional[int] = None, **constexprs: Any) -> Dump:
     """Show what tile compiles for `kernel`.
 
     With arguments: compile for their types (arrays or scalars; only types and alignment
@@ -282,7 +320,10 @@ def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str]
     if target == INTERPRETER and stage in ("gpu", "simt", "ptx"):
         raise ValueError(f"stage {stage!r} needs a GPU target such as target='sm_90a'")
     spec, _ = kernel.specialize(args, constexprs)
-    options = {"num_warps": num_warps, "num_stages": num_stages}
+    options = {"num_warps": num_warps, "num_stages": num_stages, "maxnreg": maxnreg}
     until = {"tile": "tile", "tile-opt": "tile-opt", "passes": "passes", "gpu": "gpu"}.get(stage, "ptx")
     compiled = compile_kernel(kernel, spec, options, target, record_passes=(stage == "passes"), until=until)
     return Dump(f"{kernel.__name__}: {stage} ({target})", compiled.stage(stage))
+
+
+from .runtime.aot import ASTSource, compile  # noqa: E402  (Triton's triton.compiler names)

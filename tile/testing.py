@@ -426,3 +426,21 @@ def perf_report(benchmarks: Benchmark | list[Benchmark]) -> Callable[[Callable[.
     """Decorate a function `fn(**x_args, line_arg=value, **args)` returning a time (or a
     (mean, min, max) triple) into a report whose `.run()` measures and prints a table."""
     return lambda fn: Mark(fn, benchmarks)
+
+
+# Triton's testing helpers that tile lacks, and what to use instead.
+_TRITON_ONLY = {
+    "get_dram_gbps": "compute bandwidth from your own timings (tile.testing.do_bench) and the bytes moved",
+    "get_max_tensorcore_tflops": "use the device's datasheet figure",
+    "get_max_simd_tflops": "use the device's datasheet figure",
+    "set_gpu_clock": "lock clocks with nvidia-smi --lock-gpu-clocks outside the program",
+    "nvsmi": "run nvidia-smi --query-gpu=... yourself",
+    "cuda_memcheck": "run the program under compute-sanitizer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    hint = _TRITON_ONLY.get(name)
+    if hint is not None:
+        raise AttributeError(f"tile does not provide triton.testing.{name}: {hint}")
+    raise AttributeError(f"module 'tile.testing' has no attribute {name!r}")

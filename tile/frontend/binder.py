@@ -4,21 +4,29 @@ Python's own argument binding, a few inline type checks, one dict lookup and the
 Two binders exist per kernel. The general one accepts every argument tile accepts; for
 `def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr)` it reads:
 
-    def lookup(x_ptr, y_ptr, out_ptr, n, BLOCK, num_warps, num_stages, num_ctas):
+    def lookup(x_ptr, y_ptr, out_ptr, n, BLOCK, _opt_num_warps, _opt_num_stages, ...):
         h = fast_args.get(type(x_ptr))
         k0, v0 = h(x_ptr) if h is not None else arg(x_ptr)       (the same for y_ptr, out_ptr, n)
-        key = (k0, k1, k2, k3, ("c", type(BLOCK), BLOCK), num_warps, num_stages, target())
+        key = (k0, k1, k2, k3, ("c", type(BLOCK), BLOCK), _opt_num_warps, _opt_num_stages, _opt_num_ctas,
+               _opt_maxnreg, _opt_launch_cooperative_grid, _opt_launch_pdl, target())
         entry = entries.get(key)
         if entry is None:
-            entry = compile(key, (x_ptr, y_ptr, out_ptr, n, BLOCK), num_warps, num_stages, num_ctas)
+            entry = compile(key, (x_ptr, y_ptr, out_ptr, n, BLOCK))
         return entry, (v0, v1, v2, v3)
 
-    def add(grid, x_ptr=_missing, ..., BLOCK=_missing, *extra, num_warps=4, num_stages=3, num_ctas=1, stream=None):
+    def add(grid, x_ptr=_missing, ..., BLOCK=_missing, *extra, num_warps=4, num_stages=3, num_ctas=1,
+            maxnreg=None, launch_cooperative_grid=False, launch_pdl=False, stream=None):
         (a TypeError for extra or missing arguments)
-        entry, values = lookup(x_ptr, y_ptr, out_ptr, n, BLOCK, num_warps, num_stages, num_ctas)
+        entry, values = lookup(x_ptr, y_ptr, out_ptr, n, BLOCK, num_warps, num_stages, num_ctas, ...)
         if callable(grid):
             grid = grid({"x_ptr": x_ptr, ..., "BLOCK": BLOCK, "num_warps": num_warps, "num_stages": num_stages})
-        entry(grid, values, (x_ptr, y_ptr, out_ptr, n), stream)
+        return entry(grid, values, (x_ptr, y_ptr, out_ptr, n), stream)
+
+The launch options (LAUNCH_OPTIONS) are keyword-only; the option values are part of the key
+and `compile` checks them. As in Triton, a keyword that names a kernel parameter binds to
+the parameter even when it is also a launch option: for `def k(x, num_stages: tl.constexpr)`
+the binder has no `num_stages` option, and the launch uses that option's default.
+An entry returns the CompiledKernel it launched, so `kernel[grid](...)` returns it as in Triton.
 
 `arg` returns an argument's part of the specialization key and the value the GPU launcher
 takes (a device address for arrays); `fast_args` holds the same per type for the common types.
@@ -27,20 +35,19 @@ The fast binder is generated after the first compilation, for the kinds of argum
 launch passed (specialize.fast_arg): when they are CUDA tensors and Python numbers, as in
 almost every program, it reads
 
-    def add(grid, x_ptr=_missing, ..., *extra, num_warps=4, num_stages=3, num_ctas=1, stream=None):
+    def add(grid, x_ptr=_missing, ..., *extra, num_warps=4, ..., stream=None):
         if (type(x_ptr) is _type0 and ... and type(n) is int and type(BLOCK) is int and not extra
                 and x_ptr.is_cuda and ... and -2147483648 <= n <= 2147483647):
             v0 = x_ptr.data_ptr(); v1 = y_ptr.data_ptr(); v2 = out_ptr.data_ptr(); v3 = n
-            key = (x_ptr.dtype, v0 & 15, ..., v3 == 1, not v3 & 15, BLOCK, num_warps, num_stages, num_ctas,
+            key = (x_ptr.dtype, v0 & 15, ..., v3 == 1, not v3 & 15, BLOCK, num_warps, ..., launch_pdl,
                    environ.get(INTERPRET))
             entry = fast.get(key)
             if entry is None:
-                entry = fast_miss(key, lookup(x_ptr, y_ptr, out_ptr, n, BLOCK, num_warps, num_stages, num_ctas)[0])
+                entry = fast_miss(key, lookup(x_ptr, y_ptr, out_ptr, n, BLOCK, num_warps, ...)[0])
             if entry is not None:
                 if type(grid) is not tuple: grid = grid({...}) if callable(grid) else grid
-                entry(grid, torch_stream(x_ptr.get_device()) if stream is None else stream, v0, v1, v2, v3)
-                return
-        general(grid, x_ptr, y_ptr, out_ptr, n, BLOCK, *extra, num_warps=num_warps, ...)
+                return entry(grid, torch_stream(x_ptr.get_device()) if stream is None else stream, v0, v1, v2, v3)
+        return general(grid, x_ptr, y_ptr, out_ptr, n, BLOCK, *extra, num_warps=num_warps, ...)
 
 Its key is finer than the specialization key (a dtype object for its name, the low address
 bits for the 16-byte alignment) and maps to the same compiled kernel; `fast_miss` stores the
@@ -52,6 +59,15 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .core import constexpr
+
+
+# Triton's launch options, with their defaults, in the order their values enter the launch key
+# (`stream`, tile's own, is not part of the key).
+LAUNCH_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("num_warps", 4), ("num_stages", 3), ("num_ctas", 1), ("maxnreg", None),
+    ("launch_cooperative_grid", False), ("launch_pdl", False), ("stream", None),
+)
+KEYED_OPTIONS = tuple(name for name, _ in LAUNCH_OPTIONS if name != "stream")
 
 
 def constexpr_key(v: Any) -> tuple:
@@ -69,7 +85,8 @@ def _items(names: list[str] | tuple[str, ...]) -> str:
 def _signature(name: str, arg_names: tuple[str, ...], defaults: tuple[Any, ...], missing: Any,
                namespace: dict[str, Any]) -> str:
     """The binder's `def` line: the grid first (so that `kernel[grid]` is a positional
-    partial); required parameters default to a sentinel, so a missing one gets tile's own message."""
+    partial); required parameters default to a sentinel, so a missing one gets tile's own
+    message; then the launch options a parameter does not shadow, keyword-only."""
     params = []
     namespace["_missing"] = missing
     for i, arg in enumerate(arg_names):
@@ -78,12 +95,27 @@ def _signature(name: str, arg_names: tuple[str, ...], defaults: tuple[Any, ...],
         else:
             namespace[f"_default{i}"] = defaults[i]
             params.append(f"{arg}=_default{i}")
-    return f"def {name}(grid, {_items(params)}*extra, num_warps=4, num_stages=3, num_ctas=1, stream=None):"
+    options = [f"{option}={default!r}" for option, default in LAUNCH_OPTIONS if option not in arg_names]
+    return f"def {name}(grid, {_items(params)}*extra, {', '.join(options)}):"
+
+
+def option_values(arg_names: tuple[str, ...], names: tuple[str, ...] = KEYED_OPTIONS) -> str:
+    """The binder's expressions for the values of launch options `names`: the option's
+    variable, or its default where a kernel parameter of that name took the keyword."""
+    defaults = dict(LAUNCH_OPTIONS)
+    return "".join(f"{defaults[n]!r}, " if n in arg_names else f"{n}, " for n in names)
+
+
+def _forward_options(arg_names: tuple[str, ...]) -> str:
+    """The options the fast binder passes on to the general one, as keywords."""
+    return ", ".join(f"{n}={n}" for n, _ in LAUNCH_OPTIONS if n not in arg_names)
 
 
 def _grid_meta(arg_names: tuple[str, ...]) -> str:
-    """The dict a callable grid receives: the arguments by name, and the launch options."""
-    return "{" + "".join(f"{a!r}: {a}, " for a in arg_names) + "'num_warps': num_warps, 'num_stages': num_stages}"
+    """The dict a callable grid receives: the arguments by name, and the launch options
+    num_warps and num_stages (unless parameters of those names gave their values)."""
+    options = "".join(f"{o!r}: {o}, " for o in ("num_warps", "num_stages") if o not in arg_names)
+    return "{" + "".join(f"{a!r}: {a}, " for a in arg_names) + options + "}"
 
 
 def _define(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
@@ -97,9 +129,9 @@ def make_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], d
     `kinds[i]` is "runtime", "nospec" or "constexpr"; `namespace` supplies arg, fast_args,
     arg_nospec, constexpr, constexpr_key, entries, compile, target, missing_argument and
     too_many_arguments (raise the TypeErrors of a bad call)."""
-    options = "num_warps, num_stages, num_ctas"
+    option_params = _items([f"_opt_{n}" for n in KEYED_OPTIONS])
     key_parts, values, runtime_args = [], [], []
-    lookup = [f"def lookup({_items(arg_names)}{options}):"]
+    lookup = [f"def lookup({_items(arg_names)}{option_params}):"]
     for i, (arg, kind) in enumerate(zip(arg_names, kinds)):
         if kind == "constexpr":  # constexpr_key, inlined
             key_parts.append(f"('c', type({arg}), {arg}) if type({arg}) is not constexpr else constexpr_key({arg})")
@@ -112,10 +144,10 @@ def make_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], d
         key_parts.append(f"k{i}")
         values.append(f"v{i}")
         runtime_args.append(arg)
-    lookup.append(f"    key = ({_items(key_parts)}num_warps, num_stages, target())")
+    lookup.append(f"    key = ({_items(key_parts)}{option_params}target())")
     lookup.append("    entry = entries.get(key)")
     lookup.append("    if entry is None:")
-    lookup.append(f"        entry = compile(key, ({_items(arg_names)}), {options})")
+    lookup.append(f"        entry = compile(key, ({_items(arg_names)}))")
     lookup.append(f"    return entry, ({_items(values)})")
 
     lines = [_signature(name, arg_names, defaults, missing, namespace)]
@@ -124,10 +156,10 @@ def make_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], d
     for i, arg in enumerate(arg_names):
         if defaults[i] is missing:
             lines.append(f"    if {arg} is _missing:\n        missing_argument({arg!r})")
-    lines.append(f"    entry, values = lookup({_items(arg_names)}{options})")
+    lines.append(f"    entry, values = lookup({_items(arg_names)}{option_values(arg_names)})")
     lines.append("    if callable(grid):")
     lines.append(f"        grid = grid({_grid_meta(arg_names)})")
-    lines.append(f"    entry(grid, values, ({_items(runtime_args)}), stream)")
+    lines.append(f"    return entry(grid, values, ({_items(runtime_args)}), {option_values(arg_names, ('stream',))[:-2]})")
     source = "\n".join(lookup) + "\n\n" + "\n".join(lines)
     return _define(source, name, namespace), namespace["lookup"]
 
@@ -154,19 +186,38 @@ def make_fast_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ..
         if stream == "0" and spec.stream:
             stream = spec.stream.format(a=arg)
         key_parts.append(key.format(a=arg, v=f"v{i}"))
-    options = "num_warps, num_stages, num_ctas"
+    options = option_values(arg_names)
+    stream_option = option_values(arg_names, ("stream",))[:-2]
     lines = [_signature(name, arg_names, defaults, missing, namespace)]
     lines.append(f"    if {' and '.join(type_checks + value_checks)}:")
     lines += [f"        {a}" for a in assigns]
-    lines.append(f"        key = ({''.join(key_parts)}{options}, environ.get(interpret_key))")
+    lines.append(f"        key = ({''.join(key_parts)}{options}environ.get(interpret_key))")
     lines.append("        entry = fast.get(key)")
     lines.append("        if entry is None:")
     lines.append(f"            entry = fast_miss(key, lookup({_items(arg_names)}{options})[0])")
     lines.append("        if entry is not None:")
     lines.append("            if type(grid) is not tuple:")
     lines.append(f"                grid = grid({_grid_meta(arg_names)}) if callable(grid) else grid")
-    lines.append(f"            entry(grid, {stream} if stream is None else stream, {_items(values)})")
-    lines.append("            return")
-    lines.append(f"    general(grid, {_items(arg_names)}*extra, num_warps=num_warps, num_stages=num_stages, "
-                 f"num_ctas=num_ctas, stream=stream)")
+    lines.append(f"            return entry(grid, {stream} if {stream_option} is None else {stream_option}, "
+                 f"{_items(values)})")
+    lines.append(f"    return general(grid, {_items(arg_names)}*extra, {_forward_options(arg_names)})")
     return _define("\n".join(lines), name, namespace)
+
+
+def check_launch_options(kernel: str, options: dict[str, Any]) -> None:
+    """Raise a TypeError or ValueError naming the bad launch option of `kernel`, if any."""
+    num_warps, num_stages, num_ctas = options["num_warps"], options["num_stages"], options["num_ctas"]
+    if type(num_warps) is not int or num_warps not in (1, 2, 4, 8, 16, 32):
+        raise TypeError(f"{kernel}: num_warps must be an int among 1, 2, 4, 8, 16, 32; got {num_warps!r}")
+    if type(num_stages) is not int or num_stages < 1:
+        raise TypeError(f"{kernel}: num_stages must be an int >= 1, got {num_stages!r}")
+    if num_ctas != 1:
+        raise ValueError(f"{kernel}: num_ctas={num_ctas!r}, but tile launches one CTA per program (no thread-block "
+                         f"clusters); use num_ctas=1")
+    maxnreg = options["maxnreg"]
+    if maxnreg is not None and (type(maxnreg) is not int or not 16 <= maxnreg <= 255):
+        raise TypeError(f"{kernel}: maxnreg must be None or an int from 16 to 255 (registers per thread), "
+                        f"got {maxnreg!r}")
+    for flag in ("launch_cooperative_grid", "launch_pdl"):
+        if type(options[flag]) is not bool:
+            raise TypeError(f"{kernel}: {flag} must be True or False, got {options[flag]!r}")

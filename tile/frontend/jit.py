@@ -5,6 +5,7 @@
 
     add[(tile.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)      # compile once per specialization, launch
     add.run(x, y, out, n, grid=(4,), BLOCK=1024, num_warps=4)
+    compiled = add.warmup(x, y, out, n, BLOCK=1024, grid=(1,))  # Triton's CompiledKernel surface
     add.build_ir(add.specialize((x, y, out, n), {"BLOCK": 1024})[0])  # the tt.func, without compiling
 
 A launch on a warm cache runs a function generated for the kernel (binder.py): after the
@@ -20,12 +21,12 @@ import inspect
 import textwrap
 import threading
 import types
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Optional, Sequence
 
 from .core import PropagateNan, constexpr, dtype, is_builtin, unwrap
 from .errors import CompilationError, SourcePoint
 from ..runtime.preload import start_driver_import
-from .binder import constexpr_key, make_binder, make_fast_binder
+from .binder import KEYED_OPTIONS, LAUNCH_OPTIONS, check_launch_options, constexpr_key, make_binder, make_fast_binder
 from .specialize import FAST_ARGS, Specialization, arg_key, fast_arg, launch_arg, launch_arg_nospec, python_value
 from ..runtime.cuda_driver import torch_stream_getter
 
@@ -48,6 +49,17 @@ def _global_ok(value: Any) -> bool:
     if isinstance(value, tuple):
         return all(_global_ok(v) for v in value)
     return False
+
+
+class KernelParam(NamedTuple):
+    """One parameter of a kernel, as Triton's `JITFunction.params` lists it."""
+
+    num: int
+    name: str
+    is_constexpr: bool
+    do_not_specialize: bool
+    annotation: Any
+    default: Any
 
 
 class JITFunction:
@@ -78,7 +90,7 @@ class JITFunction:
                                for p in params)
         self._index = {n: i for i, n in enumerate(self.arg_names)}
         self.file = inspect.getsourcefile(fn) or fn.__code__.co_filename
-        self.cache: dict[tuple, Any] = {}  # (key, num_warps, num_stages, target) -> CompiledKernel
+        self.cache: dict[tuple, Any] = {}  # (key, *KEYED_OPTIONS values, target) -> CompiledKernel
         self._launchers: dict[tuple, Callable[..., None]] = {}  # full launch key -> entry
         self._fast_entries: dict[tuple, Callable[..., None]] = {}  # fast binder key -> entry.fast
         self._launch: Optional[Callable[..., None]] = None  # the fast binder once made, else the general one
@@ -240,18 +252,45 @@ class JITFunction:
         self._grid_and_bound = (grid, bound)
         return bound
 
-    def run(self, *args: Any, grid: Any, **kwargs: Any) -> None:
-        """Launch on `grid` (a tuple of 1-3 ints, or callable(meta) -> tuple). Options:
-        num_warps=4, num_stages=3, stream=None (default: PyTorch's current stream)."""
+    def run(self, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
+        """Launch on `grid` (a tuple of 1-3 ints, or callable(meta) -> tuple) and return the
+        CompiledKernel; with warmup=True compile only (Triton's `run`). Options (binder.LAUNCH_OPTIONS):
+        num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, launch_cooperative_grid=False,
+        launch_pdl=False, stream=None (default: PyTorch's current stream)."""
+        if warmup:
+            return self.warmup(*args, grid=grid, **kwargs)
         launch = self._launch if self._launch is not None else self._make_launch()
-        launch(grid, *args, **kwargs)
+        return launch(grid, *args, **kwargs)
 
-    def warmup(self, *args: Any, grid: Any = None, num_warps: int = 4, num_stages: int = 3, **kwargs: Any) -> Any:
-        """Compile for these arguments without launching; returns the CompiledKernel."""
-        spec, _ = self.specialize(args, kwargs)
-        key = spec.key + (num_warps, num_stages, _compiler().current_target())
-        self._compile(key, self._bind(args, kwargs), num_warps, num_stages, 1)
+    def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> Any:
+        """Compile for these arguments without launching; returns the CompiledKernel, with
+        Triton's surface (asm, metadata, n_regs, kernel[grid](*all_args)). Keywords that name
+        parameters bind to them, the others are launch options (as for a launch)."""
+        options = dict(LAUNCH_OPTIONS)
+        for name, value in kwargs.items():
+            if name not in self._index:
+                if name not in options:
+                    raise TypeError(f"{self.__name__}.warmup() got an unexpected keyword argument '{name}'")
+                options[name] = value
+        values = self._bind(args, {k: v for k, v in kwargs.items() if k in self._index})
+        key = self._key(values) + tuple(options[n] for n in KEYED_OPTIONS) + (_compiler().current_target(),)
+        self._compile(key, values)
         return self.cache[key]
+
+    @property
+    def params(self) -> list[KernelParam]:
+        """Triton's `JITFunction.params`: one KernelParam per parameter."""
+        return [KernelParam(i, p.name, p.name in self.constexpr_names, i in self.do_not_specialize, p.annotation,
+                            p.default) for i, p in enumerate(self.signature.parameters.values())]
+
+    @property
+    def device_caches(self) -> dict[int, tuple]:
+        """Triton's `JITFunction.device_caches`: per device, (compiled kernels by key, launch
+        entries by key, target, backend (None), binder). tile keeps one cache for all devices."""
+        from tile.runtime.driver import driver
+
+        caches = (self.cache, self._launchers, driver.active.get_current_target(), None, self._launch)
+        return {driver.active.get_current_device(): caches}
 
     def _make_launch(self) -> Callable[..., None]:
         kinds = tuple(("runtime", "nospec", "constexpr")[k] for k in self._kinds)
@@ -296,24 +335,22 @@ class JITFunction:
         what = "tl.constexpr argument" if name in self.constexpr_names else "argument"
         raise TypeError(f"{self.__name__}() missing {what} '{name}'")
 
-    def _compile(self, key: tuple, values: tuple, num_warps: int, num_stages: int, num_ctas: int
-                 ) -> Callable[..., None]:
-        """Compile one specialization (once, even when several threads launch it at once)."""
+    def _compile(self, key: tuple, values: tuple) -> Callable[..., None]:
+        """Compile one specialization (once, even when several threads launch it at once).
+        `key` ends with the values of binder.KEYED_OPTIONS and the target."""
         with self._lock:
             entry = self._launchers.get(key)
-            if entry is not None:
+            if entry is not None and key in self.cache:  # a user may have cleared the cache to recompile
                 return entry
-            if num_ctas != 1:
-                raise ValueError(f"{self.__name__}: num_ctas must be 1")
-            if type(num_warps) is not int or num_warps not in (1, 2, 4, 8, 16, 32):
-                raise TypeError(f"{self.__name__}: num_warps must be an int among 1, 2, 4, 8, 16, 32; got {num_warps!r}")
-            if type(num_stages) is not int or num_stages < 1:
-                raise TypeError(f"{self.__name__}: num_stages must be an int >= 1, got {num_stages!r}")
+            trailing = len(KEYED_OPTIONS) + 1
+            options = dict(zip(KEYED_OPTIONS, key[-trailing:-1]))
+            check_launch_options(self.__name__, options)
+            del options["num_ctas"]
             compiler = _compiler()
-            spec, target = Specialization(self.arg_names, key[:-3]), key[-1]
+            spec, target = Specialization(self.arg_names, key[:-trailing]), key[-1]
             if target != compiler.INTERPRETER:
                 self._check_device_arrays(spec, values)
-            compiled = compiler.compile_kernel(self, spec, {"num_warps": num_warps, "num_stages": num_stages}, target)
+            compiled = compiler.compile_kernel(self, spec, options, target)
             self.cache[key] = compiled
             runtime_positions = [i for i, k in enumerate(self._kinds) if k != _CONSTEXPR]
             entry = compiled.make_entry(tuple(runtime_positions.index(i) for i in spec.runtime_indices),

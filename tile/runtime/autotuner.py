@@ -12,6 +12,12 @@ of every array argument) each config is benchmarked and the fastest is kept, in 
 on disk (`DiskCache`), so the next process skips the tuning. `TILE_PRINT_AUTOTUNING=1`
 prints what was chosen. A config that fails to compile or does not fit the device is
 skipped with a warning.
+
+Triton's options all work: `reset_to_zero`, `restore_value`, `pre_hook(kwargs, reset_only)` and
+`post_hook(kwargs, exception)` around every timed run (replacing the reset/restore defaults,
+as in Triton), `prune_configs_by`, `warmup`/`rep`, `use_cuda_graph`, `do_bench`,
+`cache_results`; `Config(..., num_ctas, maxnreg, pre_hook)`; `kernel.warmup(...)` compiles
+every (pruned) config.
 """
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from .cache import DiskCache, cache_key, compiler_fingerprint
-from .errors import CompilerBugError, DriverError, LaunchError
+from .errors import CompilerBugError, DriverError, LaunchError, OutOfResources
 
 # Driver failures that mean "this config asks for more than the device has".
 _RESOURCE_CODES = {"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "CUDA_ERROR_INVALID_VALUE"}
@@ -35,19 +41,32 @@ class Config:
     """One point of the tuning space: constexpr values plus launch options.
 
     `pre_hook(nargs)` runs before every launch with this config; `nargs` maps argument names
-    (and constexprs) to values.
+    (and constexprs) to values. `num_ctas` must be 1 on tile; `maxnreg` caps the registers
+    per thread (PTX `.maxnreg`). Triton's `ir_override` is not supported.
     """
 
-    def __init__(self, kwargs: dict[str, Any], num_warps: int = 4, num_stages: int = 3,
-                 pre_hook: Optional[Callable[[dict[str, Any]], None]] = None) -> None:
+    def __init__(self, kwargs: dict[str, Any], num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
+                 maxnreg: Optional[int] = None, pre_hook: Optional[Callable[[dict[str, Any]], None]] = None,
+                 ir_override: Optional[str] = None) -> None:
+        if ir_override is not None:
+            raise NotImplementedError("Config(ir_override=...): tile compiles every kernel from its Python source "
+                                      "and cannot load user IR; leave ir_override out")
         self.kwargs = dict(kwargs)
         self.num_warps = num_warps
         self.num_stages = num_stages
+        self.num_ctas = num_ctas
+        self.maxnreg = maxnreg
         self.pre_hook = pre_hook
 
     def all_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments a launch with this config receives."""
-        return {**self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages}
+        """The keyword arguments a launch with this config receives (num_ctas and maxnreg
+        only where they differ from the launch defaults)."""
+        options = {"num_warps": self.num_warps, "num_stages": self.num_stages}
+        if self.num_ctas != 1:
+            options["num_ctas"] = self.num_ctas
+        if self.maxnreg is not None:
+            options["maxnreg"] = self.maxnreg
+        return {**self.kwargs, **options}
 
     def _identity(self) -> tuple:
         return tuple(sorted((k, repr(v)) for k, v in self.all_kwargs().items())), self.pre_hook
@@ -60,12 +79,14 @@ class Config:
 
     def __str__(self) -> str:
         parts = [f"{k}: {v}" for k, v in self.kwargs.items()]
-        parts += [f"num_warps: {self.num_warps}", f"num_stages: {self.num_stages}"]
+        parts += [f"{k}: {v}" for k, v in self.all_kwargs().items() if k not in self.kwargs]
         return ", ".join(parts)
 
     def __repr__(self) -> str:
+        extra = "".join(f", {k}={v!r}" for k, v in self.all_kwargs().items()
+                        if k not in self.kwargs and k not in ("num_warps", "num_stages"))
         hook = f", pre_hook={self.pre_hook!r}" if self.pre_hook is not None else ""
-        return f"Config({self.kwargs!r}, num_warps={self.num_warps}, num_stages={self.num_stages}{hook})"
+        return f"Config({self.kwargs!r}, num_warps={self.num_warps}, num_stages={self.num_stages}{extra}{hook})"
 
 
 class AutotuneError(RuntimeError):
@@ -149,10 +170,10 @@ def _restore(array: Any, saved: Any) -> None:
 def is_tuning_error(exc: BaseException) -> bool:
     """Whether `exc` means "this config cannot run here" (skip it) rather than a bug to raise.
 
-    That is: a CompilationError, a launch beyond a device limit, PTX the driver rejects (for
+    That is: a CompilationError, a launch beyond a device limit (OutOfResources), PTX the driver rejects (for
     instance too much shared memory), or the driver running out of launch resources.
     """
-    if isinstance(exc, (LaunchError, CompilerBugError)):
+    if isinstance(exc, (LaunchError, CompilerBugError, OutOfResources)):
         return True
     if isinstance(exc, DriverError):
         return exc.code in _RESOURCE_CODES
@@ -182,7 +203,8 @@ class Autotuner(_KernelWrapper):
                  prune_configs_by: Optional[dict[str, Any]] = None,
                  reset_to_zero: Optional[Sequence[str]] = None, restore_value: Optional[Sequence[str]] = None,
                  warmup: float = 25, rep: float = 100, do_bench: Optional[Callable[..., Any]] = None,
-                 cache_results: bool = True) -> None:
+                 cache_results: bool = True, pre_hook: Optional[Callable[..., Any]] = None,
+                 post_hook: Optional[Callable[..., Any]] = None, use_cuda_graph: bool = False) -> None:
         super().__init__(fn)
         self.configs = list(configs) if configs else [Config({})]
         self.keys = list(key)
@@ -200,14 +222,19 @@ class Autotuner(_KernelWrapper):
         self.perf_model: Optional[Callable[..., float]] = prune.get("perf_model")
         self.configs_top_k: float | int = prune.get("top_k", 1.0)
         self.early_config_prune: Optional[Callable[..., list[Config]]] = prune.get("early_config_prune")
-        self.warmup, self.rep = warmup, rep
-        if do_bench is None:
+        self.num_warmups, self.num_reps = warmup, rep
+        self.user_pre_hook, self.user_post_hook = pre_hook, post_hook
+        if do_bench is not None:
+            self.do_bench: Callable[..., Any] = do_bench
+        elif use_cuda_graph:
+            from tile.testing import do_bench_cudagraph
+
+            self.do_bench = lambda f, quantiles: do_bench_cudagraph(f, rep=self.num_reps, quantiles=quantiles)
+        else:
             from tile.testing import do_bench as default_bench
 
-            self.do_bench: Callable[..., Any] = lambda f, quantiles: default_bench(
-                f, warmup=self.warmup, rep=self.rep, quantiles=quantiles)
-        else:
-            self.do_bench = do_bench
+            self.do_bench = lambda f, quantiles: default_bench(f, warmup=self.num_warmups, rep=self.num_reps,
+                                                               quantiles=quantiles)
         self.cache_results = cache_results
         self.cache: dict[tuple, Config] = {}
         self.best_config: Optional[Config] = None
@@ -275,8 +302,7 @@ class Autotuner(_KernelWrapper):
                                 + "\n".join(failures))
         best = min(timings, key=lambda c: _sort_key(timings[c]))
         # The benchmark runs left reset_to_zero arrays dirty: the real launch sees zeros.
-        for name in self.reset_to_zero:
-            _zero({**nargs, **kwargs}[name])
+        self._pre_hook({**nargs, **kwargs, **best.all_kwargs()}, reset_only=True)
         if disk_key is not None:
             self._store(disk_key, best, timings)
         return best, "tuned"
@@ -295,16 +321,40 @@ class Autotuner(_KernelWrapper):
         def kernel_call() -> None:
             if config.pre_hook is not None:
                 config.pre_hook(full)
-            for name in self.reset_to_zero:
-                _zero(full[name])
-            saved = {name: _snapshot(full[name]) for name in self.restore_value}
+            saved = self._pre_hook(full)
             try:
                 self.fn.run(*args, grid=grid, **launch_kwargs)
-            finally:
-                for name, value in saved.items():
-                    _restore(full[name], value)
+            except Exception as exc:
+                self._post_hook(full, exc, saved)
+                raise
+            self._post_hook(full, None, saved)
 
         return self.do_bench(kernel_call, quantiles=(0.5, 0.2, 0.8))
+
+    def _pre_hook(self, full: dict[str, Any], reset_only: bool = False) -> dict[str, Any]:
+        """Before a timed run: the user's pre_hook(kwargs, reset_only), or else zero the
+        reset_to_zero arrays and (unless reset_only) snapshot the restore_value ones."""
+        if self.user_pre_hook is not None:
+            self.user_pre_hook(full, reset_only=reset_only)
+            return {}
+        for name in self.reset_to_zero:
+            _zero(full[name])
+        return {} if reset_only else {name: _snapshot(full[name]) for name in self.restore_value}
+
+    def _post_hook(self, full: dict[str, Any], exception: Optional[BaseException], saved: dict[str, Any]) -> None:
+        """After a timed run: the user's post_hook(kwargs, exception), or else restore the
+        restore_value arrays."""
+        if self.user_post_hook is not None:
+            self.user_post_hook(full, exception=exception)
+            return
+        for name, value in saved.items():
+            _restore(full[name], value)
+
+    def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> list[Any]:
+        """Compile every config (after pruning) without launching; their CompiledKernels."""
+        nargs = dict(zip(self.arg_names, args))
+        return [self.fn.warmup(*args, grid=grid, **kwargs, **config.all_kwargs())
+                for config in self.prune_configs(nargs, kwargs)]
 
     def prune_configs(self, nargs: dict[str, Any], kwargs: dict[str, Any]) -> list[Config]:
         """The configs worth timing: after `early_config_prune`, the `top_k` best by `perf_model`."""
@@ -346,16 +396,18 @@ class Autotuner(_KernelWrapper):
             return None
         try:
             stored = json.loads(entry["best.json"])
-            settings = {**stored["kwargs"], "num_warps": stored["num_warps"], "num_stages": stored["num_stages"]}
+            chosen = Config(stored["kwargs"], num_warps=stored["num_warps"], num_stages=stored["num_stages"],
+                            num_ctas=stored.get("num_ctas", 1), maxnreg=stored.get("maxnreg"))
         except (KeyError, TypeError, ValueError):
             return None
         for config in self.configs:
-            if config.all_kwargs() == settings:
+            if config.all_kwargs() == chosen.all_kwargs():
                 return config
-        return Config(stored["kwargs"], num_warps=stored["num_warps"], num_stages=stored["num_stages"])
+        return chosen
 
     def _store(self, disk_key: str, best: Config, timings: dict[Config, Any]) -> None:
         record = {"kwargs": best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages,
+                  "num_ctas": best.num_ctas, "maxnreg": best.maxnreg,
                   "timings": [[str(c), _jsonable(t)] for c, t in timings.items()]}
         try:
             text = json.dumps(record)
@@ -376,8 +428,9 @@ def _jsonable(timing: Any) -> Any:
 
 def autotune(configs: Sequence[Config], key: Sequence[str], prune_configs_by: Optional[dict[str, Any]] = None,
              reset_to_zero: Optional[Sequence[str]] = None, restore_value: Optional[Sequence[str]] = None,
-             warmup: float = 25, rep: float = 100, do_bench: Optional[Callable[..., Any]] = None,
-             cache_results: bool = True) -> Callable[[Any], Autotuner]:
+             pre_hook: Optional[Callable[..., Any]] = None, post_hook: Optional[Callable[..., Any]] = None,
+             warmup: float = 25, rep: float = 100, use_cuda_graph: bool = False,
+             do_bench: Optional[Callable[..., Any]] = None, cache_results: bool = True) -> Callable[[Any], Autotuner]:
     """Decorate a @tile.jit kernel so each new `key` benchmarks `configs` and keeps the fastest.
 
     `key`: argument names whose values (for arrays: dtypes) select a tuning; every array's
@@ -385,15 +438,25 @@ def autotune(configs: Sequence[Config], key: Sequence[str], prune_configs_by: Op
     estimated time, "top_k": how many to time (a float <= 1: a fraction), "early_config_prune":
     f(configs, named_args, **kwargs) -> configs}. `reset_to_zero`: arrays zeroed before each
     timed run and before the real run; `restore_value`: arrays restored after each timed run.
+    `pre_hook(kwargs, reset_only)` and `post_hook(kwargs, exception)` run around each timed
+    run instead of that resetting and restoring (`kwargs`: every argument and config value).
     `do_bench(fn, quantiles)` times one config (default: tile.testing.do_bench with
-    `warmup`/`rep` ms); it returns a time or a list of times, smallest wins. `cache_results`:
-    keep results on disk, keyed by the kernel source, the configs, the key and the device.
+    `warmup`/`rep` ms, or do_bench_cudagraph with `use_cuda_graph`); it returns a time or a
+    list of times, smallest wins. `cache_results`: keep results on disk, keyed by the kernel
+    source, the configs, the key and the device.
+
+        @tile.autotune(configs=[tile.Config({"BLOCK": 128}, num_warps=4),
+                                tile.Config({"BLOCK": 1024}, num_warps=8)],
+                       key=["n"], reset_to_zero=["out_ptr"])
+        @tile.jit
+        def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr): ...
     """
 
     def decorator(fn: Any) -> Autotuner:
         return Autotuner(fn, configs, key, prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
                          restore_value=restore_value, warmup=warmup, rep=rep, do_bench=do_bench,
-                         cache_results=cache_results)
+                         cache_results=cache_results, pre_hook=pre_hook, post_hook=post_hook,
+                         use_cuda_graph=use_cuda_graph)
 
     return decorator
 
@@ -409,6 +472,12 @@ class Heuristics(_KernelWrapper):
         for name, heuristic in self.values.items():
             kwargs[name] = heuristic({**dict(zip(self.arg_names, args)), **kwargs})
         return self.fn.run(*args, grid=grid, **kwargs)
+
+    def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> Any:
+        """Compile without launching, with the heuristics' values: the wrapped kernel's warmup."""
+        for name, heuristic in self.values.items():
+            kwargs[name] = heuristic({**dict(zip(self.arg_names, args)), **kwargs})
+        return self.fn.warmup(*args, grid=grid, **kwargs)
 
 
 def heuristics(values: dict[str, Callable[[dict[str, Any]], Any]]) -> Callable[[Any], Heuristics]:

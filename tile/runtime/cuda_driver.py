@@ -245,7 +245,7 @@ class CudaKernel:
         self.max_threads_per_block: int = self._attribute(a.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
         # Dynamic shared memory a launch may use now: 48 KB minus static until raised.
         self.max_dynamic_shared_bytes: int = self._attribute(a.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
-        self._launchers: dict[tuple[str, ...], Launcher] = {}
+        self._launchers: dict[tuple[tuple[str, ...], tuple[str, ...]], Launcher] = {}
 
     def _attribute(self, attribute: Any) -> int:
         return _check(_drv().cuFuncGetAttribute(attribute, self.function), "cuFuncGetAttribute", self.name)
@@ -272,11 +272,12 @@ class CudaKernel:
         _check(_drv().cuFuncSetAttribute(self.function, attribute, nbytes), "cuFuncSetAttribute", self.name)
         self.max_dynamic_shared_bytes = nbytes
 
-    def launcher(self, arg_kinds: tuple[str, ...]) -> Launcher:
-        """The launcher for arguments of these kinds, built on first use."""
-        launcher = self._launchers.get(arg_kinds)
+    def launcher(self, arg_kinds: tuple[str, ...], attributes: tuple[str, ...] = ()) -> Launcher:
+        """The launcher for arguments of these kinds and these launch attributes (see
+        LAUNCH_ATTRIBUTES), built on first use."""
+        launcher = self._launchers.get((arg_kinds, attributes))
         if launcher is None:
-            launcher = self._launchers[arg_kinds] = Launcher(self, arg_kinds)
+            launcher = self._launchers[(arg_kinds, attributes)] = Launcher(self, arg_kinds, attributes)
         return launcher
 
     def __repr__(self) -> str:
@@ -315,11 +316,59 @@ def _bf16_bits(value: float) -> int:
     return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
 
 
+# Launch attributes a launcher can set (through cuLaunchKernelEx): Triton's
+# launch_cooperative_grid and launch_pdl.
+LAUNCH_ATTRIBUTES = ("cooperative", "pdl")
+
+
+def _attribute_launch(kernel: CudaKernel, attributes: tuple[str, ...]) -> Callable[..., tuple]:
+    """A function with cuLaunchKernel's arguments that launches through cuLaunchKernelEx with
+    `attributes`: "cooperative" (all programs resident at once, so they may wait on each
+    other) and "pdl" (programmatic dependent launch: the next kernel on the stream may start
+    before this one ends). Raises ValueError where the device cannot do it."""
+    drv = _drv()
+    unknown = [a for a in attributes if a not in LAUNCH_ATTRIBUTES]
+    if unknown:
+        raise ValueError(f"kernel '{kernel.name}': unknown launch attributes {unknown}; known: {LAUNCH_ATTRIBUTES}")
+    device = kernel.device
+    if "pdl" in attributes and device.compute_capability < (9, 0):
+        raise ValueError(f"kernel '{kernel.name}': launch_pdl (programmatic dependent launch) needs sm_90 or newer; "
+                         f"this GPU is sm_{device.compute_capability[0]}{device.compute_capability[1]}")
+    if "cooperative" in attributes and not device._attribute(
+            drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH):
+        raise ValueError(f"kernel '{kernel.name}': launch_cooperative_grid: {device.name} does not support "
+                         f"cooperative launches")
+    launch_attributes = []
+    for name in attributes:
+        attribute = drv.CUlaunchAttribute()
+        if name == "cooperative":
+            attribute.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+            attribute.value.cooperative = 1
+        else:
+            attribute.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            attribute.value.programmaticStreamSerializationAllowed = 1
+        launch_attributes.append(attribute)
+
+    def launch(function: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int, stream: Any,
+               params: int, extra: int) -> tuple:
+        config = drv.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = gx, gy, gz
+        config.blockDimX, config.blockDimY, config.blockDimZ = bx, by, bz
+        config.sharedMemBytes = shared
+        config.hStream = stream
+        config.attrs = launch_attributes
+        config.numAttrs = len(launch_attributes)
+        return drv.cuLaunchKernelEx(config, function, params, extra)
+
+    return launch
+
+
 class Launcher:
     """Launches one kernel with one argument signature; built once, called per launch.
 
     `launcher(grid, block_x, shared_bytes, stream, *values)`: `grid` is a 3-tuple, pointer
     values are device addresses (ints), `stream` is a CUstream handle as an int (0: default).
+    With `attributes` (LAUNCH_ATTRIBUTES) it launches through cuLaunchKernelEx.
     """
 
     __slots__ = (
@@ -327,14 +376,14 @@ class Launcher:
         "_bf16_positions", "_max_threads", "_max_shared", "_max_gx", "_max_gy", "_max_gz",
     )  # fmt: skip
 
-    def __init__(self, kernel: CudaKernel, arg_kinds: tuple[str, ...]) -> None:
+    def __init__(self, kernel: CudaKernel, arg_kinds: tuple[str, ...], attributes: tuple[str, ...] = ()) -> None:
         unknown = [kind for kind in arg_kinds if kind not in _SLOT_FORMAT]
         if unknown:
             raise ValueError(f"kernel '{kernel.name}': unknown argument kinds {unknown}; known: {list(_SLOT_FORMAT)}")
         self.kernel = kernel
         self.arg_kinds = arg_kinds
         self._function = kernel.function
-        self._launch = _drv().cuLaunchKernel
+        self._launch = _attribute_launch(kernel, attributes) if attributes else _drv().cuLaunchKernel
         count = len(arg_kinds)
         self._pack = struct.Struct("=" + "".join(_SLOT_FORMAT[kind] for kind in arg_kinds)).pack_into
         # The storage and the pointer array live as long as the launcher: the driver reads
@@ -368,8 +417,8 @@ class Launcher:
         if err is not _SUCCESS:
             raise _error(err, "cuLaunchKernel", self.kernel.name)
 
-    def make_entry(self, block_x: int, shared_bytes: int, positions: tuple[int, ...], value_count: int
-                   ) -> Callable[[Any, tuple, tuple, Any], None]:
+    def make_entry(self, block_x: int, shared_bytes: int, positions: tuple[int, ...], value_count: int,
+                   compiled: Any = None) -> Callable[[Any, tuple, tuple, Any], Any]:
         """The whole launch of one compiled kernel, for tile's launch binders.
 
         `entry(grid, values, args, stream)`: `values` are the launch values of the binder's
@@ -380,13 +429,14 @@ class Launcher:
         the values and calls cuLaunchKernel, and only when that fails (an empty or too large
         grid, a value that does not pack, a driver error) goes through __call__, which checks
         everything and raises the precise error. The block size and shared memory are checked
-        here, once."""
+        here, once. Both return `compiled` (the CompiledKernel, for `kernel[grid](...)`)."""
         from tile.utils import grid3
 
         names = [f"v{i}" for i in range(value_count)]
         chosen = "".join(f"{names[i]}, " for i in positions)
         namespace = {"pack": self._pack, "slots": self._slots, "launch": self._launch, "function": self._function,
                      "params": self._params_address, "SUCCESS": _SUCCESS, "grid3": grid3, "struct": struct,
+                     "compiled": compiled,
                      "checked": lambda grid, stream, values: self(grid3(grid), block_x, shared_bytes, stream, *values)}
         direct = (not self._bf16_positions
                   and 0 < block_x <= self._max_threads and 0 <= shared_bytes <= self._max_shared)
@@ -406,14 +456,15 @@ class Launcher:
                 "        result = None",
                 "    if result is None or result[0] is not SUCCESS:",
                 f"        checked(grid, stream, ({chosen}))",
+                "    return compiled",
             ])
         else:
-            source = f"{signature}\n    checked(grid, stream, ({chosen}))"
+            source = f"{signature}\n    checked(grid, stream, ({chosen}))\n    return compiled"
         exec(compile(source, f"<tile launch of {self.kernel.name}>", "exec"), namespace)  # noqa: S102
         fast = namespace["fast"]
 
-        def entry(grid: Any, values: tuple, args: tuple, stream: Any) -> None:
-            fast(grid, current_stream_of(args) if stream is None else stream, *values)
+        def entry(grid: Any, values: tuple, args: tuple, stream: Any) -> Any:
+            return fast(grid, current_stream_of(args) if stream is None else stream, *values)
 
         entry.fast = fast  # type: ignore[attr-defined]
         return entry

@@ -5,6 +5,7 @@ from typing import Any, Callable
 
 from ..ir import Operation, PointerType
 from .cuda_driver import CudaDevice
+from .errors import OutOfResources
 
 
 def launch_metadata(func: Operation, options: dict[str, Any]) -> dict[str, Any]:
@@ -12,19 +13,27 @@ def launch_metadata(func: Operation, options: dict[str, Any]) -> dict[str, Any]:
     kinds = ["ptr" if isinstance(a.type, PointerType) else a.type.name for a in func.regions[0].block.args]
     return {"name": func.attrs["sym_name"], "arg_kinds": kinds,
             "threads": options["num_warps"] * func.attrs.get("threads_per_warp", 32),
-            "shared_bytes": func.attrs.get("shared_bytes", 0)}
+            "shared_bytes": func.attrs.get("shared_bytes", 0),
+            "cooperative": bool(options.get("launch_cooperative_grid", False)),
+            "pdl": bool(options.get("launch_pdl", False))}
 
 
 class CudaBackend:
     def __init__(self, ptx: str, metadata: dict[str, Any]):
         self.name = metadata["name"]
-        self.kernel = CudaDevice.get(0).load_module(ptx, self.name)
-        self.block_x = metadata["threads"]
+        device = CudaDevice.get(0)
         self.shared_bytes = metadata["shared_bytes"]
+        if self.shared_bytes > device.max_shared_memory_per_block_optin:
+            raise OutOfResources(self.shared_bytes, device.max_shared_memory_per_block_optin, "shared memory")
+        self.kernel = device.load_module(ptx, self.name)
+        self.block_x = metadata["threads"]
+        if self.block_x > self.kernel.max_threads_per_block:  # too many registers for this block size
+            raise OutOfResources(self.block_x, self.kernel.max_threads_per_block, "threads")
         if self.shared_bytes > 48 * 1024:
             self.kernel.set_dynamic_shared_memory(self.shared_bytes)
         self.kinds = tuple(metadata["arg_kinds"])
-        self.launcher = self.kernel.launcher(self.kinds)
+        attributes = tuple(a for a in ("cooperative", "pdl") if metadata.get(a, False))
+        self.launcher = self.kernel.launcher(self.kinds, attributes)
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -32,6 +41,6 @@ class CudaBackend:
         return {"registers": k.num_regs, "spill_bytes": k.local_size_bytes, "shared_bytes": self.shared_bytes,
                 "threads": self.block_x}
 
-    def make_entry(self, positions: tuple[int, ...], value_count: int) -> Callable[..., None]:
-        """The launch function for the binders (see Launcher.make_entry)."""
-        return self.launcher.make_entry(self.block_x, self.shared_bytes, positions, value_count)
+    def make_entry(self, positions: tuple[int, ...], value_count: int, compiled: Any = None) -> Callable[..., Any]:
+        """The launch function for the binders (see Launcher.make_entry); it returns `compiled`."""
+        return self.launcher.make_entry(self.block_x, self.shared_bytes, positions, value_count, compiled)

@@ -87,3 +87,19 @@ class LaunchError(RuntimeError):
         self.allowed = allowed
         text = f"cannot launch kernel '{kernel}': {limit} is {requested}, the allowed maximum is {allowed}"
         super().__init__(f"{text} ({hint})" if hint else text)
+
+
+class OutOfResources(RuntimeError):
+    """A kernel needs more of a resource than the device has: shared memory, registers or
+    threads per block. Triton's `triton.runtime.errors.OutOfResources`, with its fields:
+    `required`, `limit` and `name` (what ran out). Smaller blocks or fewer `num_stages` help."""
+
+    def __init__(self, required: int, limit: int, name: str) -> None:
+        self.required = required
+        self.limit = limit
+        self.name = name
+        super().__init__(required, limit, name)
+
+    def __str__(self) -> str:
+        return (f"out of resource: {self.name}, Required: {self.required}, Hardware limit: {self.limit}. "
+                f"Reducing block sizes or `num_stages` may help.")
