@@ -24,8 +24,9 @@ _EXPORTS = {
     "empty": "tile.runtime.arrays",
     "empty_like": "tile.runtime.arrays",
     "DeviceArray": "tile.runtime.arrays",
+    "set_allocator": "tile.runtime.allocation",
 }
-_SUBMODULES = ("ir", "language", "frontend", "opt", "codegen", "runtime", "testing", "compiler")
+_SUBMODULES = ("ir", "language", "frontend", "opt", "codegen", "runtime", "testing", "compiler", "tools")
 
 
 def __getattr__(name: str) -> Any:
