@@ -418,8 +418,8 @@ ERRORS = [
     (mask_kernel, X, "E-mask", "tl.load(p", "`mask` and `other` cannot be given with a block pointer"),
     (other_kernel, X, "E-other", "tl.load(p", "`mask` and `other` cannot be given with a block pointer"),
     (store_mask_kernel, X, "E-store-mask", "tl.store(p", "`mask` cannot be given with a block pointer"),
-    (advance_count_kernel, X, "E-advance", "tl.advance", "the block pointer has 2 dimension(s), so it takes 2 offset(s); "
-                                                         "got 1"),
+    (advance_count_kernel, X, "E-advance", "tl.advance",
+     "the block pointer has 2 dimension(s), so it takes 2 offset(s); got 1"),
     (store_shape_kernel, X, "E-store-shape", "tl.store(p", "the value's shape [8, 4] must be the block shape [8, 8]"),
     (store_dtype_kernel, X, "E-store-dtype", "tl.store(p",
      "the value's dtype tl.float16 must be the block pointer's element type tl.float32"),

@@ -113,10 +113,10 @@ ROUND_TRIPS = {
         """, "%p: ptr<f32>, %n: i32, %v: f32, %t: i1"),
     "tensor descriptors": func("""
         %c1 = arith.constant {value = 1} : i64
-        %blk = tt.descriptor_load %p, %m, %n, %sm, %c1, %om, %on {block_shape = [16, 32], padding = "nan"} : tensor<16x32xf32>
-        tt.descriptor_store %p, %m, %n, %sm, %c1, %om, %on, %blk {block_shape = [16, 32]}
+        %b = tt.descriptor_load %p, %m, %n, %s, %c1, %i, %j {block_shape = [8, 32], padding = "nan"} : tensor<8x32xf32>
+        tt.descriptor_store %p, %m, %n, %s, %c1, %i, %j, %b {block_shape = [8, 32]}
         tt.return
-        """, "%p: ptr<f32>, %m: i32, %n: i32, %sm: i64, %om: i32, %on: i32"),
+        """, "%p: ptr<f32>, %m: i32, %n: i32, %s: i64, %i: i32, %j: i32"),
     "dot, reduce, scan": func("""
         %acc = arith.constant {value = 0.0} : tensor<16x32xf32>
         %d = tt.dot %a, %b, %acc {input_precision = "tf32", max_num_imprecise_acc = 0} : tensor<16x32xf32>

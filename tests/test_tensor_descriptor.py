@@ -192,6 +192,15 @@ def test_host_descriptor_load(arrays, dtype: str) -> None:
     np.testing.assert_array_equal(arrays.get(od), x[bm:2 * bm, 2 * bn:3 * bn])
 
 
+def test_host_descriptor_on_the_simt_interpreter() -> None:
+    bm, bn = 8, 32
+    x = values(RNG, (bm * 3, bn * 4), "float32")
+    out = poison((bm, bn), "float32")
+    desc = TensorDescriptor.from_tensor(x, [bm, bn])
+    mach, dev, simt, runtime = launch(host_load_kernel, (1,), (out, desc, *x.shape), dict(BM=bm, BN=bn), num_warps=4)
+    np.testing.assert_array_equal(out_of(mach, dev, runtime, out), x[bm:2 * bm, 2 * bn:3 * bn])
+
+
 @tile.jit
 def host_padding_kernel(in_desc, out_ptr, YN, BM: tl.constexpr, BN: tl.constexpr):
     off_m, off_n = tl.program_id(0) * BM, tl.program_id(1) * BN
@@ -384,8 +393,8 @@ def test_expand_descriptors_ir() -> None:
 
 
 def test_expand_descriptors_drops_the_lower_bound_of_known_offsets() -> None:
-    func = parse_op(PASS_INPUT.replace("^bb(%x: ptr<f32>, %n: i32, %off: i32):\n",
-                                       "^bb(%x: ptr<f32>, %n: i32, %o: i32):\n  %off = arith.constant {value = 4} : i32\n"))
+    known = "^bb(%x: ptr<f32>, %n: i32, %o: i32):\n  %off = arith.constant {value = 4} : i32\n"
+    func = parse_op(PASS_INPUT.replace("^bb(%x: ptr<f32>, %n: i32, %off: i32):\n", known))
     PassManager([ExpandDescriptors()]).run(func)
     assert 'predicate = "ge"' not in print_op(func)
 
@@ -415,8 +424,8 @@ BAD_OPS = [
      "stride operands must be i64"),
     ("%b = tt.descriptor_load %y, %n, %c1, %off {block_shape = [8], padding = \"nan\"} : tensor<8xi32>",
      "padding \"nan\" needs a floating-point element type"),
-    ("%v = arith.constant {value = 0.0} : tensor<4xf32>\n  tt.descriptor_store %x, %n, %c1, %off, %v {block_shape = [8]}",
-     "the stored value must be tensor<8xf32>"),
+    ("%v = arith.constant {value = 0.0} : tensor<4xf32>\n"
+     "  tt.descriptor_store %x, %n, %c1, %off, %v {block_shape = [8]}", "the stored value must be tensor<8xf32>"),
 ]
 
 

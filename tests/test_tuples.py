@@ -188,6 +188,13 @@ def test_members_specialize_like_scalars() -> None:
     assert func.attrs["arg_divisibility"] == [16, 16, 1, 1]
 
 
+def test_do_not_specialize_reaches_into_tuples() -> None:
+    kernel = tile.jit(sum_kernel.fn, do_not_specialize=["vals"])
+    spec, runtime = kernel.specialize((np.zeros(1, np.float32), (1, 32)))
+    assert [(p.name, p.runtime, p.divisibility) for p in spec.params[1:]] == [("vals.0", True, 1), ("vals.1", True, 1)]
+    assert runtime[1:] == [1, 32]
+
+
 @tile.jit
 def load_all_kernel(out_ptr, ptrs):
     acc = 0.0

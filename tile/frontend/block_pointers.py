@@ -17,7 +17,8 @@ vectorization passes.
 becomes (tile.dump, abridged)
 
     %a_ptr.origin = tt.addptr %a_ptr, (pid_m * 64 as i64) * stride_am + (k as i64)
-    %a_ptr.ptrs = tt.addptr (splat %a_ptr.origin), (arange(64) as i64 * stride_am)[:, None] + (arange(32) as i64)[None, :]
+    %a_ptr.ptrs = tt.addptr (splat %a_ptr.origin),
+                            (arange(64) as i64 * stride_am)[:, None] + (arange(32) as i64)[None, :]
     %a_ptr.mask = (0 <= pid_m * 64 + arange(64) < M)[:, None] & (0 <= k + arange(32) < K)[None, :]
     %a = tt.load %a_ptr.ptrs, %a_ptr.mask, 0.0 : tensor<64x32xf16>
 """
@@ -231,8 +232,8 @@ def boundary_dims(check: Any, rank: int, what: str) -> list[int]:
     return sorted(dims)
 
 
-def _hint(x: tensor, name: str) -> tensor:
-    if x.handle.name_hint is None and not current().dry_run:
+def _hint(sem: "Semantic", x: tensor, name: str) -> tensor:
+    if x.handle.name_hint is None and not sem.dry_run:
         x.handle.name_hint = name
     return x
 
@@ -265,7 +266,7 @@ def access(sem: "Semantic", ptr: block_pointer, checked: Sequence[int]) -> tuple
         if not (isinstance(step, int) and step == 0):
             origin = sem.add(origin, step)
     if origin is not ptr.base:
-        _hint(origin, f"{name}.origin")
+        _hint(sem, origin, f"{name}.origin")
     indices = [sem.arange(0, n) for n in shape]
     offsets: Optional[tensor] = None
     for d in range(rank):
@@ -288,8 +289,8 @@ def access(sem: "Semantic", ptr: block_pointer, checked: Sequence[int]) -> tuple
         inside = _along(sem, inside, d, rank)
         mask = inside if mask is None else sem.logical_and(mask, inside)
     if mask is not None:
-        mask = _hint(sem.broadcast_to(mask, shape), f"{name}.mask")
-    return _hint(pointers, f"{name}.ptrs"), mask
+        mask = _hint(sem, sem.broadcast_to(mask, shape), f"{name}.mask")
+    return _hint(sem, pointers, f"{name}.ptrs"), mask
 
 
 def load(sem: "Semantic", ptr: block_pointer, mask: Any, other: Any, boundary_check: Any, padding_option: Any,

@@ -359,7 +359,7 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         if not isinstance(items, (tuple, list)):
             raise self.error(node, f"list comprehensions are not supported in kernels, except over a tuple "
                                    f"(`tl.tuple([f(x) for x in t])`); got {items!r}")
-        saved = dict(self.lscope)
+        saved = dict(self.lscope), dict(self.local_defs)  # the loop variable is the comprehension's own
         out = []
         try:
             for item in items:
@@ -373,7 +373,7 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
                 if keep:
                     out.append(self.visit(node.elt))
         finally:
-            self.lscope = saved
+            self.lscope, self.local_defs = saved
         return tl_tuple(out)
 
     def visit_Slice(self, node: ast.Slice) -> slice:

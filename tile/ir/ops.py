@@ -369,8 +369,9 @@ def _verify_descriptor_operands(op: Operation, extra: int) -> tuple[int, Pointer
            f"expects {1 + 3 * rank + extra} operands for a rank-{rank} block, got {op.num_operands}")
     base = op.operand(0).type
     expect(op, isinstance(base, PointerType), f"base must be a scalar pointer, got {base}")
-    for what, want, values in (("shape", i32, op.operands[1:1 + rank]), ("stride", i64, op.operands[1 + rank:1 + 2 * rank]),
-                               ("offset", i32, op.operands[1 + 2 * rank:1 + 3 * rank])):
+    groups = (("shape", i32, op.operands[1:1 + rank]), ("stride", i64, op.operands[1 + rank:1 + 2 * rank]),
+              ("offset", i32, op.operands[1 + 2 * rank:1 + 3 * rank]))
+    for what, want, values in groups:
         for v in values:
             expect(op, v.type == want, f"{what} operands must be {want}, got {v.type}")
     return rank, base

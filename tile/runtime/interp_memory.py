@@ -1,4 +1,5 @@
-"""The interpreter's memory: pointer arguments at synthetic addresses, loads, stores and atomics.
+"""The interpreter's memory: pointer arguments at synthetic addresses, loads, stores, atomics,
+and the block accesses of tensor descriptors (tt.descriptor_load / tt.descriptor_store).
 
 Each pointer argument k gets the base address (k + 1) << 40 (256-byte aligned, a terabyte
 apart), so a pointer value is a plain int64 address and `tt.addptr`, `tt.ptr_to_int` and
