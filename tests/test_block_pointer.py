@@ -369,6 +369,13 @@ def advance_count_kernel(x_ptr):
 
 
 @tile.jit
+def unused_advance_kernel(x_ptr):
+    p = tl.make_block_ptr(x_ptr, (8, 8), (8, 1), (0, 0), (8, 8), (1, 0))
+    tl.advance(p, (0, 8))  # E-unused
+    tl.store(p, tl.zeros((8, 8), tl.float32))
+
+
+@tile.jit
 def store_shape_kernel(x_ptr):
     p = tl.make_block_ptr(x_ptr, (8, 8), (8, 1), (0, 0), (8, 8), (1, 0))
     tl.store(p, tl.zeros((8, 4), tl.float32))  # E-store-shape
@@ -420,6 +427,7 @@ ERRORS = [
     (store_mask_kernel, X, "E-store-mask", "tl.store(p", "`mask` cannot be given with a block pointer"),
     (advance_count_kernel, X, "E-advance", "tl.advance",
      "the block pointer has 2 dimension(s), so it takes 2 offset(s); got 1"),
+    (unused_advance_kernel, X, "E-unused", "tl.advance", "tl.advance has no side effects; assign its result"),
     (store_shape_kernel, X, "E-store-shape", "tl.store(p", "the value's shape [8, 4] must be the block shape [8, 8]"),
     (store_dtype_kernel, X, "E-store-dtype", "tl.store(p",
      "the value's dtype tl.float16 must be the block pointer's element type tl.float32"),

@@ -22,7 +22,7 @@ from tile.runtime.allocation import get_allocator
 from tile.runtime.interpreter import run_kernel
 from tile.tools.tensor_descriptor import TensorDescriptor
 
-SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 RNG = np.random.default_rng(17)
 X = np.zeros((16, 16), np.float32)
 
@@ -277,6 +277,43 @@ def test_host_descriptor_specialization() -> None:
     other = host_load_kernel.specialize((out, TensorDescriptor.from_tensor(x, [16, 16]), 64, 48),
                                         dict(BM=8, BN=16))[0]
     assert other.key != spec.key  # the block shape is part of the key
+
+
+@tile.jit
+def mixed_kernel(out_ptr, FLAG: tl.constexpr, pair, desc, n):
+    v = desc.load([0, 0]) + tl.load(pair[0]) + pair[1] + pair[2] + n
+    tl.store(out_ptr + tl.arange(0, 8)[:, None] * 16 + tl.arange(0, 16)[None, :], v)
+
+
+def test_launch_values_follow_the_parameters() -> None:
+    """What a GPU entry receives: the leaves of tuple and descriptor arguments, in the order
+    and at the positions of the kernel's IR parameters (checked here without a GPU)."""
+    from tile.frontend.specialize import flattening_entry, launch_arg
+
+    x, out, s = np.zeros((8, 16), np.float32), np.zeros((8, 16), np.float32), np.zeros(1, np.float32)
+    args = (out, True, (s, 1, 5), TensorDescriptor.from_tensor(x, [8, 16]), 7)
+    spec, runtime = mixed_kernel.specialize(args)
+    runtime_args = [0, 2, 3, 4]  # all but the constexpr
+    positions, count = spec.launch_positions(set(runtime_args))
+    launched = [launch_arg(args[i]) for i in runtime_args]
+    assert tuple(k for k, _ in launched) == tuple(spec.key[i] for i in runtime_args)
+    calls = []
+    entry = flattening_entry(lambda grid, values, flat, stream: calls.append((values, flat)),
+                             tuple(spec.key[i] for i in runtime_args))
+    entry((1,), tuple(v for _, v in launched), tuple(args[i] for i in runtime_args), None)
+    values, flat = calls[0]
+    assert len(values) == len(flat) == count
+    assert [flat[i] for i in positions] == runtime == [out, s, 5, x, 8, 16, 16, 7]
+    assert [values[i] for i in positions] == [out.ctypes.data, s.ctypes.data, 5, x.ctypes.data, 8, 16, 16, 7]
+    x[...] = data = RNG.standard_normal((8, 16)).astype(np.float32)
+    s[0] = 0.5
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TILE_INTERPRET", "1")
+        mixed_kernel[(1,)](*args)
+    want = data
+    for term in (0.5, 1, 5, 7):  # the kernel's order of float32 additions
+        want = want + np.float32(term)
+    np.testing.assert_array_equal(out, want)
 
 
 # ----------------------------------------------------------- loops and functions

@@ -27,6 +27,7 @@ from tile.ir.verifier import verify
 
 from .aggregates import argument_value, is_namedtuple, name_leaves
 from .aggregates import tuple as tl_tuple
+from .block_pointers import block_pointer
 from .builtins import range as tl_range
 from .builtins import static_range
 from .control_flow import ControlFlow, Undefined
@@ -257,7 +258,11 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         self.set_var(node.target.id, value)
 
     def visit_Expr(self, node: ast.Expr) -> None:
-        self.visit(node.value)
+        value = self.visit(node.value)
+        if (isinstance(value, block_pointer) and isinstance(node.value, ast.Call)
+                and ast.unparse(node.value.func).split(".")[-1] == "advance"):
+            raise self.error(node, "the result of tl.advance is not used: tl.advance has no side effects; assign "
+                                   "its result to move the block pointer (p = tl.advance(p, offsets))")
 
     def visit_Pass(self, node: ast.Pass) -> None:
         pass
