@@ -301,6 +301,14 @@ def copy_pointers_kernel(a_ptr, b_ptr, M, N, stride_m, BM: tl.constexpr, BN: tl.
     tl.store(b_ptr + offs, tl.load(a_ptr + offs, mask=mask) + 1, mask=mask)
 
 
+@tile.jit
+def copy_column_major_kernel(a_ptr, b_ptr, M, N, stride_n, BM: tl.constexpr, BN: tl.constexpr):
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    a_bp = tl.make_block_ptr(a_ptr, (M, N), (1, stride_n), (pid_m * BM, pid_n * BN), (BM, BN), (0, 1))
+    b_bp = tl.make_block_ptr(b_ptr, (M, N), (1, stride_n), (pid_m * BM, pid_n * BN), (BM, BN), (0, 1))
+    tl.store(b_bp, tl.load(a_bp, boundary_check=(0, 1), padding_option="zero") + 1, boundary_check=(0, 1))
+
+
 def test_dump_names_the_block_pointer_values() -> None:
     a = np.zeros((64, 64), np.float16)
     text = str(tile.dump(copy_block_kernel, a, a, 64, 64, 64, BM=32, BN=64, stage="tile"))
@@ -321,6 +329,21 @@ def test_contiguous_block_loads_vectorize_like_pointer_loads() -> None:
         ptx = str(tile.dump(kernel, *args, BM=32, BN=64, stage="ptx", target="sm_90a"))
         assert "ld.global.v4.b32" in ptx and "st.global.v4.b32" in ptx
     assert vectors[0] == vectors[1] == ["8", "8"]
+
+
+def test_column_major_blocks_vectorize_along_dimension_0() -> None:
+    a = np.zeros((64, 64), np.float16)
+    gpu = str(tile.dump(copy_column_major_kernel, a, a, 64, 64, 64, BM=64, BN=32, stage="gpu", target="sm_90a"))
+    loads = [line for line in gpu.splitlines() if "tt.load" in line]
+    assert len(loads) == 1 and "{vector = 8}" in loads[0] and "order = [0, 1]" in loads[0], loads
+
+
+def test_column_major_copy(arrays) -> None:
+    x = values(RNG, (40, 50), "float32")
+    memory, out = np.asfortranarray(x), np.asfortranarray(poison((40, 50), "float32"))
+    od = arrays.put(out.T)  # the transposed views are C-contiguous: column-major storage of x and out
+    copy_column_major_kernel[(3, 2)](arrays.put(memory.T), od, 40, 50, 40, BM=16, BN=32)
+    np.testing.assert_array_equal(arrays.get(od).T, x + 1)
 
 
 # -------------------------------------------------------------------------- errors

@@ -141,14 +141,14 @@ class tuple(builtins.tuple):  # noqa: A001 - Triton's name
     inside `if`/`for`/`while`; the structure must stay the same.
 
         @tile.jit
-        def increment(values):
-            return tl.tuple([v + 1 for v in values])
+        def increment(vals):
+            return tl.tuple([v + 1 for v in vals])
 
         @tile.jit
-        def kernel(ptrs, values):          # launched with kernel[(1,)]((x, y), (1.5, 2))
-            values = increment(values)
-            for i in tl.static_range(len(values)):
-                tl.store(ptrs[i], values[i])
+        def kernel(ptrs, vals):          # launched with kernel[(1,)]((x, y), (1.5, 2))
+            vals = increment(vals)
+            for i in tl.static_range(len(vals)):
+                tl.store(ptrs[i], vals[i])
     """
 
     def __new__(cls, args: Iterable[Any] = (), type: Any = None) -> "tuple":  # noqa: A002 - Triton's signature
@@ -192,7 +192,7 @@ class tuple(builtins.tuple):  # noqa: A001 - Triton's name
 
 def argument_value(key: Any, leaves: Iterator[Any], make_descriptor: Callable[..., Any]) -> Any:
     """The value a kernel sees for an argument specialized as `key`, built from its leaves
-    (`tensor`s for IR parameters, constants for folded ones) in specialize.expand order.
+    (`tensor`s for IR parameters, constants for folded ones) in specialize.leaf_keys order.
     `make_descriptor(base, shape, strides, block_shape, padding)` builds a tensor descriptor."""
     tag = key[0]
     if tag == "tuple":
@@ -206,10 +206,5 @@ def argument_value(key: Any, leaves: Iterator[Any], make_descriptor: Callable[..
     return next(leaves)
 
 
-def is_runtime(v: Any) -> bool:
-    """Whether `v` is or holds a runtime value."""
-    return any(isinstance(leaf, tensor) for leaf in flatten(v)[0])
-
-
 __all__ = ["Aggregate", "flatten", "unflatten", "leaf_names", "name_leaves", "tuple", "argument_value",
-           "is_namedtuple", "is_runtime"]
+           "is_namedtuple"]

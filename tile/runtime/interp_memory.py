@@ -426,7 +426,7 @@ def _atomic_cas(op: Operation, cc: Compiler):
 # ----------------------------------------------------------------------- tensor descriptors
 
 
-def _descriptor_lanes(f: Frame, slots: list[int], block: tuple[int, ...], size: int):
+def _descriptor_lanes(f: Frame, slots: list[int], block: tuple[int, ...], size: int) -> tuple[np.ndarray, np.ndarray]:
     """Byte addresses of the elements of a descriptor's block, and which lie inside the tensor:
     element i is at base + sum((offset + i) * stride) * size, inside when 0 <= offset + i < shape
     in every dimension. Both have a leading program axis."""
