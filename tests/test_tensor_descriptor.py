@@ -250,6 +250,22 @@ def test_host_descriptor_matmul(arrays, shapes, blocks) -> None:
 
 
 @tile.jit
+def pair_copy_kernel(descs):
+    src, dst = descs
+    offs = (tl.program_id(0) * src.block_shape[0], tl.program_id(1) * src.block_shape[1])
+    dst.store(offs, src.load(offs) * 2)
+
+
+def test_tuple_of_host_descriptors(arrays) -> None:
+    x = values(RNG, (20, 40), "float32")
+    out = poison(x.shape, "float32")
+    od = arrays.put(out)
+    descs = (TensorDescriptor.from_tensor(arrays.put(x), [8, 16]), TensorDescriptor.from_tensor(od, [8, 16]))
+    pair_copy_kernel[(3, 3)](descs)
+    np.testing.assert_array_equal(arrays.get(od), x * 2)
+
+
+@tile.jit
 def downcast_kernel(desc, M, N, BM: tl.constexpr, BN: tl.constexpr):
     off_m, off_n = tl.program_id(0) * BM, tl.program_id(1) * BN
     rows = off_m + tl.arange(0, BM)[:, None]
