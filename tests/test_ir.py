@@ -111,6 +111,12 @@ ROUND_TRIPS = {
         tt.print %cas
         tt.return
         """, "%p: ptr<f32>, %n: i32, %v: f32, %t: i1"),
+    "tensor descriptors": func("""
+        %c1 = arith.constant {value = 1} : i64
+        %b = tt.descriptor_load %p, %m, %n, %s, %c1, %i, %j {block_shape = [8, 32], padding = "nan"} : tensor<8x32xf32>
+        tt.descriptor_store %p, %m, %n, %s, %c1, %i, %j, %b {block_shape = [8, 32]}
+        tt.return
+        """, "%p: ptr<f32>, %m: i32, %n: i32, %s: i64, %i: i32, %j: i32"),
     "dot, reduce, scan": func("""
         %acc = arith.constant {value = 0.0} : tensor<16x32xf32>
         %d = tt.dot %a, %b, %acc {input_precision = "tf32", max_num_imprecise_acc = 0} : tensor<16x32xf32>

@@ -34,8 +34,10 @@ _EXPORTS = {
     "compile": "tile.runtime.aot",
     "OutOfResources": "tile.runtime.errors",
     "install_as_triton": "tile.triton",
+    "set_allocator": "tile.runtime.allocation",
 }
-_SUBMODULES = ("ir", "language", "frontend", "opt", "codegen", "runtime", "testing", "compiler", "knobs", "triton")
+_SUBMODULES = ("ir", "language", "frontend", "opt", "codegen", "runtime", "testing", "compiler", "knobs", "triton",
+               "tools")
 
 
 def __getattr__(name: str) -> Any:

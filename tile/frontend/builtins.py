@@ -10,6 +10,8 @@ from typing import Any, Optional
 
 from tile.ir.types import f32
 
+from . import block_pointers
+from .block_pointers import block_pointer
 from .core import builtin, current, ir_type_of, tensor, unwrap
 
 
@@ -66,10 +68,19 @@ def to_tensor(x: Any) -> tensor:
 @builtin
 def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any = (), padding_option: Any = "",
          cache_modifier: Any = "", eviction_policy: Any = "", volatile: Any = False) -> tensor:
-    """Read the values `pointer` points to; masked-off lanes give `other`."""
+    """Read the values `pointer` points to: a scalar pointer gives a scalar, a block of
+    pointers a block; lanes where `mask` is false read `other` (undefined without it). With a
+    block pointer (tl.make_block_ptr) it reads the block: `boundary_check` names the
+    dimensions whose out-of-bounds elements read `padding_option` ("zero", "nan" or "" for
+    undefined) instead of memory, and `mask`/`other` are not allowed."""
+    pointer = unwrap(pointer)
+    if isinstance(pointer, block_pointer):
+        return block_pointers.load(current(), pointer, unwrap(mask), unwrap(other), boundary_check,
+                                   unwrap(padding_option), unwrap(cache_modifier), unwrap(eviction_policy),
+                                   bool(unwrap(volatile)))
     if unwrap(boundary_check) or unwrap(padding_option):
-        raise ValueError("boundary_check and padding_option are for block pointers, which tile does not have; "
-                         "use a mask")
+        raise ValueError("tl.load: boundary_check and padding_option are for block pointers (tl.make_block_ptr): "
+                         "the compiler does not know the bounds of a tensor of pointers; use a mask")
     return current().load(pointer, unwrap(mask), unwrap(other), unwrap(cache_modifier), unwrap(eviction_policy),
                           bool(unwrap(volatile)))
 
@@ -77,9 +88,17 @@ def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any 
 @builtin
 def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (), cache_modifier: Any = "",
           eviction_policy: Any = "") -> None:
-    """Write `value` (converted to the pointee type) where `pointer` points, where `mask` is true."""
+    """Write `value` (converted to the pointee type) where `pointer` points, where `mask` is
+    true. With a block pointer (tl.make_block_ptr) it writes a block of the pointer's shape
+    and element type, skipping out-of-bounds elements of the `boundary_check` dimensions."""
+    pointer = unwrap(pointer)
+    if isinstance(pointer, block_pointer):
+        block_pointers.store(current(), pointer, unwrap(value), unwrap(mask), boundary_check,
+                             unwrap(cache_modifier), unwrap(eviction_policy))
+        return
     if unwrap(boundary_check):
-        raise ValueError("boundary_check is for block pointers, which tile does not have; use a mask")
+        raise ValueError("tl.store: boundary_check is for block pointers (tl.make_block_ptr): the compiler does not "
+                         "know the bounds of a tensor of pointers; use a mask")
     current().store(pointer, unwrap(value), unwrap(mask), unwrap(cache_modifier), unwrap(eviction_policy))
 
 

@@ -25,6 +25,9 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from tile.ir.core import Block, Location, Operation, Region
 from tile.ir.verifier import verify
 
+from .aggregates import argument_value, is_namedtuple, name_leaves
+from .aggregates import tuple as tl_tuple
+from .block_pointers import block_pointer
 from .builtins import range as tl_range
 from .builtins import static_range
 from .control_flow import ControlFlow, Undefined
@@ -48,7 +51,6 @@ _COMPARE = {
 }  # fmt: skip
 
 _UNSUPPORTED = {
-    ast.ListComp: "list comprehensions are not supported in kernels; use a tl.static_range loop or a tuple",
     ast.SetComp: "set comprehensions are not supported in kernels",
     ast.DictComp: "dict comprehensions are not supported in kernels",
     ast.GeneratorExp: "generator expressions are not supported in kernels; use a tl.static_range loop",
@@ -133,6 +135,9 @@ def _py_print(*args: Any, **_: Any) -> None:
 
 
 _PY_BUILTINS = {"min": _py_min, "max": _py_max, "abs": _py_abs, "print": _py_print}
+# Python builtins that look only at the structure of their arguments (tuples of runtime values
+# have a compile-time length and members), so they may take runtime values.
+_STRUCTURAL = (len, isinstance, type, enumerate, zip, reversed, tuple, list, callable, hasattr, getattr)
 
 
 class CodeGenerator(ControlFlow, ast.NodeVisitor):
@@ -201,6 +206,8 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
     def set_var(self, name: str, value: Any) -> None:
         if isinstance(value, tensor) and value.handle.name_hint is None and not self.sem.dry_run:
             value.handle.name_hint = name
+        elif not isinstance(value, tensor) and not self.sem.dry_run:
+            name_leaves(value, name)
         self.lscope[name] = value
         self.local_defs[name] = value
 
@@ -251,7 +258,11 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         self.set_var(node.target.id, value)
 
     def visit_Expr(self, node: ast.Expr) -> None:
-        self.visit(node.value)
+        value = self.visit(node.value)
+        if (isinstance(value, block_pointer) and isinstance(node.value, ast.Call)
+                and ast.unparse(node.value.func).split(".")[-1] == "advance"):
+            raise self.error(node, "the result of tl.advance is not used: tl.advance has no side effects; assign "
+                                   "its result to move the block pointer (p = tl.advance(p, offsets))")
 
     def visit_Pass(self, node: ast.Pass) -> None:
         pass
@@ -340,7 +351,35 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
             return value[index]
         if isinstance(index, tensor) or (isinstance(index, tuple) and _has_runtime(index)):
             raise TypeError("tuples and other compile-time objects can only be indexed by compile-time values")
+        if isinstance(value, (tuple, list)) and isinstance(index, int) and not -len(value) <= index < len(value):
+            raise IndexError(f"tuple index {index} is out of range for a tuple of length {len(value)}")
         return value[index]
+
+    def visit_ListComp(self, node: ast.ListComp) -> tl_tuple:
+        """`[f(x) for x in t if c(x)]` over a tuple `t` (compile-time conditions): a tuple, unrolled."""
+        if len(node.generators) != 1 or node.generators[0].is_async:
+            raise self.error(node, "list comprehensions in kernels take one `for` clause")
+        comp = node.generators[0]
+        items = self.visit(comp.iter)
+        if not isinstance(items, (tuple, list)):
+            raise self.error(node, f"list comprehensions are not supported in kernels, except over a tuple "
+                                   f"(`tl.tuple([f(x) for x in t])`); got {items!r}")
+        saved = dict(self.lscope), dict(self.local_defs)  # the loop variable is the comprehension's own
+        out = []
+        try:
+            for item in items:
+                self.assign(comp.target, item)
+                keep = True
+                for cond in comp.ifs:
+                    c = self.visit(cond)
+                    if isinstance(c, tensor):
+                        raise self.error(cond, "the conditions of a list comprehension must be compile-time values")
+                    keep = keep and bool(c)
+                if keep:
+                    out.append(self.visit(node.elt))
+        finally:
+            self.lscope, self.local_defs = saved
+        return tl_tuple(out)
 
     def visit_Slice(self, node: ast.Slice) -> slice:
         parts = [self.visit(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
@@ -449,6 +488,8 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
             return self.inline(fn, args, kwargs, node or self.node)
         if is_builtin(fn) or (inspect.ismethod(fn) and isinstance(fn.__self__, tensor)):
             return fn(*args, **kwargs)
+        if (isinstance(fn, type) and is_namedtuple(fn)) or any(fn is f for f in _STRUCTURAL):
+            return fn(*args, **kwargs)
         if _has_runtime(args) or _has_runtime(kwargs.values()):
             name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
             raise TypeError(f"cannot call the plain Python function '{name}' on runtime values; decorate it with "
@@ -494,15 +535,21 @@ def build_function(fn: "JITFunction", spec: "Specialization") -> Operation:
     fdef = fn.parse()
     loc = Location(fn.file, fdef.lineno + fn.line_offset, fdef.col_offset + fn.col_offset + 1)
     func = Operation("tt.func", attrs=attrs, regions=[Region([block])], loc=loc)
-    args = iter(block.args)
-    scope = {p.name: tensor(next(args)) if p.runtime else p.value for p in spec.params}
     from tile.ir.builder import Builder
 
+    from .descriptors import descriptor
+
     sem = Semantic(Builder(block, loc))
-    gen = CodeGenerator(fn, sem, scope, is_kernel=True)
+    gen = CodeGenerator(fn, sem, {}, is_kernel=True)
     sem.generator = gen
     push(sem)
     try:
+        args = iter(block.args)
+        leaves = iter([tensor(next(args)) if p.runtime else p.value for p in spec.params])
+        make_descriptor = lambda *parts: descriptor(sem, *parts)  # noqa: E731
+        for name, key in zip(fn.arg_names, spec.key):
+            gen.lscope[name] = argument_value(key, leaves, make_descriptor)
+            name_leaves(gen.lscope[name], name)
         gen.visit_compound(fdef.body)
     finally:
         pop()

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 from tile.ir.core import Block, Region
 from tile.ir.types import DType, PointerType, Type
 
+from .aggregates import Aggregate, flatten, leaf_names, unflatten
 from .builtins import range as tl_range
 from .builtins import static_range
 from .core import tensor, unwrap
@@ -51,26 +52,6 @@ class Undefined:
 # ------------------------------------------------------------------- value trees
 
 
-def flatten(v: Any) -> tuple[list[Any], Any]:
-    """Leaves of nested tuples/lists, and the structure to rebuild them."""
-    if isinstance(v, (tuple, list)):
-        leaves: list[Any] = []
-        subs = []
-        for x in v:
-            ls, t = flatten(x)
-            leaves.extend(ls)
-            subs.append(t)
-        return leaves, (type(v), tuple(subs))
-    return [v], None
-
-
-def unflatten(leaves: Iterator[Any], tree: Any) -> Any:
-    if tree is None:
-        return next(leaves)
-    kind, subs = tree
-    return kind(unflatten(leaves, t) for t in subs)
-
-
 def same(a: Any, b: Any) -> bool:
     """Whether two values are interchangeable without IR (one tensor, or equal constants)."""
     if a is b:
@@ -79,6 +60,8 @@ def same(a: Any, b: Any) -> bool:
         return False
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, Aggregate) and isinstance(b, Aggregate):
+        return type(a) is type(b) and a.static_key() == b.static_key() and same(a.fields(), b.fields())
     try:
         return type(a) is type(b) and bool(a == b)
     except Exception:
@@ -154,8 +137,8 @@ class ControlFlow:
         la, ta = flatten(first)
         lb, tb = flatten(second)
         if ta != tb:
-            raise TypeError(f"variable '{name}' holds tuples of different structure on different paths "
-                            f"({where}); keep its structure fixed")
+            raise TypeError(f"variable '{name}' holds tuples, block pointers or descriptors of different structure "
+                            f"on different paths ({where}); keep its structure fixed")
         leaves = []
         for a, b in zip(la, lb):
             leaves.append((False, a) if same(a, b) else (True, self.unify(name, a, b, where)))
@@ -309,9 +292,9 @@ class ControlFlow:
         scope = dict(liveins)
         for p in plans:
             value = p.rebuild(args)
-            for leaf in flatten(value)[0]:
+            for leaf, hint in zip(flatten(value)[0], leaf_names(value, p.name)):
                 if isinstance(leaf, tensor) and leaf.handle.name_hint is None:
-                    leaf.handle.name_hint = p.name
+                    leaf.handle.name_hint = hint
             scope[p.name] = value
 
         def run() -> Any:

@@ -283,7 +283,10 @@ def to_dtype(t: "DType | PointerType") -> dtype:
 
 
 def ir_type_of(t: Any) -> "DType | PointerType":
-    """The IR scalar type of a language dtype (also accepts IR types and dtype names)."""
+    """The IR scalar type of a language dtype (also accepts IR types, dtype names, and block
+    types, which stand for their element type as in Triton's casts)."""
+    if isinstance(t, block_type):
+        t = t.element_ty
     if isinstance(t, dtype):
         return t.ir
     if isinstance(t, (DType, PointerType)):

@@ -27,7 +27,8 @@ from .core import PropagateNan, constexpr, dtype, is_builtin, unwrap
 from .errors import CompilationError, SourcePoint
 from ..runtime.preload import start_driver_import
 from .binder import KEYED_OPTIONS, LAUNCH_OPTIONS, check_launch_options, constexpr_key, make_binder, make_fast_binder
-from .specialize import FAST_ARGS, Specialization, arg_key, fast_arg, launch_arg, launch_arg_nospec, python_value
+from .specialize import (FAST_ARGS, Specialization, arg_key, fast_arg, flattening_entry, launch_arg, launch_arg_nospec,
+                         leaf_keys, leaf_values, python_value)
 from ..runtime.cuda_driver import torch_stream_getter
 
 _MISSING = object()
@@ -236,10 +237,12 @@ class JITFunction:
 
     def specialize(self, args: Sequence[Any], constexprs: Optional[dict[str, Any]] = None
                    ) -> tuple[Specialization, list[Any]]:
-        """The specialization for these arguments, and the runtime arguments in IR-parameter order."""
+        """The specialization for these arguments, and the runtime arguments in IR-parameter
+        order (the members of tuple arguments, the base, shape and strides of descriptors)."""
         values = self._bind(tuple(args), dict(constexprs or {}))
         spec = Specialization(self.arg_names, self._key(values))
-        return spec, [python_value(values[i]) for i in spec.runtime_indices]
+        leaves = [leaf for v, k in zip(values, spec.key) for leaf in leaf_values(v, k)]
+        return spec, [python_value(leaves[i]) for i in spec.runtime_indices]
 
     # ------------------------------------------------------------------- launch
     def __getitem__(self, grid: Any) -> Callable[..., None]:
@@ -352,9 +355,10 @@ class JITFunction:
                 self._check_device_arrays(spec, values)
             compiled = compiler.compile_kernel(self, spec, options, target)
             self.cache[key] = compiled
-            runtime_positions = [i for i, k in enumerate(self._kinds) if k != _CONSTEXPR]
-            entry = compiled.make_entry(tuple(runtime_positions.index(i) for i in spec.runtime_indices),
-                                        len(runtime_positions))
+            runtime_args = [i for i, k in enumerate(self._kinds) if k != _CONSTEXPR]
+            entry = compiled.make_entry(*spec.launch_positions(set(runtime_args)))
+            if spec.has_aggregates:
+                entry = flattening_entry(entry, tuple(spec.key[i] for i in runtime_args))
             self._launchers[key] = entry
             if not self._fast_tried and getattr(entry, "fast", None) is not None:
                 self._make_fast_launch(values)
@@ -362,9 +366,10 @@ class JITFunction:
 
     def _check_device_arrays(self, spec: Specialization, values: tuple) -> None:
         for name, key, value in zip(self.arg_names, spec.key, values):
-            if key[0] == "ptr" and not key[3]:
-                raise TypeError(f"{self.__name__}: argument '{name}' ({type(value).__name__}) is in host memory; "
-                                f"pass GPU arrays (tile.to_device, CUDA tensors) or set TILE_INTERPRET=1")
+            for leaf_key, leaf in zip(leaf_keys(key), leaf_values(value, key)):
+                if leaf_key[0] == "ptr" and not leaf_key[3]:
+                    raise TypeError(f"{self.__name__}: argument '{name}' ({type(leaf).__name__}) is in host memory; "
+                                    f"pass GPU arrays (tile.to_device, CUDA tensors) or set TILE_INTERPRET=1")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(f"{self.__name__} is a @tile.jit function: launch it with {self.__name__}[grid](...) "

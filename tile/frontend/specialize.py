@@ -5,24 +5,36 @@ Like Triton, per runtime argument:
     int == 1                                      -> folded into the kernel as the constant 1 (not a parameter)
     other int                                     -> i32 if it fits, else i64 (u64 above), divisibility 16 if % 16 == 0
     float -> f32, bool -> i1, None -> the constant None
+    tuple (NamedTuple too)                        -> one key per member, the same rules inside
+                                                     (a tl.constexpr, None, str, dtype or function member is a constant)
+    TensorDescriptor                              -> the base's key, its shape and strides as ints, block shape, padding
 and constexpr parameters are folded. The key is a tuple of small tuples, one per parameter,
 computed on every launch, so it is built with a few type checks and no allocation beyond
 the tuples themselves:
 
     ("ptr", "f32", 16)   ("i32", 16)   ("c", int, 1024)
+    ("tuple", tuple, (("ptr", "f32", 16, True), ("c", int, 1)))
+    ("desc", ("ptr", "f16", 16, True), (("i32", 16), ("i32", 1)), (("i32", 16), ("c", int, 1)), (64, 32), "zero")
+
+A tuple or descriptor argument becomes one IR parameter per runtime leaf (its members, or its
+base, shape and strides), named `t.0`, `desc.shape.1`, ...; its launch value is the tuple of
+its leaves' launch values, which `flattening_entry` spreads out before a compiled kernel's entry.
+Tuple and descriptor arguments take the general launch path (fast_arg gives None for them).
 """
 from __future__ import annotations
 
 import numbers
-from typing import Any, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 
 from tile.ir.types import DTYPES, PointerType, Type
 from tile.runtime.arrays import TORCH_DTYPE_NAMES, DeviceArray, describe_argument, torch_dtype_name
 from tile.runtime.cuda_driver import is_torch_tensor
+from tile.tools.tensor_descriptor import TensorDescriptor
 
-from .core import constexpr
+from .aggregates import is_namedtuple
+from .core import constexpr, dtype
 
 _I32 = (-2**31, 2**31)
 
@@ -55,11 +67,96 @@ def _generic_arg(v: Any, specialize: bool) -> tuple[tuple, Any]:
         return ("i1", 1), v
     if v is None:
         return ("c", None, None), None
+    if isinstance(v, tuple):
+        return _tuple_arg(v, specialize)
+    if isinstance(v, TensorDescriptor):
+        return _descriptor_arg(v, specialize)
     if isinstance(v, (numbers.Number, np.bool_)):
         return _number_key(v, specialize), python_value(v)
     info = describe_argument(v)
     aligned = 16 if specialize and info.address % 16 == 0 else 1
     return ("ptr", info.dtype, aligned, info.is_device), info.address
+
+
+AGGREGATES = ("tuple", "desc")
+
+
+def _member_arg(v: Any, specialize: bool) -> tuple[tuple, Any]:
+    """A member of a tuple argument: constants (tl.constexpr, str, dtype, function) are folded,
+    the rest specializes like an argument."""
+    if type(v) is constexpr:
+        return ("c", type(v.value), v.value), None
+    if isinstance(v, (str, dtype)) or callable(v):
+        return ("c", type(v), v), None
+    if isinstance(v, list):
+        raise TypeError("a tuple argument cannot hold a list; use a tuple")
+    return launch_arg(v) if specialize else launch_arg_nospec(v)
+
+
+def _tuple_arg(v: tuple, specialize: bool) -> tuple[tuple, tuple]:
+    keys, values = [], []
+    for member in v:
+        key, value = _member_arg(member, specialize)
+        keys.append(key)
+        if key[0] in AGGREGATES:
+            values.extend(value)
+        else:
+            values.append(value)
+    return ("tuple", type(v) if is_namedtuple(type(v)) else tuple, tuple(keys)), tuple(values)
+
+
+def _descriptor_arg(d: TensorDescriptor, specialize: bool) -> tuple[tuple, tuple]:
+    base_key, base_value = _generic_arg(d.base, specialize)
+    key = ("desc", base_key, tuple(_int_key(s, specialize) for s in d.shape),
+           tuple(_int_key(s, specialize) for s in d.strides), tuple(d.block_shape), d.padding)
+    return key, (base_value, *d.shape, *d.strides)
+
+
+def leaf_keys(key: tuple) -> list[tuple]:
+    """The keys of an argument's leaves: itself, or a tuple's members, or a descriptor's
+    base, shape and strides."""
+    if key[0] == "tuple":
+        return [k for member in key[2] for k in leaf_keys(member)]
+    if key[0] == "desc":
+        return [key[1], *key[2], *key[3]]
+    return [key]
+
+
+def leaf_values(value: Any, key: tuple) -> list[Any]:
+    """The leaves of an argument specialized as `key` (in leaf_keys order)."""
+    if key[0] == "tuple":
+        return [leaf for member, k in zip(value, key[2]) for leaf in leaf_values(member, k)]
+    if key[0] == "desc":
+        return [value.base, *value.shape, *value.strides]
+    return [value]
+
+
+def _leaf_names(name: str, key: tuple) -> list[str]:
+    if key[0] == "tuple":
+        return [n for i, member in enumerate(key[2]) for n in _leaf_names(f"{name}.{i}", member)]
+    if key[0] == "desc":
+        return ([f"{name}.base"] + [f"{name}.shape.{i}" for i in range(len(key[2]))]
+                + [f"{name}.strides.{i}" for i in range(len(key[3]))])
+    return [name]
+
+
+def flattening_entry(entry: Callable[..., None], keys: tuple[tuple, ...]) -> Callable[..., None]:
+    """An entry for a kernel with tuple or descriptor arguments: spreads their launch values
+    and arguments into leaves, then calls `entry` (made for the leaves). `keys` are the keys of
+    the runtime (non-constexpr) arguments."""
+
+    def flat_entry(grid: Any, values: tuple, args: tuple, stream: Any) -> None:
+        flat_values, flat_args = [], []
+        for key, value, arg in zip(keys, values, args):
+            if key[0] in AGGREGATES:
+                flat_values.extend(value)
+                flat_args.extend(leaf_values(arg, key))
+            else:
+                flat_values.append(value)
+                flat_args.append(arg)
+        entry(grid, tuple(flat_values), tuple(flat_args), stream)
+
+    return flat_entry
 
 
 def _int_arg(v: int) -> tuple[tuple, int]:
@@ -179,14 +276,32 @@ def _param(name: str, key: tuple) -> Param:
 
 
 class Specialization:
-    """What one compilation of a kernel is for: the key, and the parameters it implies."""
+    """What one compilation of a kernel is for: the key, and the parameters it implies (one
+    per argument, or per leaf of a tuple or descriptor argument; `leaf_args` gives the
+    argument of each)."""
 
-    __slots__ = ("key", "params", "runtime_indices")
+    __slots__ = ("key", "params", "runtime_indices", "leaf_args", "has_aggregates")
 
     def __init__(self, arg_names: tuple[str, ...], key: tuple):
         self.key = key
-        self.params = tuple(_param(n, k) for n, k in zip(arg_names, key))
+        params, leaf_args = [], []
+        for i, (name, k) in enumerate(zip(arg_names, key)):
+            for leaf_name, leaf_key in zip(_leaf_names(name, k), leaf_keys(k)):
+                params.append(_param(leaf_name, leaf_key))
+                leaf_args.append(i)
+        self.params = tuple(params)
+        self.leaf_args = tuple(leaf_args)
         self.runtime_indices = tuple(i for i, p in enumerate(self.params) if p.runtime)
+        self.has_aggregates = any(k[0] in AGGREGATES for k in key)
+
+    def launch_positions(self, runtime_args: set[int]) -> tuple[tuple[int, ...], int]:
+        """Where the IR parameters are among the leaves of the arguments in `runtime_args`
+        (the non-constexpr ones, which the binders pass on), and how many leaves those have."""
+        position: dict[int, int] = {}
+        for leaf, arg in enumerate(self.leaf_args):
+            if arg in runtime_args:
+                position[leaf] = len(position)
+        return tuple(position[i] for i in self.runtime_indices), len(position)
 
     def __repr__(self) -> str:
         parts = []

@@ -27,6 +27,16 @@ Memory (pointer arithmetic is in elements; masks are i1 of the pointer's shape):
   tt.atomic_cas %p, %cmp, %v {sem, scope}   : old values
   tt.ptr_to_int %p : i64-typed      tt.int_to_ptr %i : ptr-typed
 
+Tensor descriptors (one shape, stride and offset operand per dimension d < rank = len(block_shape);
+expanded into masked tt.load / tt.store by tile/opt/expand_descriptors.py before the gpu passes):
+  tt.descriptor_load %base, %shape..., %strides..., %offsets... {block_shape, padding}
+                                    : tensor<block_shape x T>; %base: ptr<T>, shapes i32, strides i64
+                                    (elements), offsets i32. Element i of the result is the tensor's
+                                    element at %offsets + i; one outside [0, shape) in any dimension
+                                    reads 0 (padding "zero") or NaN (padding "nan", floats only)
+  tt.descriptor_store %base, %shape..., %strides..., %offsets..., %value {block_shape}
+                                    writes the elements of %value that fall inside the tensor
+
 Elementwise (operands have identical types, scalar or tensor; the frontend inserts
 splats, broadcasts and casts. Integer signedness comes from the dtype: i32 vs u32):
   arith.add sub mul                 wrap-around for integers
@@ -347,6 +357,44 @@ def _verify_store(op: Operation) -> None:
            f"stored value {op.operand(1).type} must be {with_element(p, pt.pointee)}")
     if op.num_operands > 2:
         _verify_mask(op, op.operand(2).type, p)
+
+
+def _verify_descriptor_operands(op: Operation, extra: int) -> tuple[int, PointerType]:
+    """Checks base, shapes, strides and offsets of a tt.descriptor_* op; returns (rank, pointer type)."""
+    block = op.attrs.get("block_shape")
+    expect(op, isinstance(block, list) and 1 <= len(block) <= 5 and all(isinstance(d, int) and d > 0 for d in block),
+           f"block_shape must be a list of 1 to 5 positive ints, got {block!r}")
+    rank = len(block)
+    expect(op, op.num_operands == 1 + 3 * rank + extra,
+           f"expects {1 + 3 * rank + extra} operands for a rank-{rank} block, got {op.num_operands}")
+    base = op.operand(0).type
+    expect(op, isinstance(base, PointerType), f"base must be a scalar pointer, got {base}")
+    groups = (("shape", i32, op.operands[1:1 + rank]), ("stride", i64, op.operands[1 + rank:1 + 2 * rank]),
+              ("offset", i32, op.operands[1 + 2 * rank:1 + 3 * rank]))
+    for what, want, values in groups:
+        for v in values:
+            expect(op, v.type == want, f"{what} operands must be {want}, got {v.type}")
+    return rank, base
+
+
+@register_op("tt.descriptor_load", pure=False)
+def _verify_descriptor_load(op: Operation) -> None:
+    _, base = _verify_descriptor_operands(op, 0)
+    expect(op, len(op.results) == 1, "expects one result")
+    want = TensorType(tuple(op.attrs["block_shape"]), base.pointee)
+    expect(op, op.result.type == want, f"result must be {want}")
+    padding = op.attrs.get("padding")
+    expect(op, padding in ("zero", "nan"), f"padding must be \"zero\" or \"nan\", got {padding!r}")
+    expect(op, padding == "zero" or (isinstance(base.pointee, DType) and base.pointee.is_floating),
+           "padding \"nan\" needs a floating-point element type")
+
+
+@register_op("tt.descriptor_store", pure=False)
+def _verify_descriptor_store(op: Operation) -> None:
+    rank, base = _verify_descriptor_operands(op, 1)
+    expect(op, not op.results, "descriptor_store has no results")
+    want = TensorType(tuple(op.attrs["block_shape"]), base.pointee)
+    expect(op, op.operand(1 + 3 * rank).type == want, f"the stored value must be {want}")
 
 
 ATOMIC_KINDS = ("add", "max", "min", "and", "or", "xor", "xchg")

@@ -18,6 +18,10 @@ from tile.frontend.builtins import (arange, associative_scan, atomic_add, atomic
 from tile.frontend.core import (PropagateNan, bfloat16, block_type, constexpr, dtype, float8e4nv, float8e5, float16,
                                 float32, float64, int1, int8, int16, int32, int64, pointer_type, tensor, uint8,
                                 uint16, uint32, uint64)
+from tile.frontend.aggregates import tuple
+from tile.frontend.block_pointers import advance, make_block_ptr
+from tile.frontend.descriptors import (load_tensor_descriptor, make_tensor_descriptor, store_tensor_descriptor,
+                                       tensor_descriptor, tensor_descriptor_type)
 
 from . import math
 from .math import (abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, rsqrt, sin, sqrt, sqrt_rn,
@@ -47,3 +51,6 @@ __all__ = [
     "tensor", "to_tensor", "trans", "uint16", "uint32", "uint64", "uint8", "uint_to_uniform_float", "umulhi",
     "view", "where", "xor_sum", "zeros", "zeros_like",
 ]
+# tuples, block pointers, tensor descriptors
+__all__ += ["tuple", "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor",
+            "store_tensor_descriptor", "tensor_descriptor", "tensor_descriptor_type"]

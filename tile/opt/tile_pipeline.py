@@ -1,8 +1,9 @@
 """The default order of the target-independent passes on tile IR.
 
-canonicalize and cse first expose invariant and duplicate work, licm moves it out of loops,
-combine fuses dot/add and load/select pairs, and a second canonicalize + cse + dce cleans up
-what the fusions leave behind.
+expand-descriptors first turns tensor-descriptor accesses into masked pointer accesses, so
+the passes after it see only pointers; canonicalize and cse expose invariant and duplicate
+work, licm moves it out of loops, combine fuses dot/add and load/select pairs, and a second
+canonicalize + cse + dce cleans up what the fusions leave behind.
 """
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from .canonicalize import Canonicalize
 from .combine import Combine
 from .cse import CSE
 from .dce import DCE
+from .expand_descriptors import ExpandDescriptors
 from .licm import LICM
 from .pass_manager import Pass
 
 
 def tile_passes() -> list[Pass]:
-    """canonicalize, cse, licm, combine, canonicalize, cse, dce."""
-    return [Canonicalize(), CSE(), LICM(), Combine(), Canonicalize(), CSE(), DCE()]
+    """expand-descriptors, canonicalize, cse, licm, combine, canonicalize, cse, dce."""
+    return [ExpandDescriptors(), Canonicalize(), CSE(), LICM(), Combine(), Canonicalize(), CSE(), DCE()]
 
 
 __all__ = ["tile_passes"]

@@ -1,4 +1,5 @@
-"""The interpreter's memory: pointer arguments at synthetic addresses, loads, stores and atomics.
+"""The interpreter's memory: pointer arguments at synthetic addresses, loads, stores, atomics,
+and the block accesses of tensor descriptors (tt.descriptor_load / tt.descriptor_store).
 
 Each pointer argument k gets the base address (k + 1) << 40 (256-byte aligned, a terabyte
 apart), so a pointer value is a plain int64 address and `tt.addptr`, `tt.ptr_to_int` and
@@ -418,5 +419,82 @@ def _atomic_cas(op: Operation, cc: Compiler):
             out[sel] = _atomic_cas_lanes(st.mem.view(k, cmp_bits.dtype), idx.reshape(-1)[sel],
                                          cmp_bits[sel], val_bits[sel])
         f[r] = decode(out.view(storage_dtype(t)), t).reshape(addr.shape)
+
+    return run
+
+
+# ----------------------------------------------------------------------- tensor descriptors
+
+
+def _descriptor_lanes(f: Frame, slots: list[int], block: tuple[int, ...], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Byte addresses of the elements of a descriptor's block, and which lie inside the tensor:
+    element i is at base + sum((offset + i) * stride) * size, inside when 0 <= offset + i < shape
+    in every dimension. Both have a leading program axis."""
+    rank = len(block)
+    per_program = lambda a: a.astype(np.int64).reshape((-1,) + (1,) * rank)  # noqa: E731
+    base, shapes = f[slots[0]], [f[s] for s in slots[1:1 + rank]]
+    strides, offsets = [f[s] for s in slots[1 + rank:1 + 2 * rank]], [f[s] for s in slots[1 + 2 * rank:1 + 3 * rank]]
+    addr, inside = per_program(base), None
+    for d in range(rank):
+        along = [1] * (rank + 1)
+        along[d + 1] = block[d]
+        index = per_program(offsets[d]) + np.arange(block[d], dtype=np.int64).reshape(along)
+        ok = (index >= 0) & (index < per_program(shapes[d]))
+        addr = addr + index * (per_program(strides[d]) * size)
+        inside = ok if inside is None else inside & ok
+    return addr, inside
+
+
+@implements("tt.descriptor_load")
+def _descriptor_load(op: Operation, cc: Compiler):
+    t = _pointee(op.operand(0))
+    sdt, dec = storage_dtype(t), decoder(t)
+    block = tuple(op.attrs["block_shape"])
+    slots = [cc.slot(v) for v in op.operands]
+    nan = op.attrs["padding"] == "nan"
+    aligned = aligned_by_construction(op.operand(0))
+    r = cc.slot(op.result)
+
+    def run(f: Frame, st: ExecState) -> None:
+        addr, inside = _descriptor_lanes(f, slots, block, element_size(t))
+        (addr, inside), active = _lanes(st, [addr, inside], block, False)
+        valid = _and(inside, active)
+        groups = st.mem.locate(addr, valid, t, _failer(cc, op, st, addr.shape, "invalid descriptor load"), aligned)
+        bits = np.zeros(addr.shape, sdt)
+        for k, lanes, idx in groups:
+            if lanes is None:
+                bits = st.mem.view(k, sdt)[idx]
+            else:
+                bits[lanes] = st.mem.view(k, sdt)[idx[lanes]]
+        value = dec(bits)
+        if valid is not None:
+            value = np.where(valid, value, value.dtype.type(np.nan if nan else 0))
+        f[r] = value
+
+    return run
+
+
+@implements("tt.descriptor_store")
+def _descriptor_store(op: Operation, cc: Compiler):
+    t = _pointee(op.operand(0))
+    sdt, enc = storage_dtype(t), encoder(t)
+    block = tuple(op.attrs["block_shape"])
+    slots = [cc.slot(v) for v in op.operands[:-1]]
+    v = cc.slot(op.operands[-1])
+    aligned = aligned_by_construction(op.operand(0))
+
+    def run(f: Frame, st: ExecState) -> None:
+        addr, inside = _descriptor_lanes(f, slots, block, element_size(t))
+        (addr, inside, value), active = _lanes(st, [addr, inside, f[v]], block, False)
+        valid = _and(inside, active)
+        groups = st.mem.locate(addr, valid, t, _failer(cc, op, st, addr.shape, "invalid descriptor store"), aligned)
+        _check_writable(cc, op, st, groups)
+        bits = enc(value)
+        for k, lanes, idx in groups:
+            view = st.mem.view(k, sdt)
+            if lanes is None:
+                view[idx.reshape(-1)] = bits.reshape(-1)
+            else:
+                view[idx[lanes]] = bits[lanes]
 
     return run

@@ -1,0 +1,274 @@
+"""Tensor descriptors: `tl.make_tensor_descriptor`, `desc.load` / `desc.store`, and host
+`TensorDescriptor` arguments (tile/tools/tensor_descriptor.py).
+
+A descriptor is a compile-time structure like a block pointer (aggregates.py): the base
+pointer, the tensor's shape (int32) and strides (int64, the last one 1), and the static
+block shape and padding. Unlike block pointers, its accesses stay ops in tile IR,
+
+    %blk = tt.descriptor_load %base, %M, %N, %stride_m, %c1, %off_m, %off_n
+               {block_shape = [64, 64], padding = "zero"} : tensor<64x64xf16>
+    tt.descriptor_store %base, %M, %N, %stride_m, %c1, %off_m, %off_n, %value {block_shape = [64, 64]}
+
+which the interpreter runs directly and tile/opt/expand_descriptors.py turns into masked
+pointer accesses before the gpu passes (a Hopper backend may lower them to TMA instead).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from tile.ir.types import DType, PointerType, TensorType, i32, i64
+
+from .aggregates import Aggregate
+from .aggregates import tuple as tl_tuple
+from .block_pointers import index_value
+from .core import block_type, builtin, current, tensor, to_dtype, unwrap
+
+if TYPE_CHECKING:
+    from .semantics import Semantic
+
+MAX_RANK = 5
+DESCRIPTOR_PADDINGS = ("zero", "nan")
+
+
+class tensor_descriptor_type:
+    """The type of a tensor descriptor: the block type its loads return."""
+
+    __slots__ = ("block_type",)
+
+    def __init__(self, block_type: block_type):
+        self.block_type = block_type
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, tensor_descriptor_type) and other.block_type == self.block_type
+
+    def __hash__(self) -> int:
+        return hash(self.block_type)
+
+    def __repr__(self) -> str:
+        return f"tensor_descriptor<{self.block_type!r}>"
+
+
+class tensor_descriptor(Aggregate):
+    """A tensor in global memory, read and written a `block_shape` block at a time.
+
+    Made in a kernel by `tl.make_tensor_descriptor`, or passed from the host as a
+    `tile.tools.tensor_descriptor.TensorDescriptor`. `desc.load(offsets)` returns the block
+    whose first element is at `offsets` (elements outside the tensor read as 0, or NaN with
+    padding "nan"); `desc.store(offsets, value)` writes a block, skipping elements outside the
+    tensor. `desc.shape`, `desc.strides`, `desc.block_shape`, `desc.dtype` and
+    `desc.block_type` describe it."""
+
+    __slots__ = ("base", "_shape", "_strides", "_block_shape", "padding")
+    field_names = ("base", "shape", "strides")
+
+    def __init__(self, base: tensor, shape: Sequence[Any], strides: Sequence[Any], block_shape: Sequence[int],
+                 padding: str):
+        self.base = base
+        self._shape = tuple(shape)
+        self._strides = tuple(strides)
+        self._block_shape = tuple(block_shape)
+        self.padding = padding
+
+    def fields(self) -> tuple:
+        return (self.base, self._shape, self._strides)
+
+    def static_key(self) -> tuple:
+        return (self._block_shape, self.padding)
+
+    def with_fields(self, fields: Sequence[Any]) -> "tensor_descriptor":
+        base, shape, strides = fields
+        return tensor_descriptor(base, shape, strides, self._block_shape, self.padding)
+
+    @property
+    def element(self) -> "DType | PointerType":
+        return self.base.element.pointee
+
+    @property
+    def shape(self) -> tl_tuple:
+        return tl_tuple(self._shape)
+
+    @property
+    def strides(self) -> tl_tuple:
+        return tl_tuple(self._strides)
+
+    @property
+    def block_shape(self) -> tl_tuple:
+        return tl_tuple(self._block_shape)
+
+    @property
+    def dtype(self) -> Any:
+        return to_dtype(self.element)
+
+    @property
+    def block_type(self) -> block_type:
+        return block_type(self.dtype, self._block_shape)
+
+    @property
+    def type(self) -> tensor_descriptor_type:
+        return tensor_descriptor_type(self.block_type)
+
+    @builtin
+    def load(self, offsets: Any) -> tensor:
+        """The block at `offsets` (one int32 per dimension); elements outside the tensor read
+        as 0 (or NaN with padding "nan")."""
+        return descriptor_load(current(), self, offsets)
+
+    @builtin
+    def store(self, offsets: Any, value: Any) -> None:
+        """Write `value` (a block of `block_shape`, converted to the descriptor's dtype) at
+        `offsets`; elements outside the tensor are not written."""
+        descriptor_store(current(), self, offsets, value)
+
+    def __repr__(self) -> str:
+        return f"tensor_descriptor<{list(self._block_shape)} x {self.dtype!r}>"
+
+
+# ------------------------------------------------------------------------ semantics
+
+
+def _pointer(base: Any, what: str) -> tensor:
+    base = unwrap(base)
+    if not isinstance(base, tensor) or base.is_block() or not isinstance(base.element, PointerType):
+        raise TypeError(f"{what}: `base` must be a scalar pointer (a pointer argument), got {base!r}")
+    return base
+
+
+def _list(x: Any, what: str) -> list[Any]:
+    x = unwrap(x)
+    if not isinstance(x, (tuple, list)):
+        raise TypeError(f"{what} must be a tuple or list, got {x!r}")
+    return [unwrap(v) for v in x]
+
+
+def descriptor(sem: "Semantic", base: tensor, shape: Sequence[Any], strides: Sequence[Any],
+               block_shape: Sequence[int], padding: str) -> tensor_descriptor:
+    """A descriptor from checked parts: shapes as int32, strides as int64 (ints stay ints)."""
+    shape_values = [index_value(sem, s, "tensor descriptor shape", i32, narrowing=True) for s in shape]
+    strides_values = [index_value(sem, s, "tensor descriptor strides", i64) for s in strides]
+    return tensor_descriptor(base, shape_values, strides_values, block_shape, padding)
+
+
+def make_descriptor(sem: "Semantic", base: Any, shape: Any, strides: Any, block_shape: Any,
+                    padding_option: Any = "zero") -> tensor_descriptor:
+    what = "tl.make_tensor_descriptor"
+    base = _pointer(base, what)
+    shape, strides, dims = _list(shape, f"{what}: shape"), _list(strides, f"{what}: strides"), \
+        _list(block_shape, f"{what}: block_shape")
+    ndim = len(shape)
+    if not 1 <= ndim <= MAX_RANK:
+        raise ValueError(f"{what}: expected 1 <= ndim <= {MAX_RANK} but got {ndim} dimensions")
+    if len(strides) != ndim:
+        raise ValueError(f"{what}: expected {ndim} strides but got {len(strides)}")
+    if len(dims) != ndim:
+        raise ValueError(f"{what}: expected block_shape to have {ndim} dimensions but got {len(dims)}")
+    for i, d in enumerate(dims):
+        if isinstance(d, tensor) or isinstance(d, bool) or not isinstance(d, int):
+            raise TypeError(f"{what}: block_shape element {i} must be a compile-time integer, got {d!r}")
+        if d <= 0 or d & (d - 1):
+            raise ValueError(f"{what}: block_shape element {i} must be a power of 2, got {d}")
+    elt = base.element.pointee
+    elem_bytes = elt.bytes if isinstance(elt, DType) else 8
+    if dims[-1] * elem_bytes < 16:
+        raise ValueError(f"{what}: descriptor block shape must have at least 16 bytes in the last dimension, but "
+                         f"got {dims[-1]} * {elem_bytes} = {dims[-1] * elem_bytes} bytes")
+    last = strides[-1]
+    if isinstance(last, tensor) or last != 1:
+        got = "a runtime value" if isinstance(last, tensor) else repr(last)
+        raise ValueError(f"{what}: the last dimension must be contiguous: its stride must be the constant 1, got "
+                         f"{got}")
+    padding = padding_option or "zero"
+    if padding not in DESCRIPTOR_PADDINGS:
+        raise ValueError(f"{what}: padding_option must be 'zero' or 'nan', got {padding!r}")
+    if padding == "nan" and not (isinstance(elt, DType) and elt.is_floating):
+        raise ValueError(f"{what}: padding option `nan` is not supported for integer blocks ({to_dtype(elt)!r})")
+    return descriptor(sem, base, shape, strides, tuple(dims), padding)
+
+
+def _operands(sem: "Semantic", desc: tensor_descriptor, offsets: Any, what: str) -> list[Any]:
+    """The IR operands shared by descriptor loads and stores: base, shapes, strides, offsets."""
+    offs = _list(offsets, f"{what}: offsets")
+    ndim = len(desc._block_shape)
+    if len(offs) != ndim:
+        raise ValueError(f"{what}: expected {ndim} offsets, but got {len(offs)}")
+    values = [desc.base]
+    values += [s if isinstance(s, tensor) else sem.constant(s, i32) for s in desc._shape]
+    values += [s if isinstance(s, tensor) else sem.constant(s, i64) for s in desc._strides]
+    for o in offs:
+        o = index_value(sem, o, f"{what}: offsets", i32)
+        values.append(o if isinstance(o, tensor) else sem.constant(o, i32))
+    return [v.handle for v in values]
+
+
+def _descriptor(desc: Any, what: str) -> tensor_descriptor:
+    desc = unwrap(desc)
+    if not isinstance(desc, tensor_descriptor):
+        raise TypeError(f"{what} expects a tensor descriptor, got {desc!r}")
+    return desc
+
+
+def descriptor_load(sem: "Semantic", desc: Any, offsets: Any) -> tensor:
+    desc = _descriptor(desc, "tensor descriptor load")
+    operands = _operands(sem, desc, offsets, "tensor descriptor load")
+    result = TensorType(desc._block_shape, desc.element)
+    return tensor(sem.builder.value("tt.descriptor_load", operands, result, block_shape=list(desc._block_shape),
+                                    padding=desc.padding))
+
+
+def descriptor_store(sem: "Semantic", desc: Any, offsets: Any, value: Any) -> None:
+    what = "tensor descriptor store"
+    desc = _descriptor(desc, what)
+    value = unwrap(value)
+    shape = desc._block_shape
+    if not isinstance(value, tensor) or value.shape != shape:
+        got = f"shape {list(value.shape)}" if isinstance(value, tensor) else repr(value)
+        raise ValueError(f"{what}: the value must be a block of the descriptor's block shape {list(shape)}, got {got}")
+    value = sem.cast(value, desc.element)
+    operands = _operands(sem, desc, offsets, what) + [value.handle]
+    sem.builder.create("tt.descriptor_store", operands, [], {"block_shape": list(shape)})
+
+
+# ------------------------------------------------------------------------ builtins
+
+
+@builtin
+def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any,
+                           padding_option: Any = "zero") -> tensor_descriptor:
+    """A descriptor of a tensor in global memory, for block loads and stores (Triton's TMA
+    descriptors; tile expands their accesses into masked loads and stores).
+
+    Args:
+        base: the tensor's base pointer (16-byte aligned for the GPU's tensor memory accelerator).
+        shape: the tensor's size per dimension, 1 to 5 dimensions (int32 values).
+        strides: its strides in elements (int64); the last must be the constant 1, the others
+            should be multiples of 16 bytes.
+        block_shape: the static shape of the blocks loaded and stored: powers of two, the last
+            dimension at least 16 bytes.
+        padding_option: what elements outside the tensor read as: "zero" or "nan" (floats).
+
+        desc = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[32, 64])
+        block = desc.load([pid_m * 32, pid_n * 64])
+        desc.store([pid_m * 32, pid_n * 64], tl.abs(block))
+    """
+    return make_descriptor(current(), base, shape, strides, block_shape, unwrap(padding_option))
+
+
+@builtin
+def load_tensor_descriptor(desc: Any, offsets: Any) -> tensor:
+    """`desc.load(offsets)`: the block of `desc` whose first element is at `offsets`.
+
+        block = tl.load_tensor_descriptor(desc, [off_m, off_n])
+    """
+    return descriptor_load(current(), desc, offsets)
+
+
+@builtin
+def store_tensor_descriptor(desc: Any, offsets: Any, value: Any) -> None:
+    """`desc.store(offsets, value)`: write the block `value` of `desc` at `offsets`.
+
+        tl.store_tensor_descriptor(desc, [off_m, off_n], block)
+    """
+    descriptor_store(current(), desc, offsets, value)
+
+
+__all__ = ["tensor_descriptor", "tensor_descriptor_type", "make_tensor_descriptor", "load_tensor_descriptor",
+           "store_tensor_descriptor", "descriptor", "descriptor_load", "descriptor_store"]
