@@ -24,6 +24,9 @@ _EXPORTS = {
     "empty": "tile.runtime.arrays",
     "empty_like": "tile.runtime.arrays",
     "DeviceArray": "tile.runtime.arrays",
+    "TensorWrapper": "tile.runtime.wrappers",
+    "reinterpret": "tile.runtime.wrappers",
+    "MockTensor": "tile.runtime.wrappers",
 }
 _SUBMODULES = ("ir", "language", "frontend", "opt", "codegen", "runtime", "testing", "compiler")
 

@@ -27,6 +27,7 @@ from typing import Callable, Optional, Union
 
 from ..ir import simt_ops  # noqa: F401  (registers the simt ops)
 from ..ir.core import Operation, Value
+from ..ir.float8 import is_float8_variant
 from ..ir.types import DType, PointerType, f16, f32, f64, i1
 from .floats import float_bits
 
@@ -61,11 +62,14 @@ REG_DECL = {"p": ".pred", "rs": ".b16", "r": ".b32", "f": ".f32", "rd": ".b64", 
 
 
 def type_key(t) -> str:
-    """The table key of a type: its cvt spelling (s32, f16, e4m3, ...), pred for i1, u64 for pointers."""
+    """The table key of a type: its cvt spelling (s32, f16, e4m3, ...), pred for i1, u64 for pointers;
+    fp8 formats PTX does not know (tile.ir.float8) only move, as u8."""
     if isinstance(t, PointerType):
         return "u64"
     if t == i1:
         return "pred"
+    if is_float8_variant(t):
+        return "u8"
     return cvt_type(t)
 
 

@@ -56,7 +56,8 @@ _NAMES = {
     "i64": ("int64", "int64"), "u8": ("uint8", "uint8"), "u16": ("uint16", "uint16"),
     "u32": ("uint32", "uint32"), "u64": ("uint64", "uint64"), "f16": ("fp16", "float16"),
     "bf16": ("bf16", "bfloat16"), "f32": ("fp32", "float32"), "f64": ("fp64", "float64"),
-    "f8e4nv": ("fp8e4nv", "float8e4nv"), "f8e5": ("fp8e5", "float8e5"),
+    "f8e4nv": ("fp8e4nv", "float8e4nv"), "f8e5": ("fp8e5", "float8e5"), "f8e4b15": ("fp8e4b15", "float8e4b15"),
+    "f8e4b8": ("fp8e4b8", "float8e4b8"), "f8e5b16": ("fp8e5b16", "float8e5b16"),
 }  # fmt: skip
 _BY_NAME: dict[str, str] = {}
 for _ir, (_triton, _attr) in _NAMES.items():
@@ -124,6 +125,15 @@ class dtype:
     def is_fp8e5(self) -> bool:
         return self.ir.name == "f8e5"
 
+    def is_fp8e4b15(self) -> bool:
+        return self.ir.name == "f8e4b15"
+
+    def is_fp8e4b8(self) -> bool:
+        return self.ir.name == "f8e4b8"
+
+    def is_fp8e5b16(self) -> bool:
+        return self.ir.name == "f8e5b16"
+
     def is_fp16(self) -> bool:
         return self.ir.name == "f16"
 
@@ -155,6 +165,15 @@ class dtype:
         return self.ir.mantissa_bits
 
     @property
+    def exponent_bias(self) -> int:
+        from tile.ir.float8 import FORMATS
+
+        if not self.ir.is_floating:
+            raise AttributeError(f"{self!r} is not a float type and has no exponent bias")
+        fmt = FORMATS.get(self.ir.name)
+        return fmt.bias if fmt is not None else (1 << (self.ir.exponent_bits - 1)) - 1
+
+    @property
     def scalar(self) -> "dtype":
         return self
 
@@ -176,6 +195,9 @@ uint32 = dtype("u32")
 uint64 = dtype("u64")
 float8e4nv = dtype("f8e4nv")
 float8e5 = dtype("f8e5")
+float8e4b15 = dtype("f8e4b15")
+float8e4b8 = dtype("f8e4b8")
+float8e5b16 = dtype("f8e5b16")
 float16 = dtype("f16")
 bfloat16 = dtype("bf16")
 float32 = dtype("f32")
@@ -501,5 +523,5 @@ def _member_functions() -> dict[str, Callable[..., Any]]:
 
 __all__ = ["current", "push", "pop", "builtin", "is_builtin", "dtype", "pointer_type", "block_type",
            "constexpr", "unwrap", "tensor", "PropagateNan", "to_dtype", "ir_type_of", "int_range", "int1", "int8",
-           "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float8e4nv", "float8e5", "float16",
-           "bfloat16", "float32", "float64"]
+           "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float8e4nv", "float8e5", "float8e4b15",
+           "float8e4b8", "float8e5b16", "float16", "bfloat16", "float32", "float64"]

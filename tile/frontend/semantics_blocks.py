@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from tile.ir.core import Block, Region
+from tile.ir.float8 import is_float8_variant
 from tile.ir.types import DType, PointerType, TensorType, Type, bf16, f16, f32, f64, i1, i8, i32, u8, with_element
 
 from .core import tensor, to_dtype
@@ -186,6 +187,9 @@ class BlockOps:
                 from .semantics import describe
 
                 raise ValueError(f"tl.dot: the {name} operand must be a 2-D block, got {describe(x)}")
+        if is_float8_variant(a.element) or is_float8_variant(b.element):
+            # like Triton: the tensor cores know no such fp8 format, so both operands go to fp16
+            a, b = self.cast(a, f16), self.cast(b, f16)
         ea, eb = a.element, b.element
         if ea != eb and not (ea.is_fp8 and eb.is_fp8):
             raise TypeError(f"tl.dot: both operands must have the same dtype, got {to_dtype(ea)!r} and "

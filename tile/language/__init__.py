@@ -15,9 +15,9 @@ from tile.frontend.builtins import (arange, associative_scan, atomic_add, atomic
                                     max_constancy, max_contiguous, multiple_of, num_programs, permute, program_id,
                                     range, ravel, reduce, reshape, static_assert, static_print, static_range, store,
                                     to_tensor, trans, view, where, zeros)
-from tile.frontend.core import (PropagateNan, bfloat16, block_type, constexpr, dtype, float8e4nv, float8e5, float16,
-                                float32, float64, int1, int8, int16, int32, int64, pointer_type, tensor, uint8,
-                                uint16, uint32, uint64)
+from tile.frontend.core import (PropagateNan, bfloat16, block_type, constexpr, dtype, float8e4b8, float8e4b15,
+                                float8e4nv, float8e5, float8e5b16, float16, float32, float64, int1, int8, int16, int32,
+                                int64, pointer_type, tensor, uint8, uint16, uint32, uint64)
 
 from . import math
 from .math import (abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, rsqrt, sin, sqrt, sqrt_rn,
@@ -38,7 +38,8 @@ __all__ = [
     "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bfloat16", "block_type",
     "broadcast", "broadcast_to", "cast", "cdiv", "ceil", "clamp", "constexpr", "cos", "cumprod", "cumsum",
     "debug_barrier", "device_assert", "device_print", "dot", "dtype", "erf", "exp", "exp2", "expand_dims", "fdiv",
-    "float16", "float32", "float64", "float8e4m3fn", "float8e4nv", "float8e5", "float8e5m2", "floor", "fma", "full",
+    "float16", "float32", "float64", "float8e4b15", "float8e4b8", "float8e4m3fn", "float8e4nv", "float8e5",
+    "float8e5b16", "float8e5m2", "floor", "fma", "full",
     "int1", "int16", "int32", "int64", "int8", "load", "log", "log2", "math", "max", "max_constancy",
     "max_contiguous", "maximum", "min", "minimum", "multiple_of", "num_programs", "pair_uniform_to_normal",
     "permute", "philox", "philox_impl", "pi32_t", "pointer_type", "program_id", "rand", "rand4x", "randint",
