@@ -24,6 +24,7 @@ _EXPORTS = {
     "empty": "tile.runtime.arrays",
     "empty_like": "tile.runtime.arrays",
     "DeviceArray": "tile.runtime.arrays",
+    "constexpr_function": "tile.frontend.constexpr_function",
     "TensorWrapper": "tile.runtime.wrappers",
     "reinterpret": "tile.runtime.wrappers",
     "MockTensor": "tile.runtime.wrappers",

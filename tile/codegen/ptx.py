@@ -26,6 +26,7 @@ import os
 from typing import Callable, Optional, Union
 
 from ..ir import simt_ops  # noqa: F401  (registers the simt ops)
+from ..ir import inline_asm
 from ..ir.core import Operation, Value
 from ..ir.float8 import is_float8_variant
 from ..ir.types import DType, PointerType, f16, f32, f64, i1
@@ -662,6 +663,15 @@ def _atom(e: _Emitter, op: Operation) -> None:
     else:
         kind = op.attrs["kind"]
         e.emit(f"{g}atom.global{_sem_scope(op)}.{kind}.{atom_type(kind, t)} {d}, {_address(e, op)}, {vals[0]};")
+
+
+@handles("simt.inline_asm")
+def _inline_asm(e: _Emitter, op: Operation) -> None:
+    """The user's asm in a scope of its own (its .reg declarations stay local), $N replaced by
+    the registers: results first, then operands (as LLVM prints inline asm into PTX)."""
+    registers = [e.reg(r) for r in op.results] + [e.reg(v) for v in op.operands]
+    text = inline_asm.substitute(op.attrs["asm"], registers).strip("\n")
+    e.emit(f"// begin inline asm\n{{\n{text}\n}}\n// end inline asm")
 
 
 @handles("simt.vprintf")

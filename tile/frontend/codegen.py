@@ -23,13 +23,16 @@ import operator
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from tile.ir.core import Block, Location, Operation, Region
+from tile.ir.types import PointerType
 from tile.ir.verifier import verify
 
 from .builtins import range as tl_range
 from .builtins import static_range
 from .control_flow import ControlFlow, Undefined
 from .core import builtin, constexpr, current, is_builtin, pop, push, tensor, unwrap
+from .core import slice as tl_slice
 from .errors import CompilationError, SourcePoint
+from .returns import structured_returns
 from .semantics import Semantic
 
 if TYPE_CHECKING:
@@ -251,6 +254,8 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         self.set_var(node.target.id, value)
 
     def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Call):
+            node.value._is_unused = True  # type: ignore[attr-defined]  (read by visit_Call: must_use_result)
         self.visit(node.value)
 
     def visit_Pass(self, node: ast.Pass) -> None:
@@ -340,7 +345,7 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
             return value[index]
         if isinstance(index, tensor) or (isinstance(index, tuple) and _has_runtime(index)):
             raise TypeError("tuples and other compile-time objects can only be indexed by compile-time values")
-        return value[index]
+        return value[index.as_builtin() if isinstance(index, tl_slice) else index]
 
     def visit_Slice(self, node: ast.Slice) -> slice:
         parts = [self.visit(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
@@ -437,6 +442,10 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> Any:
         fn = self.visit(node.func)
+        must_use = getattr(fn, "_must_use_result", False)
+        if must_use and getattr(node, "_is_unused", False):
+            reason = f" {must_use}" if isinstance(must_use, str) else ""
+            raise self.error(node, f"the result of {ast.unparse(node.func)} is not used.{reason}")
         args, kwargs = self.call_args(node)
         return self.call_function(fn, args, kwargs, node)
 
@@ -473,7 +482,7 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         saved = self.sem.generator
         self.sem.generator = child
         try:
-            child.visit_compound(fn.parse().body)
+            child.visit_compound(structured_returns(fn.parse()))
         except CompilationError as e:
             if node is not None and hasattr(node, "lineno"):
                 e.add_call_site(self.point(node))
@@ -483,10 +492,24 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         return child.ret
 
 
-def build_function(fn: "JITFunction", spec: "Specialization") -> Operation:
-    """The tt.func of `fn` specialized by `spec`, verified."""
+def _param_type(fn: "JITFunction", p: Any) -> Any:
+    """The IR type of runtime parameter `p`; a pointer annotated tl.const points to constant data."""
+    if p.name not in fn.const_names:
+        return p.type
+    if not isinstance(p.type, PointerType):
+        fdef = fn.parse()
+        raise CompilationError(f"parameter '{p.name}' is annotated tl.const but its argument is a {p.type}, not an "
+                               f"array: tl.const marks pointers to read-only data",
+                               SourcePoint.at(fn.file, fdef.lineno + fn.line_offset, fdef.col_offset + fn.col_offset + 1,
+                                              fn.source_line(fdef.lineno)))
+    return PointerType(p.type.pointee, p.type.address_space, const=True)
+
+
+def build_function(fn: "JITFunction", spec: "Specialization", target: Optional[str] = None,
+                   options: Optional[dict[str, Any]] = None) -> Operation:
+    """The tt.func of `fn` specialized by `spec` for `target` with launch `options`, verified."""
     runtime = [p for p in spec.params if p.runtime]
-    block = Block([p.type for p in runtime])
+    block = Block([_param_type(fn, p) for p in runtime])
     for arg, p in zip(block.args, runtime):
         arg.name_hint = p.name
     attrs = {"sym_name": fn.__name__, "arg_names": [p.name for p in runtime],
@@ -498,12 +521,12 @@ def build_function(fn: "JITFunction", spec: "Specialization") -> Operation:
     scope = {p.name: tensor(next(args)) if p.runtime else p.value for p in spec.params}
     from tile.ir.builder import Builder
 
-    sem = Semantic(Builder(block, loc))
+    sem = Semantic(Builder(block, loc), target=target, options=options, debug=bool(fn.debug))
     gen = CodeGenerator(fn, sem, scope, is_kernel=True)
     sem.generator = gen
     push(sem)
     try:
-        gen.visit_compound(fdef.body)
+        gen.visit_compound(structured_returns(fdef))
     finally:
         pop()
     sem.builder.loc = loc

@@ -22,7 +22,8 @@ import threading
 import types
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from .core import PropagateNan, constexpr, dtype, is_builtin, unwrap
+from .constexpr_function import ConstexprFunction
+from .core import PropagateNan, const, constexpr, dtype, is_builtin, unwrap
 from .errors import CompilationError, SourcePoint
 from ..runtime.preload import start_driver_import
 from .binder import constexpr_key, make_binder, make_fast_binder
@@ -37,6 +38,12 @@ def _is_constexpr_annotation(a: Any) -> bool:
     if a is constexpr:
         return True
     return isinstance(a, str) and a.replace(" ", "").strip("'\"").split(".")[-1] == "constexpr"
+
+
+def _is_const_annotation(a: Any) -> bool:
+    if a is const:
+        return True
+    return isinstance(a, str) and a.replace(" ", "").strip("'\"").split(".")[-1] == "const"
 
 
 def _global_ok(value: Any) -> bool:
@@ -67,6 +74,7 @@ class JITFunction:
         params = list(self.signature.parameters.values())
         self.arg_names: tuple[str, ...] = tuple(p.name for p in params)
         self.constexpr_names = frozenset(p.name for p in params if _is_constexpr_annotation(p.annotation))
+        self.const_names = frozenset(p.name for p in params if _is_const_annotation(p.annotation))
         self.constexprs = tuple(i for i, p in enumerate(params) if p.name in self.constexpr_names)
         no_spec = {self.arg_names.index(d) if isinstance(d, str) else int(d) for d in do_not_specialize}
         self.do_not_specialize = tuple(sorted(no_spec))
@@ -160,6 +168,7 @@ class JITFunction:
         if self._cache_key is None:
             digest = hashlib.sha256()
             self._hash_into(digest, set())
+            digest.update(f"debug={bool(self.debug)}".encode())  # debug adds overflow checks
             self._cache_key = digest.hexdigest()
         return self._cache_key
 
@@ -179,6 +188,8 @@ class JITFunction:
         for name, value in values:
             if isinstance(value, JITFunction):
                 value._hash_into(digest, seen)
+            elif isinstance(value, ConstexprFunction):
+                _hash_code(digest, value.fn.__code__)
             elif isinstance(value, (bool, int, float, str, constexpr, dtype)):
                 digest.update(f"{name}={unwrap(value)!r};".encode())
 
@@ -191,11 +202,14 @@ class JITFunction:
             return None
 
     # -------------------------------------------------------------- compilation
-    def build_ir(self, spec: Specialization) -> Any:
-        """The verified tt.func of this kernel under `spec`."""
+    def build_ir(self, spec: Specialization, target: Optional[str] = None,
+                 options: Optional[dict[str, Any]] = None) -> Any:
+        """The verified tt.func of this kernel under `spec`, compiled for `target` ("interpreter",
+        "sm_90a", ...; None: not known) with launch `options` (num_warps...), which kernels can
+        read (tl.target_info, tl.extra.cuda.num_warps)."""
         from .codegen import build_function
 
-        return build_function(self, spec)
+        return build_function(self, spec, target, options)
 
     def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> Sequence[Any]:
         n = len(self.arg_names)
