@@ -63,10 +63,11 @@ _F16_POS = np.arange(0x7C00, dtype=np.uint16).view(np.float16).astype(np.float64
 
 
 def f16_toward_zero_bits(x: float) -> int:
-    """fp16 bits of x rounded toward zero (infinity stays infinity, NaN keeps its sign)."""
+    """fp16 bits of x rounded toward zero as cvt.rz.f16.f32 does on the GPU (infinity stays
+    infinity, every NaN becomes 0x7FFF, seen on an H100)."""
     sign = 0x8000 if math.copysign(1.0, x) < 0 else 0
     if math.isnan(x):
-        return sign | 0x7E00
+        return 0x7FFF
     if math.isinf(x):
         return sign | 0x7C00
     return sign | int(np.searchsorted(_F16_POS, abs(x), side="right") - 1)

@@ -1,8 +1,15 @@
-"""Errors raised by tile's runtime: failing driver calls, rejected PTX, impossible launches."""
+"""Errors raised by tile's runtime: failing driver calls, rejected PTX, impossible launches;
+and TritonError, the base of the errors Triton's API names."""
 
 from __future__ import annotations
 
 import re
+
+
+class TritonError(Exception):
+    """The base of the errors Triton's API names (tile.TritonError): compile errors
+    (tile.CompilationError) and interpreter failures (tile.InterpreterError) derive from it."""
+
 
 # ptxas names the offending line as "ptxas application ptx input, line 12; error : ...".
 _PTX_LINE = re.compile(r"line (\d+);")

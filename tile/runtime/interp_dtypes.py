@@ -286,6 +286,8 @@ def cast(x: np.ndarray, src: DType, dst: DType, rounding: str = "rtne") -> np.nd
         return round_float(x.astype(np.float64), dst, rounding == "rtz")
     if dst.is_integer:
         return _float_to_int(x, vd)
+    if src == f16 and float8.is_float8_variant(dst):  # fp8e4b15 takes fp16 bits as they are
+        return float8.decode(float8.encode(x, dst, f16_source=True), dst).astype(np.float32)
     return round_float(x, dst, rounding == "rtz")
 
 
