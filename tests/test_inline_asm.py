@@ -101,6 +101,17 @@ def half_pairs_kernel(X, Y, BLOCK: tl.constexpr):
 
 
 @tile.jit
+def narrow_registers_kernel(X, H, Y, G, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    h = tl.load(H + tl.arange(0, BLOCK))
+    # two int8 in a 16-bit register, and one half per 16-bit register
+    y = tl.inline_asm_elementwise("xor.b16 $0, $1, 0x0101;", "=h,h", [x], dtype=tl.int8, is_pure=True, pack=2)
+    g = tl.inline_asm_elementwise("neg.f16 $0, $1;", "=h,h", [h], dtype=tl.float16, is_pure=True, pack=1)
+    tl.store(Y + tl.arange(0, BLOCK), y)
+    tl.store(G + tl.arange(0, BLOCK), g)
+
+
+@tile.jit
 def scalar_asm_kernel(out, v):
     r = tl.inline_asm_elementwise("add.s32 $0, $1, 7;", "=r,r", [v], dtype=tl.int32, is_pure=True, pack=1)
     tl.store(out, r)
@@ -290,13 +301,15 @@ def test_scalar_asm():
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_kernel_assembles(arch):
     u8 = np.zeros(512, np.uint8)
-    f32, i32 = np.zeros(512, np.float32), np.zeros(512, np.int32)
+    f32, i32, i8 = np.zeros(512, np.float32), np.zeros(512, np.int32), np.zeros(512, np.int8)
     cases = [(shf_kernel, (U32, U32, U32, 17), {"BLOCK": 128}), (packed_kernel, (u8, u8), {"BLOCK": 512}),
              (pointer_kernel, (u8, u8), {"BLOCK": 512}),
              (two_outputs_kernel, (U32, U32, U32, U32), {"BLOCK": 128}),
              (packed_two_outputs_kernel, (u8, f32, i32, f32), {"BLOCK": 512}),
              (half_pairs_kernel, (np.zeros(512, np.float16),) * 2, {"BLOCK": 512}),
              (scalar_asm_kernel, (I32, 5), {}),
+             (narrow_registers_kernel, (i8, np.zeros(512, np.float16), i8, np.zeros(512, np.float16)),
+              {"BLOCK": 512}),
              (custom_float8_kernel, (f32, tile.reinterpret(u8, tl.float8e4b15), *[tile.reinterpret(u8, tl.float8e4b15)]
                                      * 2, f32, f32), {"BLOCK": 512})]
     if arch != "sm_80":
@@ -413,6 +426,16 @@ def test_gpu_half_pairs():
 
 
 @pytest.mark.gpu
+def test_gpu_narrow_registers():
+    x = RNG.integers(-128, 128, 512).astype(np.int8)
+    h = RNG.standard_normal(512).astype(np.float16)
+    y, g = _gpu(np.full(512, 7, np.int8)), _gpu(np.full(512, np.nan, np.float16))
+    narrow_registers_kernel[(1,)](_gpu(x), _gpu(h), y, g, BLOCK=512)
+    np.testing.assert_array_equal(y.numpy(), x ^ 1)
+    np.testing.assert_array_equal(g.numpy(), -h)
+
+
+@pytest.mark.gpu
 def test_gpu_cuda_helpers():
     out = _gpu(np.full(4, -1, np.int64))
     cuda_helpers_kernel[(1,)](out, num_warps=2)
@@ -422,8 +445,8 @@ def test_gpu_cuda_helpers():
 
 @pytest.mark.gpu
 def test_gpu_custom_float8_matches_the_cast():
-    """Triton's packed PTX conversions and tile's cast agree on every fp16 bit pattern (as fp32)
-    and on every fp8e4b15 code."""
+    """Triton's packed PTX conversions and tile's cast agree on every fp16 value (as fp32; NaNs
+    become +1.75 through cvt.rz.f16.f32) and on every fp8e4b15 code."""
     bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
     x = bits.view(np.float16).astype(np.float32)
     n = x.size
@@ -431,7 +454,7 @@ def test_gpu_custom_float8_matches_the_cast():
     args = [tile.reinterpret(o, tl.float8e4b15) for o in outs[:3]] + outs[3:]
     custom_float8_kernel[(n // 1024,)](_gpu(x), *args, BLOCK=1024)
     native, asm70, asm80, up_native, up_asm = (o.numpy() for o in outs)
-    want = np.array([ref_encode_e4b15_from_f16(int(h)) for h in bits], np.uint8)
+    want = np.array([ref_encode_e4b15_from_f16(f16_toward_zero_bits(float(v))) for v in x], np.uint8)
     np.testing.assert_array_equal(native, want)
     np.testing.assert_array_equal(asm70, want)
     np.testing.assert_array_equal(asm80, want)

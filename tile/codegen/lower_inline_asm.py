@@ -37,7 +37,8 @@ def _bits(ctx: Lowering, v: Value) -> Value:
     return bitcast(ctx, v, _UINT[element_bits(v.type)])
 
 
-def _widen(ctx: Lowering, v: Value, t: DType) -> Value:
+def _resize(ctx: Lowering, v: Value, t: DType) -> Value:
+    """Unsigned `v` zero-extended or truncated to the unsigned type `t`."""
     return v if v.type == t else ctx.op("simt.cvt", [v], t)
 
 
@@ -50,13 +51,13 @@ def _register(ctx: Lowering, elements: list[Value], letter: str) -> Value:
     width = element_bits(elements[0].type)
     if width * len(parts) == 32 and width in (8, 16):
         word = ctx.pack(parts, u32)
-    else:
-        word_t = _UINT[max(width * len(parts), 16)]
-        word = _widen(ctx, parts[0], word_t)
+    else:  # shifts and ors in 32 or 64 bits (PTX has no 16-bit ones)
+        word_t = u64 if width * len(parts) > 32 else u32
+        word = _resize(ctx, parts[0], word_t)
         for k, p in enumerate(parts[1:], start=1):
-            shifted = ctx.op("arith.shl", [_widen(ctx, p, word_t), ctx.const(k * width, word_t)], word_t)
+            shifted = ctx.op("arith.shl", [_resize(ctx, p, word_t), ctx.const(k * width, word_t)], word_t)
             word = ctx.op("arith.or", [word, shifted], word_t)
-    word = _widen(ctx, word, _uint_of(letter))
+    word = _resize(ctx, word, _uint_of(letter))
     return word if word.type == want else ctx.op("arith.bitcast", [word], want)
 
 
@@ -70,10 +71,11 @@ def _elements(ctx: Lowering, register: Value, t: DType | PointerType, count: int
     if width * count == 32 and width in (8, 16) and word.type == u32:
         parts = list(ctx.ops("simt.unpack", [word], [part_t] * count))
     else:
+        word = _resize(ctx, word, u32) if word.type.bits < 32 else word  # shifts in 32 or 64 bits
         parts = []
         for k in range(count):
             shifted = ctx.op("arith.shr", [word, ctx.const(k * width, word.type)], word.type) if k else word
-            parts.append(shifted if shifted.type == part_t else ctx.op("simt.cvt", [shifted], part_t))
+            parts.append(_resize(ctx, shifted, part_t))
     return [bitcast(ctx, p, t) for p in parts]
 
 

@@ -263,8 +263,8 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
 
     def visit_Return(self, node: ast.Return) -> None:
         if self.scf_depth:
-            raise self.error(node, "`return` inside a runtime `if` or a loop is not supported; assign the "
-                                   "result to a variable and return it at the end of the function")
+            raise self.error(node, "`return` inside a loop is not supported (returns inside `if` are); assign the "
+                                   "result to a variable and return it after the loop")
         value = self.visit(node.value) if node.value is not None else None
         if self.is_kernel and value is not None:
             raise self.error(node, "a kernel cannot return a value; store results with tl.store")

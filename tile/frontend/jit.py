@@ -26,6 +26,7 @@ from .constexpr_function import ConstexprFunction
 from .core import PropagateNan, const, constexpr, dtype, is_builtin, unwrap
 from .errors import CompilationError, SourcePoint
 from ..runtime.preload import start_driver_import
+from ..runtime.wrappers import MockTensor
 from .binder import constexpr_key, make_binder, make_fast_binder
 from .specialize import FAST_ARGS, Specialization, arg_key, fast_arg, launch_arg, launch_arg_nospec, python_value
 from ..runtime.cuda_driver import torch_stream_getter
@@ -261,7 +262,9 @@ class JITFunction:
         launch(grid, *args, **kwargs)
 
     def warmup(self, *args: Any, grid: Any = None, num_warps: int = 4, num_stages: int = 3, **kwargs: Any) -> Any:
-        """Compile for these arguments without launching; returns the CompiledKernel."""
+        """Compile for these arguments without launching; returns the CompiledKernel. A torch dtype
+        stands for an array of that dtype (tile.MockTensor), as in Triton."""
+        args = tuple(MockTensor.wrap_dtype(a) for a in args)
         spec, _ = self.specialize(args, kwargs)
         key = spec.key + (num_warps, num_stages, _compiler().current_target())
         self._compile(key, self._bind(args, kwargs), num_warps, num_stages, 1)
