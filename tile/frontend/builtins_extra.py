@@ -130,9 +130,10 @@ def dot_scaled(lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: A
     (fp8, as uint8 or the fp8 dtype), "bf16" and "fp16". A scale is an e8m0 exponent per 32
     elements along K, as uint8 (2**(s - 127); 255 is NaN unless `fast_math`), shaped [M, K // 32]
     for lhs and [N, K // 32] for rhs (not transposed), or None for no scaling. As Triton does on
-    Hopper, both sides are converted to bf16 (exactly for fp4 and fp8), multiplied by their
-    scales, and multiplied with tl.dot accumulating in fp32. `lhs_k_pack=False` means the fp4
-    pairs of lhs are packed along M instead of K (`rhs_k_pack=False`: along N).
+    Hopper, both sides are converted to bf16 (fp16 when either format is "fp16"; exactly for
+    fp4 and fp8), multiplied by their scales (one rounding), and multiplied with tl.dot
+    accumulating in fp32. `lhs_k_pack=False` means the fp4 pairs of lhs are packed along M
+    instead of K (`rhs_k_pack=False`: along N).
 
     :param out_dtype: the result type; only tl.float32
 

@@ -23,7 +23,8 @@ import types
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from .constexpr_function import ConstexprFunction
-from .core import PropagateNan, const, constexpr, dtype, is_builtin, unwrap
+from .core import PropagateNan, constexpr, dtype, is_builtin, unwrap
+from .core import const as tl_const
 from .errors import CompilationError, SourcePoint
 from ..runtime.preload import start_driver_import
 from ..runtime.wrappers import MockTensor
@@ -42,7 +43,7 @@ def _is_constexpr_annotation(a: Any) -> bool:
 
 
 def _is_const_annotation(a: Any) -> bool:
-    if a is const:
+    if a is tl_const:
         return True
     return isinstance(a, str) and a.replace(" ", "").strip("'\"").split(".")[-1] == "const"
 
