@@ -82,7 +82,8 @@ def scale_factors(s: np.ndarray, compute: str) -> np.ndarray:
     return round_to(f, compute)
 
 
-def reference(a, a_fmt, sa, b, b_fmt, sb, a_k_pack=True, b_k_pack=True, fast_math=False) -> tuple[np.ndarray, np.ndarray]:
+def reference(a, a_fmt, sa, b, b_fmt, sb, a_k_pack=True, b_k_pack=True,
+              fast_math=False) -> tuple[np.ndarray, np.ndarray]:
     """(a @ b, |a| @ |b|) of the decoded, scaled operands (float64)."""
     with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 under a NaN scale
         return _reference(a, a_fmt, sa, b, b_fmt, sb, a_k_pack, b_k_pack, fast_math)
