@@ -58,7 +58,8 @@ def _needs_fp8_target(ctx: Lowering, src: DType, dst: DType) -> None:
 def _to_float8_variant(ctx: Lowering, v: Value, dst: DType) -> Value:
     src = v.type
     e4b15 = dst.name == "f8e4b15"
-    if src == i1 or src.is_integer and src.bits <= 16 or src.is_floating and src.bits < 32 and not (e4b15 and src == f16):
+    narrow_float = src.is_floating and src.bits < 32 and not (e4b15 and src == f16)
+    if src == i1 or src.is_integer and src.bits <= 16 or narrow_float:
         v, src = convert(ctx, v, f32), f32  # exact
     if e4b15:  # Triton's rule starts from f16 rounded toward zero
         if src != f16:

@@ -66,7 +66,8 @@ def _elements(ctx: Lowering, register: Value, t: DType | PointerType, count: int
     if count == 1 and register.type == t:
         return [register]
     width = element_bits(t)
-    word = register if register.type in _UINT.values() else ctx.op("arith.bitcast", [register], _UINT[register.type.bits])
+    word = register if register.type in _UINT.values() else \
+        ctx.op("arith.bitcast", [register], _UINT[register.type.bits])
     part_t = _UINT[max(width, 8)]
     if width * count == 32 and width in (8, 16) and word.type == u32:
         parts = list(ctx.ops("simt.unpack", [word], [part_t] * count))

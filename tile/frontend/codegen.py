@@ -498,10 +498,10 @@ def _param_type(fn: "JITFunction", p: Any) -> Any:
         return p.type
     if not isinstance(p.type, PointerType):
         fdef = fn.parse()
+        where = SourcePoint.at(fn.file, fdef.lineno + fn.line_offset, fdef.col_offset + fn.col_offset + 1,
+                               fn.source_line(fdef.lineno))
         raise CompilationError(f"parameter '{p.name}' is annotated tl.const but its argument is a {p.type}, not an "
-                               f"array: tl.const marks pointers to read-only data",
-                               SourcePoint.at(fn.file, fdef.lineno + fn.line_offset, fdef.col_offset + fn.col_offset + 1,
-                                              fn.source_line(fdef.lineno)))
+                               f"array: tl.const marks pointers to read-only data", where)
     return PointerType(p.type.pointee, p.type.address_space, const=True)
 
 

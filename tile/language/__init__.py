@@ -49,7 +49,8 @@ __all__ = [
     "max_contiguous", "maximum", "min", "minimum", "multiple_of", "num_programs", "pair_uniform_to_normal",
     "permute", "philox", "philox_impl", "pi32_t", "pointer_type", "program_id", "rand", "rand4x", "randint",
     "randint4x", "randn", "randn4x", "random", "range", "ravel", "reduce", "reshape", "rsqrt", "sigmoid", "sin",
-    "softmax", "sqrt", "sqrt_rn", "div_rn", "standard", "target_info", "static_assert", "static_print", "static_range", "store", "sum", "swizzle2d",
+    "softmax", "sqrt", "sqrt_rn", "div_rn", "standard", "target_info",
+    "static_assert", "static_print", "static_range", "store", "sum", "swizzle2d",
     "tensor", "to_tensor", "trans", "uint16", "uint32", "uint64", "uint8", "uint_to_uniform_float", "umulhi",
     "view", "where", "xor_sum", "zeros", "zeros_like",
 ]
