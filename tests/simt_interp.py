@@ -21,6 +21,7 @@ from typing import Any, Optional
 import numpy as np
 
 from tile.codegen.floats import float_bits
+from tile.ir.float8 import is_float8_variant
 from tile.ir.core import Block, Operation, Value
 from tile.ir.types import DType, PointerType, f16, i1
 
@@ -36,6 +37,8 @@ def np_dtype(t) -> np.dtype:
         return np.dtype(np.int64)
     if t == i1:
         return np.dtype(bool)
+    if is_float8_variant(t):  # only moved, so held as their codes
+        return np.dtype(np.uint8)
     if t.is_floating:
         return np.dtype({16: np.float32 if t.name == "bf16" else np.float16, 32: np.float32, 64: np.float64,
                          8: np.float32}[t.bits])
@@ -192,6 +195,8 @@ class CTA:
         self.env: dict[Value, np.ndarray] = {}
 
     def full(self, value: Any, t) -> np.ndarray:
+        if is_float8_variant(t):
+            return np.full(self.n, float_bits(float(value), t), dtype=np.uint8)
         if isinstance(t, DType) and t.is_floating and t.name in SMALL_FLOATS:
             return np.full(self.n, round_to(np.array([value], dtype=np.float64), t)[0], dtype=np.float32)
         if isinstance(t, DType) and t.is_integer and t.bits > 1:

@@ -389,10 +389,10 @@ def test_warm_launch_overhead(fake_compiler):
     x = f32()
     add[(1,)](x, x, x, 100, BLOCK=16)
     fake_compiler[0].launches.clear()
-    start = time.perf_counter()
+    start = time.thread_time()  # CPU time of this thread: other processes on a loaded machine do not count
     for _ in range(2000):
         add[(1,)](x, x, x, 100, BLOCK=16)
-    per_launch = (time.perf_counter() - start) / 2000
+    per_launch = (time.thread_time() - start) / 2000
     assert per_launch < 50e-6, per_launch
 
 

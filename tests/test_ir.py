@@ -180,6 +180,18 @@ ROUND_TRIPS = {
         tt.print %w, %s
         tt.return
         """, "%n: i32, %x: f32, %c: i1"),
+    "elementwise escapes and assume": func("""
+        %y = tt.elementwise_inline_asm %x, %x {asm = "{\\n  shf.l.wrap.b32 $0, $1, $2, 3;\\n}", constraints = "=r,r,r", packed_element = 1, pure = false} : tensor<8xi32>
+        %m = tt.map_elementwise %x {pack = 2} : tensor<8xi32> {
+        ^bb(%a: i32, %b: i32):
+          %p = arith.add %a, %b : i32
+          %q = arith.sub %a, %b : i32
+          tt.map_elementwise.return %p, %q
+        }
+        %c = arith.cmp %m, %y {predicate = "eq"} : tensor<8xi1>
+        tt.assume %c
+        tt.return
+        """, "%x: tensor<8xi32>"),
 }
 
 

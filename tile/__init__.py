@@ -35,6 +35,14 @@ _EXPORTS = {
     "OutOfResources": "tile.runtime.errors",
     "install_as_triton": "tile.triton",
     "set_allocator": "tile.runtime.allocation",
+    "constexpr_function": "tile.frontend.constexpr_function",
+    "must_use_result": "tile.frontend.core",
+    "KernelInterface": "tile.frontend.kernel_interface",
+    "TritonError": "tile.runtime.errors",
+    "InterpreterError": "tile.runtime.interp_core",
+    "TensorWrapper": "tile.runtime.wrappers",
+    "reinterpret": "tile.runtime.wrappers",
+    "MockTensor": "tile.runtime.wrappers",
 }
 _SUBMODULES = ("ir", "language", "frontend", "opt", "codegen", "runtime", "testing", "compiler", "knobs", "triton",
                "tools")

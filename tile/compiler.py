@@ -199,7 +199,7 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     from .opt.tile_pipeline import tile_passes
 
     timings: dict[str, float] = {}
-    func = _timed(timings, "frontend", fn.build_ir, spec)
+    func = _timed(timings, "frontend", fn.build_ir, spec, target, options)
     name = func.attrs["sym_name"]
     stages = {"tile": print_op(func)}
     kernel = CompiledKernel(name, target, options, func, stages, timings)

@@ -5,13 +5,17 @@ import math
 
 import numpy as np
 
+from ..ir import float8
 from ..ir.types import DType
 
 _IEEE = {16: (np.float16, np.uint16), 32: (np.float32, np.uint32), 64: (np.float64, np.uint64)}
 
 
 def float_bits(value: float, t: DType) -> int:
-    """The bit pattern of `value` rounded (to nearest even) to the float type `t` (inf past its range)."""
+    """The bit pattern of `value` rounded (to nearest even) to the float type `t` (inf past its range;
+    Triton's other fp8 formats convert by the rules of tile.ir.float8)."""
+    if float8.is_float8_variant(t):
+        return int(float8.encode(np.array([value]), t)[0])
     if t.name in ("f16", "f32", "f64"):
         ft, bt = _IEEE[t.bits]
         with np.errstate(over="ignore"):

@@ -13,6 +13,9 @@ Rules (every result is the correctly rounded value, as `arith.cast` specifies):
     at p <= 11 bits equals one rounding to nearest;
   * fp8 (e4m3 "nv" and e5m2) needs sm_89+ (cvt.rn.satfinite.{e4m3,e5m2}x2.f32 saturates to the
     largest finite value, as Triton does); fp8 conversions on sm_80/86 raise LoweringError;
+  * Triton's other fp8 formats (f8e4b15, f8e4b8, f8e5b16) convert in integer arithmetic on
+    every target (lower_float8): decoded exactly to f32; encoded from f32 (f8e4b8, f8e5b16:
+    exact or rounded to odd first) or from f16 rounded toward zero (f8e4b15, Triton's rule);
   * f16/bf16/fp8 sources convert through f32, which holds them exactly;
   * float->int truncates toward zero (cvt.rzi; out-of-range values saturate);
   * i1: x != 0 to i1 (NaN counts as true), selp 1/0 from i1.
@@ -20,7 +23,9 @@ Rules (every result is the correctly rounded value, as `arith.cast` specifies):
 from __future__ import annotations
 
 from ..ir.core import Operation, Value
-from ..ir.types import DType, element_type, f32, f64, i1, i32, u8
+from ..ir.float8 import is_float8_variant
+from ..ir.types import DType, element_type, f16, f32, f64, i1, i32, u8
+from . import lower_float8
 from .lower_core import Lowering, LoweringError, lowers
 
 
@@ -50,11 +55,32 @@ def _needs_fp8_target(ctx: Lowering, src: DType, dst: DType) -> None:
         raise LoweringError(ctx.func, f"converting {src} to {dst} needs sm_89 or newer (target {ctx.target})")
 
 
+def _to_float8_variant(ctx: Lowering, v: Value, dst: DType) -> Value:
+    src = v.type
+    e4b15 = dst.name == "f8e4b15"
+    narrow_float = src.is_floating and src.bits < 32 and not (e4b15 and src == f16)
+    if src == i1 or src.is_integer and src.bits <= 16 or narrow_float:
+        v, src = convert(ctx, v, f32), f32  # exact
+    if e4b15:  # Triton's rule starts from f16 rounded toward zero
+        if src != f16:
+            v = _cvt(ctx, v if src == f32 else _cvt(ctx, v, f32, "rz"), f16, "rz")
+        return lower_float8.encode_e4b15(ctx, v)
+    if src != f32:
+        v = f32_round_to_odd(ctx, v)  # f64 and wide integers: the second rounding is then exact
+    return lower_float8.encode_fnuz(ctx, v, dst)
+
+
 def convert(ctx: Lowering, v: Value, dst: DType, rounding: str = "rtne") -> Value:
     """The value `v` converted to `dst` (arith.cast semantics)."""
     src = v.type
     if src == dst:
         return v
+    if is_float8_variant(src):
+        v, src = lower_float8.decode_to_f32(ctx, v), f32
+        if src == dst:
+            return v
+    if is_float8_variant(dst):
+        return _to_float8_variant(ctx, v, dst)
     if src.is_floating and src.bits <= 16:
         _needs_fp8_target(ctx, src, dst)
         v, src = to_f32_exact(ctx, v), f32  # f16, bf16 and fp8 are exact in f32

@@ -12,6 +12,8 @@
     tt.assert %ok {message = "x > 0", file = "k.py", line = 7}
   becomes: if any of the thread's elements is false, call __assertfail(message, file, line,
   kernel name), which prints the message with the block and thread indices and stops the kernel.
+
+    tt.assume %cond           becomes nothing: the promise served the passes before lowering.
 """
 from __future__ import annotations
 
@@ -93,3 +95,8 @@ def _lower_assert(ctx: Lowering, op: Operation) -> None:
                    line=int(op.attrs.get("line") or (loc.line if loc else 0)),
                    function=str(ctx.func.attrs.get("sym_name", "kernel")))
         ctx.effect("scf.yield")
+
+
+@lowers("tt.assume")
+def _lower_assume(ctx: Lowering, op: Operation) -> None:
+    """A promise for the analyses before lowering; the GPU code has nothing to check."""

@@ -26,7 +26,9 @@ import os
 from typing import Callable, Optional, Union
 
 from ..ir import simt_ops  # noqa: F401  (registers the simt ops)
+from ..ir import inline_asm
 from ..ir.core import Operation, Value
+from ..ir.float8 import is_float8_variant
 from ..ir.types import DType, PointerType, f16, f32, f64, i1
 from .floats import float_bits
 
@@ -61,11 +63,14 @@ REG_DECL = {"p": ".pred", "rs": ".b16", "r": ".b32", "f": ".f32", "rd": ".b64", 
 
 
 def type_key(t) -> str:
-    """The table key of a type: its cvt spelling (s32, f16, e4m3, ...), pred for i1, u64 for pointers."""
+    """The table key of a type: its cvt spelling (s32, f16, e4m3, ...), pred for i1, u64 for pointers;
+    fp8 formats PTX does not know (tile.ir.float8) only move, as u8."""
     if isinstance(t, PointerType):
         return "u64"
     if t == i1:
         return "pred"
+    if is_float8_variant(t):
+        return "u8"
     return cvt_type(t)
 
 
@@ -658,6 +663,15 @@ def _atom(e: _Emitter, op: Operation) -> None:
     else:
         kind = op.attrs["kind"]
         e.emit(f"{g}atom.global{_sem_scope(op)}.{kind}.{atom_type(kind, t)} {d}, {_address(e, op)}, {vals[0]};")
+
+
+@handles("simt.inline_asm")
+def _inline_asm(e: _Emitter, op: Operation) -> None:
+    """The user's asm in a scope of its own (its .reg declarations stay local), $N replaced by
+    the registers: results first, then operands (as LLVM prints inline asm into PTX)."""
+    registers = [e.reg(r) for r in op.results] + [e.reg(v) for v in op.operands]
+    text = inline_asm.substitute(op.attrs["asm"], registers).strip("\n")
+    e.emit(f"// begin inline asm\n{{\n{text}\n}}\n// end inline asm")
 
 
 @handles("simt.vprintf")

@@ -23,6 +23,7 @@ import operator
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from tile.ir.core import Block, Location, Operation, Region
+from tile.ir.types import PointerType
 from tile.ir.verifier import verify
 
 from .aggregates import argument_value, is_namedtuple, name_leaves
@@ -32,7 +33,9 @@ from .builtins import range as tl_range
 from .builtins import static_range
 from .control_flow import ControlFlow, Undefined
 from .core import builtin, constexpr, current, is_builtin, pop, push, tensor, unwrap
+from .core import slice as tl_slice
 from .errors import CompilationError, SourcePoint
+from .returns import structured_returns
 from .semantics import Semantic
 
 if TYPE_CHECKING:
@@ -258,6 +261,8 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         self.set_var(node.target.id, value)
 
     def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Call):
+            node.value._is_unused = True  # type: ignore[attr-defined]  (read by visit_Call: must_use_result)
         value = self.visit(node.value)
         if (isinstance(value, block_pointer) and isinstance(node.value, ast.Call)
                 and ast.unparse(node.value.func).split(".")[-1] == "advance"):
@@ -269,8 +274,8 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
 
     def visit_Return(self, node: ast.Return) -> None:
         if self.scf_depth:
-            raise self.error(node, "`return` inside a runtime `if` or a loop is not supported; assign the "
-                                   "result to a variable and return it at the end of the function")
+            raise self.error(node, "`return` inside a loop is not supported (returns inside `if` are); assign the "
+                                   "result to a variable and return it after the loop")
         value = self.visit(node.value) if node.value is not None else None
         if self.is_kernel and value is not None:
             raise self.error(node, "a kernel cannot return a value; store results with tl.store")
@@ -353,7 +358,7 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
             raise TypeError("tuples and other compile-time objects can only be indexed by compile-time values")
         if isinstance(value, (tuple, list)) and isinstance(index, int) and not -len(value) <= index < len(value):
             raise IndexError(f"tuple index {index} is out of range for a tuple of length {len(value)}")
-        return value[index]
+        return value[index.as_builtin() if isinstance(index, tl_slice) else index]
 
     def visit_ListComp(self, node: ast.ListComp) -> tl_tuple:
         """`[f(x) for x in t if c(x)]` over a tuple `t` (compile-time conditions): a tuple, unrolled."""
@@ -476,6 +481,10 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> Any:
         fn = self.visit(node.func)
+        must_use = getattr(fn, "_must_use_result", False)
+        if must_use and getattr(node, "_is_unused", False):
+            reason = f" {must_use}" if isinstance(must_use, str) else ""
+            raise self.error(node, f"the result of {ast.unparse(node.func)} is not used.{reason}")
         args, kwargs = self.call_args(node)
         return self.call_function(fn, args, kwargs, node)
 
@@ -514,7 +523,7 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         saved = self.sem.generator
         self.sem.generator = child
         try:
-            child.visit_compound(fn.parse().body)
+            child.visit_compound(structured_returns(fn.parse()))
         except CompilationError as e:
             if node is not None and hasattr(node, "lineno"):
                 e.add_call_site(self.point(node))
@@ -524,10 +533,24 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         return child.ret
 
 
-def build_function(fn: "JITFunction", spec: "Specialization") -> Operation:
-    """The tt.func of `fn` specialized by `spec`, verified."""
+def _param_type(fn: "JITFunction", p: Any) -> Any:
+    """The IR type of runtime parameter `p`; a pointer annotated tl.const points to constant data."""
+    if p.name not in fn.const_names:
+        return p.type
+    if not isinstance(p.type, PointerType):
+        fdef = fn.parse()
+        where = SourcePoint.at(fn.file, fdef.lineno + fn.line_offset, fdef.col_offset + fn.col_offset + 1,
+                               fn.source_line(fdef.lineno))
+        raise CompilationError(f"parameter '{p.name}' is annotated tl.const but its argument is a {p.type}, not an "
+                               f"array: tl.const marks pointers to read-only data", where)
+    return PointerType(p.type.pointee, p.type.address_space, const=True)
+
+
+def build_function(fn: "JITFunction", spec: "Specialization", target: Optional[str] = None,
+                   options: Optional[dict[str, Any]] = None) -> Operation:
+    """The tt.func of `fn` specialized by `spec` for `target` with launch `options`, verified."""
     runtime = [p for p in spec.params if p.runtime]
-    block = Block([p.type for p in runtime])
+    block = Block([_param_type(fn, p) for p in runtime])
     for arg, p in zip(block.args, runtime):
         arg.name_hint = p.name
     attrs = {"sym_name": fn.__name__, "arg_names": [p.name for p in runtime],
@@ -539,7 +562,7 @@ def build_function(fn: "JITFunction", spec: "Specialization") -> Operation:
 
     from .descriptors import descriptor
 
-    sem = Semantic(Builder(block, loc))
+    sem = Semantic(Builder(block, loc), target=target, options=options, debug=bool(fn.debug))
     gen = CodeGenerator(fn, sem, {}, is_kernel=True)
     sem.generator = gen
     push(sem)
@@ -550,7 +573,7 @@ def build_function(fn: "JITFunction", spec: "Specialization") -> Operation:
         for name, key in zip(fn.arg_names, spec.key):
             gen.lscope[name] = argument_value(key, leaves, make_descriptor)
             name_leaves(gen.lscope[name], name)
-        gen.visit_compound(fdef.body)
+        gen.visit_compound(structured_returns(fdef))
     finally:
         pop()
     sem.builder.loc = loc

@@ -27,6 +27,7 @@ from tile.ir.types import DType, PointerType, Type
 from .aggregates import Aggregate, flatten, leaf_names, unflatten
 from .builtins import range as tl_range
 from .builtins import static_range
+from .builtins_extra import condition as tl_condition
 from .core import tensor, unwrap
 from .semantics import computation_type, integer_promote, is_number, python_type
 
@@ -372,8 +373,14 @@ class ControlFlow:
             for p in plans:
                 scope[p.name] = p.rebuild(args)
 
+            attrs: dict[str, Any] = {}
+
             def condition() -> None:
                 cond = self.visit(node.test)
+                if isinstance(cond, tl_condition):  # while tl.condition(c, disable_licm=True)
+                    if cond.disable_licm:
+                        attrs["disable_licm"] = True
+                    cond = unwrap(cond.condition)
                 cond = self.scalar_condition(self.sem.to_tensor(cond), "while")
                 self.builder.create("scf.condition", [cond.handle, *before.args])
 
@@ -382,7 +389,7 @@ class ControlFlow:
             if extra:
                 self.discard(before)
                 return extra
-            op = self.builder.create("scf.while", inits, types, {}, [Region([before]), Region([after])])
+            op = self.builder.create("scf.while", inits, types, attrs, [Region([before]), Region([after])])
             return op, defs
 
         self._loop(node, "while", [], lambda args: None, build)

@@ -7,6 +7,7 @@ found through `current()`, which the code generator sets while it runs.
 """
 from __future__ import annotations
 
+import builtins
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+TRITON_MAX_TENSOR_NUMEL = 1048576  # Triton's largest number of elements in one block (2**20)
+
 # ----------------------------------------------------------------------------- context
 
 _STACK: list["Semantic"] = []
@@ -28,6 +31,11 @@ def current() -> "Semantic":
     if not _STACK:
         raise RuntimeError("tile.language functions can only be called inside a @tile.jit function")
     return _STACK[-1]
+
+
+def compiling() -> bool:
+    """Whether a @tile.jit function is being compiled (so `current()` is valid)."""
+    return bool(_STACK)
 
 
 def push(sem: "Semantic") -> None:
@@ -48,6 +56,22 @@ def is_builtin(fn: Any) -> bool:
     return getattr(fn, "__tile_builtin__", False) is True
 
 
+def must_use_result(x: Any, s: Any = True) -> Any:
+    """Decorate a @tile.jit function (or builtin) whose result must be used: a call whose value is
+    dropped (a statement of its own) is a CompilationError. `@must_use_result("why")` adds the
+    reason to the message.
+
+        @tile.must_use_result("tl.advance returns the moved pointer; it does not move its argument")
+        @tile.jit
+        def advance(p, n):
+            return p + n
+    """
+    if isinstance(x, str):
+        return lambda fn: must_use_result(fn, x)
+    x._must_use_result = s
+    return x
+
+
 # ------------------------------------------------------------------------------ dtypes
 
 # tile IR name -> (Triton's name, tl attribute name)
@@ -56,7 +80,8 @@ _NAMES = {
     "i64": ("int64", "int64"), "u8": ("uint8", "uint8"), "u16": ("uint16", "uint16"),
     "u32": ("uint32", "uint32"), "u64": ("uint64", "uint64"), "f16": ("fp16", "float16"),
     "bf16": ("bf16", "bfloat16"), "f32": ("fp32", "float32"), "f64": ("fp64", "float64"),
-    "f8e4nv": ("fp8e4nv", "float8e4nv"), "f8e5": ("fp8e5", "float8e5"),
+    "f8e4nv": ("fp8e4nv", "float8e4nv"), "f8e5": ("fp8e5", "float8e5"), "f8e4b15": ("fp8e4b15", "float8e4b15"),
+    "f8e4b8": ("fp8e4b8", "float8e4b8"), "f8e5b16": ("fp8e5b16", "float8e5b16"),
 }  # fmt: skip
 _BY_NAME: dict[str, str] = {}
 for _ir, (_triton, _attr) in _NAMES.items():
@@ -124,6 +149,15 @@ class dtype:
     def is_fp8e5(self) -> bool:
         return self.ir.name == "f8e5"
 
+    def is_fp8e4b15(self) -> bool:
+        return self.ir.name == "f8e4b15"
+
+    def is_fp8e4b8(self) -> bool:
+        return self.ir.name == "f8e4b8"
+
+    def is_fp8e5b16(self) -> bool:
+        return self.ir.name == "f8e5b16"
+
     def is_fp16(self) -> bool:
         return self.ir.name == "f16"
 
@@ -142,6 +176,12 @@ class dtype:
     def is_block(self) -> bool:
         return False
 
+    def is_void(self) -> bool:
+        return False
+
+    def is_const(self) -> bool:
+        return False
+
     @property
     def primitive_bitwidth(self) -> int:
         return self.ir.bits
@@ -153,6 +193,15 @@ class dtype:
     @property
     def fp_mantissa_width(self) -> int:
         return self.ir.mantissa_bits
+
+    @property
+    def exponent_bias(self) -> int:
+        from tile.ir.float8 import FORMATS
+
+        if not self.ir.is_floating:
+            raise AttributeError(f"{self!r} is not a float type and has no exponent bias")
+        fmt = FORMATS.get(self.ir.name)
+        return fmt.bias if fmt is not None else (1 << (self.ir.exponent_bits - 1)) - 1
 
     @property
     def scalar(self) -> "dtype":
@@ -176,30 +225,60 @@ uint32 = dtype("u32")
 uint64 = dtype("u64")
 float8e4nv = dtype("f8e4nv")
 float8e5 = dtype("f8e5")
+float8e4b15 = dtype("f8e4b15")
+float8e4b8 = dtype("f8e4b8")
+float8e5b16 = dtype("f8e5b16")
 float16 = dtype("f16")
 bfloat16 = dtype("bf16")
 float32 = dtype("f32")
 float64 = dtype("f64")
 
 
+class _VoidType(dtype):
+    """Triton's `tl.void`: the type of no value (a function result that is not used)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        self.ir = _VOID_IR
+
+    @property
+    def name(self) -> str:
+        return "void"
+
+    def __repr__(self) -> str:
+        return "tl.void"
+
+    def is_void(self) -> bool:
+        return True
+
+
+_VOID_IR = DType("void", "void", 0)
+void = _VoidType()
+
+
 class pointer_type(dtype):
-    """The type of an address of `element_ty` values (`tl.pointer_type(tl.float32)`)."""
+    """The type of an address of `element_ty` values (`tl.pointer_type(tl.float32)`); `const`
+    marks read-only data (what a kernel parameter annotated `tl.const` gets)."""
 
     __slots__ = ("element_ty",)
 
-    def __init__(self, element_ty: dtype, address_space: int = 1):
+    def __init__(self, element_ty: dtype, address_space: int = 1, const: bool = False):
         self.element_ty = element_ty
-        self.ir = PointerType(element_ty.ir, address_space)  # type: ignore[assignment]
+        self.ir = PointerType(element_ty.ir, address_space, const)  # type: ignore[assignment]
 
     @property
     def name(self) -> str:
         return f"pointer<{self.element_ty.name}>"
 
     def __repr__(self) -> str:
-        return f"tl.pointer_type({self.element_ty!r})"
+        return f"tl.pointer_type({self.element_ty!r}{', const=True' if self.ir.const else ''})"
 
     def is_ptr(self) -> bool:
         return True
+
+    def is_const(self) -> bool:
+        return self.ir.const
 
     def is_floating(self) -> bool:
         return False
@@ -278,13 +357,15 @@ def int_range(t: DType) -> tuple[int, int]:
 def to_dtype(t: "DType | PointerType") -> dtype:
     """The language dtype of an IR scalar type."""
     if isinstance(t, PointerType):
-        return pointer_type(to_dtype(t.pointee), t.address_space)
+        return pointer_type(to_dtype(t.pointee), t.address_space, t.const)
     return dtype(t)
 
 
 def ir_type_of(t: Any) -> "DType | PointerType":
     """The IR scalar type of a language dtype (also accepts IR types, dtype names, and block
     types, which stand for their element type as in Triton's casts)."""
+    if isinstance(t, _VoidType):
+        raise TypeError("tl.void is the type of no value; it cannot type a value")
     if isinstance(t, block_type):
         t = t.element_ty
     if isinstance(t, dtype):
@@ -299,6 +380,45 @@ def ir_type_of(t: Any) -> "DType | PointerType":
 # ---------------------------------------------------------------------------- constexpr
 
 
+class const:
+    """An annotation for pointer parameters of kernels: `x_ptr: tl.const` points to read-only data.
+    The pointer's type says so (`ptr<f32, const>`), and a tl.store or atomic through it, or
+    through any pointer computed from it, is a compile error."""
+
+
+class constexpr_type:
+    """The type of a compile-time value (`tl.constexpr(4).type`): the value itself."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, constexpr_type) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"constexpr_type[{self.value!r}]"
+
+
+class slice:  # noqa: A001 - Triton's name
+    """A slice in a kernel's subscript, `x[:, None]` (Triton's tl.slice); only `:` applies to blocks."""
+
+    __slots__ = ("start", "stop", "step")
+
+    def __init__(self, start: Any, stop: Any, step: Any):
+        self.start, self.stop, self.step = start, stop, step
+
+    def as_builtin(self) -> "builtins.slice":
+        return builtins.slice(unwrap(self.start), unwrap(self.stop), unwrap(self.step))
+
+    def __repr__(self) -> str:
+        return f"tl.slice({self.start!r}, {self.stop!r}, {self.step!r})"
+
+
 class constexpr:
     """A compile-time value. As an annotation (`BLOCK: tl.constexpr`) it marks a parameter whose
     value is part of the compiled kernel; `X = tl.constexpr(4)` makes a global readable by kernels."""
@@ -310,6 +430,10 @@ class constexpr:
 
     def __repr__(self) -> str:
         return f"constexpr[{self.value!r}]"
+
+    @property
+    def type(self) -> constexpr_type:
+        return constexpr_type(self.value)
 
     def __eq__(self, other: object) -> bool:
         return self.value == unwrap(other)
@@ -502,7 +626,8 @@ def _member_functions() -> dict[str, Callable[..., Any]]:
     return _MEMBERS
 
 
-__all__ = ["current", "push", "pop", "builtin", "is_builtin", "dtype", "pointer_type", "block_type",
+__all__ = ["current", "compiling", "push", "pop", "builtin", "is_builtin", "must_use_result", "dtype", "pointer_type",
+           "block_type", "void", "const", "constexpr_type", "slice", "TRITON_MAX_TENSOR_NUMEL",
            "constexpr", "unwrap", "tensor", "PropagateNan", "to_dtype", "ir_type_of", "int_range", "int1", "int8",
-           "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float8e4nv", "float8e5", "float16",
-           "bfloat16", "float32", "float64"]
+           "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float8e4nv", "float8e5", "float8e4b15",
+           "float8e4b8", "float8e5b16", "float16", "bfloat16", "float32", "float64"]

@@ -15,6 +15,8 @@ import linecache
 from dataclasses import dataclass
 from typing import Optional
 
+from ..runtime.errors import TritonError
+
 
 @dataclass(frozen=True)
 class SourcePoint:
@@ -37,7 +39,7 @@ class SourcePoint:
         return f"{indent}{self.text.rstrip()}\n{indent}{caret}"
 
 
-class CompilationError(Exception):
+class CompilationError(TritonError):
     """A kernel's source cannot be compiled: what is wrong, where, and through which calls."""
 
     def __init__(self, message: str, where: Optional[SourcePoint] = None):

@@ -23,9 +23,12 @@ import threading
 import types
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Sequence
 
+from .constexpr_function import ConstexprFunction
 from .core import PropagateNan, constexpr, dtype, is_builtin, unwrap
+from .core import const as tl_const
 from .errors import CompilationError, SourcePoint
 from ..runtime.preload import start_driver_import
+from ..runtime.wrappers import MockTensor
 from .binder import KEYED_OPTIONS, LAUNCH_OPTIONS, check_launch_options, constexpr_key, make_binder, make_fast_binder
 from .specialize import (FAST_ARGS, Specialization, arg_key, fast_arg, flattening_entry, launch_arg, launch_arg_nospec,
                          leaf_keys, leaf_values, python_value)
@@ -39,6 +42,12 @@ def _is_constexpr_annotation(a: Any) -> bool:
     if a is constexpr:
         return True
     return isinstance(a, str) and a.replace(" ", "").strip("'\"").split(".")[-1] == "constexpr"
+
+
+def _is_const_annotation(a: Any) -> bool:
+    if a is tl_const:
+        return True
+    return isinstance(a, str) and a.replace(" ", "").strip("'\"").split(".")[-1] == "const"
 
 
 def _global_ok(value: Any) -> bool:
@@ -80,6 +89,7 @@ class JITFunction:
         params = list(self.signature.parameters.values())
         self.arg_names: tuple[str, ...] = tuple(p.name for p in params)
         self.constexpr_names = frozenset(p.name for p in params if _is_constexpr_annotation(p.annotation))
+        self.const_names = frozenset(p.name for p in params if _is_const_annotation(p.annotation))
         self.constexprs = tuple(i for i, p in enumerate(params) if p.name in self.constexpr_names)
         no_spec = {self.arg_names.index(d) if isinstance(d, str) else int(d) for d in do_not_specialize}
         self.do_not_specialize = tuple(sorted(no_spec))
@@ -173,6 +183,7 @@ class JITFunction:
         if self._cache_key is None:
             digest = hashlib.sha256()
             self._hash_into(digest, set())
+            digest.update(f"debug={bool(self.debug)}".encode())  # debug adds overflow checks
             self._cache_key = digest.hexdigest()
         return self._cache_key
 
@@ -192,6 +203,8 @@ class JITFunction:
         for name, value in values:
             if isinstance(value, JITFunction):
                 value._hash_into(digest, seen)
+            elif isinstance(value, ConstexprFunction):
+                _hash_code(digest, value.fn.__code__)
             elif isinstance(value, (bool, int, float, str, constexpr, dtype)):
                 digest.update(f"{name}={unwrap(value)!r};".encode())
 
@@ -204,11 +217,14 @@ class JITFunction:
             return None
 
     # -------------------------------------------------------------- compilation
-    def build_ir(self, spec: Specialization) -> Any:
-        """The verified tt.func of this kernel under `spec`."""
+    def build_ir(self, spec: Specialization, target: Optional[str] = None,
+                 options: Optional[dict[str, Any]] = None) -> Any:
+        """The verified tt.func of this kernel under `spec`, compiled for `target` ("interpreter",
+        "sm_90a", ...; None: not known) with launch `options` (num_warps...), which kernels can
+        read (tl.target_info, tl.extra.cuda.num_warps)."""
         from .codegen import build_function
 
-        return build_function(self, spec)
+        return build_function(self, spec, target, options)
 
     def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> Sequence[Any]:
         n = len(self.arg_names)
@@ -268,13 +284,15 @@ class JITFunction:
     def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> Any:
         """Compile for these arguments without launching; returns the CompiledKernel, with
         Triton's surface (asm, metadata, n_regs, kernel[grid](*all_args)). Keywords that name
-        parameters bind to them, the others are launch options (as for a launch)."""
+        parameters bind to them, the others are launch options (as for a launch). A torch dtype
+        stands for an array of that dtype (tile.MockTensor), as in Triton."""
         options = dict(LAUNCH_OPTIONS)
         for name, value in kwargs.items():
             if name not in self._index:
                 if name not in options:
                     raise TypeError(f"{self.__name__}.warmup() got an unexpected keyword argument '{name}'")
                 options[name] = value
+        args = tuple(MockTensor.wrap_dtype(a) for a in args)
         values = self._bind(args, {k: v for k, v in kwargs.items() if k in self._index})
         key = self._key(values) + tuple(options[n] for n in KEYED_OPTIONS) + (_compiler().current_target(),)
         self._compile(key, values)

@@ -17,11 +17,15 @@ import numbers
 from typing import Any, Optional, Sequence
 
 from tile.ir.builder import Builder
+from tile.ir.float8 import is_float8_variant
 from tile.ir.types import (DTYPES, DType, PointerType, TensorType, Type, bf16, element_type, f16, f32, f64, i1, i32,
                            i64, u32, u64, with_element)
 
-from .core import PropagateNan, int_range, tensor, to_dtype
+from .core import TRITON_MAX_TENSOR_NUMEL, PropagateNan, int_range, tensor, to_dtype
+from .core import slice as tl_slice
 from .semantics_blocks import BlockOps
+from .semantics_dot_scaled import ScaledDotOps
+from .semantics_extra import ExtraOps
 
 
 def is_number(x: Any) -> bool:
@@ -113,6 +117,13 @@ def computation_type(a: DType, a_scalar: bool, b: DType, b_scalar: bool, div_or_
     return integer_promote(a, b)
 
 
+def check_numel(t: Type) -> None:
+    """Triton's limit on the elements of one block (TRITON_MAX_TENSOR_NUMEL)."""
+    if isinstance(t, TensorType) and t.numel > TRITON_MAX_TENSOR_NUMEL:
+        raise ValueError(f"a block of shape {fmt_shape(t.shape)} has {t.numel} elements, more than "
+                         f"TRITON_MAX_TENSOR_NUMEL ({TRITON_MAX_TENSOR_NUMEL})")
+
+
 def wrap_axis(axis: Any, rank: int, what: str) -> int:
     if not isinstance(axis, int) or isinstance(axis, bool):
         raise TypeError(f"{what}: axis must be a compile-time integer, got {axis!r}")
@@ -121,16 +132,21 @@ def wrap_axis(axis: Any, rank: int, what: str) -> int:
     return axis + rank if axis < 0 else axis
 
 
-class Semantic(BlockOps):
+class Semantic(BlockOps, ExtraOps, ScaledDotOps):
     """Builds the IR of tile.language operations at `builder`'s insertion point."""
 
-    def __init__(self, builder: Builder, generator: Any = None):
+    def __init__(self, builder: Builder, generator: Any = None, target: Optional[str] = None,
+                 options: Optional[dict[str, Any]] = None, debug: bool = False):
         self.builder = builder
         self.generator = generator  # the code generator: inlines @jit calls (reduce combine functions)
         self.dry_run = 0  # > 0 while a loop body is walked only to find its loop-carried variables
+        self.target = target  # what the kernel is compiled for ("interpreter", "sm_90a"...); None: unknown
+        self.options = {"num_warps": 4, **(options or {})}
+        self.debug = debug  # @tile.jit(debug=True): integer overflow checks (sanitize_overflow)
 
     # ---------------------------------------------------------------------- building
     def op(self, name: str, operands: Sequence[tensor], result_type: Type, **attrs: Any) -> tensor:
+        check_numel(result_type)
         return tensor(self.builder.value(name, [t.handle for t in operands], result_type, **attrs))
 
     def call(self, fn: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
@@ -138,6 +154,7 @@ class Semantic(BlockOps):
         return self.generator.call_function(fn, list(args), dict(kwargs))
 
     def constant(self, value: Any, t: Type) -> tensor:
+        check_numel(t)
         el = element_type(t)
         if isinstance(el, PointerType):
             raise TypeError(f"cannot make a pointer from the constant {value!r}")
@@ -180,6 +197,9 @@ class Semantic(BlockOps):
         if rounding is not None and not narrowing:
             raise ValueError(f"fp_downcast_rounding applies only to narrowing float conversions, not "
                              f"{to_dtype(src)!r} to {to_dtype(dst)!r}")
+        if rounding == "rtz" and is_float8_variant(dst):
+            raise ValueError(f"conversions to {to_dtype(dst)!r} follow its own rounding rule; "
+                             f"fp_downcast_rounding='rtz' is not supported for it")
         attrs = {"rounding": "rtz"} if rounding == "rtz" else {}
         return self.op("arith.cast", [x], new_type, **attrs)
 
@@ -308,6 +328,7 @@ class Semantic(BlockOps):
     def subscript(self, x: tensor, index: Any) -> tensor:
         """`x[:, None]`: `None` inserts a size-1 dimension, `:` keeps one."""
         items = index if isinstance(index, tuple) else (index,)
+        items = tuple(s.as_builtin() if isinstance(s, tl_slice) else s for s in items)
         kept = sum(1 for s in items if isinstance(s, slice))
         if kept > len(x.shape):
             raise IndexError(f"too many `:` for a block of shape {fmt_shape(x.shape)}")
@@ -362,7 +383,19 @@ class Semantic(BlockOps):
     def _same_type(self, name: str, a: tensor, b: tensor, **attrs: Any) -> tensor:
         return self.op(name, [a, b], a.ir_type, **attrs)
 
-    def add(self, a: Any, b: Any) -> tensor:
+    def check_overflow(self, name: str, a: tensor, b: tensor, sanitize_overflow: bool) -> None:
+        """In debug kernels (@tile.jit(debug=True)), assert that integer `a name b` (add, sub, mul)
+        fits its type: computed in int64 and compared with the type's range (Triton's
+        sanitize_overflow; 64-bit integers are not checked)."""
+        el = a.element
+        if not (self.debug and sanitize_overflow) or is_ptr(el) or not el.is_integer or not 8 <= el.bits < 64:
+            return
+        wide = self.op(f"arith.{name}", [self.cast(a, i64), self.cast(b, i64)], with_element(a.ir_type, i64))
+        lo, hi = int_range(el)
+        ok = self.logical_and(self.compare("le", wide, hi), self.compare("ge", wide, lo))
+        self.device_assert(ok, f"int{el.bits} overflow detected for operation {name}")
+
+    def add(self, a: Any, b: Any, sanitize_overflow: bool = True) -> tensor:
         a, b = self.binary_operands(a, b, True, True)
         if is_ptr(a.element) and is_ptr(b.element):
             raise TypeError("cannot add two pointers")
@@ -370,6 +403,7 @@ class Semantic(BlockOps):
             a, b = b, a
         if is_ptr(a.element):
             return self.addptr(a, b)
+        self.check_overflow("add", a, b, sanitize_overflow)
         return self._same_type("arith.add", a, b)
 
     def addptr(self, p: tensor, offset: tensor) -> tensor:
@@ -382,16 +416,18 @@ class Semantic(BlockOps):
         p, offset = self.broadcast_values(p, offset)
         return self.op("tt.addptr", [p, offset], p.ir_type)
 
-    def sub(self, a: Any, b: Any) -> tensor:
+    def sub(self, a: Any, b: Any, sanitize_overflow: bool = True) -> tensor:
         a, b = self.binary_operands(a, b, True, False)
         if is_ptr(a.element):
             if b.element.kind == "uint" and b.element.bits < 64:
                 b = self.cast(b, i64)
             return self.addptr(a, self.neg(b))
+        self.check_overflow("sub", a, b, sanitize_overflow)
         return self._same_type("arith.sub", a, b)
 
-    def mul(self, a: Any, b: Any) -> tensor:
+    def mul(self, a: Any, b: Any, sanitize_overflow: bool = True) -> tensor:
         a, b = self.binary_operands(a, b)
+        self.check_overflow("mul", a, b, sanitize_overflow)
         return self._same_type("arith.mul", a, b)
 
     def truediv(self, a: Any, b: Any, ieee_rounding: bool = False) -> tensor:

@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from tile.ir.core import Block, Operation, Region
+from tile.ir.float8 import is_float8_variant
 from tile.ir.types import DType, PointerType, TensorType, Type, bf16, f16, f32, f64, i1, i8, i32, u8, with_element
 
-from .core import tensor, to_dtype
+from .core import TRITON_MAX_TENSOR_NUMEL, tensor, to_dtype
 
 if TYPE_CHECKING:
     from .semantics import Semantic
@@ -59,6 +60,9 @@ class BlockOps:
             raise ValueError(f"arange needs end > start, got arange({start}, {end})")
         if not _is_pow2(end - start):
             raise ValueError(f"arange's length must be a power of 2, got {end - start} (arange({start}, {end}))")
+        if end - start > TRITON_MAX_TENSOR_NUMEL:
+            raise ValueError(f"arange({start}, {end}): end - start must be less than or equal to "
+                             f"TRITON_MAX_TENSOR_NUMEL = {TRITON_MAX_TENSOR_NUMEL}")
         return self.op("tt.arange", [], TensorType((end - start,), i32), start=start, end=end)
 
     def block_shape(self: "Semantic", shape: Any) -> tuple[int, ...]:
@@ -80,11 +84,14 @@ class BlockOps:
         return self.splat(self.cast(value, dtype), shape)
 
     # ------------------------------------------------------------------- memory
-    def _pointer(self: "Semantic", ptr: Any, what: str) -> tensor:
+    def _pointer(self: "Semantic", ptr: Any, what: str, writes: bool = False) -> tensor:
         if not isinstance(ptr, tensor) or not isinstance(ptr.element, PointerType):
             from .semantics import describe
 
             raise TypeError(f"{what} expects a pointer (or a block of pointers), got {describe(ptr)}")
+        if writes and ptr.element.const:
+            raise ValueError(f"{what}: cannot write through a pointer to constant data (a tl.const parameter, or a "
+                             f"pointer computed from one)")
         return ptr
 
     def _mask(self: "Semantic", mask: Any, shape: tuple[int, ...], what: str) -> tensor:
@@ -137,7 +144,7 @@ class BlockOps:
 
     def store(self: "Semantic", ptr: Any, value: Any, mask: Any = None, cache_modifier: Any = "",
               eviction_policy: Any = "") -> None:
-        ptr = self._pointer(ptr, "tl.store")
+        ptr = self._pointer(ptr, "tl.store", writes=True)
         cache = _choice("cache_modifier", cache_modifier, STORE_CACHE)
         eviction = _choice("eviction_policy", eviction_policy, EVICTION)
         operands = [ptr, self._value_for(value, ptr.element.pointee, ptr.shape, "tl.store")]
@@ -152,7 +159,7 @@ class BlockOps:
 
     def atomic_rmw(self: "Semantic", kind: str, ptr: Any, value: Any, mask: Any, sem: Any, scope: Any) -> tensor:
         what = f"tl.atomic_{kind}"
-        ptr = self._pointer(ptr, what)
+        ptr = self._pointer(ptr, what, writes=True)
         elt = ptr.element.pointee
         if isinstance(elt, PointerType) or elt.bits < 16 or elt.name in ("i16", "u16"):
             raise TypeError(f"{what} does not support {to_dtype(elt)!r}")
@@ -168,7 +175,7 @@ class BlockOps:
         return self.op("tt.atomic_rmw", operands, with_element(ptr.ir_type, elt), kind=kind, sem=sem, scope=scope)
 
     def atomic_cas(self: "Semantic", ptr: Any, cmp: Any, value: Any, sem: Any, scope: Any) -> tensor:
-        ptr = self._pointer(ptr, "tl.atomic_cas")
+        ptr = self._pointer(ptr, "tl.atomic_cas", writes=True)
         elt = ptr.element.pointee
         if isinstance(elt, PointerType) or elt.bits not in (16, 32, 64):
             raise TypeError(f"tl.atomic_cas supports 16-, 32- and 64-bit elements, got {to_dtype(elt)!r}")
@@ -186,6 +193,9 @@ class BlockOps:
                 from .semantics import describe
 
                 raise ValueError(f"tl.dot: the {name} operand must be a 2-D block, got {describe(x)}")
+        if is_float8_variant(a.element) or is_float8_variant(b.element):
+            # like Triton: the tensor cores know no such fp8 format, so both operands go to fp16
+            a, b = self.cast(a, f16), self.cast(b, f16)
         ea, eb = a.element, b.element
         if ea != eb and not (ea.is_fp8 and eb.is_fp8):
             raise TypeError(f"tl.dot: both operands must have the same dtype, got {to_dtype(ea)!r} and "

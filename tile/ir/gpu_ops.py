@@ -184,7 +184,7 @@ def _verify_async_wait(op: Operation) -> None:
 # ------------------------------------------------------------------------ layout rules
 
 _SAME_LAYOUT = {"tt.addptr", "tt.hint", "tt.ptr_to_int", "tt.int_to_ptr", "tt.load", "tt.atomic_rmw",
-                "tt.atomic_cas"}
+                "tt.atomic_cas", "tt.elementwise_inline_asm", "tt.map_elementwise"}
 _FREE_OPERANDS = {"gpu.convert_layout", "gpu.local_store", "gpu.local_load", "gpu.local_view", "tt.print",
                   "tt.assert", "tt.reduce.return", "scf.if", "tt.func", "tt.return"}
 

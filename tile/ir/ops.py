@@ -66,8 +66,20 @@ Blocks of values:
   tt.reduce %x... {axis} : T...     region ^(%a..., %b...): tt.reduce.return %r...
   tt.scan %x... {axis, reverse} : T...     region like reduce; inclusive scan
 
-Debug:
+Elementwise escapes (every operand and result has one shape; no operands: scalar results):
+  tt.elementwise_inline_asm %x... {asm, constraints, pure, packed_element} : T...
+                                    runs the asm on `packed_element` elements of every operand
+                                    at a time (tile.ir.inline_asm: registers, constraints, $N);
+                                    pure = false keeps it from CSE, DCE and hoisting
+  tt.map_elementwise %x... {pack} : T...   region ^(pack scalars per operand, operand-major):
+                                    the scalar function; tt.map_elementwise.return %r... (pack
+                                    scalars per result, result-major); may branch and loop
+
+Debug and hints:
   tt.print %x... {prefix, hex}      tt.assert %cond {message, file, line}     tt.debug_barrier
+  tt.assume %cond                   the program promises that %cond (i1, scalar or block) holds:
+                                    analyses may use it (axis info: `x % 16 == 0` makes x
+                                    divisible by 16); the interpreter checks it
 
 Control flow (scf) and functions:
   scf.for %lb, %ub, %step, %init... : T...  region ^(%iv, %carried...): scf.yield %next...
@@ -124,6 +136,8 @@ def op_def(name: str) -> Optional[OpDef]:
 
 def is_pure(op: Operation) -> bool:
     d = OP_DEFS.get(op.name)
+    if d is not None and "pure_attr" in d.traits:  # purity stated per op (inline asm)
+        return bool(op.attrs.get("pure", False))
     return d is not None and d.pure
 
 
@@ -488,6 +502,56 @@ def _verify_assert(op: Operation) -> None:
 
 
 register_op("tt.debug_barrier", pure=False)(None)
+
+
+@register_op("tt.assume", pure=False)
+def _verify_assume(op: Operation) -> None:
+    expect_counts(op, 1, 0)
+    expect(op, element_type(op.operand(0).type) == i1, "the assumed condition must be i1")
+
+
+# ------------------------------------------------------------------- elementwise escapes
+
+
+def _verify_same_shapes(op: Operation) -> None:
+    shapes = {shape_of(v.type) for v in list(op.operands) + list(op.results)}
+    expect(op, len(shapes) == 1, f"operands and results must share one shape, got {sorted(shapes)}")
+    expect(op, bool(op.results), "needs at least one result")
+
+
+@register_op("tt.elementwise_inline_asm", traits=("pure_attr",))
+def _verify_inline_asm(op: Operation) -> None:
+    from .inline_asm import check
+
+    _verify_same_shapes(op)
+    asm, constraints, pack = op.attrs.get("asm"), op.attrs.get("constraints"), op.attrs.get("packed_element")
+    expect(op, isinstance(asm, str) and isinstance(constraints, str), "needs string attrs asm and constraints")
+    expect(op, isinstance(op.attrs.get("pure"), bool), "needs a bool attr pure")
+    expect(op, isinstance(pack, int) and pack >= 1 and pack & (pack - 1) == 0,
+           "packed_element must be a power of two")
+    try:
+        check(asm, constraints, [element_type(v.type) for v in op.operands], [element_type(r.type) for r in op.results],
+              pack)
+    except ValueError as e:
+        raise VerificationError(op, str(e)) from None
+
+
+@register_op("tt.map_elementwise", num_regions=1, pure=False)
+def _verify_map_elementwise(op: Operation) -> None:
+    _verify_same_shapes(op)
+    pack = op.attrs.get("pack")
+    expect(op, isinstance(pack, int) and pack >= 1, "pack must be a positive integer")
+    block = op.regions[0].block
+    want_args = [element_type(v.type) for v in op.operands for _ in range(pack)]
+    expect(op, [a.type for a in block.args] == want_args, f"region arguments must be {want_args}")
+    term = block.terminator
+    want = [element_type(r.type) for r in op.results for _ in range(pack)]
+    expect(op, term is not None and term.name == "tt.map_elementwise.return", "region must end in "
+           "tt.map_elementwise.return")
+    expect(op, [v.type for v in term.operands] == want, f"the region must return {want}")
+
+
+register_op("tt.map_elementwise.return", terminator=True)(None)
 
 
 # ---------------------------------------------------------------- control flow

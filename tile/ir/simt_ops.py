@@ -64,6 +64,10 @@ Tensor cores and asynchronous copies (sm_80+; warp-wide ops run with all 32 lane
                                           kind: add max min and or xor exch
   simt.red %a, %pred, %v {kind, sem, scope, offset}          atom without a result
   simt.atom_cas %a, %pred, %cmp, %v {sem, scope, offset} : T
+  simt.inline_asm %in... {asm, constraints, pure} : T...   the asm text with $N replaced by the
+                                          registers (results first, then operands); each value's
+                                          type is its constraint letter's (tile.ir.inline_asm):
+                                          h u16, r u32, l u64, f f32, d f64
   simt.vprintf %args... {format}          device printf; args are 32/64-bit numbers or pointers
   simt.assertfail {message, file, line, function}            prints and stops the kernel
   simt.trap
@@ -306,6 +310,24 @@ def _verify_atom_cas(op: Operation) -> None:
     t = op.result.type
     expect(op, op.operand(2).type == t and op.operand(3).type == t, "cmp, value and result share one type")
     expect(op, _bits(t) in (16, 32, 64), "cas works on 16, 32 or 64 bits")
+
+
+@register_op("simt.inline_asm", traits=("pure_attr",))
+def _verify_inline_asm(op: Operation) -> None:
+    from .inline_asm import parse_constraints
+    from .types import f64, u16, u32, u64
+
+    letter_type = {"h": u16, "r": u32, "l": u64, "f": f32, "d": f64}
+    try:
+        parsed = parse_constraints(op.attrs.get("constraints", ""))
+    except ValueError as e:
+        expect(op, False, str(e))
+    expect(op, isinstance(op.attrs.get("asm"), str) and isinstance(op.attrs.get("pure"), bool),
+           "needs a string attr asm and a bool attr pure")
+    expect(op, [r.type for r in op.results] == [letter_type[x] for x in parsed.outputs],
+           "results must have the types of the output constraints")
+    expect(op, [v.type for v in op.operands] == [letter_type[x] for x in parsed.inputs],
+           "operands must have the types of the input constraints")
 
 
 @register_op("simt.vprintf", pure=False)

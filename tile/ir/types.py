@@ -3,7 +3,7 @@
 Types are immutable, hashable values whose `str()` is their IR spelling:
 
     i32            DType (scalar)           f16, bf16, f8e4nv, u64, i1 ...
-    ptr<f32>       PointerType              a global-memory address of an f32
+    ptr<f32>       PointerType              a global-memory address of an f32 (ptr<f32, const>: read-only)
     tensor<4x8xf32>                          TensorType without a layout (tile IR)
     tensor<128xf32, #blocked<...>>           TensorType with a layout (gpu IR)
 
@@ -73,27 +73,37 @@ u32 = DType("u32", "uint", 32)
 u64 = DType("u64", "uint", 64)
 f8e4nv = DType("f8e4nv", "float", 8, 4, 3)
 f8e5 = DType("f8e5", "float", 8, 5, 2)
+# Triton's other fp8 formats (biases, NaN and saturation rules in tile.ir.float8)
+f8e4b15 = DType("f8e4b15", "float", 8, 4, 3)
+f8e4b8 = DType("f8e4b8", "float", 8, 4, 3)
+f8e5b16 = DType("f8e5b16", "float", 8, 5, 2)
 f16 = DType("f16", "float", 16, 5, 10)
 bf16 = DType("bf16", "float", 16, 8, 7)
 f32 = DType("f32", "float", 32, 8, 23)
 f64 = DType("f64", "float", 64, 11, 52)
 
 DTYPES: dict[str, DType] = {
-    t.name: t for t in (i1, i8, i16, i32, i64, u8, u16, u32, u64, f8e4nv, f8e5, f16, bf16, f32, f64)
+    t.name: t for t in (i1, i8, i16, i32, i64, u8, u16, u32, u64, f8e4nv, f8e5, f8e4b15, f8e4b8, f8e5b16, f16, bf16,
+                        f32, f64)
 }
 
 
 @dataclass(frozen=True)
 class PointerType:
-    """An address in global memory of a `pointee` value."""
+    """An address in global memory of a `pointee` value; `const` marks read-only data (a kernel
+    parameter annotated `tl.const`: the frontend refuses stores and atomics through it)."""
 
     pointee: "ScalarType"
     address_space: int = 1
+    const: bool = False
 
     def __str__(self) -> str:
+        parts = [str(self.pointee)]
         if self.address_space != 1:
-            return f"ptr<{self.pointee}, {self.address_space}>"
-        return f"ptr<{self.pointee}>"
+            parts.append(str(self.address_space))
+        if self.const:
+            parts.append("const")
+        return f"ptr<{', '.join(parts)}>"
 
     __repr__ = __str__
 
@@ -200,13 +210,14 @@ def parse_type_at(text: str, pos: int) -> tuple[Type, int]:
         if text[pos:pos + 1] != "<":
             raise TypeParseError("expected '<' after ptr")
         pointee, pos = parse_type_at(text, pos + 1)
-        space = 1
-        if text.startswith(", ", pos):
-            num = re.compile(r"\d+").match(text, pos + 2)
+        space, const = 1, False
+        if text.startswith(", ", pos) and (num := re.compile(r"\d+").match(text, pos + 2)) is not None:
             space, pos = int(num.group(0)), num.end()
+        if text.startswith(", const", pos):
+            const, pos = True, pos + len(", const")
         if text[pos:pos + 1] != ">":
             raise TypeParseError(f"expected '>' closing ptr at {text[pos:pos + 20]!r}")
-        return PointerType(pointee, space), pos + 1
+        return PointerType(pointee, space, const), pos + 1
     if name == "tensor":
         if text[pos:pos + 1] != "<":
             raise TypeParseError("expected '<' after tensor")

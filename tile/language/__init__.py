@@ -15,20 +15,23 @@ from tile.frontend.builtins import (arange, associative_scan, atomic_add, atomic
                                     max_constancy, max_contiguous, multiple_of, num_programs, permute, program_id,
                                     range, ravel, reduce, reshape, static_assert, static_print, static_range, store,
                                     to_tensor, trans, view, where, zeros)
-from tile.frontend.core import (PropagateNan, bfloat16, block_type, constexpr, dtype, float8e4nv, float8e5, float16,
-                                float32, float64, int1, int8, int16, int32, int64, pointer_type, tensor, uint8,
-                                uint16, uint32, uint64)
+from tile.frontend.builtins_extra import (add, assume, condition, dot_scaled, inline_asm_elementwise, map_elementwise,
+                                          mul, sub)
 from tile.frontend.aggregates import tuple
 from tile.frontend.block_pointers import advance, make_block_ptr
 from tile.frontend.descriptors import (load_tensor_descriptor, make_tensor_descriptor, store_tensor_descriptor,
                                        tensor_descriptor, tensor_descriptor_type)
+from tile.frontend.core import (TRITON_MAX_TENSOR_NUMEL, PropagateNan, bfloat16, block_type, const, constexpr,
+                                constexpr_type, dtype, float8e4b8, float8e4b15, float8e4nv, float8e5, float8e5b16,
+                                float16, float32, float64, int1, int8, int16, int32, int64, pointer_type, slice, tensor,
+                                uint8, uint16, uint32, uint64, void)
 
 from . import math
 from .math import (abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, rsqrt, sin, sqrt, sqrt_rn,
                    umulhi)
 from .standard import (argmax, argmin, cdiv, clamp, cumprod, cumsum, max, maximum, min, minimum, sigmoid, softmax, sum,
                        swizzle2d, xor_sum, zeros_like)
-from . import random, standard
+from . import extra, random, standard, target_info
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint, randint4x, randn, randn4x,
                      uint_to_uniform_float)
 
@@ -38,16 +41,20 @@ float8e5m2 = float8e5
 pi32_t = pointer_type(int32)
 
 __all__ = [
+    "TRITON_MAX_TENSOR_NUMEL", "add", "assume", "condition", "const", "constexpr_type", "dot_scaled", "extra",
+    "inline_asm_elementwise", "map_elementwise", "mul", "slice", "sub", "void",
     "PropagateNan", "abs", "arange", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and",
     "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bfloat16", "block_type",
     "broadcast", "broadcast_to", "cast", "cdiv", "ceil", "clamp", "constexpr", "cos", "cumprod", "cumsum",
     "debug_barrier", "device_assert", "device_print", "dot", "dtype", "erf", "exp", "exp2", "expand_dims", "fdiv",
-    "float16", "float32", "float64", "float8e4m3fn", "float8e4nv", "float8e5", "float8e5m2", "floor", "fma", "full",
+    "float16", "float32", "float64", "float8e4b15", "float8e4b8", "float8e4m3fn", "float8e4nv", "float8e5",
+    "float8e5b16", "float8e5m2", "floor", "fma", "full",
     "int1", "int16", "int32", "int64", "int8", "load", "log", "log2", "math", "max", "max_constancy",
     "max_contiguous", "maximum", "min", "minimum", "multiple_of", "num_programs", "pair_uniform_to_normal",
     "permute", "philox", "philox_impl", "pi32_t", "pointer_type", "program_id", "rand", "rand4x", "randint",
     "randint4x", "randn", "randn4x", "random", "range", "ravel", "reduce", "reshape", "rsqrt", "sigmoid", "sin",
-    "softmax", "sqrt", "sqrt_rn", "div_rn", "standard", "static_assert", "static_print", "static_range", "store", "sum", "swizzle2d",
+    "softmax", "sqrt", "sqrt_rn", "div_rn", "standard", "target_info",
+    "static_assert", "static_print", "static_range", "store", "sum", "swizzle2d",
     "tensor", "to_tensor", "trans", "uint16", "uint32", "uint64", "uint8", "uint_to_uniform_float", "umulhi",
     "view", "where", "xor_sum", "zeros", "zeros_like",
 ]

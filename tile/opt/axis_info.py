@@ -11,9 +11,12 @@ value (a scalar counts as one dimension of size 1), three powers of two, as Trit
   constancy[d]    every aligned chunk of that many elements along d holds one value
 
 Facts come from the func attr `arg_divisibility` (one entry per parameter: 16 means an
-integer divisible by 16 or a 16-byte aligned pointer), program ids, arange, constants and
+integer divisible by 16 or a 16-byte aligned pointer), program ids, arange, constants,
 tt.hint (multiple_of, max_contiguous, max_constancy: per-dimension promises of the user,
-taken as they are, so multiple_of counts bytes on pointers as in Triton). Loop-carried values
+taken as they are, so multiple_of counts bytes on pointers as in Triton) and tt.assume of a
+divisibility (`tl.assume(x % 16 == 0)`, `x & 15 == 0`, and `&` of such conditions: every
+element of x is a multiple of the largest power of two dividing 16; other conditions, such
+as `n > 0`, tell this analysis nothing). Loop-carried values
 meet their initial and yielded facts until a fixpoint; a loop's induction variable is a
 multiple of what divides both the lower bound and the step.
 
@@ -135,11 +138,54 @@ def _fold(name: str, a: int, b: int, predicate: Optional[str] = None) -> Optiona
     return ops[name]() if name in ops else None
 
 
+def _constant_int(v: Value) -> Optional[int]:
+    """The integer every element of `v` holds, if `v` is a constant (or a splat/broadcast of one)."""
+    op = v.owner_op
+    while op is not None and op.name in ("tt.splat", "tt.broadcast"):
+        op = op.operand(0).owner_op
+    if op is None or op.name != "arith.constant" or isinstance(op.attrs["value"], float):
+        return None
+    return int(op.attrs["value"])
+
+
+def assumed_divisors(cond: Value, out: dict[Value, int]) -> None:
+    """Record in `out` the divisibility facts a condition assumed true states (see the docstring)."""
+    op = cond.owner_op
+    if op is None:
+        return
+    if op.name == "arith.and":
+        for v in op.operands:
+            assumed_divisors(v, out)
+        return
+    if op.name != "arith.cmp" or op.attrs.get("predicate") != "eq":
+        return
+    a, b = op.operands
+    residue = a if _constant_int(b) == 0 else b if _constant_int(a) == 0 else None
+    inner = residue.owner_op if residue is not None else None
+    if inner is None or inner.name not in ("arith.rem", "arith.and"):
+        return
+    x, m = inner.operands
+    k = _constant_int(m)
+    if k is None or k == 0:
+        return
+    if inner.name == "arith.rem":
+        divisor = pow2_divisor(k)
+    elif k > 0 and _is_power_of_two(k + 1):  # x & (2**n - 1) == 0
+        divisor = k + 1
+    else:
+        return
+    out[x] = max(out.get(x, 1), divisor)
+
+
 class AxisInfoAnalysis:
     """Computes the AxisInfo of every value of a tt.func (`analysis[value]`)."""
 
     def __init__(self, func: Operation):
         self.infos: dict[Value, AxisInfo] = {}
+        self.assumed: dict[Value, int] = {}
+        for op in func.walk():
+            if op.name == "tt.assume":
+                assumed_divisors(op.operand(0), self.assumed)
         block = func.regions[0].block
         divs = list(func.attrs.get("arg_divisibility", []))
         for i, arg in enumerate(block.args):
@@ -150,7 +196,12 @@ class AxisInfoAnalysis:
 
     def __getitem__(self, v: Value) -> AxisInfo:
         info = self.infos.get(v)
-        return info if info is not None else unknown(v.type)
+        info = info if info is not None else unknown(v.type)
+        divisor = self.assumed.get(v)
+        if divisor is None:
+            return info
+        return AxisInfo(info.contiguity, tuple(max(d, divisor) for d in info.divisibility), info.constancy,
+                        info.constant)
 
     # ------------------------------------------------------------------------ walking
     def _block(self, block) -> None:
@@ -434,4 +485,4 @@ def format_axis_info(func: Operation, analysis: Optional[AxisInfoAnalysis] = Non
 
 
 __all__ = ["AxisInfo", "AxisInfoAnalysis", "MAX_DIVISIBILITY", "pow2_divisor", "restrict", "join", "unknown",
-           "format_axis_info"]
+           "format_axis_info", "assumed_divisors"]

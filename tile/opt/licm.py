@@ -24,7 +24,8 @@ After:
 An op is invariant when it is pure and every value it (or anything nested in it) uses is
 defined outside the loop or by an op already hoisted. Pure ops have no side effects and
 cannot trap, so running one before a loop that does not iterate is harmless. Inner loops
-are handled first, so an op can climb out of a whole loop nest.
+are handled first, so an op can climb out of a whole loop nest. A loop with the attribute
+disable_licm (`while tl.condition(c, disable_licm=True)`) keeps its code.
 """
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ class LICM(Pass):
     name = "licm"
 
     def run(self, func: Operation) -> None:
-        loops = [op for op in func.walk() if op.name in LOOPS]
+        loops = [op for op in func.walk() if op.name in LOOPS and not op.attrs.get("disable_licm")]
         for loop in reversed(loops):  # innermost first: what leaves an inner loop may leave the outer
             hoist_invariants(loop)
 

@@ -25,6 +25,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from tile.runtime import cuda_driver
+from tile.runtime.wrappers import MockTensor, TensorWrapper
 
 TILE_DTYPES: tuple[str, ...] = (
     "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
@@ -371,6 +372,15 @@ def _describe_dlpack(obj: Any) -> ArgInfo:
     return _arginfo(((tensor.data or 0) + tensor.byte_offset, dtype, device_type in _DL_GPU_DEVICES))
 
 
+def _describe_wrapper(obj: TensorWrapper) -> ArgInfo:
+    base = describe_argument(obj.base)
+    return _arginfo((base.address, obj.tile_dtype, base.is_device))
+
+
+def _describe_mock(obj: MockTensor) -> ArgInfo:
+    return _arginfo((0, obj.tile_dtype, True))
+
+
 # Handler per argument type, found once per type so a launch pays one dict lookup.
 _handlers: dict[type, Callable[[Any], ArgInfo]] = {}
 
@@ -386,6 +396,10 @@ def _handler_for(obj: Any) -> Callable[[Any], ArgInfo]:
         handler = _describe_cuda_array_interface
     elif hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         handler = _describe_dlpack
+    elif isinstance(obj, TensorWrapper):
+        handler = _describe_wrapper
+    elif isinstance(obj, MockTensor):
+        handler = _describe_mock
     else:
         raise _unsupported(obj)
     _handlers[type(obj)] = handler
@@ -395,8 +409,8 @@ def _handler_for(obj: Any) -> Callable[[Any], ArgInfo]:
 def describe_argument(obj: Any) -> ArgInfo:
     """Address, tile dtype and device residence of an array argument.
 
-    Supports DeviceArray, torch.Tensor, `__cuda_array_interface__`, DLPack and NumPy arrays;
-    anything else raises TypeError.
+    Supports DeviceArray, torch.Tensor, `__cuda_array_interface__`, DLPack and NumPy arrays,
+    and tile.TensorWrapper / tile.MockTensor around them; anything else raises TypeError.
     """
     handler = _handlers.get(type(obj))
     if handler is None:

@@ -1,8 +1,15 @@
-"""Errors raised by tile's runtime: failing driver calls, rejected PTX, impossible launches."""
+"""Errors raised by tile's runtime: failing driver calls, rejected PTX, impossible launches;
+and TritonError, the base of the errors Triton's API names."""
 
 from __future__ import annotations
 
 import re
+
+
+class TritonError(Exception):
+    """The base of the errors Triton's API names (tile.TritonError): compile errors
+    (tile.CompilationError) and interpreter failures (tile.InterpreterError) derive from it."""
+
 
 # ptxas names the offending line as "ptxas application ptx input, line 12; error : ...".
 _PTX_LINE = re.compile(r"line (\d+);")
@@ -89,7 +96,7 @@ class LaunchError(RuntimeError):
         super().__init__(f"{text} ({hint})" if hint else text)
 
 
-class OutOfResources(RuntimeError):
+class OutOfResources(TritonError, RuntimeError):
     """A kernel needs more of a resource than the device has: shared memory, registers or
     threads per block. Triton's `triton.runtime.errors.OutOfResources`, with its fields:
     `required`, `limit` and `name` (what ran out). Smaller blocks or fewer `num_stages` help."""

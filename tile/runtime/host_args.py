@@ -12,6 +12,7 @@ import numpy as np
 
 from ..ir import Operation
 from .cuda_driver import is_torch_tensor
+from .wrappers import TensorWrapper
 
 
 def _torch_to_host(t: Any) -> tuple[np.ndarray, Callable[[np.ndarray], None]]:
@@ -36,6 +37,8 @@ def to_host(arg: Any) -> tuple[Any, Callable[[np.ndarray], None] | None]:
     """A NumPy view of `arg` for the interpreter, and how to write results back (None: nothing to do)."""
     if isinstance(arg, np.ndarray) or isinstance(arg, (int, float, bool, np.generic)):
         return arg, None
+    if isinstance(arg, TensorWrapper):  # the interpreter addresses bytes: the base's memory will do
+        return to_host(arg.base)
     if is_torch_tensor(arg):
         return _torch_to_host(arg)
     if hasattr(arg, "host_view") and not getattr(arg, "is_device", False):

@@ -22,6 +22,8 @@ import numpy as np
 from tile.ir.core import Block, Operation, Region, Value
 from tile.ir.ops import op_def
 
+from .errors import TritonError
+
 Frame = list
 Closure = Callable[[Frame, "ExecState"], None]
 OpCompiler = Callable[[Operation, "Compiler"], Closure]
@@ -40,7 +42,7 @@ def implements(*names: str):
     return wrap
 
 
-class InterpreterError(RuntimeError):
+class InterpreterError(TritonError, RuntimeError):
     """A kernel failed on the interpreter: out-of-bounds access, failed assert, bad launch..."""
 
     def __init__(self, kernel: str, op: Optional[Operation], message: str):

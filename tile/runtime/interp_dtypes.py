@@ -17,7 +17,8 @@ the precision of these types, so that double rounding never changes a result of 
 fp8 conversions follow the GPU's `cvt.rn.satfinite` (what Triton emits on sm_89+): round to
 nearest even, values beyond the largest finite number (and infinities) saturate to it,
 NaN stays NaN. e4m3 ("f8e4nv") has no infinities, its largest value is 448 and its NaN is
-0x7f/0xff; e5m2 ("f8e5") is IEEE-like with a largest finite value of 57344.
+0x7f/0xff; e5m2 ("f8e5") is IEEE-like with a largest finite value of 57344. Triton's other
+fp8 formats (f8e4b15, f8e4b8, f8e5b16) convert by the rules of tile.ir.float8.
 Float -> integer casts truncate toward zero and saturate (NaN -> 0), like `cvt.rzi`.
 """
 from __future__ import annotations
@@ -26,9 +27,10 @@ import math
 
 import numpy as np
 
-from tile.ir.types import DType, PointerType, bf16, f8e4nv, f8e5, f16, f32, f64
+from tile.ir import float8
+from tile.ir.types import DType, PointerType, bf16, f8e4b8, f8e4b15, f8e4nv, f8e5, f8e5b16, f16, f32, f64
 
-NARROW_FLOATS = (f16, bf16, f8e4nv, f8e5)
+NARROW_FLOATS = (f16, bf16, f8e4nv, f8e5, f8e4b15, f8e4b8, f8e5b16)
 
 _INT_VALUE = {
     ("int", 8): np.int8, ("int", 16): np.int16, ("int", 32): np.int32, ("int", 64): np.int64,
@@ -152,6 +154,8 @@ def _bf16_from_f32(x: np.ndarray, rtz: bool) -> np.ndarray:
 
 def round_float(x: np.ndarray, t: DType, rtz: bool = False) -> np.ndarray:
     """Round a float32 or float64 array to float type `t`; the value array of `t`."""
+    if float8.is_float8_variant(t):
+        return float8.round_to(x, t).astype(np.float32)  # round to nearest only (the frontend checks)
     if t == f64:
         return x.astype(np.float64, copy=False)
     if t == f32:
@@ -176,6 +180,8 @@ def rounder(t: DType | PointerType):
         return lambda x: _bf16_from_f32(x, False)
     if t == f16:
         return lambda x: x.astype(np.float16).astype(np.float32)
+    if float8.is_float8_variant(t):
+        return lambda x: float8.round_to(x, t).astype(np.float32)
     return lambda x: _round_generic(x.astype(np.float64), t, False, True).astype(np.float32)
 
 
@@ -209,6 +215,8 @@ def decoder(t: DType | PointerType):
         return lambda bits: _E4M3_VALUES[bits]
     if t == f8e5:
         return lambda bits: _E5M2_VALUES[bits]
+    if float8.is_float8_variant(t):
+        return lambda bits: float8.decode(bits, t).astype(np.float32)
     return _same
 
 
@@ -226,6 +234,8 @@ def encoder(t: DType | PointerType):
         return lambda x: (x.astype(np.float16).view(np.uint16) >> np.uint16(8)).astype(np.uint8)
     if t == f8e4nv:
         return _encode_e4m3
+    if float8.is_float8_variant(t):
+        return lambda x: float8.encode(x, t)
     return _same
 
 
@@ -276,6 +286,8 @@ def cast(x: np.ndarray, src: DType, dst: DType, rounding: str = "rtne") -> np.nd
         return round_float(x.astype(np.float64), dst, rounding == "rtz")
     if dst.is_integer:
         return _float_to_int(x, vd)
+    if src == f16 and float8.is_float8_variant(dst):  # fp8e4b15 takes fp16 bits as they are
+        return float8.decode(float8.encode(x, dst, f16_source=True), dst).astype(np.float32)
     return round_float(x, dst, rounding == "rtz")
 
 

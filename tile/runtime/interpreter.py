@@ -7,7 +7,7 @@ costs one NumPy operation per IR op, not 1024 Python loops. Grids run in chunks 
 so that no value holds more than about CHUNK_ELEMENTS elements: small enough for NumPy's
 temporaries to stay in the CPU's cache (and out of fresh, page-faulting allocations),
 large enough that the Python cost per op is paid rarely. A func compiles once into
-closures (interp_ops, interp_memory, interp_control); `compile_kernel` returns the compiled
+closures (interp_ops, interp_memory, interp_control, interp_extra); `compile_kernel` returns the compiled
 form for callers that keep it, and `run_kernel` caches it per func.
 
 Arguments follow the func's block arguments: NumPy arrays (or objects with `host_view()`)
@@ -24,7 +24,7 @@ import numpy as np
 from tile.ir.core import Operation
 from tile.ir.types import DType, PointerType, TensorType
 
-from . import interp_control, interp_memory, interp_ops  # noqa: F401  (they register the op closures)
+from . import interp_control, interp_extra, interp_memory, interp_ops  # noqa: F401  (they register the op closures)
 from .interp_core import Compiler, ExecState, InterpreterError
 from .interp_dtypes import constant
 from .interp_memory import Memory
