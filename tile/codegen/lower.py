@@ -23,7 +23,7 @@ After (simt IR: what one thread runs):
 
 Each op family lives in its own module (lower_elementwise, lower_cast, lower_memory,
 lower_control, lower_shape, lower_reduce, lower_scan, lower_atomics, lower_debug, lower_dot,
-lower_ldmatrix, lower_async); they register their lowerings in `lower_core.LOWERINGS`.
+lower_wgmma, lower_ldmatrix, lower_async); they register their lowerings in `lower_core.LOWERINGS`.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from ..ir.core import Block, Operation, Region
 from ..ir.types import TensorType
 from ..ir.verifier import verify
 from . import (lower_async, lower_atomics, lower_cast, lower_control, lower_debug, lower_dot,  # noqa: F401
-               lower_elementwise, lower_ldmatrix, lower_memory, lower_reduce, lower_scan, lower_shape)
+               lower_elementwise, lower_ldmatrix, lower_memory, lower_reduce, lower_scan, lower_shape, lower_wgmma)
 from .lower_core import Lowering, LoweringError, dce, sink_predicates
 
 

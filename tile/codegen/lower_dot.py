@@ -1,4 +1,5 @@
-"""Lowering of tt.dot: mma.sync on the tensor cores, or one fma per element and k.
+"""Lowering of tt.dot: mma.sync on the tensor cores, or one fma per element and k (a dot with a
+#mma version 3 result goes to lower_wgmma: Hopper's wgmma).
 
 Tensor cores. Before (a 64x64 f16 tile, 4 warps; #A/#B dot-operand layouts, #C an mma layout):
 
@@ -43,6 +44,7 @@ from ..ir.simt_ops import MMA_SHAPES
 from ..ir.types import DType, element_type, f16, f32, f64, i32
 from .lower_cast import convert
 from .lower_core import LayoutInfo, Lowering, LoweringError, lowers
+from .lower_wgmma import is_wgmma_dot, lower_wgmma_dot
 
 Regs = tuple[int, ...]
 
@@ -255,6 +257,9 @@ def _lower_fma(ctx: Lowering, op: Operation) -> None:
 
 @lowers("tt.dot")
 def _lower_dot(ctx: Lowering, op: Operation) -> None:
+    if is_wgmma_dot(op):
+        lower_wgmma_dot(ctx, op)
+        return
     a, b, c = op.operands
     atype = mma_type(element_type(a.type), op.attrs.get("input_precision", "tf32"))
     acc_t = element_type(c.type)

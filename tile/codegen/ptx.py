@@ -13,6 +13,8 @@ tensor-core and asynchronous-copy ops fill one template each (`TENSOR_OPS`):
     simt.mma {atype = "f16"}      ->  mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {d..}, {a..}, {b..}, {c..};
     simt.ldmatrix {num = 4}       ->  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, ...}, [%r9+1024];
     simt.cp_async {bytes = 16}    ->  @%p cp.async.cg.shared.global [%r5], [%rd2+64], 16, %r7;
+    simt.wgmma {atype = "f16", n = 64}  ->  wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%f1, ...},
+                                            %rd4, %rd5, %p1, 1, 1, 0, 1;   (accumulators updated in place)
 scf.for/if/while become labels and branches; loop-carried values and branch results are
 registers that each path writes with `mov`. Each group of instructions from one source
 line is preceded by a comment naming it:
@@ -604,6 +606,9 @@ TENSOR_OPS: dict[str, str] = {
     "simt.cp_async": "{guard}cp.async.{cache}.shared.global {addr}, [{src}{src_offset}], {bytes}{size};",
     "simt.cp_async_commit": "cp.async.commit_group;",
     "simt.cp_async_wait": "cp.async.wait_group {pending};",
+    "simt.wgmma_fence": "wgmma.fence.sync.aligned;",
+    "simt.wgmma_commit": "wgmma.commit_group.sync.aligned;",
+    "simt.fence_proxy_async": "fence.proxy.async.shared::cta;",
 }
 CP_ASYNC_CACHE = {4: "ca", 8: "ca", 16: "cg"}  # .cg (L2 only) exists for 16-byte copies alone
 
@@ -630,6 +635,52 @@ def _tensor_op(e: _Emitter, op: Operation) -> None:
                       src=e.reg(op.operand(1)),
                       src_offset=f"+{off}" if off else "", size="" if e.imm(size) == str(n) else f", {e.src(size)}")
     e.emit(TENSOR_OPS[op.name].format(**fields))
+
+
+# wgmma: the immediates after scale-d, by operand type (scale-a, scale-b; transposes for 16-bit types)
+WGMMA_TAIL = {"f16": ", 1, 1, {ta}, {tb}", "bf16": ", 1, 1, {ta}, {tb}", "tf32": ", 1, 1", "e4m3": ", 1, 1",
+              "e5m2": ", 1, 1", "s8": "", "u8": ""}
+
+
+def _in_place(e: _Emitter, op: Operation, copy: bool) -> tuple[list[str], list[str]]:
+    """Registers of the results of an op that updates its accumulator operands in place (wgmma,
+    wgmma.wait_group). A result takes its operand's register when the operand has no other use:
+    the registers of a wgmma chain must not be copied while the wgmma run. Otherwise the result
+    gets a fresh register; returns the moves filling those from the operands (emitted before
+    the op, or after it for a wait), or none when `copy` is false (the operands are not read)."""
+    first = len(op.operands) - len(op.results)
+    moves = []
+    for r, v in zip(op.results, op.operands[first:]):
+        if e.imm(v) is None and len(v.uses) == 1:
+            e.regs[r] = e.reg(v)
+        else:
+            d = e.reg(r)
+            if copy:
+                moves.append(f"mov.{_mov_type(v.type)} {d}, {e.src(v)};")
+    return [e.reg(r) for r in op.results], moves
+
+
+@handles("simt.wgmma")
+def _wgmma(e: _Emitter, op: Operation) -> None:
+    atype = op.attrs["atype"]
+    shape = simt_ops.WGMMA_SHAPES[atype]
+    scale = op.operand(2)
+    reads_c = not (scale.owner_op is not None and scale.owner_op.name == "arith.constant" and
+                   not scale.owner_op.attrs["value"])
+    dests, moves = _in_place(e, op, copy=reads_c)
+    for m in moves:
+        e.emit(m)
+    tail = WGMMA_TAIL[atype].format(ta=int(op.attrs.get("trans_a", False)), tb=int(op.attrs.get("trans_b", False)))
+    e.emit(f"wgmma.mma_async.sync.aligned.m64n{op.attrs['n']}k{shape.k}.{shape.ctype}.{atype}.{atype} "
+           f"{{{', '.join(dests)}}}, {e.reg(op.operand(0))}, {e.reg(op.operand(1))}, {e.reg(scale)}{tail};")
+
+
+@handles("simt.wgmma_wait")
+def _wgmma_wait(e: _Emitter, op: Operation) -> None:
+    _, moves = _in_place(e, op, copy=True)
+    e.emit(f"wgmma.wait_group.sync.aligned {op.attrs['pending']};")
+    for m in moves:
+        e.emit(m)
 
 
 @handles("simt.trap")
