@@ -317,8 +317,11 @@ class _Emitter:
         self.emit(text.format(**fields))
 
     def parallel_copy(self, dests: list[str], values: list[Value], types: list) -> None:
-        """Move `values` into registers `dests` at once (a yield may permute its own registers)."""
+        """Move `values` into registers `dests` at once (a yield may permute its own registers).
+        A value already in its register is not read (wgmma accumulators in flight stay untouched)."""
         srcs = [self.src(v) for v in values]
+        moves = [(d, s, t) for d, s, t in zip(dests, srcs, types) if d != s]
+        dests, srcs, types = [m[0] for m in moves], [m[1] for m in moves], [m[2] for m in moves]
         clash = set(dests) & set(srcs)
         if clash:
             temps = []
