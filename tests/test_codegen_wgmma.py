@@ -228,6 +228,165 @@ def test_wgmma_needs_sm_90a():
         lower(text)
 
 
+# ------------------------------------------------------------------------------ the new ops as text; errors
+
+W = "#mma<version = 3, wpc = [4, 1], instr = [16, 64]>"
+S = "#shared<vec = 8, per_phase = 1, max_phase = 8, order = [1, 0]>"
+GPU_OPS = f"""tt.func {{num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32}} {{
+^bb(%c: tensor<64x64xf32, {W}>):
+  %a = gpu.local_alloc {{bytes = 8192, offset = 0}} : tensor<64x64xf16, {S}>
+  %b = gpu.local_alloc {{bytes = 8192, offset = 8192}} : tensor<64x64xf16, {S}>
+  gpu.fence_async_shared
+  %d = tt.dot %a, %b, %c {{input_precision = "tf32", is_async = true, max_num_imprecise_acc = 0}} : tensor<64x64xf32, {W}>
+  %e = gpu.dot_wait %d {{pending = 0}} : tensor<64x64xf32, {W}>
+  gpu.dot_wait {{pending = 1}}
+  tt.return
+}}"""
+SIMT_OPS = """simt.func {num_warps = 4, sym_name = "k"} {
+^bb(%da: u64, %db: u64, %c0: f32, %c1: f32, %c2: f32, %c3: f32):
+  %p = arith.constant {value = true} : i1
+  simt.wgmma_fence
+  %d0, %d1, %d2, %d3 = simt.wgmma %da, %db, %p, %c0, %c1, %c2, %c3 {atype = "f16", n = 8, trans_a = false, trans_b = true} : f32, f32, f32, f32
+  simt.wgmma_commit
+  %e0, %e1, %e2, %e3 = simt.wgmma_wait %d0, %d1, %d2, %d3 {pending = 0} : f32, f32, f32, f32
+  simt.fence_proxy_async
+  simt.return
+}"""
+
+
+@pytest.mark.parametrize("text", [GPU_OPS, SIMT_OPS])
+def test_new_ops_round_trip(text):
+    op = parse_op(text)
+    verify(op)
+    assert print_op(op) == text
+    if op.name == "tt.func":
+        verify_layouts(op)
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('trans_b = true', 'trans_b = 1', "trans_b is a bool"),
+    ('atype = "f16", n = 8, trans_a = false, trans_b = true', 'atype = "tf32", n = 8, trans_a = false, trans_b = true',
+     "true only for f16/bf16"),
+    ("n = 8", "n = 12", "n must be a multiple of 8"),
+    ("%da, %db, %p", "%da, %db, %c0", "two u64 matrix descriptors and the i1 scale-d"),
+    ("%d0, %d1, %d2, %d3 {pending = 0} : f32, f32, f32, f32", "%d0, %d1, %d2, %d3 {pending = 0} : f32, f32, f32, i32",
+     "results are the operands"),
+])
+def test_simt_wgmma_verifier_messages(old, new, message):
+    from tile.ir import VerificationError
+
+    with pytest.raises(VerificationError, match=message):
+        verify(parse_op(SIMT_OPS.replace(old, new)))
+
+
+def test_gpu_verifier_messages():
+    from tile.ir import VerificationError
+
+    with pytest.raises(VerificationError, match="results are the operands' types"):
+        verify(parse_op(GPU_OPS.replace("%e = gpu.dot_wait %d {pending = 0} : tensor<64x64xf32",
+                                        "%e = gpu.dot_wait %d {pending = 0} : tensor<64x64xf16")))
+    blocked = "#blocked<spt = [1, 1], tpw = [1, 32], wpc = [4, 1], order = [1, 0]>"
+    func = parse_op(GPU_OPS.replace(f"%b = gpu.local_alloc {{bytes = 8192, offset = 8192}} : tensor<64x64xf16, {S}>",
+                                    f"%b = arith.constant {{value = 1.0}} : tensor<64x64xf16, {blocked}>"))
+    with pytest.raises(VerificationError, match="reads A and B from #shared buffers"):
+        verify_layouts(func)
+
+
+def test_layout_errors():
+    from tile.ir.dot_layouts import DotOperandLayout
+
+    with pytest.raises(ValueError, match="operands of a version 3 #mma stay in shared memory"):
+        DotOperandLayout(0, MmaLayout(3, (4, 1), (16, 64)), 2)
+
+
+def test_lowering_rejects_a_misaligned_buffer_an_accumulator_type_and_a_clipped_tile():
+    text = wgmma_ir(64, 64, 32, "f16", 4, 1, 1)
+    with pytest.raises(Exception, match="not aligned to 16 bytes"):
+        lower(text.replace("gpu.local_alloc {bytes = 4096, offset = 0}", "gpu.local_alloc {bytes = 4096, offset = 8}"))
+    with pytest.raises(Exception, match="wgmma on f16 accumulates in f32, not i32"):
+        lower(wgmma_ir(64, 64, 32, "f16", 4, 1, 1, acc="i32"))
+    wide = str(MmaLayout(3, (4, 1), (16, 64)))
+    with pytest.raises(Exception, match="not wgmma m64n64 D fragments"):
+        lower(wgmma_ir(64, 32, 32, "f16", 4, 1, 1).replace(str(MmaLayout(3, (4, 1), (16, 32))), wide))
+
+
+def test_lowering_rejects_buffers_wgmma_cannot_read():
+    text = wgmma_ir(64, 64, 32, "f16", 4, 1, 1).replace(
+        "#shared<vec = 8, per_phase = 2, max_phase = 4, order = [1, 0]>", "#shared<vec = 1, per_phase = 1, "
+                                                                          "max_phase = 1, order = [1, 0]>")
+    with pytest.raises(Exception, match="not a canonical wgmma shared layout"):
+        lower(text)
+
+
+# ------------------------------------------------------------------------------ insert-barriers, orientation
+
+BLK = "#blocked<spt = [1, 8], tpw = [8, 4], wpc = [4, 1], order = [1, 0]>"
+HAZARDS = f"""tt.func {{num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32}} {{
+^bb(%x: tensor<64x64xf16, {BLK}>, %c: tensor<64x64xf32, {W}>):
+  %a = gpu.local_alloc {{bytes = 8192, offset = 0}} : tensor<64x64xf16, {S}>
+  %b = gpu.local_alloc {{bytes = 8192, offset = 8192}} : tensor<64x64xf16, {S}>
+  gpu.local_store %a, %x
+  gpu.local_store %b, %x
+  %d = tt.dot %a, %b, %c {{input_precision = "tf32", max_num_imprecise_acc = 0}} : tensor<64x64xf32, {W}>
+  gpu.local_store %a, %x
+  %e = tt.dot %a, %b, %d {{input_precision = "tf32", is_async = true, max_num_imprecise_acc = 0}} : tensor<64x64xf32, {W}>
+  gpu.local_store %b, %x
+  tt.return
+}}"""
+
+
+def test_insert_barriers_fences_writes_before_wgmma_and_waits_before_overwriting():
+    from tile.opt.insert_barriers import InsertBarriers
+
+    func = parse_op(HAZARDS)
+    InsertBarriers().run(func)
+    verify(func)
+    body = [line.strip().split(" {")[0].split(" : ")[0] for line in print_op(func).splitlines()[2:-2]]
+    assert body == [
+        "%a = gpu.local_alloc", "%b = gpu.local_alloc", "gpu.local_store %a, %x", "gpu.local_store %b, %x",
+        "gpu.fence_async_shared", "gpu.barrier",      # the stores, visible to wgmma
+        "%d = tt.dot %a, %b, %c", "gpu.barrier",      # the dot's reads before the store over %a
+        "gpu.local_store %a, %x", "gpu.fence_async_shared", "gpu.barrier",
+        "%e = tt.dot %a, %b, %d",
+        "gpu.dot_wait", "gpu.barrier",                # the asynchronous dot still reads %b
+        "gpu.local_store %b, %x"]
+
+
+ROWS = "#blocked<spt = [1, 8], tpw = [4, 8], wpc = [4, 1], order = [1, 0]>"   # 8 consecutive columns each
+COLS = "#blocked<spt = [8, 1], tpw = [8, 4], wpc = [1, 4], order = [0, 1]>"   # 8 consecutive rows each
+KA = "#shared<vec = 8, per_phase = 1, max_phase = 8, order = [1, 0]>"
+KB = "#shared<vec = 8, per_phase = 1, max_phase = 8, order = [0, 1]>"
+
+
+def oriented(el: str, a_layout: str, b_layout: str) -> list[str]:
+    """The buffer layouts convert-through-shared gives A (64x64) and B (64x128) stored from these layouts."""
+    from tile.opt.convert_through_shared import orient_wgmma_operands
+
+    ka, kb = wgmma_shared((64, 64), BYTES[el], (1, 0)), wgmma_shared((64, 128), BYTES[el], (0, 1))  # K-major
+    func = parse_op(f"""tt.func {{num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32}} {{
+^bb(%x: tensor<64x64x{el}, {a_layout}>, %y: tensor<64x128x{el}, {b_layout}>, %c: tensor<64x128xf32, {W.replace("64]", "128]")}>):
+  %a = gpu.local_alloc {{bytes = {64 * 64 * BYTES[el]}, offset = -1}} : tensor<64x64x{el}, {ka}>
+  gpu.local_store %a, %x
+  %b = gpu.local_alloc {{bytes = {64 * 128 * BYTES[el]}, offset = -1}} : tensor<64x128x{el}, {kb}>
+  gpu.local_store %b, %y
+  %d = tt.dot %a, %b, %c {{input_precision = "tf32", max_num_imprecise_acc = 0}} : tensor<64x128xf32, {W.replace("64]", "128]")}>
+  tt.return
+}}""")
+    orient_wgmma_operands(func)
+    verify_layouts(func)
+    return [str(op.result.type.layout) for op in func.walk() if op.name == "gpu.local_alloc"]
+
+
+def test_convert_through_shared_orients_wgmma_buffers_by_the_stored_values():
+    # A stored row by row stays K-major; B stored row by row becomes N-major (128 columns: 64-column blocks)
+    assert oriented("f16", ROWS, ROWS) == [KA, "#shared<vec = 8, per_phase = 1, max_phase = 8, order = [1, 0], block = 64>"]
+    # column by column: A becomes M-major, B stays K-major
+    assert oriented("f16", COLS, COLS) == ["#shared<vec = 8, per_phase = 1, max_phase = 8, order = [0, 1]>", KB]
+    # tf32 reads both operands K-major whatever the stores (rows of 64 f32: 32-element blocks)
+    assert oriented("f32", COLS, ROWS) == ["#shared<vec = 4, per_phase = 1, max_phase = 8, order = [1, 0], block = 32>",
+                                           "#shared<vec = 4, per_phase = 1, max_phase = 8, order = [0, 1], block = 32>"]
+
+
 # ------------------------------------------------------------------------------ accelerate-dot on sm_90a
 
 
