@@ -143,6 +143,7 @@ CASES = [  # el, m, n, k, num_warps, A contiguous dim, B contiguous dim (1 = row
     ("f16", 64, 128, 64, 8, 1, 1),     # two warp groups along N
     ("bf16", 64, 64, 32, 4, 1, 1),
     ("f32", 64, 32, 32, 4, 1, 0),      # tf32: both K-major, k8
+    ("f32", 64, 16, 64, 4, 1, 0),      # rows of 256 bytes: K in 32-element blocks
     ("i8", 64, 64, 64, 4, 1, 0),
     ("u8", 64, 32, 64, 4, 1, 0),
     ("f8e4nv", 64, 64, 64, 4, 1, 0),
@@ -171,7 +172,7 @@ def test_wgmma_from_shared(el, m, n, k, num_warps, a_contig, b_contig):
 
 
 @needs_ptxas
-@pytest.mark.parametrize("el, m, n, k, num_warps, a_contig, b_contig", CASES[:6] + CASES[7:11])
+@pytest.mark.parametrize("el, m, n, k, num_warps, a_contig, b_contig", CASES[:6] + CASES[7:12])
 def test_wgmma_ptx_assembles(el, m, n, k, num_warps, a_contig, b_contig):
     check_ptx(lower(wgmma_ir(m, n, k, el, num_warps, a_contig, b_contig)), ("sm_90a",))
 
