@@ -12,7 +12,8 @@ element e of register q (lowest bits first):
 The product is exact and summed in float64, then rounded once to f32 (the hardware adds in
 a different order and precision; tests compare at a tolerance that covers it); s32 wraps.
 wgmma (sm_90a) reads A and B through their matrix descriptors from the simulated shared memory
-(the canonical layouts and swizzles below) and accumulates into its D fragment the same way.
+(the canonical layouts and swizzles below), or A from registers (mma.sync's A fragment in each
+of the warp group's warps), and accumulates into its D fragment the same way.
 """
 from __future__ import annotations
 
@@ -216,24 +217,44 @@ def _warp_groups(cta, op, mask) -> range:
     return range(cta.n // 128)
 
 
+def _register_a(a_regs: list[np.ndarray], threads: slice, atype: str, k: int) -> np.ndarray:
+    """A (64 x k) from the registers of a warp group: mma.sync's m16n8k16 A fragment in each warp."""
+    fa = fragment_coords(2)[0]  # [4 registers, 2 elements, 32 lanes, (row, col)]
+    a = np.zeros((64, k))
+    for w in range(4):
+        lanes = slice(threads.start + 32 * w, threads.start + 32 * w + 32)
+        for q in range(4):
+            for e, x in enumerate(_elements(a_regs[q][lanes], atype)):
+                a[16 * w + fa[q, e, :, 0], fa[q, e, :, 1]] = x
+    return a
+
+
 @rule("simt.wgmma")
 def _wgmma(cta, op, mask):
-    da, db, scale, *c = _v(cta, op)
+    vals = _v(cta, op)
     atype, n = op.attrs["atype"], op.attrs["n"]
+    registers = len(vals) == 6 + n // 2  # A in four i32 registers, not a descriptor
+    a_regs, (db, scale, *c) = (vals[:4], vals[4:]) if registers else ([vals[0]], vals[1:])
     shape = WGMMA_SHAPES[atype]
     nbytes = WGMMA_ELEMENT[atype][0]
     frag = wgmma_fragment(n)
     out = [np.empty(cta.n, dtype=x.dtype) for x in c]
     for g in _warp_groups(cta, op, mask):
         threads = slice(128 * g, 128 * g + 128)
-        descs = [np.unique(x[threads].astype(np.int64)) for x in (da, db)]
+        descs = [np.unique(x[threads].astype(np.int64)) for x in ([] if registers else a_regs) + [db]]
         if any(len(d) != 1 for d in descs) or len(np.unique(scale[threads])) != 1:
             raise InterpError("wgmma descriptors and scale-d must be the same in every thread of the warp group")
-        a_addr = wgmma_addresses(int(descs[0][0]) & (2**64 - 1), 64, shape.k, nbytes, op.attrs.get("trans_a", False))
-        b_addr = wgmma_addresses(int(descs[1][0]) & (2**64 - 1), n, shape.k, nbytes, op.attrs.get("trans_b", False))
-        cta.wgmma_read(g, np.concatenate([(a_addr[..., None] + np.arange(nbytes)).ravel(),
-                                          (b_addr[..., None] + np.arange(nbytes)).ravel()]))
-        a = _wgmma_values(cta, a_addr, atype)               # [64, k]
+        b_addr = wgmma_addresses(int(descs[-1][0]) & (2**64 - 1), n, shape.k, nbytes, op.attrs.get("trans_b", False))
+        read = [b_addr]
+        if registers:
+            a = _register_a(a_regs, threads, atype, shape.k)
+        else:
+            a_addr = wgmma_addresses(int(descs[0][0]) & (2**64 - 1), 64, shape.k, nbytes,
+                                     op.attrs.get("trans_a", False))
+            read.append(a_addr)
+        cta.wgmma_read(g, np.concatenate([(x[..., None] + np.arange(nbytes)).ravel() for x in read]))
+        if not registers:
+            a = _wgmma_values(cta, a_addr, atype)           # [64, k]
         b = _wgmma_values(cta, b_addr, atype).T             # [k, n] (b_addr is [n, k])
         acc = np.zeros((64, n))
         if scale[128 * g]:

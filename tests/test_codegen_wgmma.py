@@ -26,7 +26,7 @@ from test_codegen_dot import BYTES, IR, NP, check, coalesced, memory, operands, 
 from tile.codegen.lower import lower_to_simt
 from tile.codegen.ptx import emit_ptx
 from tile.ir import parse_op, print_op, verify
-from tile.ir.dot_layouts import MmaLayout, wgmma_shared
+from tile.ir.dot_layouts import DotOperandLayout, MmaLayout, wgmma_shared
 from tile.ir.gpu_ops import verify_layouts
 from tile.ir.types import DTYPES
 from tile.opt.accelerate_dot import AccelerateDot
@@ -87,16 +87,21 @@ def magnitude(el: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def wgmma_ir(m: int, n: int, k: int, el: str, num_warps: int, a_contig: int, b_contig: int, acc: str = "f32",
-             zero_acc: bool = False, fence: bool = True, barrier: bool = True, precision: str = "tf32") -> str:
+             zero_acc: bool = False, fence: bool = True, barrier: bool = True, precision: str = "tf32",
+             a_in_registers: bool = False) -> str:
     """A and B loaded into blocked layouts, stored into wgmma buffers (`contig`: their contiguous
-    dimension), a fence and a barrier, then D = A @ B + C in the #mma version 3 layout."""
+    dimension), a fence and a barrier, then D = A @ B + C in the #mma version 3 layout; or A
+    loaded straight into #dot_op<op_idx = 0> of that layout (`a_in_registers`)."""
     groups = num_warps // 4
     gm = min(groups, m // 64)
     layout = MmaLayout(3, (4 * gm, groups // gm), (16, min(n // (groups // gm), 256)))
     ir = IR(num_warps)
     ct = ACC.get(el, acc)
     offset, bufs = 0, []
-    for ptr, shape, contig in (("%A", (m, k), a_contig), ("%B", (k, n), b_contig)):
+    if a_in_registers:
+        la = DotOperandLayout(0, layout, 2)
+        bufs.append(ir(f"tt.load {ir.ptrs('%A', el, (m, k), strides((m, k), a_contig), la)} : {tensor((m, k), el, la)}"))
+    for ptr, shape, contig in (("%A", (m, k), a_contig), ("%B", (k, n), b_contig))[1 if a_in_registers else 0:]:
         g = coalesced(shape, "i8" if el in FP8 else el, contig, num_warps)
         x = ir(f"tt.load {ir.ptrs(ptr, el, shape, strides(shape, contig), g)} : {tensor(shape, el, g)}")
         sh = wgmma_shared(shape, BYTES.get(el, 1), [contig, 1 - contig])
@@ -175,6 +180,21 @@ def test_wgmma_from_shared(el, m, n, k, num_warps, a_contig, b_contig):
 @pytest.mark.parametrize("el, m, n, k, num_warps, a_contig, b_contig", CASES[:6] + CASES[7:12])
 def test_wgmma_ptx_assembles(el, m, n, k, num_warps, a_contig, b_contig):
     check_ptx(lower(wgmma_ir(m, n, k, el, num_warps, a_contig, b_contig)), ("sm_90a",))
+
+
+@pytest.mark.parametrize("el, m, n, k, num_warps", [("f16", 64, 64, 64, 4), ("bf16", 128, 128, 32, 8),
+                                                    ("f16", 64, 128, 32, 8), ("f16", 128, 32, 16, 4)])
+def test_wgmma_with_a_in_registers(el, m, n, k, num_warps):
+    text = wgmma_ir(m, n, k, el, num_warps, 1, 1, a_in_registers=True)
+    simt = run_wgmma(text, el, m, n, k, 1, 1)
+    ptx = emit_ptx(simt, target="sm_90a")
+    lines = [x for x in ptx.splitlines() if "wgmma.mma_async" in x]
+    assert lines and all(x.split("}, ")[1].startswith("{%r") and x.rstrip(";").endswith(", 1, 1, 1") for x in lines)
+    # the packed A registers are all written before the fence: ptxas needs no waits of its own
+    body = ptx[ptx.index("wgmma.fence"):ptx.index("wgmma.commit")]
+    assert "mov.b32" not in body
+    ok, log = assemble(ptx, "sm_90a")
+    assert ok and not _wgmma_repaired(log), log
 
 
 def test_f16_accumulator_goes_through_f32():
@@ -269,7 +289,7 @@ def test_new_ops_round_trip(text):
     ('atype = "f16", n = 8, trans_a = false, trans_b = true', 'atype = "tf32", n = 8, trans_a = false, trans_b = true',
      "true only for f16/bf16"),
     ("n = 8", "n = 12", "n must be a multiple of 8"),
-    ("%da, %db, %p", "%da, %db, %c0", "two u64 matrix descriptors and the i1 scale-d"),
+    ("%da, %db, %p", "%da, %db, %c0", "A's u64 matrix descriptor \\(or four i32 registers\\), B's and the i1"),
     ("%d0, %d1, %d2, %d3 {pending = 0} : f32, f32, f32, f32", "%d0, %d1, %d2, %d3 {pending = 0} : f32, f32, f32, i32",
      "results are the operands"),
 ])
@@ -289,15 +309,19 @@ def test_gpu_verifier_messages():
     blocked = "#blocked<spt = [1, 1], tpw = [1, 32], wpc = [4, 1], order = [1, 0]>"
     func = parse_op(GPU_OPS.replace(f"%b = gpu.local_alloc {{bytes = 8192, offset = 8192}} : tensor<64x64xf16, {S}>",
                                     f"%b = arith.constant {{value = 1.0}} : tensor<64x64xf16, {blocked}>"))
-    with pytest.raises(VerificationError, match="reads A and B from #shared buffers"):
+    with pytest.raises(VerificationError, match="reads B from a #shared buffer"):
+        verify_layouts(func)
+    func = parse_op(GPU_OPS.replace(f"%a = gpu.local_alloc {{bytes = 8192, offset = 0}} : tensor<64x64xf16, {S}>",
+                                    f"%a = arith.constant {{value = 1.0}} : tensor<64x64xf16, {blocked}>"))
+    with pytest.raises(VerificationError, match=r"operand 0 is .*, its layout rule wants .*#dot_op<op_idx = 0"):
         verify_layouts(func)
 
 
 def test_layout_errors():
     from tile.ir.dot_layouts import DotOperandLayout
 
-    with pytest.raises(ValueError, match="operands of a version 3 #mma stay in shared memory"):
-        DotOperandLayout(0, MmaLayout(3, (4, 1), (16, 64)), 2)
+    with pytest.raises(ValueError, match="wgmma reads B from shared memory"):
+        DotOperandLayout(1, MmaLayout(3, (4, 1), (16, 64)), 2)
 
 
 def test_lowering_rejects_a_misaligned_buffer_an_accumulator_type_and_a_clipped_tile():
@@ -597,6 +621,57 @@ def test_a_dot_without_a_loop():
     compare("f16", result(mach, dev[2], c), a.astype(np.float64) @ b.astype(np.float64), 32)
 
 
+@tile.jit
+def attention(q_ptr, k_ptr, v_ptr, o_ptr, N, scale, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
+    """softmax(Q K^T * scale) V for one BM-row block of Q (N keys, head size D), flash-style."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rd = tl.arange(0, D)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    m_i = tl.full((BM,), -float("inf"), tl.float32)
+    l_i = tl.zeros((BM,), tl.float32)
+    acc = tl.zeros((BM, D), tl.float32)
+    for start in range(0, N, BN):
+        k = tl.load(k_ptr + (start + rn)[:, None] * D + rd[None, :])
+        v = tl.load(v_ptr + (start + rn)[:, None] * D + rd[None, :])
+        s = tl.dot(q, tl.trans(k)) * scale
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
+        m_i = m_new
+    tl.store(o_ptr + rm[:, None] * D + rd[None, :], acc / l_i[:, None])
+
+
+def attention_inputs(m: int, n: int, d: int):
+    q, k, v = (RNG.standard_normal(s).astype(np.float16) for s in ((m, d), (n, d), (n, d)))
+    s = q.astype(np.float64) @ k.astype(np.float64).T / np.sqrt(d)
+    p = np.exp(s - s.max(1, keepdims=True))
+    return q, k, v, np.full((m, d), np.nan, np.float32), p / p.sum(1, keepdims=True) @ v.astype(np.float64)
+
+
+def test_attention_keeps_p_in_registers():
+    """Q @ K^T reads Q (stored once, before the loop) and K^T (pipelined) from shared memory; P @ V
+    reads P from the registers the softmax left it in (no conversion: the first dot's accumulator
+    layout is the second's A layout) and V from shared memory."""
+    m, n, d = 64, 128, 64
+    q, k, v, o, want = attention_inputs(m, n, d)
+    spec, runtime = attention.specialize([q, k, v, o, n, 1 / np.sqrt(d)], dict(BM=64, BN=64, D=d))
+    func = attention.build_ir(spec)
+    PassManager(tile_passes()).run(func)
+    PassManager(gpu_passes(4, "sm_90a", num_stages=3)).run(func)
+    loop = next(op for op in func.walk() if op.name == "scf.for")
+    dots = [op for op in loop.regions[0].block.ops if op.name == "tt.dot"]
+    assert [str(x.type.layout).split("<")[0] for x in dots[1].operands[:2]] == ["#dot_op", "#shared"]
+    assert not any(op.name == "gpu.local_store" for op in loop.regions[0].block.ops)
+    simt = lower_to_simt(func)
+    mach, dev = run(simt, (1,), runtime)
+    np.testing.assert_allclose(result(mach, dev[3], o), want, rtol=2e-3, atol=2e-3)
+    ok, log = assemble(emit_ptx(simt, target="sm_90a"), "sm_90a")
+    assert ok and parse_info(log).spill_stores == 0 and not _wgmma_repaired(log), log
+
+
 def test_pipelined_loop_structure():
     """Copies of iteration k + 2 go after the asynchronous dot and the wait for the previous one;
     the loop's result is waited for after the loop."""
@@ -699,6 +774,23 @@ def test_matmul_on_wgmma_gpu(el, shapes, tiles, num_warps, stages, majors, monke
     compare(el, out.numpy(), reference(el, a, b, np.zeros((m, n))), k, scale=magnitude(el, a, b))
     compiled = [x for x in wgmma_matmul.cache.values() if x.target == "sm_90a"]
     assert compiled and all("wgmma.mma_async" in x.stage("ptx") for x in compiled)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, d, bm, bn, num_warps, stages", [(256, 512, 64, 128, 64, 8, 3),
+                                                                 (128, 256, 128, 64, 64, 4, 2),
+                                                                 (192, 384, 64, 64, 128, 4, 3)])
+def test_attention_on_gpu(m, n, d, bm, bn, num_warps, stages, monkeypatch):
+    from tile.compiler import current_target
+
+    monkeypatch.delenv("TILE_INTERPRET", raising=False)
+    if current_target() != "sm_90a":
+        pytest.skip("wgmma needs an sm_90a device (H100)")
+    q, k, v, o, want = attention_inputs(m, n, d)
+    out = tile.to_device(o)
+    attention[(m // bm,)](tile.to_device(q), tile.to_device(k), tile.to_device(v), out, n, 1 / np.sqrt(d), BM=bm,
+                          BN=bn, D=d, num_warps=num_warps, num_stages=stages)
+    np.testing.assert_allclose(out.numpy(), want, rtol=2e-3, atol=2e-3)
 
 
 if __name__ == "__main__":

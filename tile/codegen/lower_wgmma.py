@@ -32,6 +32,11 @@ operands: SBO = bytes between 8-row groups (LBO unused: 1). MN-major (f16/bf16 o
 bytes between swizzle atoms along M or N, SBO = bytes between 8-row groups along K. Swizzle
 mode 1, 2, 3 for 128, 64, 32 bytes (tile.ir.dot_layouts.wgmma_swizzle).
 
+A in registers (#dot_op<op_idx = 0> of the accumulator's layout, f16/bf16): each warp holds
+mma.sync's m16n8k16 A fragments (lower_dot.mma_fragments); the fragment whose origin is the
+instruction tile's (m0, k-step) in every warp of a warp group gives the four packed registers
+(wgmma.mma_async ... {d..}, {%r1, %r2, %r3, %r4}, %db, %p, 1, 1, 1;).
+
 A constant zero accumulator is not read: the first k-step runs with scale-d false. An f16
 accumulator goes through f32 around the wgmma (so its dot cannot be asynchronous). A dot
 with {is_async} leaves its group in flight; a gpu.dot_wait retires it later.
@@ -51,6 +56,7 @@ from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
 from ..ir.types import TensorType, element_type, f16, f32, i1, i32, u64
 from .lower_cast import convert
 from .lower_core import LayoutInfo, Lowering, LoweringError, lowers
+from .lower_dot import mma_fragments, operand_source
 
 DESCRIPTOR_MODE = {128: 1, 64: 2, 32: 3}  # the swizzle field (bits 62-63) of a matrix descriptor
 UNUSED_OFFSET = 16  # a byte offset the layout does not use: the PTX ISA's "assumed to be 1" (>> 4)
@@ -132,6 +138,34 @@ def instruction_tiles(info: LayoutInfo, n: int, op: Operation) -> list[tuple[tup
     return tiles
 
 
+class _RegisterA:
+    """Operand A held in registers: the four packed words of each (instruction tile, k-step)."""
+
+    def __init__(self, ctx: Lowering, op: Operation, acc: LayoutInfo):
+        a = op.operand(0)
+        info = ctx.info(a.type)
+        self.ctx, self.kw = ctx, 4 // element_bytes(a.type)
+        threads = 32 * ctx.num_warps
+        found = mma_fragments(info.coords(threads), "a", self.kw)
+        if found is None:
+            raise LoweringError(op, f"{a.type}: the registers are not wgmma A fragments")
+        regs, origins = found   # origins [fragments, warps, 2]
+        self.words = {tuple(int(x) for x in origins[i, 0]): regs[i] for i in range(len(regs))}
+        self.origins = {tuple(int(x) for x in origins[i, 0]): origins[i] for i in range(len(regs))}
+        self.acc_rows = acc.coords(threads)[::32, :, 0]  # row of each accumulator register in lane 0 of each warp
+        self.get = operand_source(ctx, a)
+        self.op = op
+
+    def words_for(self, origin: tuple[int, int], tile_regs: list[int]) -> list[Value]:
+        """The four i32 words of A for the tile whose accumulator registers are `tile_regs`, at `origin`."""
+        if origin not in self.words or (self.origins[origin][:, 0] != self.acc_rows[:, tile_regs[0]]).any() or \
+                (self.origins[origin][:, 1] != origin[1]).any():
+            raise LoweringError(self.op, f"{self.op.operand(0).type}: no A fragment at {origin} in the rows of the "
+                                         "accumulator's warps")
+        regs = self.words[origin]
+        return [self.ctx.pack(self.get(regs[i:i + self.kw]), i32) for i in range(0, len(regs), self.kw)]
+
+
 def lower_wgmma_dot(ctx: Lowering, op: Operation) -> None:
     """tt.dot with a #mma version 3 result (see the module docstring)."""
     a, b, c = op.operands
@@ -156,17 +190,25 @@ def lower_wgmma_dot(ctx: Lowering, op: Operation) -> None:
     accs = list(ctx.get(c))
     zero = all(ctx.const_value(x) == 0 for x in accs)
     accs = [convert(ctx, x, calc) for x in accs]
-    ops = [_operand(ctx, op, x, k_dim, info) for x, k_dim in ((a, 1), (b, 0))]
+    from_registers = not isinstance(a.type.layout, SharedLayout)
+    if from_registers and (not shape.mn_major or op.attrs.get("is_async")):
+        raise LoweringError(op, "wgmma reads A from registers for f16/bf16 only, and not asynchronously")
+    reg_a = _RegisterA(ctx, op, info) if from_registers else None
+    smem_a = None if from_registers else _operand(ctx, op, a, 1, info)
+    smem_b = _operand(ctx, op, b, 0, info)
     true, false = ctx.const(True, i1), ctx.const(False, i1)
+    steps = [(k0, (m0, n0), regs) for k0 in range(0, a.type.shape[1], shape.k) for (m0, n0), regs in tiles]
+    # A's registers are all packed before the fence: a wgmma must not follow a write of its registers
+    operands_a = [reg_a.words_for((m0, k0), regs) if reg_a else [smem_a.descriptor(ctx, (m0, k0))]
+                  for k0, (m0, n0), regs in steps]
     ctx.effect("simt.wgmma_fence")
-    for k0 in range(0, a.type.shape[1], shape.k):
-        for (m0, n0), regs in tiles:
-            da, db = ops[0].descriptor(ctx, (m0, k0)), ops[1].descriptor(ctx, (k0, n0))
-            scale = false if zero and k0 == 0 else true
-            mma = ctx.effect("simt.wgmma", [da, db, scale] + [accs[r] for r in regs], [calc] * len(regs),
-                             atype=atype, n=n, trans_a=not ops[0].k_major, trans_b=not ops[1].k_major)
-            for r, v in zip(regs, mma.results):
-                accs[r] = v
+    for (k0, (m0, n0), regs), operand_a in zip(steps, operands_a):
+        scale = false if zero and k0 == 0 else true
+        mma = ctx.effect("simt.wgmma", operand_a + [smem_b.descriptor(ctx, (k0, n0)), scale] +
+                         [accs[r] for r in regs], [calc] * len(regs), atype=atype, n=n,
+                         trans_a=smem_a is not None and not smem_a.k_major, trans_b=not smem_b.k_major)
+        for r, v in zip(regs, mma.results):
+            accs[r] = v
     ctx.effect("simt.wgmma_commit")
     if not op.attrs.get("is_async"):
         accs = list(ctx.effect("simt.wgmma_wait", accs, [calc] * len(accs), pending=0).results)

@@ -640,8 +640,9 @@ def _tensor_op(e: _Emitter, op: Operation) -> None:
     e.emit(TENSOR_OPS[op.name].format(**fields))
 
 
-# wgmma: the immediates after scale-d, by operand type (scale-a, scale-b; transposes for 16-bit types)
-WGMMA_TAIL = {"f16": ", 1, 1, {ta}, {tb}", "bf16": ", 1, 1, {ta}, {tb}", "tf32": ", 1, 1", "e4m3": ", 1, 1",
+# wgmma: the immediates after scale-d, by operand type (scale-a, scale-b; transposes for 16-bit types:
+# of A and B, or of B alone where A is in registers)
+WGMMA_TAIL = {"f16": ", 1, 1{ta}, {tb}", "bf16": ", 1, 1{ta}, {tb}", "tf32": ", 1, 1", "e4m3": ", 1, 1",
               "e5m2": ", 1, 1", "s8": "", "u8": ""}
 
 
@@ -667,15 +668,19 @@ def _in_place(e: _Emitter, op: Operation, copy: bool) -> tuple[list[str], list[s
 def _wgmma(e: _Emitter, op: Operation) -> None:
     atype = op.attrs["atype"]
     shape = simt_ops.WGMMA_SHAPES[atype]
-    scale = op.operand(2)
+    scale = op.operands[len(op.operands) - len(op.results) - 1]
     reads_c = not (scale.owner_op is not None and scale.owner_op.name == "arith.constant" and
                    not scale.owner_op.attrs["value"])
     dests, moves = _in_place(e, op, copy=reads_c)
     for m in moves:
         e.emit(m)
-    tail = WGMMA_TAIL[atype].format(ta=int(op.attrs.get("trans_a", False)), tb=int(op.attrs.get("trans_b", False)))
+    registers = len(op.operands) - len(op.results) == 6  # A in four i32 registers, not a u64 descriptor
+    a = "{" + ", ".join(e.reg(v) for v in op.operands[:4]) + "}" if registers else e.reg(op.operand(0))
+    b = op.operands[4 if registers else 1]
+    ta = "" if registers else f", {int(op.attrs.get('trans_a', False))}"
+    tail = WGMMA_TAIL[atype].format(ta=ta, tb=int(op.attrs.get("trans_b", False)))
     e.emit(f"wgmma.mma_async.sync.aligned.m64n{op.attrs['n']}k{shape.k}.{shape.ctype}.{atype}.{atype} "
-           f"{{{', '.join(dests)}}}, {e.reg(op.operand(0))}, {e.reg(op.operand(1))}, {e.reg(scale)}{tail};")
+           f"{{{', '.join(dests)}}}, {a}, {e.reg(b)}, {e.reg(scale)}{tail};")
 
 
 @handles("simt.wgmma_wait")

@@ -105,7 +105,10 @@ class MmaLayout(DistributedLayout):
 class DotOperandLayout(DistributedLayout):
     """Operand A (op_idx 0, M x K) or B (op_idx 1, K x N) of the mma.sync of `parent`, as the
     instruction's fragment registers hold it; `k_width` elements along K share one 32-bit register
-    (2 for 16-bit types: m16n8k16; 4 for 8-bit: m16n8k32; 1 for tf32: m16n8k8).
+    (2 for 16-bit types: m16n8k16; 4 for 8-bit: m16n8k32; 1 for tf32: m16n8k8). With a version 3
+    parent, operand A of a wgmma that reads A from registers (B always comes from shared memory):
+    its fragment (m64nNk16, per warp of the warp group: 16 rows) is mma.sync's m16n8k16 A fragment,
+    so the same formula holds on the parent's warps.
 
     With g = lane // 4, t = lane % 4, kw = k_width and one instruction's K = 8 kw:
         A: register kw*j + e holds (g + 8 (j & 1), t kw + e + 4 kw (j >> 1)), j = 0..3 (a0..a3)
@@ -121,10 +124,10 @@ class DotOperandLayout(DistributedLayout):
     name = "dot_op"
 
     def __post_init__(self) -> None:
-        if self.op_idx not in (0, 1) or self.k_width not in (1, 2, 4) or not isinstance(self.parent, MmaLayout) \
-                or self.parent.version != 2:
-            raise ValueError(f"unsupported dot operand layout {self} (the operands of a version 3 #mma stay in "
-                             "shared memory)")
+        if self.op_idx not in (0, 1) or self.k_width not in (1, 2, 4) or not isinstance(self.parent, MmaLayout):
+            raise ValueError(f"unsupported dot operand layout {self}")
+        if self.parent.version == 3 and self.op_idx != 0:
+            raise ValueError(f"unsupported dot operand layout {self}: wgmma reads B from shared memory")
 
     @property
     def num_warps(self) -> int:

@@ -30,8 +30,9 @@ Multi-buffering and asynchronous copies (software pipelining of the loads feedin
   gpu.async_wait {pending = N}      waits until at most N committed groups are still in flight;
                                     other threads' copies are visible after a gpu.barrier
 
-Hopper's wgmma (a tt.dot with a #mma version 3 result reads A and B from #shared buffers in a
-canonical wgmma layout, tile.ir.dot_layouts.wgmma_shared):
+Hopper's wgmma (a tt.dot with a #mma version 3 result reads B, and A unless A is in registers in
+#dot_op<op_idx = 0> of the result's layout, from #shared buffers in a canonical wgmma layout,
+tile.ir.dot_layouts.wgmma_shared):
 
   tt.dot %a, %b, %acc {is_async = true, ...}   the dot's wgmma stay in flight after it: its
                                     result may feed only the next dot's accumulator, a loop's
@@ -59,9 +60,10 @@ breaks them (`legalize`) and `verify_layouts` checks them:
   tt.dot                                  accumulator in the result's layout; with an #mma
                                           version 2 result, A and B in its #dot_op layouts
                                           (k_width = 4 / element bytes: 2 for f16/bf16, 4 for
-                                          i8, 1 for tf32); with a version 3 result, A and B in
-                                          #shared buffers (checked by verify_layouts); with a
-                                          #blocked result (the FMA path) in
+                                          i8, 1 for tf32); with a version 3 result, B in a
+                                          #shared buffer and A in one (both checked by
+                                          verify_layouts) or in #dot_op<op_idx = 0> of the
+                                          result; with a #blocked result (the FMA path) in
                                           fma_operand_layout(result, 0 or 1, K)
   scf.for / scf.if / scf.while            init, block argument, yielded value and result of
                                           one loop-carried value share one type
@@ -278,6 +280,8 @@ def required_operand_types(op: Operation, result_types: Optional[list[Type]] = N
             width = mma_k_width(element_type(op.operand(0).type))
             want(0, DotOperandLayout(0, layout, width))
             want(1, DotOperandLayout(1, layout, width))
+        elif isinstance(layout, MmaLayout) and not _shared(op.operand(0).type):
+            want(0, DotOperandLayout(0, layout, mma_k_width(element_type(op.operand(0).type))))
         elif isinstance(layout, BlockedLayout):
             k = op.operand(0).type.shape[1]
             want(0, fma_operand_layout(layout, 0, k))
@@ -391,8 +395,8 @@ def verify_layouts(func: Operation) -> None:
             if t is not None and op.operand(i).type != t:
                 raise VerificationError(op, f"operand {i} is {op.operand(i).type}, its layout rule wants {t}")
         if op.name == "tt.dot" and isinstance(op.result.type.layout, MmaLayout) and op.result.type.layout.version == 3:
-            expect(op, _shared(op.operand(0).type) and _shared(op.operand(1).type),
-                   "a dot with a #mma version 3 result (wgmma) reads A and B from #shared buffers")
+            expect(op, _shared(op.operand(1).type), "a dot with a #mma version 3 result (wgmma) reads B from a "
+                                                    "#shared buffer")
         if op.name == "tt.reduce" and isinstance(op.results[0].type, TensorType):
             layout = op.results[0].type.layout
             expect(op, isinstance(layout, SliceLayout) and layout.dim == op.attrs["axis"],

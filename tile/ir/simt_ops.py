@@ -70,7 +70,10 @@ Hopper's warp-group tensor cores (sm_90a; the 4 warps of a warp group run each o
                                           (K x n) are read from shared memory through the 64-bit
                                           matrix descriptors %da, %db (u64: start address >> 4, leading
                                           and stride byte offsets >> 4, swizzle mode), K-major, or
-                                          MN-major where trans_a / trans_b (f16/bf16 only); C and
+                                          MN-major where trans_a / trans_b (f16/bf16 only); with
+                                          %a0..%a3 (i32, 16-bit types) in place of %da, A comes
+                                          from registers: mma.sync's m16n8k16 A fragment in each
+                                          warp (16 rows each), packed in pairs; C and
                                           D: the n/2 f32 (s32: i32) registers of the PTX ISA's
                                           wgmma D fragment. Asynchronous: D may be read only
                                           after a simt.wgmma_wait retires its group, except by
@@ -333,11 +336,15 @@ def _verify_wgmma(op: Operation) -> None:
     expect(op, shape is not None, f"atype must be one of {sorted(WGMMA_SHAPES)}")
     n = op.attrs.get("n")
     expect(op, isinstance(n, int) and 8 <= n <= 256 and n % 8 == 0, "n must be a multiple of 8 in 8..256")
-    expect_counts(op, 3 + n // 2, n // 2)
-    expect(op, op.operand(0).type == u64 and op.operand(1).type == u64 and op.operand(2).type == i1,
-           "operands start with two u64 matrix descriptors and the i1 scale-d")
+    registers = op.num_operands == 6 + n // 2  # A in four i32 registers, not a descriptor
+    expect_counts(op, 6 + n // 2 if registers else 3 + n // 2, n // 2)
+    a_types = [i32] * 4 if registers else [u64]
+    expect(op, [v.type for v in op.operands[:len(a_types) + 2]] == a_types + [u64, i1],
+           "operands start with A's u64 matrix descriptor (or four i32 registers), B's and the i1 scale-d")
+    expect(op, not registers or (shape.mn_major and not op.attrs.get("trans_a", False)),
+           "A from registers is f16/bf16 and has no transpose")
     acc = f32 if shape.ctype == "f32" else i32
-    expect(op, all(v.type == acc for v in op.operands[3:]) and all(r.type == acc for r in op.results),
+    expect(op, all(v.type == acc for v in op.operands[-(n // 2):]) and all(r.type == acc for r in op.results),
            f"accumulators and results are {acc}")
     for key in ("trans_a", "trans_b"):
         flag = op.attrs.get(key, False)

@@ -46,7 +46,10 @@ The result gets #mma version 3, and A and B go to #shared buffers in a canonical
 (tile.ir.dot_layouts.wgmma_shared), which the dot reads in place (no #dot_op, no ldmatrix). The
 buffer is K-major here; convert-through-shared makes it MN-major where the stored values come in
 that order and the type allows it. A buffer of an operand defined outside the dot's loops is
-filled once, before them. Before / after (128x128x64 f16, num_warps = 8, sm_90a):
+filled once, before them. An f16/bf16 A computed from another dot's result (attention's P @ V)
+stays in registers instead, as #dot_op<op_idx = 0> of the result's layout, which over a warp
+group's rows is the accumulator layout of the first dot: no shared memory between the two
+dots. Before / after (128x128x64 f16, num_warps = 8, sm_90a):
     %acc2 = tt.dot %a, %b, %acc : tensor<128x128xf32, #b>
 becomes (#w = #mma<version = 3, wpc = [8, 1], instr = [16, 128]>)
     %0 = gpu.local_alloc {bytes = 16384, offset = -1} :
@@ -63,13 +66,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Sequence
+from typing import Optional, Sequence
 
 from ..ir import BlockArgument, Operation, TensorType, Value, bf16, f16, f32, i8, i32, u8
 from ..ir.dot_layouts import MAX_WGMMA_N, DotOperandLayout, MmaLayout, wgmma_shared
-from ..ir.gpu_ops import element_bytes, layout_of, legalize, mma_k_width, with_layout
+from ..ir.gpu_ops import element_bytes, is_elementwise, layout_of, legalize, mma_k_width, with_layout
 from ..ir.layouts import BlockedLayout, blocked_layout
 from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
+from .coalesce import MEMORY_OPS
 from .dce import DCE
 from .pass_manager import Pass
 
@@ -186,10 +190,31 @@ def _defined_outside(v: Value, loop: Operation) -> bool:
     return owner is None or not loop.is_ancestor_of(owner)
 
 
+_THROUGH = ("gpu.convert_layout", "tt.broadcast", "tt.expand_dims", "tt.splat")
+
+
+def from_a_dot(v: Value, seen: Optional[set] = None) -> bool:
+    """Whether `v` is computed in registers from another dot's result (through elementwise ops,
+    broadcasts and conversions, no memory): attention's P in P @ V."""
+    seen = set() if seen is None else seen
+    op = v.owner_op
+    if op is None or op in seen:
+        return False
+    seen.add(op)
+    if op.name == "tt.dot":
+        return True
+    if op.name in _THROUGH or is_elementwise(op) and op.name not in MEMORY_OPS:
+        return any(from_a_dot(x, seen) for x in op.operands if isinstance(x.type, TensorType))
+    return False
+
+
 def stage_wgmma_operands(op: Operation) -> None:
-    """A and B of a wgmma dot into #shared buffers (K-major; see the module docstring), stored in
-    front of the dot, or in front of the outermost enclosing loops that do not define them."""
-    for i, k_dim in ((0, 1), (1, 0)):
+    """B, and A unless it comes from another dot (f16/bf16: it stays in registers), of a wgmma dot
+    into #shared buffers (K-major; see the module docstring), stored in front of the dot, or in
+    front of the outermost enclosing loops that do not define them."""
+    a = op.operand(0)
+    in_registers = element_bytes(a.type) == 2 and from_a_dot(a)
+    for i, k_dim in ((0, 1), (1, 0))[1 if in_registers else 0:]:
         v = op.operand(i)
         t = v.type
         anchor = op

@@ -14,7 +14,7 @@ hazards across the back edge get a barrier inside the loop. Reduce/scan scratch 
 the lowering, which puts barriers around its own scratch use (the contract): a reduce or scan
 with a `scratch_offset` therefore also clears the pending sets.
 
-wgmma (a tt.dot reading #shared operands) reads through the async proxy: before it, shared bytes
+wgmma (a tt.dot reading #shared operands) reads them through the async proxy: before it, shared bytes
 written by ordinary stores or landed copies ("unfenced" writes) need a gpu.fence_async_shared in
 every writing thread and then a gpu.barrier (a barrier alone does not publish them to the async
 proxy); bytes written since the last barrier but already fenced need the barrier. A dot with
@@ -198,7 +198,7 @@ class InsertBarriers(Pass):
                     self._barrier(op, insert)
                     state = state.cleared()
                 state = state.replace(reads=state.reads | {access})
-            elif name == "tt.dot" and all(isinstance(layout_of(v), SharedLayout) for v in op.operands[:2]):
+            elif name == "tt.dot" and any(isinstance(layout_of(v), SharedLayout) for v in op.operands[:2]):
                 state = self._wgmma(op, state, insert)
             elif name == "gpu.dot_wait":
                 keep = len(state.dots) - op.attrs["pending"]
@@ -226,7 +226,7 @@ class InsertBarriers(Pass):
 
     def _wgmma(self, op: Operation, state: _Pending, insert: bool) -> _Pending:
         """A dot reading its operands through the async proxy (see the module docstring)."""
-        accesses = frozenset(_access(v, self.func) for v in op.operands[:2])
+        accesses = frozenset(_access(v, self.func) for v in op.operands[:2] if isinstance(layout_of(v), SharedLayout))
         if any(_hits(a, state.unfenced) for a in accesses):
             self._barrier(op, insert, (Operation("gpu.fence_async_shared", loc=op.loc),))
             state = state.replace(unfenced=frozenset()).cleared()

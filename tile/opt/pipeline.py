@@ -32,7 +32,8 @@ past the end land before their bytes are reused.
 wgmma dots (sm_90a) read their operand buffers themselves, so a buffer's readers may also be
 wgmma tt.dot ops (they then read the stage's gpu.local_view). Such a dot whose accumulator is only
 carried around the loop (the block argument feeds only the dot, the dot's result only the
-scf.yield; f32 or i32) becomes asynchronous ({is_async}): its wgmma run while the next copies are
+scf.yield; f32 or i32) and whose A is in shared memory too (registers would be rewritten under
+it) becomes asynchronous ({is_async}): its wgmma run while the next copies are
 issued, which then come after it, behind a gpu.dot_wait {pending = number of such dots} that
 retires the previous iteration's dots (whose stage the copies overwrite). A gpu.dot_wait
 {pending = 0} of the loop's results follows the loop. The loop body of a 3-stage wgmma loop:
@@ -86,6 +87,7 @@ from ..ir import BlockArgument, Operation, PointerType, TensorType, Value, eleme
 from ..ir.core import Block, Region
 from ..ir.dot_layouts import DotOperandLayout, MmaLayout
 from ..ir.gpu_ops import element_bytes, layout_of, multi_buffer_layout, with_layout
+from ..ir.layouts import SharedLayout
 from .dce import DCE
 from .pass_manager import Pass
 
@@ -122,7 +124,8 @@ def _asynchronous_dots(body: Block, candidates: list[_Candidate]) -> list[Operat
         for dot in c.reads:
             acc = dot.operand(2) if dot.name == "tt.dot" else None
             if acc is None or dot in dots or not isinstance(acc, BlockArgument) or acc.block is not body or \
-                    acc.index < 1 or len(acc.uses) != 1 or element_type(acc.type) not in (f32, i32):
+                    acc.index < 1 or len(acc.uses) != 1 or element_type(acc.type) not in (f32, i32) or \
+                    not isinstance(layout_of(dot.operand(0)), SharedLayout):
                 continue
             if [(user, index) for user, index in dot.result.uses] == [(term, acc.index - 1)]:
                 dots.append(dot)
