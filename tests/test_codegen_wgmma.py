@@ -20,9 +20,9 @@ import pytest
 import tile
 import tile.language as tl
 from codegen_util import check_ptx, lower, result, run
-from ptxas_util import assemble, assemble_ok, needs_ptxas, parse_info
+from ptxas_util import assemble, needs_ptxas, parse_info
 from simt_interp import InterpError, decode
-from test_codegen_dot import BYTES, IR, NP, check, coalesced, memory, operands, strides, tensor, values
+from test_codegen_dot import BYTES, IR, coalesced, memory, operands, strides, tensor, values
 from tile.codegen.lower import lower_to_simt
 from tile.codegen.ptx import emit_ptx
 from tile.ir import parse_op, print_op, verify
@@ -100,7 +100,8 @@ def wgmma_ir(m: int, n: int, k: int, el: str, num_warps: int, a_contig: int, b_c
     offset, bufs = 0, []
     if a_in_registers:
         la = DotOperandLayout(0, layout, 2)
-        bufs.append(ir(f"tt.load {ir.ptrs('%A', el, (m, k), strides((m, k), a_contig), la)} : {tensor((m, k), el, la)}"))
+        ptrs = ir.ptrs("%A", el, (m, k), strides((m, k), a_contig), la)
+        bufs.append(ir(f"tt.load {ptrs} : {tensor((m, k), el, la)}"))
     for ptr, shape, contig in (("%A", (m, k), a_contig), ("%B", (k, n), b_contig))[1 if a_in_registers else 0:]:
         g = coalesced(shape, "i8" if el in FP8 else el, contig, num_warps)
         x = ir(f"tt.load {ir.ptrs(ptr, el, shape, strides(shape, contig), g)} : {tensor(shape, el, g)}")
@@ -388,13 +389,14 @@ def oriented(el: str, a_layout: str, b_layout: str) -> list[str]:
     from tile.opt.convert_through_shared import orient_wgmma_operands
 
     ka, kb = wgmma_shared((64, 64), BYTES[el], (1, 0)), wgmma_shared((64, 128), BYTES[el], (0, 1))  # K-major
+    w128 = MmaLayout(3, (4, 1), (16, 128))
     func = parse_op(f"""tt.func {{num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32}} {{
-^bb(%x: tensor<64x64x{el}, {a_layout}>, %y: tensor<64x128x{el}, {b_layout}>, %c: tensor<64x128xf32, {W.replace("64]", "128]")}>):
+^bb(%x: tensor<64x64x{el}, {a_layout}>, %y: tensor<64x128x{el}, {b_layout}>, %c: tensor<64x128xf32, {w128}>):
   %a = gpu.local_alloc {{bytes = {64 * 64 * BYTES[el]}, offset = -1}} : tensor<64x64x{el}, {ka}>
   gpu.local_store %a, %x
   %b = gpu.local_alloc {{bytes = {64 * 128 * BYTES[el]}, offset = -1}} : tensor<64x128x{el}, {kb}>
   gpu.local_store %b, %y
-  %d = tt.dot %a, %b, %c {{input_precision = "tf32", max_num_imprecise_acc = 0}} : tensor<64x128xf32, {W.replace("64]", "128]")}>
+  %d = tt.dot %a, %b, %c {{input_precision = "tf32", max_num_imprecise_acc = 0}} : tensor<64x128xf32, {w128}>
   tt.return
 }}""")
     orient_wgmma_operands(func)
@@ -404,7 +406,8 @@ def oriented(el: str, a_layout: str, b_layout: str) -> list[str]:
 
 def test_convert_through_shared_orients_wgmma_buffers_by_the_stored_values():
     # A stored row by row stays K-major; B stored row by row becomes N-major (128 columns: 64-column blocks)
-    assert oriented("f16", ROWS, ROWS) == [KA, "#shared<vec = 8, per_phase = 1, max_phase = 8, order = [1, 0], block = 64>"]
+    n_major = "#shared<vec = 8, per_phase = 1, max_phase = 8, order = [1, 0], block = 64>"
+    assert oriented("f16", ROWS, ROWS) == [KA, n_major]
     # column by column: A becomes M-major, B stays K-major
     assert oriented("f16", COLS, COLS) == ["#shared<vec = 8, per_phase = 1, max_phase = 8, order = [0, 1]>", KB]
     # tf32 reads both operands K-major whatever the stores (rows of 64 f32: 32-element blocks)

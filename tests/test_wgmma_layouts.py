@@ -144,7 +144,8 @@ def test_multi_buffered_operand_stages_hold_the_2d_layout():
     multi = multi_buffer_layout(layout)
     for stage in range(3):
         for r, c in ((0, 0), (5, 70), (31, 127)):
-            assert multi.offset_of((stage, r, c), (3, 32, 128)) == stage * 32 * 128 + layout.offset_of((r, c), (32, 128))
+            want = stage * 32 * 128 + layout.offset_of((r, c), (32, 128))
+            assert multi.offset_of((stage, r, c), (3, 32, 128)) == want
 
 
 def test_ldmatrix_buffers_are_not_wgmma_layouts_unless_they_coincide():

@@ -640,57 +640,6 @@ def _tensor_op(e: _Emitter, op: Operation) -> None:
     e.emit(TENSOR_OPS[op.name].format(**fields))
 
 
-# wgmma: the immediates after scale-d, by operand type (scale-a, scale-b; transposes for 16-bit types:
-# of A and B, or of B alone where A is in registers)
-WGMMA_TAIL = {"f16": ", 1, 1{ta}, {tb}", "bf16": ", 1, 1{ta}, {tb}", "tf32": ", 1, 1", "e4m3": ", 1, 1",
-              "e5m2": ", 1, 1", "s8": "", "u8": ""}
-
-
-def _in_place(e: _Emitter, op: Operation, copy: bool) -> tuple[list[str], list[str]]:
-    """Registers of the results of an op that updates its accumulator operands in place (wgmma,
-    wgmma.wait_group). A result takes its operand's register when the operand has no other use:
-    the registers of a wgmma chain must not be copied while the wgmma run. Otherwise the result
-    gets a fresh register; returns the moves filling those from the operands (emitted before
-    the op, or after it for a wait), or none when `copy` is false (the operands are not read)."""
-    first = len(op.operands) - len(op.results)
-    moves = []
-    for r, v in zip(op.results, op.operands[first:]):
-        if e.imm(v) is None and len(v.uses) == 1:
-            e.regs[r] = e.reg(v)
-        else:
-            d = e.reg(r)
-            if copy:
-                moves.append(f"mov.{_mov_type(v.type)} {d}, {e.src(v)};")
-    return [e.reg(r) for r in op.results], moves
-
-
-@handles("simt.wgmma")
-def _wgmma(e: _Emitter, op: Operation) -> None:
-    atype = op.attrs["atype"]
-    shape = simt_ops.WGMMA_SHAPES[atype]
-    scale = op.operands[len(op.operands) - len(op.results) - 1]
-    reads_c = not (scale.owner_op is not None and scale.owner_op.name == "arith.constant" and
-                   not scale.owner_op.attrs["value"])
-    dests, moves = _in_place(e, op, copy=reads_c)
-    for m in moves:
-        e.emit(m)
-    registers = len(op.operands) - len(op.results) == 6  # A in four i32 registers, not a u64 descriptor
-    a = "{" + ", ".join(e.reg(v) for v in op.operands[:4]) + "}" if registers else e.reg(op.operand(0))
-    b = op.operands[4 if registers else 1]
-    ta = "" if registers else f", {int(op.attrs.get('trans_a', False))}"
-    tail = WGMMA_TAIL[atype].format(ta=ta, tb=int(op.attrs.get("trans_b", False)))
-    e.emit(f"wgmma.mma_async.sync.aligned.m64n{op.attrs['n']}k{shape.k}.{shape.ctype}.{atype}.{atype} "
-           f"{{{', '.join(dests)}}}, {a}, {e.reg(b)}, {e.reg(scale)}{tail};")
-
-
-@handles("simt.wgmma_wait")
-def _wgmma_wait(e: _Emitter, op: Operation) -> None:
-    _, moves = _in_place(e, op, copy=True)
-    e.emit(f"wgmma.wait_group.sync.aligned {op.attrs['pending']};")
-    for m in moves:
-        e.emit(m)
-
-
 @handles("simt.trap")
 def _trap(e: _Emitter, op: Operation) -> None:
     e.emit("trap;")
@@ -842,3 +791,6 @@ def emit_ptx(simt_func: Operation, target: str = "sm_90a", ptx_version: str = "8
     if simt_func.name != "simt.func":
         raise PtxError(simt_func, "emit_ptx expects a simt.func")
     return _Emitter(simt_func, target, ptx_version).run()
+
+
+from . import ptx_wgmma  # noqa: E402,F401  (registers the emission of wgmma, which builds on this module)
