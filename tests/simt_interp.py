@@ -11,6 +11,11 @@ cp.async copies read global memory when issued and land in shared memory when a
 cp.async.wait_group retires their group; until then their bytes are "in flight": any
 other access to them is an error, and so is issuing a copy over bytes another thread read
 or wrote since the last barrier. A missing wait or barrier around the pipeline fails a test.
+
+wgmma (simt_interp_tc.py) reads shared memory when issued, as the async proxy: a byte written
+since the last barrier, or written by a thread that has not run fence.proxy.async since, is
+an error; its bytes stay "being read" until a wgmma.wait_group retires its group, and writing
+them before that is an error too.
 """
 from __future__ import annotations
 
@@ -190,6 +195,10 @@ class CTA:
         self.r_epoch = np.full(len(self.smem), -1)
         self.r_tid = np.full(len(self.smem), -1)
         self.inflight = np.zeros(len(self.smem), dtype=np.int32)
+        self.unfenced = np.full(len(self.smem), -1)              # generic-proxy writer not yet fenced
+        self.wgmma_reading = np.zeros(len(self.smem), dtype=np.int32)
+        self.wgmma_open: dict[int, list[np.ndarray]] = {}         # warp group -> bytes read, open group
+        self.wgmma_groups: dict[int, list[list[np.ndarray]]] = {}  # warp group -> committed groups
         self.cp_open: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(self.n)]
         self.cp_groups: list[list[list[tuple[int, np.ndarray]]]] = [[] for _ in range(self.n)]
         self.env: dict[Value, np.ndarray] = {}
@@ -255,7 +264,11 @@ class CTA:
             if self.inflight[sl].any():
                 raise InterpError(f"shared-memory race: thread {t} accesses byte {a} while a cp.async to it is "
                                   "in flight (missing cp.async.wait_group)")
+            if write and self.wgmma_reading[sl].any():
+                raise InterpError(f"shared-memory race: thread {t} writes byte {a} while a wgmma reads it "
+                                  "(missing wgmma.wait_group)")
             if write:
+                self.unfenced[sl] = t
                 bad = (self.r_epoch[sl] == self.epoch) & (self.r_tid[sl] != t)
                 bad |= (self.w_epoch[sl] == self.epoch) & (self.w_tid[sl] != t)
                 if bad.any():
@@ -277,7 +290,8 @@ class CTA:
             raise InterpError(f"cp.async out of shared bounds at {dst} ({len(data)} bytes)")
         sl = slice(dst, dst + len(data))
         bad = ((self.r_epoch[sl] == self.epoch) & (self.r_tid[sl] != t)) | \
-            ((self.w_epoch[sl] == self.epoch) & (self.w_tid[sl] != t)) | (self.inflight[sl] > 0)
+            ((self.w_epoch[sl] == self.epoch) & (self.w_tid[sl] != t)) | (self.inflight[sl] > 0) | \
+            (self.wgmma_reading[sl] > 0)
         if bad.any():
             raise InterpError(f"shared-memory race: thread {t} issues a cp.async to byte {dst} that another "
                               "access touched without a barrier")
@@ -295,6 +309,43 @@ class CTA:
                 self.inflight[dst:dst + len(data)] -= 1
                 self.smem_access(np.array([dst]), len(data), np.array([True]), write=True, tids=[t])
                 self.smem[dst:dst + len(data)] = data
+
+
+    # wgmma (the async proxy) ---------------------------------------------------------------------
+    def fence_proxy_async(self, t: int) -> None:
+        """Thread t's earlier shared-memory writes become visible to the async proxy."""
+        self.unfenced[self.unfenced == t] = -1
+
+    def wgmma_read(self, group: int, addrs: np.ndarray) -> None:
+        """Warp group `group`'s wgmma reads the bytes `addrs` (they stay read until its wait)."""
+        addrs = np.unique(addrs)
+        if addrs.min() < 0 or addrs.max() >= len(self.smem):
+            raise InterpError(f"wgmma reads shared memory out of bounds ({len(self.smem)} bytes allocated)")
+        if (self.inflight[addrs] > 0).any():
+            raise InterpError("wgmma reads bytes a cp.async still writes (missing cp.async.wait_group)")
+        if (self.w_epoch[addrs] == self.epoch).any():
+            raise InterpError("shared-memory race: wgmma reads bytes written since the last barrier")
+        if (self.unfenced[addrs] >= 0).any():
+            writer = int(self.unfenced[addrs][self.unfenced[addrs] >= 0][0])
+            raise InterpError(f"wgmma reads bytes thread {writer} wrote without a fence.proxy.async after "
+                              "(generic-proxy writes are not visible to the async proxy)")
+        fresh = self.r_epoch[addrs] != self.epoch
+        self.r_tid[addrs] = np.where(fresh, -3, np.where(self.r_tid[addrs] == -3, -3, -2))
+        self.r_epoch[addrs] = self.epoch
+        self.wgmma_reading[addrs] += 1
+        self.wgmma_open.setdefault(group, []).append(addrs)
+
+    def wgmma_commit(self, group: int) -> None:
+        self.wgmma_groups.setdefault(group, []).append(self.wgmma_open.pop(group, []))
+
+    def wgmma_wait(self, group: int, pending: int) -> None:
+        """Retire warp group `group`'s oldest wgmma groups until at most `pending` remain."""
+        if self.wgmma_open.get(group):
+            raise InterpError("wgmma.wait_group with wgmma issued but not committed (missing wgmma.commit_group)")
+        groups = self.wgmma_groups.get(group, [])
+        while len(groups) > pending:
+            for addrs in groups.pop(0):
+                self.wgmma_reading[addrs] -= 1
 
 
 def c_format(fmt: str, args: list[Any]) -> str:

@@ -11,6 +11,9 @@ element e of register q (lowest bits first):
 
 The product is exact and summed in float64, then rounded once to f32 (the hardware adds in
 a different order and precision; tests compare at a tolerance that covers it); s32 wraps.
+wgmma (sm_90a) reads A and B through their matrix descriptors from the simulated shared memory
+(the canonical layouts and swizzles below), or A from registers (mma.sync's A fragment in each
+of the warp group's warps), and accumulates into its D fragment the same way.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import numpy as np
 
 from simt_interp import InterpError, decode
 from simt_interp_ops import _v, rule
-from tile.ir.simt_ops import MMA_SHAPES
+from tile.ir.simt_ops import MMA_SHAPES, WGMMA_SHAPES
 from tile.ir.types import bf16
 
 LANES = np.arange(32)
@@ -146,3 +149,145 @@ def _cp_async_wait(cta, op, mask):
     for t in np.nonzero(mask)[0]:
         cta.cp_async_wait(int(t), op.attrs["pending"])
 
+
+
+# ------------------------------------------------------------------------------ wgmma (sm_90a)
+# The PTX ISA's "Asynchronous Warpgroup Level Matrix Shared Memory Layout", written out here
+# directly: a 64-bit matrix descriptor holds the start address >> 4 (bits 0-13), the leading
+# (16-29) and stride (32-45) byte offsets >> 4 and the swizzle mode (62-63: 1 = 128 bytes,
+# 2 = 64, 3 = 32). The canonical layouts with an S-byte swizzle:
+#   K-major:  element (mn, k) at start + (mn // 8) SBO + (mn % 8) S + k * bytes       (k * bytes < S)
+#   MN-major: element (mn, k) at start + (mn // W) LBO + (mn % W) bytes + (k // 8) SBO + (k % 8) S,
+#             W = S / bytes elements of M or N per swizzle atom row
+# and then the swizzle of the address: its 16-byte chunk bits (4..) XOR its bits 7.. (log2(S/16) bits).
+
+SWIZZLE_BYTES = {1: 128, 2: 64, 3: 32}
+WGMMA_ELEMENT = {"f16": (2, "f16"), "bf16": (2, "bf16"), "tf32": (4, "tf32"), "e4m3": (1, "f8e4nv"),
+                 "e5m2": (1, "f8e5"), "s8": (1, "s8"), "u8": (1, "u8")}
+
+
+def wgmma_addresses(desc: int, mn: int, k: int, nbytes: int, mn_major: bool) -> np.ndarray:
+    """Byte address of every element (i, j) of an mn x k operand tile: int64 [mn, k]."""
+    start, lbo = (desc & 0x3FFF) << 4, ((desc >> 16) & 0x3FFF) << 4
+    sbo, mode = ((desc >> 32) & 0x3FFF) << 4, (desc >> 62) & 3
+    if mode not in SWIZZLE_BYTES:
+        raise InterpError(f"wgmma descriptor {desc:#x}: swizzle mode {mode} is not modelled")
+    s = SWIZZLE_BYTES[mode]
+    i, j = np.arange(mn)[:, None], np.arange(k)[None, :]
+    if mn_major:
+        w = s // nbytes
+        addr = start + (i // w) * lbo + (i % w) * nbytes + (j // 8) * sbo + (j % 8) * s
+    else:
+        if k * nbytes > s:
+            raise InterpError(f"a K-major wgmma tile row of {k * nbytes} bytes exceeds the {s}-byte swizzle")
+        addr = start + (i // 8) * sbo + (i % 8) * s + j * nbytes
+    return addr ^ (((addr >> 7) & (s // 16 - 1)) << 4)
+
+
+def _wgmma_values(cta, addr: np.ndarray, atype: str) -> np.ndarray:
+    """The elements at byte addresses `addr` of shared memory, as float64 (ints as int64)."""
+    nbytes, kind = WGMMA_ELEMENT[atype]
+    raw = np.stack([cta.smem[addr + b] for b in range(nbytes)], axis=-1).astype(np.int64)
+    bits = sum(raw[..., b] << (8 * b) for b in range(nbytes))
+    if kind == "f16":
+        return bits.astype(np.uint16).view(np.float16).astype(np.float64)
+    if kind == "tf32":  # the tensor cores read an f32 and ignore its 13 low mantissa bits
+        return (bits & 0xFFFFE000).astype(np.uint32).view(np.float32).astype(np.float64)
+    if kind in ("bf16", "f8e4nv", "f8e5"):
+        from tile.ir.types import DTYPES
+        return decode(bits, DTYPES[kind]).astype(np.float64)
+    return np.where(bits >= 128, bits - 256, bits) if kind == "s8" else bits
+
+
+def wgmma_fragment(n: int) -> np.ndarray:
+    """The wgmma D fragment of m64nN (PTX ISA "Matrix Fragments for wgmma.mma_async.m64nNk*"):
+    (row, col) of register i in lane l of warp w of the warp group: int [n/2, 4 warps, 32 lanes, 2]."""
+    i = np.arange(n // 2)[:, None, None]
+    w, lane = np.arange(4)[None, :, None], np.arange(32)[None, None, :]
+    row = 16 * w + (lane >> 2) + 8 * ((i >> 1) & 1)
+    col = 8 * (i >> 2) + 2 * (lane & 3) + (i & 1)
+    return np.stack(np.broadcast_arrays(row, col), axis=-1)
+
+
+def _warp_groups(cta, op, mask) -> range:
+    if cta.n % 128:
+        raise InterpError(f"{op.name} needs whole warp groups (4 warps), the CTA has {cta.n // 32} warps")
+    if not mask.all():
+        raise InterpError(f"{op.name} needs every thread of the warp group (it ran under divergent control flow)")
+    return range(cta.n // 128)
+
+
+def _register_a(a_regs: list[np.ndarray], threads: slice, atype: str, k: int) -> np.ndarray:
+    """A (64 x k) from the registers of a warp group: mma.sync's m16n8k16 A fragment in each warp."""
+    fa = fragment_coords(2)[0]  # [4 registers, 2 elements, 32 lanes, (row, col)]
+    a = np.zeros((64, k))
+    for w in range(4):
+        lanes = slice(threads.start + 32 * w, threads.start + 32 * w + 32)
+        for q in range(4):
+            for e, x in enumerate(_elements(a_regs[q][lanes], atype)):
+                a[16 * w + fa[q, e, :, 0], fa[q, e, :, 1]] = x
+    return a
+
+
+@rule("simt.wgmma")
+def _wgmma(cta, op, mask):
+    vals = _v(cta, op)
+    atype, n = op.attrs["atype"], op.attrs["n"]
+    registers = len(vals) == 6 + n // 2  # A in four i32 registers, not a descriptor
+    a_regs, (db, scale, *c) = (vals[:4], vals[4:]) if registers else ([vals[0]], vals[1:])
+    shape = WGMMA_SHAPES[atype]
+    nbytes = WGMMA_ELEMENT[atype][0]
+    frag = wgmma_fragment(n)
+    out = [np.empty(cta.n, dtype=x.dtype) for x in c]
+    for g in _warp_groups(cta, op, mask):
+        threads = slice(128 * g, 128 * g + 128)
+        descs = [np.unique(x[threads].astype(np.int64)) for x in ([] if registers else a_regs) + [db]]
+        if any(len(d) != 1 for d in descs) or len(np.unique(scale[threads])) != 1:
+            raise InterpError("wgmma descriptors and scale-d must be the same in every thread of the warp group")
+        b_addr = wgmma_addresses(int(descs[-1][0]) & (2**64 - 1), n, shape.k, nbytes, op.attrs.get("trans_b", False))
+        read = [b_addr]
+        if registers:
+            a = _register_a(a_regs, threads, atype, shape.k)
+        else:
+            a_addr = wgmma_addresses(int(descs[0][0]) & (2**64 - 1), 64, shape.k, nbytes,
+                                     op.attrs.get("trans_a", False))
+            read.append(a_addr)
+        cta.wgmma_read(g, np.concatenate([(x[..., None] + np.arange(nbytes)).ravel() for x in read]))
+        if not registers:
+            a = _wgmma_values(cta, a_addr, atype)           # [64, k]
+        b = _wgmma_values(cta, b_addr, atype).T             # [k, n] (b_addr is [n, k])
+        acc = np.zeros((64, n))
+        if scale[128 * g]:
+            for r in range(n // 2):
+                acc[frag[r, :, :, 0], frag[r, :, :, 1]] = c[r][threads].reshape(4, 32).astype(np.float64)
+        if shape.ctype == "s32":
+            d = (a.astype(np.int64) @ b.astype(np.int64) + acc.astype(np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)
+        else:
+            d = a @ b + acc
+        for r in range(n // 2):
+            out[r][threads] = d[frag[r, :, :, 0], frag[r, :, :, 1]].reshape(128).astype(out[r].dtype)
+    return out
+
+
+@rule("simt.wgmma_fence")
+def _wgmma_fence(cta, op, mask):
+    _warp_groups(cta, op, mask)
+
+
+@rule("simt.wgmma_commit")
+def _wgmma_commit(cta, op, mask):
+    for g in _warp_groups(cta, op, mask):
+        cta.wgmma_commit(g)
+
+
+@rule("simt.wgmma_wait")
+def _wgmma_wait(cta, op, mask):
+    for g in _warp_groups(cta, op, mask):
+        cta.wgmma_wait(g, op.attrs["pending"])
+    return _v(cta, op)
+
+
+@rule("simt.fence_proxy_async")
+def _fence_proxy_async(cta, op, mask):
+    for t in np.nonzero(mask)[0]:
+        cta.fence_proxy_async(int(t))

@@ -7,8 +7,8 @@ and B; the cp.async pipeline (local_view, async_copy with zero fill, commit/wait
 FMA path; and the register-level shape of the lowered code (no redundant address math, words
 from ldmatrix fed to mma without repacking). Then end to end from @tile.jit matmul kernels
 through the tile and gpu passes: masks and sizes that are not multiples of the tile,
-num_stages 1..4, fp16 / bf16 / tf32 / fp32-ieee / int8, and PTX for tile shapes 16..256 that
-assembles with ptxas (`python tests/test_codegen_dot.py` prints registers and spills of the
+num_stages 1..4, fp16 / bf16 / tf32 / fp32-ieee / int8, compiled for sm_80 (sm_90a takes wgmma:
+tests/test_codegen_wgmma.py), and PTX for tile shapes 16..256 that assembles with ptxas (`python tests/test_codegen_dot.py` prints registers and spills of the
 big fp16 configurations); on a GPU (marker gpu) the same kernels on the tensor cores. fp16/bf16
 inputs are exact (fp32 accumulation), tf32 at its tolerance, int8 exact.
 """
@@ -506,7 +506,7 @@ TL = {"f16": tl.float16, "bf16": tl.bfloat16, "f32": tl.float32, "i8": tl.int8}
 
 
 def compile_matmul(el: str, shapes: tuple[int, int, int], tiles: tuple[int, int, int], num_warps: int, stages: int,
-                   precision: str = "tf32", target: str = "sm_90a", arrays=None):
+                   precision: str = "tf32", target: str = "sm_80", arrays=None):
     m, n, k = shapes
     bm, bn, bk = tiles
     if arrays is None:

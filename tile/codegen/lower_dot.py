@@ -1,4 +1,5 @@
-"""Lowering of tt.dot: mma.sync on the tensor cores, or one fma per element and k.
+"""Lowering of tt.dot: mma.sync on the tensor cores, or one fma per element and k (a dot with a
+#mma version 3 result goes to lower_wgmma: Hopper's wgmma).
 
 Tensor cores. Before (a 64x64 f16 tile, 4 warps; #A/#B dot-operand layouts, #C an mma layout):
 
@@ -86,7 +87,7 @@ def fragment_pattern(kind: str, kw: int) -> tuple[np.ndarray, tuple[int, int]]:
     return np.array([np.stack(s, -1) for s in slots]), tile
 
 
-def _fragments(coords: np.ndarray, kind: str, kw: int) -> Optional[tuple[list[Regs], np.ndarray]]:
+def mma_fragments(coords: np.ndarray, kind: str, kw: int) -> Optional[tuple[list[Regs], np.ndarray]]:
     """Registers grouped into fragments: ([regs by slot] per fragment, origins [fragments, warps, 2]).
 
     coords: element of every (thread, register) [threads, registers, 2]."""
@@ -113,9 +114,9 @@ def _fragments(coords: np.ndarray, kind: str, kw: int) -> Optional[tuple[list[Re
 
 def mma_plan(a: LayoutInfo, b: LayoutInfo, c: LayoutInfo, kw: int, threads: int) -> Optional[list[MmaInstr]]:
     """The mma.sync instructions of a dot with these operand and accumulator layouts, or None."""
-    fa = _fragments(a.coords(threads), "a", kw)
-    fb = _fragments(b.coords(threads), "b", kw)
-    fc = _fragments(c.coords(threads), "c", kw)
+    fa = mma_fragments(a.coords(threads), "a", kw)
+    fb = mma_fragments(b.coords(threads), "b", kw)
+    fc = mma_fragments(c.coords(threads), "c", kw)
     if fa is None or fb is None or fc is None:
         return None
     (a_regs, a_org), (b_regs, b_org), (c_regs, c_org) = fa, fb, fc
@@ -255,6 +256,11 @@ def _lower_fma(ctx: Lowering, op: Operation) -> None:
 
 @lowers("tt.dot")
 def _lower_dot(ctx: Lowering, op: Operation) -> None:
+    from .lower_wgmma import is_wgmma_dot, lower_wgmma_dot  # lower_wgmma builds on this module
+
+    if is_wgmma_dot(op):
+        lower_wgmma_dot(ctx, op)
+        return
     a, b, c = op.operands
     atype = mma_type(element_type(a.type), op.attrs.get("input_precision", "tf32"))
     acc_t = element_type(c.type)

@@ -13,6 +13,8 @@ tensor-core and asynchronous-copy ops fill one template each (`TENSOR_OPS`):
     simt.mma {atype = "f16"}      ->  mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {d..}, {a..}, {b..}, {c..};
     simt.ldmatrix {num = 4}       ->  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, ...}, [%r9+1024];
     simt.cp_async {bytes = 16}    ->  @%p cp.async.cg.shared.global [%r5], [%rd2+64], 16, %r7;
+    simt.wgmma {atype = "f16", n = 64}  ->  wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%f1, ...},
+                                            %rd4, %rd5, %p1, 1, 1, 0, 1;   (accumulators updated in place)
 scf.for/if/while become labels and branches; loop-carried values and branch results are
 registers that each path writes with `mov`. Each group of instructions from one source
 line is preceded by a comment naming it:
@@ -320,8 +322,11 @@ class _Emitter:
         self.emit(text.format(**fields))
 
     def parallel_copy(self, dests: list[str], values: list[Value], types: list) -> None:
-        """Move `values` into registers `dests` at once (a yield may permute its own registers)."""
+        """Move `values` into registers `dests` at once (a yield may permute its own registers).
+        A value already in its register is not read (wgmma accumulators in flight stay untouched)."""
         srcs = [self.src(v) for v in values]
+        moves = [(d, s, t) for d, s, t in zip(dests, srcs, types) if d != s]
+        dests, srcs, types = [m[0] for m in moves], [m[1] for m in moves], [m[2] for m in moves]
         clash = set(dests) & set(srcs)
         if clash:
             temps = []
@@ -609,6 +614,9 @@ TENSOR_OPS: dict[str, str] = {
     "simt.cp_async": "{guard}cp.async.{cache}.shared.global {addr}, [{src}{src_offset}], {bytes}{size};",
     "simt.cp_async_commit": "cp.async.commit_group;",
     "simt.cp_async_wait": "cp.async.wait_group {pending};",
+    "simt.wgmma_fence": "wgmma.fence.sync.aligned;",
+    "simt.wgmma_commit": "wgmma.commit_group.sync.aligned;",
+    "simt.fence_proxy_async": "fence.proxy.async.shared::cta;",
 }
 CP_ASYNC_CACHE = {4: "ca", 8: "ca", 16: "cg"}  # .cg (L2 only) exists for 16-byte copies alone
 
@@ -797,3 +805,6 @@ def emit_ptx(simt_func: Operation, target: str = "sm_90a", ptx_version: str = "8
     if simt_func.name != "simt.func":
         raise PtxError(simt_func, "emit_ptx expects a simt.func")
     return _Emitter(simt_func, target, ptx_version).run()
+
+
+from . import ptx_wgmma  # noqa: E402,F401  (registers the emission of wgmma, which builds on this module)

@@ -4,6 +4,8 @@ The register layouts reduce, like every distributed layout, to a `tile.ir.layout
 
     #mma<version = 2, wpc = [2, 4], instr = [16, 8]>    the accumulator of mma.sync on 2 x 4 warps
     #dot_op<op_idx = 0, parent = #mma<...>, k_width = 2>  its A (op_idx 0) or B (1) operand
+    #mma<version = 3, wpc = [8, 1], instr = [16, 256]>  the accumulator of Hopper's wgmma.m64n256k16 on
+                                                        two warp groups (4 warps each) stacked along M
 
     #mma<version = 2, wpc = [1, 1], instr = [16, 8]> on tensor<16x8xf32>
       register bases  (0, 1) (8, 0)                   lane l holds row l // 4 (+8), columns 2 (l % 4) + {0, 1}
@@ -12,7 +14,10 @@ The register layouts reduce, like every distributed layout, to a `tile.ir.layout
 The FMA path's operands stay blocked (`fma_operand_layout`). Operands staged through shared memory
 get a swizzled #shared buffer (`shared_for_dot`) that ldmatrix, per-element reads and the 16-byte
 stores filling it use without bank conflicts; `shared_wavefronts` counts the bank wavefronts of one
-warp-wide access. Both text forms parse once this module is imported (`import tile.ir` does).
+warp-wide access. wgmma reads its operands straight from shared memory through matrix descriptors,
+in the canonical layouts of the PTX ISA ("Asynchronous Warpgroup Level Matrix Shared Memory
+Layout"): `wgmma_shared` builds them as #shared layouts and `wgmma_swizzle` recognizes them. Both
+text forms parse once this module is imported (`import tile.ir` does).
 """
 from __future__ import annotations
 
@@ -23,6 +28,8 @@ from typing import Optional, Sequence
 from .layouts import (BlockedLayout, Coord, DistributedLayout, LayoutBody, LinearLayout, SharedLayout,
                       clipped_linear, fmt_list, log2, unit)
 from .types import register_layout
+
+MAX_WGMMA_N = 256  # the widest wgmma instruction: m64n256k*
 
 
 # ----------------------------------------------------------------------- register layouts
@@ -35,13 +42,20 @@ def _bits(base: Coord, count: int) -> list[Coord]:
 
 @dataclass(frozen=True)
 class MmaLayout(DistributedLayout):
-    """The accumulator (C/D) of mma.sync.m16n8kK (Ampere "mma v2"), tiled over warps and registers.
+    """The accumulator (C/D) of a tensor-core instruction, tiled over warps and registers.
 
-    One instruction covers a 16x8 tile: lane l holds (l // 4, 2 * (l % 4) + {0, 1}) in registers 0, 1
-    and the same columns of row l // 4 + 8 in registers 2, 3. Warp w covers warp-row w % wm and
-    warp-column w // wm of a (16 wm) x (8 wn) CTA tile. Larger tensors repeat the CTA tile in
-    registers, M repeats first: register 4 * (i + reps_m * j) + c is fragment register c of the
-    tile repeated i times along M and j times along N (a 16x8 instruction tile, reps_m = M / (16 wm)).
+    version 2, mma.sync.m16n8kK (Ampere), instr = [16, 8]: one instruction covers a 16x8 tile:
+    lane l holds (l // 4, 2 * (l % 4) + {0, 1}) in registers 0, 1 and the same columns of row
+    l // 4 + 8 in registers 2, 3. Warp w covers warp-row w % wm and warp-column w // wm of a
+    (16 wm) x (8 wn) CTA tile. Larger tensors repeat the CTA tile in registers, M repeats first:
+    register 4 * (i + reps_m * j) + c is fragment register c of the tile repeated i times along M
+    and j times along N (a 16x8 instruction tile, reps_m = M / (16 wm)).
+
+    version 3, wgmma.m64nNk* (Hopper, sm_90a), instr = [16, N]: a warp group (4 consecutive warps,
+    wm a multiple of 4) runs one 64 x N instruction; warp w % 4 of the group holds its rows
+    16 (w % 4) .. 16 (w % 4) + 15 as mma.sync's C fragment repeated along N: register
+    4 j + c holds fragment register c of columns 8 j .. 8 j + 7. Warp groups tile a
+    (16 wm) x (N wn) CTA tile (M first), which repeats in registers like version 2's.
     """
 
     version: int
@@ -51,9 +65,13 @@ class MmaLayout(DistributedLayout):
     name = "mma"
 
     def __post_init__(self) -> None:
-        if self.version != 2 or self.instr_shape != (16, 8) or len(self.warps_per_cta) != 2:
+        wm = self.warps_per_cta[0] if len(self.warps_per_cta) == 2 else 0
+        n = self.instr_shape[1] if len(self.instr_shape) == 2 else 0
+        v2 = self.version == 2 and self.instr_shape == (16, 8)
+        v3 = self.version == 3 and self.instr_shape[0] == 16 and wm % 4 == 0 and 8 <= n <= MAX_WGMMA_N
+        if not (v2 or v3) or len(self.warps_per_cta) != 2:
             raise ValueError(f"unsupported mma layout {self}")
-        for w in self.warps_per_cta:
+        for w in self.warps_per_cta + (n,):
             log2(w)
 
     @property
@@ -68,10 +86,12 @@ class MmaLayout(DistributedLayout):
         if len(shape) != 2:
             raise ValueError(f"{self} holds 2-D tensors, not {shape}")
         wm, wn = self.warps_per_cta
+        n_instr = self.instr_shape[1]
         m, n = shape
-        regs = [(0, 1), (8, 0)] + _bits((16 * wm, 0), m // (16 * wm)) + _bits((0, 8 * wn), n // (8 * wn))
+        regs = [(0, 1), (8, 0)] + _bits((0, 8), n_instr // 8) + _bits((16 * wm, 0), m // (16 * wm)) + \
+            _bits((0, n_instr * wn), n // (n_instr * wn))
         lanes = [(0, 2), (0, 4), (1, 0), (2, 0), (4, 0)]
-        warps = _bits((16, 0), wm) + _bits((0, 8), wn)
+        warps = _bits((16, 0), wm) + _bits((0, n_instr), wn)
         return clipped_linear(shape, regs, lanes, warps)
 
     def __str__(self) -> str:
@@ -85,7 +105,10 @@ class MmaLayout(DistributedLayout):
 class DotOperandLayout(DistributedLayout):
     """Operand A (op_idx 0, M x K) or B (op_idx 1, K x N) of the mma.sync of `parent`, as the
     instruction's fragment registers hold it; `k_width` elements along K share one 32-bit register
-    (2 for 16-bit types: m16n8k16; 4 for 8-bit: m16n8k32; 1 for tf32: m16n8k8).
+    (2 for 16-bit types: m16n8k16; 4 for 8-bit: m16n8k32; 1 for tf32: m16n8k8). With a version 3
+    parent, operand A of a wgmma that reads A from registers (B always comes from shared memory):
+    its fragment (m64nNk16, per warp of the warp group: 16 rows) is mma.sync's m16n8k16 A fragment,
+    so the same formula holds on the parent's warps.
 
     With g = lane // 4, t = lane % 4, kw = k_width and one instruction's K = 8 kw:
         A: register kw*j + e holds (g + 8 (j & 1), t kw + e + 4 kw (j >> 1)), j = 0..3 (a0..a3)
@@ -103,6 +126,8 @@ class DotOperandLayout(DistributedLayout):
     def __post_init__(self) -> None:
         if self.op_idx not in (0, 1) or self.k_width not in (1, 2, 4) or not isinstance(self.parent, MmaLayout):
             raise ValueError(f"unsupported dot operand layout {self}")
+        if self.parent.version == 3 and self.op_idx != 0:
+            raise ValueError(f"unsupported dot operand layout {self}: wgmma reads B from shared memory")
 
     @property
     def num_warps(self) -> int:
@@ -230,6 +255,36 @@ def ldmatrix_conflict_free(layout: SharedLayout, shape: Sequence[int], element_b
     return True
 
 
+WGMMA_SWIZZLES = (128, 64, 32)  # bytes: the swizzle modes of wgmma's shared-memory operands, widest first
+
+
+def wgmma_shared(shape: Sequence[int], element_bytes: int, order: Sequence[int]) -> Optional[SharedLayout]:
+    """The canonical wgmma layout of a 2-D operand buffer whose contiguous dimension is order[0]
+    (K for a "K-major" operand, M or N for an "MN-major" one), or None when a row holds less than
+    32 bytes (wgmma's unswizzled layout is not used).
+
+    The PTX ISA's swizzle atom is 8 rows of S bytes (S = 128, 64 or 32: the widest a row fills),
+    16-byte chunk c of row r stored at chunk c ^ (r // (128 / S)) % (S / 16): in #shared terms
+    vec = 16 bytes, per_phase = 128 / S, max_phase = S / 16. Rows wider than S are cut into
+    blocks of S bytes (`block`), atoms stacked along the rows within a block. The swizzle is that
+    of the address bits (bits 4.. XOR bits 7..), so a buffer starts at a multiple of 8 S bytes.
+    """
+    inner_bytes = shape[order[0]] * element_bytes
+    swizzle = next((s for s in WGMMA_SWIZZLES if inner_bytes >= s), None)
+    if swizzle is None:
+        return None
+    width = swizzle // element_bytes
+    return SharedLayout(16 // element_bytes, 128 // swizzle, swizzle // 16, tuple(order),
+                        width if shape[order[0]] > width else 0)
+
+
+def wgmma_swizzle(layout: SharedLayout, shape: Sequence[int], element_bytes: int) -> Optional[int]:
+    """The swizzle (bytes) of a 2-D buffer in a canonical wgmma layout, else None."""
+    if len(shape) != 2 or layout != wgmma_shared(shape, element_bytes, layout.order):
+        return None
+    return layout.max_phase * 16
+
+
 # ----------------------------------------------------------------------- parsing
 
 
@@ -248,5 +303,5 @@ register_layout("dot_op", _parse_dot_op)
 
 __all__ = [
     "MmaLayout", "DotOperandLayout", "fma_operand_layout", "shared_for_dot", "shared_wavefronts",
-    "ldmatrix_conflict_free", "BANKS", "LINE",
+    "ldmatrix_conflict_free", "wgmma_shared", "wgmma_swizzle", "BANKS", "LINE", "MAX_WGMMA_N", "WGMMA_SWIZZLES",
 ]

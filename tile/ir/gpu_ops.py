@@ -30,6 +30,20 @@ Multi-buffering and asynchronous copies (software pipelining of the loads feedin
   gpu.async_wait {pending = N}      waits until at most N committed groups are still in flight;
                                     other threads' copies are visible after a gpu.barrier
 
+Hopper's wgmma (a tt.dot with a #mma version 3 result reads B, and A unless A is in registers in
+#dot_op<op_idx = 0> of the result's layout, from #shared buffers in a canonical wgmma layout,
+tile.ir.dot_layouts.wgmma_shared):
+
+  tt.dot %a, %b, %acc {is_async = true, ...}   the dot's wgmma stay in flight after it: its
+                                    result may feed only the next dot's accumulator, a loop's
+                                    scf.yield and a gpu.dot_wait, and its buffers must not be
+                                    overwritten before a gpu.dot_wait retires it
+  %r... = gpu.dot_wait %acc... {pending = N} : T...   waits until at most N asynchronous dots
+                                    are in flight; %acc (accumulators of retired dots) come
+                                    back as %r, ready to read
+  gpu.fence_async_shared            makes this thread's earlier shared-memory writes (local_store,
+                                    landed async copies) visible to wgmma after a gpu.barrier
+
 The layout rules of every op (which operand layouts an op needs, given its result layouts)
 live here too, in `required_operand_types`; passes insert gpu.convert_layout where an operand
 breaks them (`legalize`) and `verify_layouts` checks them:
@@ -44,9 +58,12 @@ breaks them (`legalize`) and `verify_layouts` checks them:
                                           register: LinearLayout(result) = LinearLayout(operand)
                                           transposed / reshaped; both are free in registers
   tt.dot                                  accumulator in the result's layout; with an #mma
-                                          result, A and B in its #dot_op layouts (k_width =
-                                          4 / element bytes: 2 for f16/bf16, 4 for i8, 1 for
-                                          tf32); with a #blocked result (the FMA path) in
+                                          version 2 result, A and B in its #dot_op layouts
+                                          (k_width = 4 / element bytes: 2 for f16/bf16, 4 for
+                                          i8, 1 for tf32); with a version 3 result, B in a
+                                          #shared buffer and A in one (both checked by
+                                          verify_layouts) or in #dot_op<op_idx = 0> of the
+                                          result; with a #blocked result (the FMA path) in
                                           fma_operand_layout(result, 0 or 1, K)
   scf.for / scf.if / scf.while            init, block argument, yielded value and result of
                                           one loop-carried value share one type
@@ -133,12 +150,14 @@ def _verify_barrier(op: Operation) -> None:
 
 def stage_layout(layout: SharedLayout) -> SharedLayout:
     """The layout of one stage of a multi-buffered (rank-3, stage-major) buffer in `layout`."""
-    return SharedLayout(layout.vec, layout.per_phase, layout.max_phase, tuple(d - 1 for d in layout.order[:-1]))
+    return SharedLayout(layout.vec, layout.per_phase, layout.max_phase, tuple(d - 1 for d in layout.order[:-1]),
+                        layout.block)
 
 
 def multi_buffer_layout(layout: SharedLayout) -> SharedLayout:
     """The layout of a rank-3 buffer whose stages each have the 2-D `layout`."""
-    return SharedLayout(layout.vec, layout.per_phase, layout.max_phase, tuple(d + 1 for d in layout.order) + (0,))
+    return SharedLayout(layout.vec, layout.per_phase, layout.max_phase, tuple(d + 1 for d in layout.order) + (0,),
+                        layout.block)
 
 
 @register_op("gpu.local_view")
@@ -181,12 +200,21 @@ def _verify_async_wait(op: Operation) -> None:
     expect(op, isinstance(op.attrs.get("pending"), int) and op.attrs["pending"] >= 0, "needs int attr 'pending' >= 0")
 
 
+@register_op("gpu.dot_wait", pure=False)
+def _verify_dot_wait(op: Operation) -> None:
+    expect(op, isinstance(op.attrs.get("pending"), int) and op.attrs["pending"] >= 0, "needs int attr 'pending' >= 0")
+    expect(op, [v.type for v in op.operands] == [r.type for r in op.results], "results are the operands' types")
+
+
+register_op("gpu.fence_async_shared", pure=False)(None)
+
+
 # ------------------------------------------------------------------------ layout rules
 
 _SAME_LAYOUT = {"tt.addptr", "tt.hint", "tt.ptr_to_int", "tt.int_to_ptr", "tt.load", "tt.atomic_rmw",
                 "tt.atomic_cas", "tt.elementwise_inline_asm", "tt.map_elementwise"}
 _FREE_OPERANDS = {"gpu.convert_layout", "gpu.local_store", "gpu.local_load", "gpu.local_view", "tt.print",
-                  "tt.assert", "tt.reduce.return", "scf.if", "tt.func", "tt.return"}
+                  "tt.assert", "tt.reduce.return", "scf.if", "tt.func", "tt.return", "gpu.dot_wait"}
 
 
 def is_elementwise(op: Operation) -> bool:
@@ -248,10 +276,12 @@ def required_operand_types(op: Operation, result_types: Optional[list[Type]] = N
     elif name == "tt.dot":
         layout = results[0].layout
         want(2, layout)
-        if isinstance(layout, MmaLayout):
+        if isinstance(layout, MmaLayout) and layout.version == 2:
             width = mma_k_width(element_type(op.operand(0).type))
             want(0, DotOperandLayout(0, layout, width))
             want(1, DotOperandLayout(1, layout, width))
+        elif isinstance(layout, MmaLayout) and not _shared(op.operand(0).type):
+            want(0, DotOperandLayout(0, layout, mma_k_width(element_type(op.operand(0).type))))
         elif isinstance(layout, BlockedLayout):
             k = op.operand(0).type.shape[1]
             want(0, fma_operand_layout(layout, 0, k))
@@ -364,6 +394,9 @@ def verify_layouts(func: Operation) -> None:
         for i, t in enumerate(required_operand_types(op)):
             if t is not None and op.operand(i).type != t:
                 raise VerificationError(op, f"operand {i} is {op.operand(i).type}, its layout rule wants {t}")
+        if op.name == "tt.dot" and isinstance(op.result.type.layout, MmaLayout) and op.result.type.layout.version == 3:
+            expect(op, _shared(op.operand(1).type), "a dot with a #mma version 3 result (wgmma) reads B from a "
+                                                    "#shared buffer")
         if op.name == "tt.reduce" and isinstance(op.results[0].type, TensorType):
             layout = op.results[0].type.layout
             expect(op, isinstance(layout, SliceLayout) and layout.dim == op.attrs["axis"],

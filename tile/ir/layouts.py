@@ -427,6 +427,13 @@ class SharedLayout(Layout):
     `vec` elements of each row XOR-swizzled by the row's phase = (row // per_phase) % max_phase,
     row being the coordinate along order[1]. vec = per_phase = max_phase = 1: no swizzle.
 
+    block > 0 cuts the contiguous dimension into blocks of `block` elements stored one after
+    another, each holding all rows (the block index is a dimension right after order[1]); the
+    swizzle works within a block. That is how wgmma's swizzle atoms tile a wide operand:
+
+        tensor<64x128xf16, #shared<vec = 8, per_phase = 1, max_phase = 8, order = [1, 0], block = 64>>
+        element (r, c) at (c // 64) * 64 * 64 + r * 64 + ((c % 64) ^ 8 * (r % 8))
+
     Both the row-major index and the swizzle are XOR-linear in the coordinate bits, so the
     offset of (reg, lane, warp) is the XOR of the offsets of the bases (see `offset_bases`).
     """
@@ -435,6 +442,7 @@ class SharedLayout(Layout):
     per_phase: int
     max_phase: int
     order: tuple[int, ...]
+    block: int = 0
 
     name = "shared"
 
@@ -443,13 +451,24 @@ class SharedLayout(Layout):
             log2(v)
         if sorted(self.order) != list(range(len(self.order))):
             raise ValueError(f"bad order in {self}")
+        if self.block and (self.block & (self.block - 1) or self.block < self.vec or len(self.order) < 2):
+            raise ValueError(f"bad block in {self}: a power of two, at least vec, in a buffer of rank >= 2")
 
     def offset_of(self, coords: Sequence[int], shape: Sequence[int]) -> int:
         """Element offset of `coords` in the buffer, swizzle included."""
+        coords, shape = list(coords), list(shape)
+        blocks = 1
+        if self.block and shape[self.order[0]] > self.block:
+            blocks = shape[self.order[0]] // self.block
+            shape[self.order[0]] = self.block
+            index, coords[self.order[0]] = divmod(coords[self.order[0]], self.block)
         offset, stride = 0, 1
-        for d in self.order:
+        for i, d in enumerate(self.order):
             offset += coords[d] * stride
             stride *= shape[d]
+            if i == 1 and blocks > 1:
+                offset += index * stride
+                stride *= blocks
         if len(self.order) < 2:
             return offset
         inner, row = self.order[0], self.order[1]
@@ -472,8 +491,9 @@ class SharedLayout(Layout):
         return of(linear.register_bases), of(linear.lane_bases), of(linear.warp_bases)
 
     def __str__(self) -> str:
+        block = f", block = {self.block}" if self.block else ""
         return (f"#shared<vec = {self.vec}, per_phase = {self.per_phase}, max_phase = {self.max_phase}, "
-                f"order = {fmt_list(self.order)}>")
+                f"order = {fmt_list(self.order)}{block}>")
 
     __repr__ = __str__
 
@@ -659,8 +679,10 @@ def _parse_linear(body: str) -> LinearEncoding:
 
 
 def _parse_shared(body: str) -> SharedLayout:
-    f = LayoutBody(body).fields(["vec", "per_phase", "max_phase", "order"])
-    return SharedLayout(f["vec"], f["per_phase"], f["max_phase"], tuple(f["order"]))  # type: ignore[arg-type]
+    keys = ["vec", "per_phase", "max_phase", "order"] + (["block"] if re.search(r"\bblock\s*=", body) else [])
+    f = LayoutBody(body).fields(keys)
+    return SharedLayout(f["vec"], f["per_phase"], f["max_phase"], tuple(f["order"]),  # type: ignore[arg-type]
+                        f.get("block", 0))  # type: ignore[arg-type]
 
 
 register_layout("blocked", _parse_blocked)

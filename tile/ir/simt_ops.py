@@ -60,6 +60,35 @@ Tensor cores and asynchronous copies (sm_80+; warp-wide ops run with all 32 lane
   simt.cp_async_commit                    cp.async.commit_group: closes the thread's open group
   simt.cp_async_wait {pending}            cp.async.wait_group N: waits until at most N of the
                                           thread's groups are in flight
+
+Hopper's warp-group tensor cores (sm_90a; the 4 warps of a warp group run each op together):
+
+  simt.wgmma %da, %db, %scale_d, %c... {atype, n, trans_a, trans_b} : T x n/2
+                                          wgmma.mma_async.sync.aligned.m64n{n}k{K}: D = A @ B
+                                          (+ C where %scale_d, an i1, is true) for one 64 x n
+                                          tile, K from WGMMA_SHAPES[atype]; A (64 x K) and B
+                                          (K x n) are read from shared memory through the 64-bit
+                                          matrix descriptors %da, %db (u64: start address >> 4, leading
+                                          and stride byte offsets >> 4, swizzle mode), K-major, or
+                                          MN-major where trans_a / trans_b (f16/bf16 only); with
+                                          %a0..%a3 (i32, 16-bit types) in place of %da, A comes
+                                          from registers: mma.sync's m16n8k16 A fragment in each
+                                          warp (16 rows each), packed in pairs; C and
+                                          D: the n/2 f32 (s32: i32) registers of the PTX ISA's
+                                          wgmma D fragment. Asynchronous: D may be read only
+                                          after a simt.wgmma_wait retires its group, except by
+                                          the next simt.wgmma of the same accumulator
+  simt.wgmma_fence                        wgmma.fence: orders earlier register writes (the
+                                          accumulators) before the wgmma that follow
+  simt.wgmma_commit                       wgmma.commit_group: closes the group of wgmma issued
+                                          since the last commit
+  simt.wgmma_wait %x... {pending} : T...  wgmma.wait_group N: waits until at most N groups are
+                                          in flight; %x (accumulators of retired groups) come
+                                          back as the results, ready to read
+  simt.fence_proxy_async                  fence.proxy.async.shared::cta: this thread's earlier
+                                          writes to shared memory (st.shared, landed cp.async)
+                                          become visible to wgmma (the async proxy) after a
+                                          barrier
   simt.atom %a, %pred, %v {kind, sem, scope, offset} : T     old value (0 where %pred false);
                                           kind: add max min and or xor exch
   simt.red %a, %pred, %v {kind, sem, scope, offset}          atom without a result
@@ -75,10 +104,11 @@ Tensor cores and asynchronous copies (sm_80+; warp-wide ops run with all 32 lane
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from .core import Operation
 from .ops import expect, expect_counts, register_op
-from .types import DType, PointerType, f32, i1, i32
+from .types import DType, PointerType, f32, i1, i32, u64
 
 APPROX_FNS = ("ex2", "lg2", "sin", "cos", "rsqrt", "rcp")
 SHFL_MODES = ("bfly", "up", "down", "idx")
@@ -278,6 +308,66 @@ def _verify_cp_async_wait(op: Operation) -> None:
     expect_counts(op, 0, 0)
     pending = op.attrs.get("pending")
     expect(op, isinstance(pending, int) and pending >= 0, "pending must be an int >= 0")
+
+
+@dataclass(frozen=True)
+class WgmmaShape:
+    """One wgmma.mma_async form (m64nNkK for every N in 8..256 step 8): the K of one instruction,
+    the accumulator's PTX type, and whether the operands may be MN-major in shared memory (the
+    transposed layouts exist for .f16/.bf16 only: every other type reads A and B K-major)."""
+
+    k: int
+    ctype: str
+    mn_major: bool
+
+
+WGMMA_SHAPES = {"f16": WgmmaShape(16, "f32", True), "bf16": WgmmaShape(16, "f32", True),
+                "tf32": WgmmaShape(8, "f32", False), "e4m3": WgmmaShape(32, "f32", False),
+                "e5m2": WgmmaShape(32, "f32", False), "s8": WgmmaShape(32, "s32", False),
+                "u8": WgmmaShape(32, "s32", False)}
+
+
+def wgmma_atype(element: DType, input_precision: str) -> Optional[str]:
+    """The WGMMA_SHAPES key of a tt.dot on operands of type `element`, or None (no wgmma)."""
+    if element.name == "f32":
+        return "tf32" if input_precision == "tf32" else None
+    return {"f16": "f16", "bf16": "bf16", "f8e4nv": "e4m3", "f8e5": "e5m2", "i8": "s8", "u8": "u8"}.get(element.name)
+
+
+@register_op("simt.wgmma", pure=False)
+def _verify_wgmma(op: Operation) -> None:
+    shape = WGMMA_SHAPES.get(op.attrs.get("atype"))
+    expect(op, shape is not None, f"atype must be one of {sorted(WGMMA_SHAPES)}")
+    n = op.attrs.get("n")
+    expect(op, isinstance(n, int) and 8 <= n <= 256 and n % 8 == 0, "n must be a multiple of 8 in 8..256")
+    registers = op.num_operands == 6 + n // 2  # A in four i32 registers, not a descriptor
+    expect_counts(op, 6 + n // 2 if registers else 3 + n // 2, n // 2)
+    a_types = [i32] * 4 if registers else [u64]
+    expect(op, [v.type for v in op.operands[:len(a_types) + 2]] == a_types + [u64, i1],
+           "operands start with A's u64 matrix descriptor (or four i32 registers), B's and the i1 scale-d")
+    expect(op, not registers or (shape.mn_major and not op.attrs.get("trans_a", False)),
+           "A from registers is f16/bf16 and has no transpose")
+    acc = f32 if shape.ctype == "f32" else i32
+    expect(op, all(v.type == acc for v in op.operands[-(n // 2):]) and all(r.type == acc for r in op.results),
+           f"accumulators and results are {acc}")
+    for key in ("trans_a", "trans_b"):
+        flag = op.attrs.get(key, False)
+        expect(op, isinstance(flag, bool) and (shape.mn_major or not flag),
+               f"{key} is a bool, true only for f16/bf16 (MN-major operands)")
+
+
+register_op("simt.wgmma_fence", pure=False)(None)
+register_op("simt.wgmma_commit", pure=False)(None)
+register_op("simt.fence_proxy_async", pure=False)(None)
+
+
+@register_op("simt.wgmma_wait", pure=False)
+def _verify_wgmma_wait(op: Operation) -> None:
+    pending = op.attrs.get("pending")
+    expect(op, isinstance(pending, int) and pending >= 0, "pending must be an int >= 0")
+    expect(op, [v.type for v in op.operands] == [r.type for r in op.results], "results are the operands")
+
+
 register_op("simt.trap", pure=False)(None)
 
 

@@ -1,7 +1,7 @@
-"""Accelerate dot: put each tt.dot on the tensor cores (mma.sync) where they can take it, else on
-the FMA path, by choosing its result layout and the layouts of its operands.
+"""Accelerate dot: put each tt.dot on the tensor cores (mma.sync; wgmma on sm_90a) where they can
+take it, else on the FMA path, by choosing its result layout and the layouts of its operands.
 
-Before (num_warps = 4, sm_90a; #b = a blocked layout from convert-to-gpu):
+Before (num_warps = 4, sm_80; #b = a blocked layout from convert-to-gpu):
     %acc2 = tt.dot %a, %b, %acc {input_precision = "tf32"} : tensor<128x128xf32, #b>
           (%a: tensor<128x32xf16, #b>, %b: tensor<32x128xf16, #b>, %acc: tensor<128x128xf32, #b>)
 After (#mma = #mma<version = 2, wpc = [2, 2], instr = [16, 8]>):
@@ -35,17 +35,45 @@ Warps: (wm, wn) as Triton's warpsPerTileV2: starting from 1 x 1, double wm while
 least N / 16 / wn (and wm < M / 16), else double wn, until wm * wn = num_warps. So a 128x128 tile
 gets 2 x 2 warps with 4 warps (64x64 per warp) and 4 x 2 with 8 warps (32x64 per warp); 128x256
 with 8 warps gets 2 x 4 (64x64 per warp).
+
+On sm_90a, dots that Hopper's warp-group wgmma takes go there instead (tile.ir.simt_ops.WGMMA_SHAPES:
+the operand types, K of one instruction and which operands may be MN-major): f16/bf16 (k16, f32
+or f16 accumulator), f32 with input_precision "tf32" (k8), fp8 e4m3/e5m2 (k32) and i8/u8 (k32,
+i32 accumulator), with num_warps a multiple of 4 (warp groups), M a multiple of 64 per warp group
+and N of 8 per warp group, K a multiple of the instruction's K. Warp groups stack along M first
+(as many as M / 64 takes), the rest split N; one instruction is 64 x min(N per warp group, 256).
+The result gets #mma version 3, and A and B go to #shared buffers in a canonical wgmma layout
+(tile.ir.dot_layouts.wgmma_shared), which the dot reads in place (no #dot_op, no ldmatrix). The
+buffer is K-major here; convert-through-shared makes it MN-major where the stored values come in
+that order and the type allows it. A buffer of an operand defined outside the dot's loops is
+filled once, before them. An f16/bf16 A computed from another dot's result (attention's P @ V)
+stays in registers instead, as #dot_op<op_idx = 0> of the result's layout, which over a warp
+group's rows is the accumulator layout of the first dot: no shared memory between the two
+dots. Before / after (128x128x64 f16, num_warps = 8, sm_90a):
+    %acc2 = tt.dot %a, %b, %acc : tensor<128x128xf32, #b>
+becomes (#w = #mma<version = 3, wpc = [8, 1], instr = [16, 128]>)
+    %0 = gpu.local_alloc {bytes = 16384, offset = -1} :
+           tensor<128x64xf16, #shared<vec = 8, per_phase = 1, max_phase = 8, order = [1, 0]>>
+    gpu.local_store %0, %a
+    %1 = gpu.local_alloc {bytes = 16384, offset = -1} :
+           tensor<64x128xf16, #shared<vec = 8, per_phase = 1, max_phase = 8, order = [0, 1]>>
+    gpu.local_store %1, %b
+    %2 = gpu.convert_layout %acc : tensor<128x128xf32, #w>
+    %acc2 = tt.dot %0, %1, %2 : tensor<128x128xf32, #w>
+    %3 = gpu.convert_layout %acc2 : tensor<128x128xf32, #b>
 """
 from __future__ import annotations
 
 import math
 import re
-from typing import Sequence
+from typing import Optional, Sequence
 
-from ..ir import BlockArgument, Operation, bf16, f16, f32, i8, i32, u8
-from ..ir.dot_layouts import DotOperandLayout, MmaLayout
-from ..ir.gpu_ops import element_bytes, layout_of, legalize, mma_k_width, with_layout
+from ..ir import BlockArgument, Operation, TensorType, Value, bf16, f16, f32, i8, i32, u8
+from ..ir.dot_layouts import MAX_WGMMA_N, DotOperandLayout, MmaLayout, wgmma_shared
+from ..ir.gpu_ops import element_bytes, is_elementwise, layout_of, legalize, mma_k_width, with_layout
 from ..ir.layouts import BlockedLayout, blocked_layout
+from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
+from .coalesce import MEMORY_OPS
 from .dce import DCE
 from .pass_manager import Pass
 
@@ -83,6 +111,37 @@ def uses_mma(op: Operation, target: str, num_warps: int, threads_per_warp: int) 
     return m >= 16 and n >= 8 and k >= 8 * mma_k_width(el)
 
 
+WGMMA_TARGETS = ("sm_90a",)
+WARP_GROUP = 4  # warps
+WGMMA_M = 64    # rows of one wgmma instruction (one warp group)
+
+
+def wgmma_warp_groups(shape: Sequence[int], num_warps: int) -> tuple[int, int]:
+    """(warp groups along M, along N) of an M x N wgmma result: M first, as far as M / 64 goes."""
+    groups, gm = num_warps // WARP_GROUP, 1
+    while gm < groups and shape[0] % (2 * gm * WGMMA_M) == 0:
+        gm *= 2
+    return gm, max(1, groups // gm)
+
+
+def uses_wgmma(op: Operation, target: str, num_warps: int, threads_per_warp: int) -> bool:
+    """Whether tt.dot `op` goes to wgmma (see the module docstring)."""
+    a, c = op.operand(0).type, op.result.type
+    atype = wgmma_atype(a.element, op.attrs.get("input_precision", "tf32"))
+    if target not in WGMMA_TARGETS or threads_per_warp != 32 or num_warps % WARP_GROUP or atype is None:
+        return False
+    shape = WGMMA_SHAPES[atype]
+    accumulators = (i32,) if shape.ctype == "s32" else (f32, f16) if atype == "f16" else (f32,)
+    (m, k), n = a.shape, c.shape[1]
+    gm, gn = wgmma_warp_groups((m, n), num_warps)
+    return c.element in accumulators and m % (WGMMA_M * gm) == 0 and n % (8 * gn) == 0 and k % shape.k == 0
+
+
+def wgmma_result_layout(shape: Sequence[int], num_warps: int) -> MmaLayout:
+    gm, gn = wgmma_warp_groups(shape, num_warps)
+    return MmaLayout(3, (WARP_GROUP * gm, gn), (16, min(shape[1] // gn, MAX_WGMMA_N)))
+
+
 def fma_result_layout(shape: Sequence[int], num_warps: int, threads_per_warp: int = 32) -> BlockedLayout:
     """The FMA path's result layout: near-square blocks per thread, lanes then warps row-major."""
     per_thread = max(1, math.prod(shape) // (num_warps * threads_per_warp))
@@ -94,6 +153,8 @@ def fma_result_layout(shape: Sequence[int], num_warps: int, threads_per_warp: in
 def dot_result_layout(op: Operation, target: str, num_warps: int,
                       threads_per_warp: int) -> MmaLayout | BlockedLayout:
     shape = op.result.type.shape
+    if uses_wgmma(op, target, num_warps, threads_per_warp):
+        return wgmma_result_layout(shape, num_warps)
     if uses_mma(op, target, num_warps, threads_per_warp):
         return MmaLayout(2, warps_per_tile(shape, num_warps))
     return fma_result_layout(shape, num_warps, threads_per_warp)
@@ -124,6 +185,51 @@ def _source(v):
     return v
 
 
+def _defined_outside(v: Value, loop: Operation) -> bool:
+    owner = v.block.parent_op if isinstance(v, BlockArgument) else v.owner_op
+    return owner is None or not loop.is_ancestor_of(owner)
+
+
+_THROUGH = ("gpu.convert_layout", "tt.broadcast", "tt.expand_dims", "tt.splat")
+
+
+def from_a_dot(v: Value, seen: Optional[set] = None) -> bool:
+    """Whether `v` is computed in registers from another dot's result (through elementwise ops,
+    broadcasts and conversions, no memory): attention's P in P @ V."""
+    seen = set() if seen is None else seen
+    op = v.owner_op
+    if op is None or op in seen:
+        return False
+    seen.add(op)
+    if op.name == "tt.dot":
+        return True
+    if op.name in _THROUGH or is_elementwise(op) and op.name not in MEMORY_OPS:
+        return any(from_a_dot(x, seen) for x in op.operands if isinstance(x.type, TensorType))
+    return False
+
+
+def stage_wgmma_operands(op: Operation) -> None:
+    """B, and A unless it comes from another dot (f16/bf16: it stays in registers), of a wgmma dot
+    into #shared buffers (K-major; see the module docstring), stored in front of the dot, or in
+    front of the outermost enclosing loops that do not define them."""
+    a = op.operand(0)
+    in_registers = element_bytes(a.type) == 2 and from_a_dot(a)
+    for i, k_dim in ((0, 1), (1, 0))[1 if in_registers else 0:]:
+        v = op.operand(i)
+        t = v.type
+        anchor = op
+        while anchor.parent_op is not None and anchor.parent_op.name in ("scf.for", "scf.while") and \
+                _defined_outside(v, anchor.parent_op):
+            anchor = anchor.parent_op
+        layout = wgmma_shared(t.shape, element_bytes(t), (k_dim, 1 - k_dim))
+        alloc = Operation("gpu.local_alloc", [], [TensorType(t.shape, t.element, layout)],
+                          {"offset": -1, "bytes": t.numel * element_bytes(t)}, loc=op.loc)
+        store = Operation("gpu.local_store", [alloc.result, v], loc=op.loc)
+        anchor.parent.insert_before(anchor, alloc)
+        anchor.parent.insert_before(anchor, store)
+        op.set_operand(i, alloc.result)
+
+
 class AccelerateDot(Pass):
     """Chooses the mma or FMA layouts of every tt.dot (see the module docstring)."""
 
@@ -140,6 +246,8 @@ class AccelerateDot(Pass):
                 continue
             for i in (0, 1):
                 op.set_operand(i, _source(op.operand(i)))
+            if isinstance(layout, MmaLayout) and layout.version == 3:
+                stage_wgmma_operands(op)
             old = op.result.type
             uses = list(op.result.uses)
             op.result.type = with_layout(old, layout)
@@ -155,4 +263,4 @@ class AccelerateDot(Pass):
 
 
 __all__ = ["AccelerateDot", "dot_result_layout", "fma_result_layout", "hoist_invariant_fragments", "mma_capable",
-           "uses_mma", "warps_per_tile", "HOISTED_REGISTERS"]
+           "uses_mma", "uses_wgmma", "warps_per_tile", "wgmma_warp_groups", "HOISTED_REGISTERS"]

@@ -7,7 +7,9 @@ uses of its gpu.local_view stages included (a reduce's scratch: during the op); 
 loop that does not contain the definition keeps the buffer alive for the whole loop, since the
 next iteration comes back to it. Buffers are placed largest first at the lowest offset free of
 every placed buffer whose lifetime intersects its own, aligned to 16 bytes, or to 128 bytes for
-a swizzled buffer (its bank pattern is computed from a line start). The copies a pipelined loop
+a swizzled buffer (its bank pattern is computed from a line start), or to 8 rows of its swizzle
+(1024 bytes for 128-byte rows) for a buffer wgmma reads (the hardware swizzles by address bits,
+so each swizzle atom must start at such a boundary). The copies a pipelined loop
 leaves in flight land at the gpu.async_wait {pending = 0} right after the loop, before any
 later buffer that reuses their bytes is touched.
 Sets `offset` on local_alloc, `scratch_offset` on reduce/scan, and func attr `shared_bytes`.
@@ -32,7 +34,8 @@ import math
 from dataclasses import dataclass
 
 from ..ir import Operation, TensorType
-from ..ir.gpu_ops import element_bytes
+from ..ir.dot_layouts import wgmma_swizzle
+from ..ir.gpu_ops import element_bytes, stage_layout
 from ..ir.layouts import warps_split_dim
 from .pass_manager import Pass
 
@@ -99,10 +102,23 @@ def _buffers(func: Operation) -> list[_Buffer]:
                         stop = max(stop, end[loop])
                     loop = loop.parent_op
             layout = op.result.type.layout
-            out.append(_Buffer(op, op.attrs["bytes"], pos[op], stop, SWIZZLE_ALIGN if layout.max_phase > 1 else ALIGN))
+            align = SWIZZLE_ALIGN if layout.max_phase > 1 else ALIGN
+            out.append(_Buffer(op, op.attrs["bytes"], pos[op], stop, max(align, _wgmma_alignment(op))))
         elif needs_scratch(op):
             out.append(_Buffer(op, scratch_bytes(op), pos[op], end[op]))
     return out
+
+
+def _wgmma_alignment(alloc: Operation) -> int:
+    """8 rows of the swizzle of a buffer some wgmma dot reads (see the module docstring), else 1."""
+    t = alloc.result.type
+    if not any(u.name == "tt.dot" for u in _users_through_views(alloc)):
+        return 1
+    layout, shape = t.layout, t.shape
+    if t.rank == 3:
+        layout, shape = stage_layout(layout), shape[1:]
+    swizzle = wgmma_swizzle(layout, shape, element_bytes(t))
+    return 8 * swizzle if swizzle is not None else 1
 
 
 def _users_through_views(alloc: Operation) -> list[Operation]:

@@ -18,6 +18,17 @@ contiguous, so each thread writes its runs as vectors. Its swizzle:
   one (lanes differ by XOR constants, which permute banks): costing one instruction per side is
   exact. Ties keep the smaller swizzle (no swizzle when it costs nothing).
 
+The buffers of wgmma's operands (placed by accelerate-dot, K-major) take the order of the values
+stored into them: MN-major (tile.ir.dot_layouts.wgmma_shared with M or N contiguous) where the
+stored value's fastest dimension is M or N and the type allows MN-major operands (f16, bf16),
+so the 16-byte stores (and cp.async copies) filling them stay whole:
+    %0 = gpu.local_alloc ... : tensor<64x128xf16, #shared<vec = 8, per_phase = 1, max_phase = 8, order = [0, 1]>>
+    gpu.local_store %0, %b           (%b: tensor<64x128xf16, #blocked<spt = [1, 8], ..., order = [1, 0]>>)
+    %d = tt.dot %a_buf, %0, %acc : tensor<64x128xf32, #mma<version = 3, ...>>
+becomes
+    %0 = gpu.local_alloc ... : tensor<64x128xf16, #shared<vec = 8, per_phase = 1, max_phase = 8, order = [1, 0],
+                                                           block = 64>>
+
 Before (#T = #blocked<spt = [4, 1], tpw = [16, 2], wpc = [1, 4], order = [0, 1]>, column-major, and
 #C = #blocked<spt = [1, 4], tpw = [2, 16], wpc = [4, 1], order = [1, 0]>, row-major):
     %y = gpu.convert_layout %x : tensor<64x64xf32, #C>          (%x: tensor<64x64xf32, #T>)
@@ -36,9 +47,10 @@ from typing import Sequence
 import numpy as np
 
 from ..ir import Operation, TensorType
-from ..ir.dot_layouts import LINE, DotOperandLayout, shared_for_dot, shared_wavefronts
+from ..ir.dot_layouts import LINE, DotOperandLayout, MmaLayout, shared_for_dot, shared_wavefronts, wgmma_shared
 from ..ir.gpu_ops import element_bytes
 from ..ir.layouts import DistributedLayout, SharedLayout, conversion_kind, log2
+from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
 from .dce import replace_op
 from .pass_manager import Pass
 
@@ -114,12 +126,34 @@ def _first_user(op: Operation) -> Operation:
     return min(users, key=op.parent.ops.index)
 
 
+def orient_wgmma_operands(func: Operation) -> None:
+    """Make the buffers of wgmma operands MN-major where their stored values are (see the module
+    docstring)."""
+    for op in func.walk():
+        layout = op.result.type.layout if op.name == "tt.dot" else None
+        if not isinstance(layout, MmaLayout) or layout.version != 3:
+            continue
+        atype = wgmma_atype(op.operand(0).type.element, op.attrs.get("input_precision", "tf32"))
+        for buf, k_dim in ((op.operand(0), 1), (op.operand(1), 0)):
+            stores = [u for u in buf.users() if u.name == "gpu.local_store"]
+            t = buf.type
+            if len(stores) != 1 or not WGMMA_SHAPES[atype].mn_major:
+                continue
+            src = stores[0].operand(1).type
+            mn_major = _fastest_dim(src.layout, src.shape) != k_dim
+            shared = wgmma_shared(t.shape, element_bytes(t), (1 - k_dim, k_dim)) if mn_major else None
+            if shared is not None:
+                buf.type = TensorType(t.shape, t.element, shared)
+
+
 class ConvertThroughShared(Pass):
-    """gpu.convert_layout of kind "shared" -> gpu.local_alloc + gpu.local_store + gpu.local_load."""
+    """gpu.convert_layout of kind "shared" -> gpu.local_alloc + gpu.local_store + gpu.local_load;
+    wgmma operand buffers in the order of their values."""
 
     name = "convert-through-shared"
 
     def run(self, func: Operation) -> None:
+        orient_wgmma_operands(func)
         for op in list(func.walk()):
             if op.name != "gpu.convert_layout":
                 continue
@@ -138,4 +172,4 @@ class ConvertThroughShared(Pass):
             replace_op(op, load.result)
 
 
-__all__ = ["ConvertThroughShared", "shared_layout_for", "access_cost"]
+__all__ = ["ConvertThroughShared", "shared_layout_for", "access_cost", "orient_wgmma_operands"]

@@ -1,13 +1,15 @@
 """The ordered gpu-level passes: tile IR in, gpu IR ready for lowering out.
 
 convert-to-gpu gives every tensor a layout; accelerate-dot puts each tt.dot on the tensor cores
-(#mma result, #dot_op operands) or the FMA path; coalesce picks the layouts of memory accesses;
-remove-layout-conversions spreads them (and the dots' layouts) and deletes the conversions that
-become useless; vectorize sets each access's width; convert-through-shared turns the remaining
-thread-crossing conversions into shared-memory round trips, which stages the dot operands in
-swizzled buffers; pipeline turns the staging of the loads feeding a dot in a loop into
-num_stages-buffered cp.async copies; alloc-shared places buffers and reduce scratch;
-insert-barriers synchronizes shared-memory hazards.
+(#mma result, #dot_op operands; on sm_90a wgmma: #mma version 3, operands in #shared buffers) or
+the FMA path; coalesce picks the layouts of memory accesses; remove-layout-conversions spreads
+them (and the dots' layouts) and deletes the conversions that become useless; vectorize sets each
+access's width; convert-through-shared turns the remaining thread-crossing conversions into
+shared-memory round trips, which stages the dot operands in swizzled buffers (and orients
+wgmma's); pipeline turns the staging of the loads feeding a dot in a loop into num_stages-buffered
+cp.async copies (wgmma dots run asynchronously across them); alloc-shared places buffers and
+reduce scratch; insert-barriers synchronizes shared-memory hazards (and fences the writes wgmma
+reads).
 """
 from __future__ import annotations
 

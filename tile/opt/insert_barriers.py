@@ -14,6 +14,14 @@ hazards across the back edge get a barrier inside the loop. Reduce/scan scratch 
 the lowering, which puts barriers around its own scratch use (the contract): a reduce or scan
 with a `scratch_offset` therefore also clears the pending sets.
 
+wgmma (a tt.dot reading #shared operands) reads them through the async proxy: before it, shared bytes
+written by ordinary stores or landed copies ("unfenced" writes) need a gpu.fence_async_shared in
+every writing thread and then a gpu.barrier (a barrier alone does not publish them to the async
+proxy); bytes written since the last barrier but already fenced need the barrier. A dot with
+{is_async} keeps its reads in flight, oldest first, until a gpu.dot_wait retires them (all but the
+newest `pending`): then they are pending reads like a local_load's. A store or copy over bytes an
+asynchronous dot still reads gets a gpu.dot_wait {pending = 0} and a barrier.
+
 Where the bytes are: a gpu.local_alloc's [offset, offset + bytes); a gpu.local_view of stage s
 of a rank-3 buffer: that stage's bytes when s is a constant, else the whole buffer, tagged
 with s written as (base, k) for s = (base + k) rem S (the pipeliner's stage indices). Two views
@@ -35,6 +43,16 @@ After:
     gpu.barrier
     %z = gpu.local_load %b : ...
 
+A pipelined wgmma loop (S = 3, the dot asynchronous) gets a fence and a barrier before the dot,
+and a barrier before the copies into the stage the previous iteration's dot read:
+    gpu.async_wait {pending = 1}
+    gpu.fence_async_shared           // this thread's landed copies, visible to wgmma
+    gpu.barrier                      // ... every thread's
+    %d = tt.dot %va, %vb, %acc {is_async = true}
+    gpu.dot_wait {pending = 1}       // the previous iteration's dot is done
+    gpu.barrier                      // ... in every warp group
+    gpu.async_copy %w, %ptrs, %mask  // into stage (%s + 2) rem 3, which that dot read
+
 A pipelined loop (S = 3) gets one barrier per iteration, between the wait and the reads:
     gpu.async_wait {pending = 1}
     gpu.barrier                      // the copies of stage %s landed in every thread; every
@@ -45,10 +63,13 @@ A pipelined loop (S = 3) gets one barrier per iteration, between the wait and th
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
 from ..ir import BlockArgument, Block, Operation, Value
+from ..ir.gpu_ops import layout_of
+from ..ir.layouts import SharedLayout
 from .pass_manager import Pass
 
 Tag = Optional[tuple[Value, int]]
@@ -73,13 +94,21 @@ class _Pending:
     reads: frozenset[_Access] = frozenset()
     writes: frozenset[_Access] = frozenset()
     in_flight: frozenset[_Access] = frozenset()
+    unfenced: frozenset[_Access] = frozenset()      # generic-proxy writes not yet fenced for wgmma
+    dots: tuple[frozenset[_Access], ...] = ()       # reads of asynchronous dots in flight, oldest first
 
     def __or__(self, other: "_Pending") -> "_Pending":
-        return _Pending(self.reads | other.reads, self.writes | other.writes, self.in_flight | other.in_flight)
+        n = max(len(self.dots), len(other.dots))
+        pad = lambda d: (frozenset(),) * (n - len(d)) + d  # noqa: E731  (aligned on the newest)
+        return _Pending(self.reads | other.reads, self.writes | other.writes, self.in_flight | other.in_flight,
+                        self.unfenced | other.unfenced, tuple(a | b for a, b in zip(pad(self.dots), pad(other.dots))))
 
     def cleared(self) -> "_Pending":
-        """After a barrier: the copies still in flight stay in flight."""
-        return _Pending(in_flight=self.in_flight)
+        """After a barrier: copies and asynchronous dots in flight stay so, unfenced writes too."""
+        return _Pending(in_flight=self.in_flight, unfenced=self.unfenced, dots=self.dots)
+
+    def replace(self, **changes: object) -> "_Pending":
+        return dataclasses.replace(self, **changes)
 
 
 def _hits(access: _Access, pending: frozenset[_Access]) -> bool:
@@ -128,7 +157,8 @@ def _untag(state: _Pending, loop: Operation) -> _Pending:
         return frozenset(_Access(a.start, a.end) if a.tag is not None and _defined_in(a.tag[0], loop) else a
                          for a in accesses)
 
-    return _Pending(fix(state.reads), fix(state.writes), fix(state.in_flight))
+    return _Pending(fix(state.reads), fix(state.writes), fix(state.in_flight), fix(state.unfenced),
+                    tuple(fix(d) for d in state.dots))
 
 
 class InsertBarriers(Pass):
@@ -140,9 +170,10 @@ class InsertBarriers(Pass):
         self.func = func
         self._block(func.regions[0].block, _Pending(), insert=True)
 
-    def _barrier(self, op: Operation, insert: bool) -> None:
+    def _barrier(self, op: Operation, insert: bool, before: tuple[Operation, ...] = ()) -> None:
         if insert:
-            op.parent.insert_before(op, Operation("gpu.barrier", loc=op.loc))
+            for new in before + (Operation("gpu.barrier", loc=op.loc),):
+                op.parent.insert_before(op, new)
 
     def _block(self, block: Block, state: _Pending, insert: bool) -> _Pending:
         for op in list(block.ops):
@@ -151,21 +182,33 @@ class InsertBarriers(Pass):
                 state = state.cleared()
             elif name in ("gpu.local_store", "gpu.async_copy"):
                 access = _access(op.operand(0), self.func)
+                if any(_hits(access, d) for d in state.dots):
+                    self._barrier(op, insert, (Operation("gpu.dot_wait", [], [], {"pending": 0}, loc=op.loc),))
+                    state = state.replace(dots=()).cleared()
                 if _hits(access, state.reads | state.writes):
                     self._barrier(op, insert)
                     state = state.cleared()
                 if name == "gpu.local_store":
-                    state = _Pending(state.reads, state.writes | {access}, state.in_flight)
+                    state = state.replace(writes=state.writes | {access}, unfenced=state.unfenced | {access})
                 else:
-                    state = _Pending(state.reads, state.writes, state.in_flight | {access})
+                    state = state.replace(in_flight=state.in_flight | {access})
             elif name == "gpu.local_load":
                 access = _access(op.operand(0), self.func)
                 if _hits(access, state.writes):
                     self._barrier(op, insert)
                     state = state.cleared()
-                state = _Pending(state.reads | {access}, state.writes, state.in_flight)
+                state = state.replace(reads=state.reads | {access})
+            elif name == "tt.dot" and any(isinstance(layout_of(v), SharedLayout) for v in op.operands[:2]):
+                state = self._wgmma(op, state, insert)
+            elif name == "gpu.dot_wait":
+                keep = len(state.dots) - op.attrs["pending"]
+                retired = frozenset().union(*state.dots[:max(keep, 0)])
+                state = state.replace(reads=state.reads | retired, dots=state.dots[max(keep, 0):])
+            elif name == "gpu.fence_async_shared":
+                state = state.replace(unfenced=frozenset())
             elif name == "gpu.async_wait":
-                state = _Pending(state.reads, state.writes | state.in_flight)
+                state = state.replace(writes=state.writes | state.in_flight, unfenced=state.unfenced | state.in_flight,
+                                      in_flight=frozenset())
             elif name == "scf.if":
                 then, other = op.regions[0].block, op.regions[1].block
                 state = self._block(then, state, insert) | self._block(other, state, insert)
@@ -180,6 +223,19 @@ class InsertBarriers(Pass):
                 state = _untag(self._block(before, entry, insert), op)
                 self._block(after, state, insert)
         return state
+
+    def _wgmma(self, op: Operation, state: _Pending, insert: bool) -> _Pending:
+        """A dot reading its operands through the async proxy (see the module docstring)."""
+        accesses = frozenset(_access(v, self.func) for v in op.operands[:2] if isinstance(layout_of(v), SharedLayout))
+        if any(_hits(a, state.unfenced) for a in accesses):
+            self._barrier(op, insert, (Operation("gpu.fence_async_shared", loc=op.loc),))
+            state = state.replace(unfenced=frozenset()).cleared()
+        elif any(_hits(a, state.writes) for a in accesses):
+            self._barrier(op, insert)
+            state = state.cleared()
+        if op.attrs.get("is_async"):
+            return state.replace(dots=state.dots + (accesses,))
+        return state.replace(reads=state.reads | accesses)
 
     @staticmethod
     def _loop_entry(state: _Pending, iteration) -> _Pending:

@@ -29,6 +29,23 @@ register prefetch of Triton's Prefetch pass.
 After the loop, gpu.async_wait {pending = 0} lets the (zero-filling) copies of the iterations
 past the end land before their bytes are reused.
 
+wgmma dots (sm_90a) read their operand buffers themselves, so a buffer's readers may also be
+wgmma tt.dot ops (they then read the stage's gpu.local_view). Such a dot whose accumulator is only
+carried around the loop (the block argument feeds only the dot, the dot's result only the
+scf.yield; f32 or i32) and whose A is in shared memory too (registers would be rewritten under
+it) becomes asynchronous ({is_async}): its wgmma run while the next copies are
+issued, which then come after it, behind a gpu.dot_wait {pending = number of such dots} that
+retires the previous iteration's dots (whose stage the copies overwrite). A gpu.dot_wait
+{pending = 0} of the loop's results follows the loop. The loop body of a 3-stage wgmma loop:
+    gpu.async_wait {pending = 1}
+    %cur_a = gpu.local_view %bufs_a, %s ...
+    %d = tt.dot %cur_a, %cur_b, %acc {is_async = true} : tensor<128x128xf32, #mma<version = 3, ...>>
+    gpu.dot_wait {pending = 1}
+    (iteration k + 2's copies into stage (%s + 2) rem 3, then gpu.async_commit)
+    scf.yield %d, ..., (%s + 1) rem 3
+  and after the loop
+    %r = gpu.dot_wait %loop#0 {pending = 0} : tensor<128x128xf32, #mma<version = 3, ...>>
+
 Before (S = 3, after convert-through-shared; #A, #B the operands' #dot_op layouts):
     %r = scf.for %c0, %n, %c1, %acc0, %ap0 : ... {
     ^bb(%k: i32, %acc: tensor<...>, %ap: tensor<64x32xptr<f16>, #L>):
@@ -66,10 +83,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..ir import BlockArgument, Operation, PointerType, TensorType, Value, i1, i32, i64, is_pure
+from ..ir import BlockArgument, Operation, PointerType, TensorType, Value, element_type, f32, i1, i32, i64, is_pure
 from ..ir.core import Block, Region
-from ..ir.dot_layouts import DotOperandLayout
+from ..ir.dot_layouts import DotOperandLayout, MmaLayout
 from ..ir.gpu_ops import element_bytes, layout_of, multi_buffer_layout, with_layout
+from ..ir.layouts import SharedLayout
 from .dce import DCE
 from .pass_manager import Pass
 
@@ -89,6 +107,31 @@ def _constant_value(v: Value) -> object:
     return op.attrs["value"] if op is not None and op.name == "arith.constant" else None
 
 
+def _reads_operand(op: Operation) -> bool:
+    """A reader of a dot operand buffer: a local_load into #dot_op fragments, or a wgmma dot."""
+    if op.name == "gpu.local_load":
+        return isinstance(layout_of(op.result), DotOperandLayout)
+    layout = layout_of(op.result) if op.name == "tt.dot" else None
+    return isinstance(layout, MmaLayout) and layout.version == 3
+
+
+def _asynchronous_dots(body: Block, candidates: list[_Candidate]) -> list[Operation]:
+    """The wgmma dots reading the candidates' buffers whose accumulator is only carried around the
+    loop, in body order (see the module docstring)."""
+    term = body.terminator
+    dots: list[Operation] = []
+    for c in candidates:
+        for dot in c.reads:
+            acc = dot.operand(2) if dot.name == "tt.dot" else None
+            if acc is None or dot in dots or not isinstance(acc, BlockArgument) or acc.block is not body or \
+                    acc.index < 1 or len(acc.uses) != 1 or element_type(acc.type) not in (f32, i32) or \
+                    not isinstance(layout_of(dot.operand(0)), SharedLayout):
+                continue
+            if [(user, index) for user, index in dot.result.uses] == [(term, acc.index - 1)]:
+                dots.append(dot)
+    return sorted(dots, key=body.ops.index)
+
+
 def _candidate(store: Operation, body: Block) -> Optional[_Candidate]:
     buf, x = store.operands
     alloc, load, trans = buf.owner_op, x.owner_op, None
@@ -99,8 +142,7 @@ def _candidate(store: Operation, body: Block) -> Optional[_Candidate]:
             load.name != "tt.load" or load.parent is not body or len(x.uses) != 1:
         return None
     reads = [u for u in buf.users() if u is not store]
-    if len(buf.uses) != len(reads) + 1 or not all(
-            r.name == "gpu.local_load" and isinstance(layout_of(r.result), DotOperandLayout) for r in reads):
+    if len(buf.uses) != len(reads) + 1 or not all(_reads_operand(r) for r in reads):
         return None
     width = load.attrs.get("vector", 1) * element_bytes(x.type)
     other = _constant_value(load.operand(2)) if load.num_operands > 2 else 0
@@ -327,17 +369,26 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
         new_body.append(op)
     stage = new_body.args[-1]
     stage.name_hint = "stage"
-    em = _Emitter(new_body.ops[0], new, constants)
-    em.op("gpu.async_wait", [], pending=stages - 2)
+    top = _Emitter(new_body.ops[0], new, constants)
+    top.op("gpu.async_wait", [], pending=stages - 2)
+    dots = _asynchronous_dots(new_body, candidates)
+    em = top
+    if dots:
+        for dot in dots:
+            dot.attrs["is_async"] = True
+        wait = Operation("gpu.dot_wait", [], [], {"pending": len(dots)}, loc=dots[-1].loc)
+        new_body.insert_after(dots[-1], wait)
+        em = _Emitter(new_body.ops[new_body.ops.index(wait) + 1], new, constants)
     ahead = em.value("arith.add", [new_body.args[0], em.const((stages - 1) * step, iv_type)], iv_type)
     mapping = {new_body.args[0]: ahead}
     em.clone(stage0_ops, mapping)
     write = em.value("arith.rem", [em.value("arith.add", [stage, em.const(stages - 1)], i32), em.const(stages)], i32)
     _issue(em, candidates, mapping, ahead, ub, write)
     for c in candidates:
-        view = em.value("gpu.local_view", [c.buffers, stage], c.alloc.result.type)
-        for r in c.reads:
-            r.set_operand(0, view)
+        view = top.value("gpu.local_view", [c.buffers, stage], c.alloc.result.type)
+        for user, index in list(c.alloc.result.uses):
+            if user is not c.store:
+                user.set_operand(index, view)
         c.store.erase()
         c.alloc.erase()
         if c.trans is not None:
@@ -354,6 +405,15 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
     loop.erase()
     after = Operation("gpu.async_wait", [], [], {"pending": 0}, loc=new.loc)
     new.parent.insert_after(new, after)
+    if dots:
+        carried = [new.results[dot.operand(2).index - 1] for dot in dots]
+        wait = Operation("gpu.dot_wait", carried, [v.type for v in carried], {"pending": 0}, loc=new.loc)
+        new.parent.insert_after(new, wait)
+        for v, ready in zip(carried, wait.results):
+            v.name_hint, ready.name_hint = None, v.name_hint
+            for user, index in list(v.uses):
+                if user is not wait:
+                    user.set_operand(index, ready)
     return True
 
 
