@@ -148,7 +148,8 @@ def _ex2(x: np.ndarray) -> np.ndarray:
 def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     r = (x.astype(np.float64) / y.astype(np.float64)).astype(np.float32)
     huge = (np.abs(y) > np.float32(2.0 ** 126)) & np.isfinite(y)  # a * (1/b) with 1/b flushed to zero
-    return np.where(huge, np.where(np.isinf(x), np.float32(np.nan), np.float32(0) * np.sign(x) * np.sign(y)), r)
+    zero = np.where(np.signbit(x) ^ np.signbit(y), np.float32(-0.0), np.float32(0.0))
+    return np.where(huge, np.where(np.isinf(x), np.float32(np.nan), zero), r)
 
 
 def rcp64h(x: np.ndarray) -> np.ndarray:

@@ -218,11 +218,15 @@ def _sqrt_sign(a: np.ndarray, r: np.ndarray) -> np.ndarray:
     return np.where(special, 0, _sign((m2 - p) - q)).astype(np.int8)
 
 
-def _sum_pair(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _sum_pair(a: np.ndarray, b: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """(fl64(a + b), sign of the error); an exact zero sum of opposite-signed terms is -0 when
+    rounding down (IEEE 754 6.3), +0 otherwise."""
     r = a + b
     s, err = fast_two_sum(np.where(np.isfinite(r), a, 0.0), np.where(np.isfinite(r), b, 0.0))
     finite_in = np.isfinite(a) & np.isfinite(b)
     e = np.where(np.isfinite(r), _sign(err), np.where(finite_in, -_sign(r), 0))
+    if mode == "rd":
+        r = np.where((r == 0) & ~((a == 0) & (b == 0) & (np.signbit(a) == np.signbit(b))), -0.0, r)
     return r, e.astype(np.int8)
 
 
@@ -233,7 +237,7 @@ def rounded_binary(name: str, a: np.ndarray, b: np.ndarray, t: DType, mode: str)
         if name == "arith.sub":
             name, y = "arith.add", -y
         if name == "arith.add":
-            r, e = _sum_pair(x, y)
+            r, e = _sum_pair(x, y, mode)
         elif name == "arith.mul":
             r = x * y
             e = np.zeros(r.shape, np.int8) if t == f32 else _product_sign(x, y, r)  # f32 products are exact
@@ -256,7 +260,7 @@ def rounded_fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, t: DType, mode: str
     with np.errstate(all="ignore"):
         x, y, z = np.broadcast_arrays(a.astype(np.float64), b.astype(np.float64), c.astype(np.float64))
         if t == f32:  # the product of two f32 is exact in f64, the sum has an exact error
-            r, e = _sum_pair(x * y, z)
+            r, e = _sum_pair(x * y, z, mode)
             return round_pair(r, e, t, mode)
         return _fma64(x, y, z, mode)
 
