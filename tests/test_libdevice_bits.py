@@ -24,6 +24,8 @@ from tile.ir.types import f32, f64
 from tile.language.extra import libdevice_bits as libdevice
 from tile.runtime import interp_rounding as R
 
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy on infinities and NaN in references
+
 MODES = ("rn", "rz", "rd", "ru")
 FT = {"fp32": np.float32, "fp64": np.float64}
 UINT = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
@@ -407,3 +409,322 @@ def test_double_to_float(arrays) -> None:
         want = [np.float32(v) if not math.isfinite(v) or v == 0 else exact_round(Fraction(float(v)), np.float32, mode)
                 for v in x]
         same_bits(row, want, f"double2float_{mode}")
+
+
+# ----------------------------------------------------------------- integer and bit functions
+
+
+def wrap(v: int, bits: int, signed: bool) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if signed and v >> (bits - 1) else v
+
+
+def _clz(v: int, bits: int) -> int:
+    return bits - (v & ((1 << bits) - 1)).bit_length()
+
+
+def _brev(v: int, bits: int) -> int:
+    return wrap(int(format(v & ((1 << bits) - 1), f"0{bits}b")[::-1], 2), bits, True)
+
+
+def _byte_perm(x: int, y: int, s: int) -> int:
+    pool = ((y & 0xFFFFFFFF) << 32) | (x & 0xFFFFFFFF)
+    return wrap(sum(((pool >> (8 * ((s >> (4 * n)) & 7))) & 0xFF) << (8 * n) for n in range(4)), 32, True)
+
+
+def _mul24(x: int, y: int, signed: bool) -> int:
+    low = (lambda v: ((v & 0xFFFFFF) ^ 0x800000) - 0x800000) if signed else (lambda v: v & 0xFFFFFF)
+    return wrap(low(x) * low(y), 32, signed)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_bit_counting_and_reversal(arrays, dtype: str) -> None:
+    x = int_values(dtype, 300)
+    bits = np.dtype(dtype).itemsize * 8
+    got = apply(arrays, ["clz", "popc", "ffs"], [x], np.int32)
+    np.testing.assert_array_equal(got[0], [_clz(int(v), bits) for v in x], "clz")
+    np.testing.assert_array_equal(got[1], [bin(int(v) & ((1 << bits) - 1)).count("1") for v in x], "popc")
+    np.testing.assert_array_equal(got[2], [(int(v) & -int(v)).bit_length() for v in x], "ffs")
+    got = apply(arrays, ["brev", "abs"], [x], dtype)
+    np.testing.assert_array_equal(got[0], np.array([_brev(int(v), bits) for v in x], dtype), "brev")
+    np.testing.assert_array_equal(got[1], np.array([wrap(abs(int(v)), bits, True) for v in x], dtype), "abs")
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32"])
+def test_halving_adds_mulhi_mul24(arrays, dtype: str) -> None:
+    x, y = int_values(dtype, 300), np.roll(int_values(dtype, 300), 5)
+    signed = dtype == "int32"
+    got = apply(arrays, ["hadd", "rhadd", "mulhi", "mul24"], [x, y], dtype)
+    pairs = [(int(a), int(b)) for a, b in zip(x, y)]
+    refs = {"hadd": [(a + b) >> 1 for a, b in pairs], "rhadd": [(a + b + 1) >> 1 for a, b in pairs],
+            "mulhi": [wrap((a * b) >> 32, 32, signed) for a, b in pairs],
+            "mul24": [_mul24(a, b, signed) for a, b in pairs]}
+    for row, (name, want) in zip(got, refs.items()):
+        np.testing.assert_array_equal(row, np.array(want, dtype), name)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+def test_mulhi_64(arrays, dtype: str) -> None:
+    x, y = int_values(dtype, 300), np.roll(int_values(dtype, 300), 3)
+    got = apply(arrays, ["mulhi"], [x, y], dtype)[0]
+    np.testing.assert_array_equal(got, np.array([wrap((int(a) * int(b)) >> 64, 64, dtype == "int64")
+                                                 for a, b in zip(x, y)], dtype))
+
+
+def test_byte_perm_and_sad(arrays) -> None:
+    x, y = int_values("int32", 200), np.roll(int_values("int32", 200), 1)
+    sel = np.concatenate([np.array([0x3210, 0x7654, 0x0123, 0x4444, 0x8888, 0xBA98, 0xFFFF, 0x7531], np.int32),
+                          RNG.integers(-(2**31), 2**31, len(x) - 8).astype(np.int32)])
+    got = apply(arrays, ["byte_perm"], [x, y, sel], np.int32)[0]
+    np.testing.assert_array_equal(got, [_byte_perm(int(a), int(b), int(c)) for a, b, c in zip(x, y, sel)])
+    z = np.resize(int_values("uint32", 200), len(x))
+    got = apply(arrays, ["sad"], [x, y, z], np.int32)[0]
+    np.testing.assert_array_equal(got, [wrap(abs(int(a) - int(b)) + int(c), 32, True) for a, b, c in zip(x, y, z)])
+    ux, uy = x.view(np.uint32), y.view(np.uint32)
+    got = apply(arrays, ["sad"], [ux, uy, z], np.uint32)[0]
+    np.testing.assert_array_equal(got, [wrap(abs(int(a) - int(b)) + int(c), 32, False) for a, b, c in zip(ux, uy, z)])
+
+
+# ---------------------------------------------------------------- float functions
+
+
+def _round_half_away(x: float) -> float:
+    if not math.isfinite(x):
+        return x
+    t = math.trunc(x)
+    r = t + (1 if x > 0 else -1) if abs(Fraction(x) - t) >= Fraction(1, 2) else t
+    return math.copysign(float(r), x)
+
+
+def _rsqrt_rn(x: float) -> np.float32:
+    if math.isnan(x) or x < 0:
+        return np.float32(np.nan)
+    if x == 0:
+        return np.float32(math.copysign(np.inf, x))
+    if math.isinf(x):
+        return np.float32(0.0)
+    q, inf = Fraction(x), np.float32(np.inf)
+    c = np.float32(1 / math.sqrt(x))
+    while _f(c) ** 2 * q > 1:
+        c = np.nextafter(c, -inf)
+    while _f(np.nextafter(c, inf)) ** 2 * q <= 1:
+        c = np.nextafter(c, inf)
+    hi = np.nextafter(c, inf)
+    mid = (_f(c) + _f(hi)) / 2
+    return c if mid * mid * q > 1 else hi  # the true value is below the midpoint iff mid^2 * x > 1
+
+
+def _ilogb(x: float) -> int:
+    if math.isnan(x) or x == 0:
+        return -(2**31)
+    return 2**31 - 1 if math.isinf(x) else math.frexp(x)[1] - 1
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp64"])
+def test_rounding_to_integers(arrays, dtype: str) -> None:
+    ft = FT[dtype]
+    x = np.concatenate([float_edges(ft), random_floats(ft, 200), np.arange(-6, 6.5, 0.25).astype(ft),
+                        np.array([0.49999997, -0.49999997, 2.0**52 + 1, 2.0**23 + 1, 2**23 - 0.5], ft)])
+    names = ["floor", "ceil", "trunc", "rint", "nearbyint", "round", "abs"]
+    got = apply(arrays, names, [x], ft)
+    refs = [np.floor(x), np.ceil(x), np.trunc(x), np.rint(x), np.rint(x), [_round_half_away(float(v)) for v in x],
+            np.abs(x)]
+    for row, name, want in zip(got, names, refs):
+        same_bits(row, np.array(want, ft), name)
+    got = apply(arrays, ["llrint", "llround"], [x], np.int64)
+    nan = -(2**63)
+    np.testing.assert_array_equal(got[0], [_to_int_ref(float(v), "rn", 64, True, nan) for v in x], "llrint")
+    np.testing.assert_array_equal(got[1], [_to_int_ref(_round_half_away(float(v)), "rz", 64, True, nan) for v in x],
+                                  "llround")
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp64"])
+def test_classification_and_exponents(arrays, dtype: str) -> None:
+    ft = FT[dtype]
+    x = np.concatenate([float_edges(ft), random_floats(ft, 200)])
+    finite = "finitef" if dtype == "fp32" else "isfinited"
+    got = apply(arrays, ["isnan", "isinf", "signbit", finite, "ilogb"], [x], np.int32)
+    np.testing.assert_array_equal(got[0], np.isnan(x), "isnan")
+    np.testing.assert_array_equal(got[1], np.isinf(x), "isinf")
+    np.testing.assert_array_equal(got[2], np.signbit(x), "signbit")
+    np.testing.assert_array_equal(got[3], np.isfinite(x), finite)
+    np.testing.assert_array_equal(got[4], [_ilogb(float(v)) for v in x], "ilogb")
+    logb = [np.nan if math.isnan(v) else -np.inf if v == 0 else np.inf if math.isinf(v) else _ilogb(v)
+            for v in map(float, x)]
+    same_bits(apply(arrays, ["logb"], [x], ft)[0], np.array(logb, ft), "logb")
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp64"])
+def test_two_argument_float_functions(arrays, dtype: str) -> None:
+    ft = FT[dtype]
+    a, b = float_pairs(ft, 150)
+    names = ["copysign", "nextafter", "fdim", "fmod", "remainder"]
+    got = apply(arrays, names, [a, b], ft)
+
+    def fdim(x, y):
+        return x + y if math.isnan(x) or math.isnan(y) else (np.array(x, ft) - np.array(y, ft)) if x > y else 0.0
+
+    def remainder(x, y):
+        return np.nan if math.isinf(x) or y == 0 or math.isnan(x) or math.isnan(y) else math.remainder(x, y)
+
+    refs = {"copysign": np.copysign(a, b), "nextafter": np.nextafter(a, b),
+            "fdim": references(lambda x, y: fdim(float(x), float(y)), [a, b], ft), "fmod": np.fmod(a, b),
+            "remainder": references(lambda x, y: remainder(float(x), float(y)), [a, b], ft)}
+    for row, name in zip(got, names):
+        same_bits(row, refs[name], name)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp64"])
+def test_ldexp_scalbn(arrays, dtype: str) -> None:
+    ft = FT[dtype]
+    x = np.concatenate([float_edges(ft), random_floats(ft, 100)])
+    x = np.repeat(x, 4)
+    emax = 128 if dtype == "fp32" else 1024
+    n = np.concatenate([np.array([0, 1, -1, emax, -emax, 2 * emax, -2 * emax - 60, 2**31 - 1, -(2**31), 3000,
+                                  -3000, 149, -149, 1074, -1075], np.int32),
+                        RNG.integers(-3 * emax, 3 * emax, len(x) - 15).astype(np.int32)])
+
+    def ref(v, k):
+        v = float(v)
+        if not math.isfinite(v) or v == 0:
+            return v
+        return exact_round(Fraction(v) * Fraction(2) ** int(np.clip(k, -5000, 5000)), ft, "rn")
+
+    got = apply(arrays, ["ldexp", "scalbn"], [x, n], ft)
+    want = references(ref, [x, n], ft)
+    same_bits(got[0], want, "ldexp")
+    same_bits(got[1], want, "scalbn")
+
+
+def test_fp32_only_functions(arrays) -> None:
+    x = np.concatenate([float_edges(np.float32), random_floats(np.float32, 300),
+                        np.abs(random_floats(np.float32, 300)), np.linspace(0, 2, 41, dtype=np.float32)])
+    got = apply(arrays, ["saturatef", "rsqrt_rn"], [x], np.float32)
+    sat = [0.0 if math.isnan(v) or v <= 0 else min(v, 1.0) for v in map(float, x)]
+    same_bits(got[0], np.array(sat, np.float32), "saturatef")
+    same_bits(got[1], np.array([_rsqrt_rn(float(v)) for v in x], np.float32), "rsqrt_rn")
+
+
+def test_bit_reinterpretation(arrays) -> None:
+    i32 = int_values("int32", 100)
+    same_bits(apply(arrays, ["int_as_float"], [i32], np.float32)[0], i32.view(np.float32), "int_as_float")
+    same_bits(apply(arrays, ["uint_as_float"], [i32.view(np.uint32)], np.float32)[0], i32.view(np.float32),
+              "uint_as_float")
+    f = random_floats(np.float32, 100)
+    got = apply(arrays, ["float_as_int", "float_as_uint"], [f], np.int32)
+    np.testing.assert_array_equal(got[0], f.view(np.int32))
+    np.testing.assert_array_equal(got[1], f.view(np.int32))
+    d = random_floats(np.float64, 100)
+    np.testing.assert_array_equal(apply(arrays, ["double_as_longlong"], [d], np.int64)[0], d.view(np.int64))
+    got = apply(arrays, ["double2loint", "double2hiint"], [d], np.int32)
+    np.testing.assert_array_equal(got[0], d.view(np.int32)[0::2])
+    np.testing.assert_array_equal(got[1], d.view(np.int32)[1::2])
+    same_bits(apply(arrays, ["longlong_as_double"], [d.view(np.int64)], np.float64)[0], d, "longlong_as_double")
+    same_bits(apply(arrays, ["hiloint2double"], [d.view(np.int32)[1::2].copy(), d.view(np.int32)[0::2].copy()],
+                    np.float64)[0], d, "hiloint2double")
+
+
+# ---------------------------------------------------------------- approximate units
+
+
+def test_fast_functions_within_their_bounds(arrays) -> None:
+    x = np.concatenate([np.linspace(-np.pi, np.pi, 301), RNG.uniform(-3, 3, 200)]).astype(np.float32)
+    pos = np.concatenate([np.exp2(RNG.uniform(-100, 100, 300)), RNG.uniform(0.5, 2, 200)]).astype(np.float32)
+    x64, p64 = x.astype(np.float64), pos.astype(np.float64)
+    got = apply(arrays, ["fast_sinf", "fast_cosf", "fast_tanhf", "fast_expf", "fast_exp10f"], [x], np.float32)
+    assert np.abs(got[0] - np.sin(x64)).max() <= 2.0**-20.5
+    assert np.abs(got[1] - np.cos(x64)).max() <= 2.0**-20.5
+    assert (np.abs(got[2] - np.tanh(x64)) <= 2.0**-10.98 * np.abs(np.tanh(x64)) + 2.0**-126).all()
+    for row, base, scale in ((got[3], np.e, 2.0**-24), (got[4], 10.0, 2.0**-22)):
+        ref = base ** x64
+        assert (np.abs(row - ref) <= (2.0**-22 + np.abs(x64) * scale) * ref * 1.5).all()
+    small = np.abs(x64) <= np.pi / 4
+    tan = apply(arrays, ["fast_tanf"], [x], np.float32)[0]
+    assert (np.abs(tan - np.tan(x64))[small] <= 2.0**-19 * np.abs(np.tan(x64))[small] + 2.0**-21).all()
+    got = apply(arrays, ["fast_log2f", "fast_logf", "fast_log10f"], [pos], np.float32)
+    near = (p64 >= 0.5) & (p64 <= 2)
+    for row, fn, k in zip(got, (np.log2, np.log, np.log10), (1.0, math.log(2), math.log10(2))):
+        err = np.abs(row - fn(p64))
+        assert (err[near] <= 2.0**-22 * k * 2).all() and (err[~near] <= 2.0**-22 * np.abs(fn(p64))[~near] * 2).all()
+    y = RNG.uniform(-4, 4, len(pos)).astype(np.float32)
+    powf = apply(arrays, ["fast_powf"], [pos, y], np.float32)[0]
+    ref = p64 ** y.astype(np.float64)
+    t = np.abs(y * np.log2(p64))
+    ok = (ref > 1e-30) & (ref < 1e30)
+    assert (np.abs(powf - ref)[ok] <= (2.0**-21 * (1 + t) * ref)[ok]).all()
+
+
+def test_fast_dividef_and_rcp64h(arrays) -> None:
+    x = np.concatenate([RNG.uniform(-10, 10, 200), [1.0, np.inf, -1.0, 0.0]]).astype(np.float32)
+    y = np.concatenate([np.exp2(RNG.uniform(-120, 120, 200)) * RNG.choice([-1, 1], 200),
+                        [2.0**127, 2.0**127, 3e38, 2.0**127]]).astype(np.float32)
+    got = apply(arrays, ["fast_dividef"], [x, y], np.float32)[0]
+    ref = x.astype(np.float64) / y
+    normal = np.abs(y) <= 2.0**126
+    ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+    assert (np.abs(got - ref)[normal] <= 2 * ulp[normal]).all()
+    huge = ~normal
+    assert np.isnan(got[huge & np.isinf(x)]).all() and (got[huge & np.isfinite(x)] == 0).all()
+    d = np.concatenate([random_floats(np.float64, 200), [1.0, -3.0, 2.0**-1030, 0.0, np.inf]])
+    r = apply(arrays, ["rcp64h"], [d], np.float64)[0]
+    assert ((r.view(np.uint64) & np.uint64(0xFFFFFFFF)) == 0).all()  # only the high word is computed
+    ok = np.isfinite(d) & (np.abs(d) > 2.0**-1020) & (np.abs(d) < 2.0**1020)
+    assert (np.abs(r * d - 1)[ok] <= 2.0**-19).all()
+    assert np.isinf(r[-3]) and np.isinf(r[-2]) and r[-1] == 0  # subnormal input flushed: 1/0
+
+
+# ------------------------------------------------------------------ arguments and errors
+
+
+@tile.jit
+def mixed_kernel(x_ptr, u_ptr, out_ptr, uout_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    u = tl.load(u_ptr + offs)
+    tl.store(out_ptr + offs, libdevice.add_ru(x, 1.0) + libdevice.ldexp(x, 3) + libdevice.copysign(2, x))
+    tl.store(uout_ptr + offs, libdevice.mulhi(u, 3000000000) + libdevice.clz(7))
+
+
+def test_python_numbers_take_the_signature_dtype(arrays) -> None:
+    x = np.array([1.0, -2.0, 2.0**-30, 3.0], np.float32)
+    u = np.array([1, 2**31, 2**32 - 1, 5], np.uint32)
+    out, uout = arrays.put(poison(4, np.float32)), arrays.put(poison(4, np.uint32))
+    mixed_kernel[(1,)](arrays.put(x), arrays.put(u), out, uout, BLOCK=4)
+    up = [exact_round(Fraction(float(v)) + 1, np.float32, "ru") for v in x]
+    same_bits(arrays.get(out), np.array(up, np.float32) + x * 8 + np.copysign(2, x), "mixed")
+    np.testing.assert_array_equal(arrays.get(uout), [(int(v) * 3000000000 >> 32) + 29 for v in u])
+
+
+@tile.jit
+def wrong_dtype_kernel(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(x_ptr + tl.arange(0, BLOCK), libdevice.clz(x))  # bad clz
+
+
+@tile.jit
+def fp32_only_kernel(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(x_ptr + tl.arange(0, BLOCK), libdevice.rsqrt_rn(x))  # bad rsqrt_rn
+
+
+@tile.jit
+def not_a_value_kernel(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(x_ptr + tl.arange(0, BLOCK), libdevice.add_rz(x, "one"))  # bad add_rz
+
+
+@pytest.mark.parametrize("kernel,x,marker,message", [
+    (wrong_dtype_kernel, np.zeros(4, np.float32), "bad clz",
+     "libdevice.clz takes (tl.int32) or (tl.int64); got (a block [4] of tl.float32)"),
+    (fp32_only_kernel, np.zeros(4, np.float64), "bad rsqrt_rn",
+     "libdevice.rsqrt_rn takes (tl.float32); got (a block [4] of tl.float64)"),
+    (not_a_value_kernel, np.zeros(4, np.float32), "bad add_rz", "libdevice.add_rz: arguments are tensors or numbers"),
+])
+def test_wrong_arguments_name_the_line_and_the_signatures(kernel, x, marker, message) -> None:
+    spec, _ = kernel.specialize((x,), {"BLOCK": 4})
+    with pytest.raises(tile.CompilationError) as info:
+        kernel.build_ir(spec)
+    err = info.value
+    source = open(__file__).read().splitlines()
+    assert err.file == __file__ and source[err.line - 1].rstrip().endswith(f"# {marker}"), str(err)
+    assert message in err.message, str(err)
