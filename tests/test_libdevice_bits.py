@@ -384,8 +384,8 @@ def test_float_to_int(arrays, src: str, width: int) -> None:
         signed = dict(kinds)[kind]
         nan = 0 if src == "fp32" and width == 32 else 1 << (width - 1)
         want = [_to_int_ref(float(v), mode, width, signed, nan) for v in x]
-        np.testing.assert_array_equal(row.view(f"u{width // 8}"), np.array([w % 2**width for w in want], f"u{width // 8}"),
-                                      err_msg=name)
+        unsigned = f"u{width // 8}"
+        np.testing.assert_array_equal(row.view(unsigned), np.array([w % 2**width for w in want], unsigned), err_msg=name)
 
 
 @pytest.mark.parametrize("stem,src,dst", [("int2float", "int32", "fp32"), ("uint2float", "uint32", "fp32"),

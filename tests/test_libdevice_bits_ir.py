@@ -146,7 +146,8 @@ def _simt(names, args):
 
 
 PTX_GROUPS = [
-    (["add_rd", "sub_ru", "mul_rz", "div_rn"], [np.float32] * 2, ["add.rm.f32", "sub.rp.f32", "mul.rz.f32", "div.rn.f32"]),
+    (["add_rd", "sub_ru", "mul_rz", "div_rn"], [np.float32] * 2,
+     ["add.rm.f32", "sub.rp.f32", "mul.rz.f32", "div.rn.f32"]),
     (["rcp_ru", "sqrt_rd"], [np.float32], ["div.rp.f32", "sqrt.rm.f32"]),
     (["fma_rd", "fma_ru"], [np.float64] * 3, ["fma.rm.f64", "fma.rp.f64"]),
     (["trunc", "rint", "floor"], [np.float64], ["cvt.rzi.f64.f64", "cvt.rni.f64.f64", "cvt.rmi.f64.f64"]),
