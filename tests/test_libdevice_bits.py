@@ -654,6 +654,17 @@ def test_fast_functions_within_their_bounds(arrays) -> None:
     assert (np.abs(powf - ref)[ok] <= (2.0**-21 * (1 + t) * ref)[ok]).all()
 
 
+@pytest.mark.parametrize("dtype,rtol", [("fp32", 2.0**-21), ("fp64", 2.0**-51)])
+def test_exp2_and_rsqrt_are_tl_exp2_and_tl_rsqrt(arrays, dtype: str, rtol: float) -> None:
+    ft = FT[dtype]
+    x = RNG.uniform(-100, 100, 256).astype(ft)
+    pos = np.exp2(RNG.uniform(-100, 100, 256)).astype(ft)
+    got = apply(arrays, ["exp2"], [x], ft)[0]
+    np.testing.assert_allclose(got, np.exp2(x.astype(np.float64)), rtol=rtol)
+    got = apply(arrays, ["rsqrt"], [pos], ft)[0]
+    np.testing.assert_allclose(got, 1 / np.sqrt(pos.astype(np.float64)), rtol=rtol)
+
+
 def test_fast_dividef_and_rcp64h(arrays) -> None:
     x = np.concatenate([RNG.uniform(-10, 10, 200), [1.0, np.inf, -1.0, 0.0]]).astype(np.float32)
     y = np.concatenate([np.exp2(RNG.uniform(-120, 120, 200)) * RNG.choice([-1, 1], 200),
