@@ -11,6 +11,9 @@ from simt_interp import (CTA, SMALL_FLOATS, InterpError, _from_bytes, _to_bytes,
                          np_dtype, round_to)
 from tile.ir.core import Operation
 from tile.ir.types import DType, PointerType, f32, f64, i1
+from tile.runtime.interp_bits import APPROX
+from tile.runtime.interp_rounding import float_to_int, int_to_float, round_pair, rounded_binary, rounded_fma, \
+    rounded_sqrt
 
 Rule = Callable[[CTA, Operation, np.ndarray], object]
 OPS: dict[str, Rule] = {}
@@ -49,13 +52,15 @@ def _constant(cta, op, mask):
 
 
 @rule("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.rem", "arith.and", "arith.or", "arith.xor",
-      "arith.max", "arith.min", "arith.shl", "arith.shr", "math.umulhi")
+      "arith.max", "arith.min", "arith.shl", "arith.shr", "math.umulhi", "math.mulhi", "math.mul24")
 def _binary(cta, op, mask):
     a, b = _v(cta, op)
     t = op.result.type
     name = op.name.split(".")[1]
     if t == i1:
         return {"and": a & b, "or": a | b, "xor": a ^ b}[name]
+    if t.is_floating and op.attrs.get("rounding"):
+        return rounded_binary(op.name, a, b, t, op.attrs["rounding"])
     if t.is_floating:
         if name in ("max", "min"):
             f = {"max": np.maximum, "min": np.minimum} if op.attrs.get("propagate_nan") else \
@@ -80,6 +85,11 @@ def _binary(cta, op, mask):
     if name == "umulhi":
         m = (1 << t.bits) - 1
         return _wrap_int(np.array([((x & m) * (y & m)) >> t.bits for x, y in zip(ia, ib)], dtype=object), t)
+    if name == "mulhi":  # the operands' own signedness
+        return _wrap_int(np.array([(x * y) >> t.bits for x, y in zip(ia, ib)], dtype=object), t)
+    if name == "mul24":
+        low = (lambda v: ((v & 0xFFFFFF) ^ 0x800000) - 0x800000) if t.is_signed else (lambda v: v & 0xFFFFFF)
+        return _wrap_int(np.array([low(x) * low(y) for x, y in zip(ia, ib)], dtype=object), t)
     amt = np.array([int(y) & ((1 << 32) - 1) for y in ib], dtype=object)
     if name == "shl":
         return _wrap_int(np.array([0 if s >= t.bits else x << s for x, s in zip(ia, amt)], dtype=object), t)
@@ -104,7 +114,7 @@ def _select(cta, op, mask):
     return np.where(c, a, b)
 
 
-@rule("arith.neg", "arith.not", "math.abs", "math.sqrt", "math.floor", "math.ceil")
+@rule("arith.neg", "arith.not", "math.abs", "math.sqrt", "math.floor", "math.ceil", "math.trunc", "math.rint")
 def _unary(cta, op, mask):
     (a,) = _v(cta, op)
     t = op.result.type
@@ -115,7 +125,46 @@ def _unary(cta, op, mask):
         return -a if t.is_floating else _wrap_int(-_ints(a), t)
     if name == "math.abs":
         return np.abs(a) if t.is_floating else _wrap_int(np.abs(_ints(a)), t)
-    return {"math.sqrt": np.sqrt, "math.floor": np.floor, "math.ceil": np.ceil}[name](a).astype(a.dtype)
+    if op.attrs.get("rounding"):
+        return rounded_sqrt(a, t, op.attrs["rounding"])
+    return {"math.sqrt": np.sqrt, "math.floor": np.floor, "math.ceil": np.ceil, "math.trunc": np.trunc,
+            "math.rint": np.rint}[name](a).astype(a.dtype)
+
+
+def _unsigned(x: int, bits: int) -> int:
+    return int(x) & ((1 << bits) - 1)
+
+
+@rule("math.clz", "math.popc", "math.brev")
+def _bit_unary(cta, op, mask):
+    (a,) = _v(cta, op)
+    bits = op.operand(0).type.bits
+    u = [_unsigned(x, bits) for x in a]
+    if op.name == "math.clz":
+        return np.array([bits - x.bit_length() for x in u], np.int32)
+    if op.name == "math.popc":
+        return np.array([bin(x).count("1") for x in u], np.int32)
+    return _wrap_int(np.array([int(format(x, f"0{bits}b")[::-1], 2) for x in u], dtype=object), op.result.type)
+
+
+@rule("math.sad", "math.byte_perm")
+def _bit_ternary(cta, op, mask):
+    a, b, c = (_ints(v) for v in _v(cta, op))
+    t = op.result.type
+    if op.name == "math.sad":
+        return _wrap_int(np.array([abs(x - y) + z for x, y, z in zip(a, b, c)], dtype=object), t)
+    out = []
+    for x, y, sel in zip(a, b, c):
+        pool = (_unsigned(y, 32) << 32) | _unsigned(x, 32)
+        word = 0
+        for n in range(4):
+            nibble = (_unsigned(sel, 32) >> (4 * n)) & 0xF
+            byte = (pool >> (8 * (nibble & 7))) & 0xFF
+            if nibble & 8:
+                byte = 0xFF if byte & 0x80 else 0
+            word |= byte << (8 * n)
+        out.append(word)
+    return _wrap_int(np.array(out, dtype=object), t)
 
 
 def _fma1(a: float, b: float, c: float) -> float:
@@ -147,6 +196,8 @@ def fma32(a, b, c) -> np.ndarray:
 @rule("math.fma")
 def _fma(cta, op, mask):
     a, b, c = _v(cta, op)
+    if op.attrs.get("rounding"):
+        return rounded_fma(a, b, c, op.result.type, op.attrs["rounding"])
     return fma32(a, b, c) if op.result.type == f32 else fma64(a, b, c)
 
 
@@ -161,16 +212,18 @@ def _cvt(cta, op, mask):
     (a,) = _v(cta, op)
     src, dst = op.operand(0).type, op.result.type
     rnd = op.attrs.get("rnd", "")
+    mode = {"rn": "rn", "rz": "rz", "rm": "rd", "rp": "ru", "rni": "rn", "rzi": "rz", "rmi": "rd", "rpi": "ru"}.get(rnd)
     if rnd in ("rni", "rzi", "rmi", "rpi"):
+        if dst.is_integer:  # saturating; NaN as the GPU converts it (see interp_rounding.float_to_int)
+            return float_to_int(a.astype(np.float64), src, np_dtype(dst), mode)
         f = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[rnd]
-        x = f(a.astype(np.float64))
-        if dst.is_floating:
-            return round_to(x, dst)
-        lo, hi = (-(1 << (dst.bits - 1)), (1 << (dst.bits - 1)) - 1) if dst.is_signed else (0, (1 << dst.bits) - 1)
-        x = np.where(np.isnan(x), 0, np.clip(x, lo, hi))
-        return np.array([int(v) for v in x], dtype=object).astype(np_dtype(dst))
+        return round_to(f(a.astype(np.float64)), dst)
     if src.is_integer and dst.is_integer:
         return _wrap_int(_ints(a), dst)
+    if dst in (f32, f64) and mode in ("rd", "ru") or (dst == f32 and src.bits == 64 and mode):
+        if src.is_integer:  # exact rounding of 64-bit integers (not through float64)
+            return int_to_float(a, dst, mode)
+        return round_pair(a.astype(np.float64), np.zeros(a.shape, np.int8), dst, mode)
     if dst.is_floating:
         exact = src.is_floating and (src.bits < dst.bits or src.is_fp8)
         if not rnd and not exact:
@@ -208,13 +261,16 @@ def _unpack(cta, op, mask):
 
 @rule("simt.approx")
 def _approx(cta, op, mask):
+    fn = op.attrs["fn"]
+    if fn in ("div", "rcp64h"):  # the units' special cases, as the tile interpreter models them
+        return APPROX[fn](*_v(cta, op))
     (a,) = _v(cta, op)
     x = a.astype(np.float64)
-    fn = op.attrs["fn"]
     if fn == "ex2":
         r = np.exp2(x).astype(np.float32)
         return np.where(np.abs(r) < np.float32(2.0 ** -126), np.float32(0), r)
-    f = {"lg2": np.log2, "sin": np.sin, "cos": np.cos, "rsqrt": lambda v: 1 / np.sqrt(v), "rcp": lambda v: 1 / v}[fn]
+    f = {"lg2": np.log2, "sin": np.sin, "cos": np.cos, "rsqrt": lambda v: 1 / np.sqrt(v), "rcp": lambda v: 1 / v,
+         "tanh": np.tanh}[fn]
     return f(x).astype(np.float32)
 
 

@@ -10,6 +10,7 @@ from ptxas_util import assemble_ok, needs_ptxas
 from tile.codegen.ptx import INSTR, PtxError, emit_ptx, float_bits
 from tile.ir import Location, Operation, parse_op, print_op, verify
 from tile.ir.core import Block, Region
+from tile.ir.ops import ROUNDING_MODES
 from tile.ir.types import DTYPES, bf16, f8e4nv, f8e5, f16, f32, i1, i32, u64
 
 ARCHS = ("sm_80", "sm_90a")
@@ -40,6 +41,9 @@ def _table_kernel() -> Operation:
             name, attrs = key[:-4], " {propagate_nan = true}"
         elif key.endswith(".approx"):
             name, attrs = key[:-7], " {approx = true}"
+        elif key.rsplit(".", 1)[1] in ROUNDING_MODES:
+            name, mode = key.rsplit(".", 1)
+            attrs = f' {{rounding = "{mode}"}}'
         template = INSTR[key, ty] if isinstance(INSTR[key, ty], str) else INSTR[key, ty][0]
         arity = 3 if "{c}" in template else 2 if "{b}" in template else 1
         types = [t] * arity
@@ -49,7 +53,7 @@ def _table_kernel() -> Operation:
         for i, ot in enumerate(types):
             params.append((f"a{n}_{i}", ot))
             operands.append(f"%a{n}_{i}")
-        result = "i1" if name == "arith.cmp" else t
+        result = "i1" if name == "arith.cmp" else "i32" if name in ("math.clz", "math.popc") else t
         lines.append(f"  %r{n} = {name} {', '.join(operands)}{attrs} : {result}")
         value = f"%r{n}"
         if result == "i1":

@@ -62,6 +62,29 @@ ROUND_TRIPS = {
         tt.print %m
         tt.return
         """, "%x: tensor<8xf32>"),
+    "rounding modes, bit ops, approximate units": func("""
+        %a = arith.add %x, %x {rounding = "rz"} : tensor<8xf32>
+        %b = arith.sub %a, %x {rounding = "rd"} : tensor<8xf32>
+        %c = arith.mul %b, %x {rounding = "ru"} : tensor<8xf32>
+        %d = arith.div %c, %x {rounding = "rn"} : tensor<8xf32>
+        %f = math.fma %d, %x, %x {rounding = "rz"} : tensor<8xf32>
+        %s = math.sqrt %f {rounding = "ru"} : tensor<8xf32>
+        %t = math.trunc %s : tensor<8xf32>
+        %r = math.rint %t : tensor<8xf32>
+        %e = math.approx %r {fn = "ex2"} : tensor<8xf32>
+        %q = math.approx %e, %x {fn = "div"} : tensor<8xf32>
+        %i = arith.cast %q {rounding = "rd"} : tensor<8xi64>
+        %g = arith.cast %i {rounding = "ru"} : tensor<8xf32>
+        %lz = math.clz %i : tensor<8xi32>
+        %pc = math.popc %lz : tensor<8xi32>
+        %br = math.brev %pc : tensor<8xi32>
+        %bp = math.byte_perm %br, %lz, %pc : tensor<8xi32>
+        %hi = math.mulhi %bp, %br : tensor<8xi32>
+        %lo = math.mul24 %hi, %bp : tensor<8xi32>
+        %sd = math.sad %lo, %hi, %bp : tensor<8xi32>
+        tt.print %g, %sd
+        tt.return
+        """, "%x: tensor<8xf32>"),
     "compare, select, casts": func("""
         %lt = arith.cmp %x, %y {predicate = "lt"} : tensor<4xi1>
         %sel = arith.select %lt, %x, %y : tensor<4xf16>

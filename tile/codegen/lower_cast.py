@@ -18,15 +18,23 @@ Rules (every result is the correctly rounded value, as `arith.cast` specifies):
     exact or rounded to odd first) or from f16 rounded toward zero (f8e4b15, Triton's rule);
   * f16/bf16/fp8 sources convert through f32, which holds them exactly;
   * float->int truncates toward zero (cvt.rzi; out-of-range values saturate);
+  * a `rounding` mode picks the cvt modifier: rn rz rd ru become .rn .rz .rm .rp for float
+    results and .rni .rzi .rmi .rpi for integer results;
   * i1: x != 0 to i1 (NaN counts as true), selp 1/0 from i1.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from ..ir.core import Operation, Value
 from ..ir.float8 import is_float8_variant
+from ..ir.ops import TRITON_ROUNDINGS, cast_rounding
 from ..ir.types import DType, element_type, f16, f32, f64, i1, i32, u8
 from . import lower_float8
 from .lower_core import Lowering, LoweringError, lowers
+
+INT_RESULT_ROUNDING = {"rn": "rni", "rz": "rzi", "rd": "rmi", "ru": "rpi"}  # cvt modifiers into integers
+FLOAT_RESULT_ROUNDING = {"rn": "rn", "rz": "rz", "rd": "rm", "ru": "rp"}
 
 
 def _cvt(ctx: Lowering, v: Value, dst: DType, rnd: str = "") -> Value:
@@ -70,8 +78,9 @@ def _to_float8_variant(ctx: Lowering, v: Value, dst: DType) -> Value:
     return lower_float8.encode_fnuz(ctx, v, dst)
 
 
-def convert(ctx: Lowering, v: Value, dst: DType, rounding: str = "rtne") -> Value:
-    """The value `v` converted to `dst` (arith.cast semantics)."""
+def convert(ctx: Lowering, v: Value, dst: DType, rounding: Optional[str] = None) -> Value:
+    """The value `v` converted to `dst` (arith.cast semantics), rounding in `rounding` (rn rz rd
+    ru, or rtne/rtz; None: toward zero into integers, to nearest otherwise)."""
     src = v.type
     if src == dst:
         return v
@@ -91,11 +100,12 @@ def convert(ctx: Lowering, v: Value, dst: DType, rounding: str = "rtne") -> Valu
     if src == i1:
         return ctx.op("arith.select", [v, ctx.const(1, dst), ctx.const(0, dst)], dst)
     _needs_fp8_target(ctx, src, dst)
-    if dst.is_fp8 and rounding == "rtz":
+    mode = TRITON_ROUNDINGS.get(rounding, rounding) or ("rz" if src.is_floating and dst.is_integer else "rn")
+    if dst.is_fp8 and mode != "rn":
         raise LoweringError(ctx.func, f"conversion to {dst} rounds to nearest only")
-    rnd = "rz" if rounding == "rtz" else "rn"
     if dst.is_integer:
-        return _cvt(ctx, v, dst, "rzi" if src.is_floating else "")
+        return _cvt(ctx, v, dst, INT_RESULT_ROUNDING[mode] if src.is_floating else "")
+    rnd = FLOAT_RESULT_ROUNDING[mode]
     if src == f32 and dst == f64:
         return _cvt(ctx, v, dst)
     if dst in (f32, f64) or dst.name == "f16":
@@ -128,7 +138,7 @@ def bitcast(ctx: Lowering, v: Value, dst) -> Value:
 @lowers("arith.cast")
 def _lower_cast(ctx: Lowering, op: Operation) -> None:
     dst = element_type(op.result.type)
-    rounding = op.attrs.get("rounding", "rtne")
+    rounding = cast_rounding(op)
     try:
         ctx.set(op.result, [convert(ctx, v, dst, rounding) for v in ctx.get(op.operand(0))])
     except LoweringError as e:

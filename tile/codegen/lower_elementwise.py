@@ -13,7 +13,10 @@ Types without their own PTX arithmetic are widened (the simt IR has integer arit
   * i8/i16/u8/u16 arithmetic runs in 32 bits (extended by signedness) and is truncated back;
   * i1 lives in predicates: and/or/xor/not are predicate ops, add/sub are xor, mul/min are
     and, max is or (i1 compares as unsigned 0 < 1).
-Math functions come from math_lib (their accuracy is stated there).
+Math functions come from math_lib (their accuracy is stated there). A `rounding` attribute
+(f32/f64 add sub mul div fma sqrt) stays on the per-thread op and prints as the PTX rounding
+modifier; the integer bit ops (clz popc brev byte_perm mulhi mul24 sad) are one instruction
+each on 32/64-bit registers; math.approx becomes simt.approx (the .approx units).
 """
 from __future__ import annotations
 
@@ -24,9 +27,15 @@ from .lower_cast import convert
 from .lower_core import Lowering, LoweringError, lowers, wrap
 
 _BINARY = ("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.rem", "arith.and", "arith.or", "arith.xor",
-           "arith.shl", "arith.shr", "arith.max", "arith.min", "math.umulhi")
+           "arith.shl", "arith.shr", "arith.max", "arith.min", "math.umulhi", "math.mulhi", "math.mul24")
 _UNARY = ("arith.neg", "arith.not", "math.abs", "math.exp", "math.exp2", "math.log", "math.log2", "math.sqrt",
-          "math.rsqrt", "math.sin", "math.cos", "math.erf", "math.floor", "math.ceil")
+          "math.rsqrt", "math.sin", "math.cos", "math.erf", "math.floor", "math.ceil", "math.trunc", "math.rint",
+          "math.clz", "math.popc", "math.brev")
+_TERNARY = ("math.fma", "math.sad", "math.byte_perm")
+_FLOAT_ONLY = ("math.exp", "math.exp2", "math.log", "math.log2", "math.sin", "math.cos", "math.erf", "math.sqrt",
+               "math.rsqrt", "math.floor", "math.ceil", "math.trunc", "math.rint", "math.fma", "math.approx")
+_INT_ONLY = ("arith.and", "arith.or", "arith.xor", "arith.shl", "arith.shr", "arith.not", "math.umulhi", "math.mulhi",
+             "math.mul24", "math.sad", "math.clz", "math.popc", "math.brev", "math.byte_perm")
 _MATH_LIB = {"math.exp": math_lib.exp, "math.exp2": math_lib.exp2, "math.log": math_lib.log,
              "math.log2": math_lib.log2, "math.sin": math_lib.sin, "math.cos": math_lib.cos,
              "math.erf": math_lib.erf, "math.rsqrt": math_lib.rsqrt}
@@ -172,10 +181,9 @@ def scalar_op(ctx: Lowering, name: str, vals: list[Value], el: DType, attrs: dic
             return ctx.sub(*vals)
         if name == "arith.mul":
             return ctx.mul(*vals)
-        if name in ("math.exp", "math.exp2", "math.log", "math.log2", "math.sin", "math.cos", "math.erf",
-                    "math.sqrt", "math.rsqrt", "math.floor", "math.ceil", "math.fma"):
+        if name in _FLOAT_ONLY:
             raise LoweringError(ctx.func, f"{name} is defined on floats only, not {el}")
-        return ctx.op(name, vals, el)
+        return ctx.op(name, vals, i32 if name in ("math.clz", "math.popc") else el)
     m = SimtMath(ctx, el)
     if name in _MATH_LIB:
         return _MATH_LIB[name](m, vals[0])
@@ -188,8 +196,12 @@ def scalar_op(ctx: Lowering, name: str, vals: list[Value], el: DType, attrs: dic
         return ctx.op(name, vals, el, propagate_nan=True)
     if name in ("arith.div", "math.sqrt") and attrs.get("approx") and el == f32:
         return ctx.op(name, vals, el, approx=True)
-    if name in ("arith.and", "arith.or", "arith.xor", "arith.shl", "arith.shr", "arith.not", "math.umulhi"):
+    if name in _INT_ONLY:
         raise LoweringError(ctx.func, f"{name} is defined on integers only, not {el}")
+    if name == "math.approx":
+        return ctx.op("simt.approx", vals, el, fn=attrs["fn"])
+    if attrs.get("rounding"):
+        return ctx.op(name, vals, el, rounding=attrs["rounding"])
     return ctx.op(name, vals, el)
 
 
@@ -234,12 +246,12 @@ def _regs(ctx: Lowering, v: Value, n: int) -> list[Value]:
     return regs * n if len(regs) == 1 and n > 1 else regs
 
 
-@lowers(*_BINARY, *_UNARY, "arith.cmp", "math.fma")
+@lowers(*_BINARY, *_UNARY, *_TERNARY, "arith.cmp", "math.approx")
 def _lower_elementwise(ctx: Lowering, op: Operation) -> None:
     el = element_type(op.operand(0).type)
     n = ctx.info(op.result.type).num_regs
     operands = [_regs(ctx, v, n) for v in op.operands]
-    attrs = {k: v for k, v in op.attrs.items() if k in ("predicate", "propagate_nan", "approx")}
+    attrs = {k: v for k, v in op.attrs.items() if k in ("predicate", "propagate_nan", "approx", "rounding", "fn")}
     if isinstance(el, PointerType):
         if op.name != "arith.cmp":
             raise LoweringError(op, "pointers only compare; use tt.addptr for arithmetic")

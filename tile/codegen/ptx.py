@@ -103,6 +103,7 @@ def _bits_of(t) -> int:
 Template = Union[str, tuple[str, tuple[str, ...]]]  # text, or (text, classes of temporaries {t0}, {t1}...)
 
 _INTS = ("s32", "u32", "s64", "u64")
+PTX_ROUNDING = {"rn": "rn", "rz": "rz", "rd": "rm", "ru": "rp"}  # tile's rounding modes as PTX spells them
 _FLOATS = ("f32", "f64")
 _CMP_FLOAT = {"eq": "eq", "ne": "neu", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
 
@@ -144,6 +145,23 @@ def _build_table() -> dict[tuple[str, str], Template]:
         t["math.abs", ty] = f"abs.{ty} {{d}}, {{a}};"
         t["math.floor", ty] = f"cvt.rmi.{ty}.{ty} {{d}}, {{a}};"
         t["math.ceil", ty] = f"cvt.rpi.{ty}.{ty} {{d}}, {{a}};"
+    for ty in _FLOATS:  # the IEEE rounding modes: an explicit modifier also keeps ptxas from fusing
+        t["math.trunc", ty] = f"cvt.rzi.{ty}.{ty} {{d}}, {{a}};"
+        t["math.rint", ty] = f"cvt.rni.{ty}.{ty} {{d}}, {{a}};"
+        for mode, rnd in PTX_ROUNDING.items():
+            for op, text in (("add", "{a}, {b}"), ("sub", "{a}, {b}"), ("mul", "{a}, {b}"), ("div", "{a}, {b}"),
+                             ("fma", "{a}, {b}, {c}"), ("sqrt", "{a}")):
+                t[f"{'math' if op in ('fma', 'sqrt') else 'arith'}.{op}.{mode}", ty] = f"{op}.{rnd}.{ty} {{d}}, {text};"
+    for ty in _INTS:
+        b, width = "b" + ty[1:], ty[1:]
+        t["math.clz", ty] = f"clz.{b} {{d}}, {{a}};"      # the count is a u32 register
+        t["math.popc", ty] = f"popc.{b} {{d}}, {{a}};"
+        t["math.brev", ty] = f"brev.{b} {{d}}, {{a}};"
+        t["math.mulhi", ty] = f"mul.hi.{ty} {{d}}, {{a}}, {{b}};"
+        t["math.sad", ty] = f"sad.{ty} {{d}}, {{a}}, {{b}}, {{c}};"
+        if width == "32":
+            t["math.mul24", ty] = f"mul24.lo.{ty} {{d}}, {{a}}, {{b}};"
+            t["math.byte_perm", ty] = "prmt.b32 {d}, {a}, {b}, {c};"
     t["arith.div.approx", "f32"] = "div.full.f32 {d}, {a}, {b};"  # Triton's `/`: within 2 ulp
     t["math.sqrt.approx", "f32"] = "sqrt.approx.ftz.f32 {d}, {a};"  # Triton's tl.sqrt
     t["arith.max.nan", "f32"] = "max.NaN.f32 {d}, {a}, {b};"
@@ -173,7 +191,8 @@ def _build_table() -> dict[tuple[str, str], Template]:
 INSTR: dict[tuple[str, str], Template] = _build_table()
 
 APPROX = {"ex2": "ex2.approx.ftz.f32", "lg2": "lg2.approx.f32", "sin": "sin.approx.f32", "cos": "cos.approx.f32",
-          "rsqrt": "rsqrt.approx.f32", "rcp": "rcp.approx.f32"}
+          "rsqrt": "rsqrt.approx.f32", "rcp": "rcp.approx.f32", "tanh": "tanh.approx.f32", "div": "div.approx.f32",
+          "rcp64h": "rcp.approx.ftz.f64"}
 CACHE_LD = {"ca": ".ca", "cg": ".cg", "cs": ".cs", "lu": ".lu", "cv": ".cv"}
 CACHE_ST = {"wb": ".wb", "cg": ".cg", "cs": ".cs", "wt": ".wt"}
 EVICTION = {"evict_first": ".L1::evict_first", "evict_last": ".L1::evict_last", "evict_normal": "",
@@ -309,6 +328,8 @@ class _Emitter:
             key_name = f"{op.name}.nan"
         elif op.attrs.get("approx"):
             key_name = f"{op.name}.approx"
+        elif op.attrs.get("rounding"):
+            key_name = f"{op.name}.{op.attrs['rounding']}"
         ty = op.operand(1).type if op.name == "arith.select" else op.operand(0).type
         template = INSTR.get((key_name, type_key(ty)))
         if template is None:
@@ -590,7 +611,7 @@ def _unpack(e: _Emitter, op: Operation) -> None:
 
 @handles("simt.approx")
 def _approx(e: _Emitter, op: Operation) -> None:
-    e.emit(f"{APPROX[op.attrs['fn']]} {e.reg(op.result)}, {e.src(op.operand(0))};")
+    e.emit(f"{APPROX[op.attrs['fn']]} {e.reg(op.result)}, {', '.join(e.src(v) for v in op.operands)};")
 
 
 @handles("simt.shfl")

@@ -39,9 +39,14 @@ expanded into masked tt.load / tt.store by tile/opt/expand_descriptors.py before
 
 Elementwise (operands have identical types, scalar or tensor; the frontend inserts
 splats, broadcasts and casts. Integer signedness comes from the dtype: i32 vs u32):
-  arith.add sub mul                 wrap-around for integers
-  arith.div {approx}                floats: IEEE division; with approx (f32 only: Triton's `/`) within
+  arith.add sub mul {rounding}      wrap-around for integers
+  arith.div {approx, rounding}      floats: IEEE division; with approx (f32 only: Triton's `/`) within
                                     2 ulp (div.full.f32); integers: truncates toward zero
+                                    `rounding` (f32 and f64 only, on add sub mul div, math.fma and
+                                    math.sqrt): the IEEE rounding of the one result, "rn" (to nearest
+                                    even), "rz" (toward zero), "rd" (toward -inf), "ru" (toward +inf);
+                                    present, the op is also never contracted or reassociated (add.rn
+                                    stays an add). Absent: to nearest, and mul + add may fuse
   arith.rem                         floats: fmod (sign of the dividend); integers: C remainder
   arith.and or xor                  integers and i1
   arith.shl shr                     shr: arithmetic for signed, logical for unsigned
@@ -51,14 +56,37 @@ splats, broadcasts and casts. Integer signedness comes from the dtype: i32 vs u3
   arith.neg, arith.not              not: bitwise complement (logical not for i1)
   arith.select %c, %a, %b           %c is i1 of the same shape
   arith.cast %x {rounding}          : T  value conversion: int<->int (extension by the
-                                    source's signedness, truncation), float<->float (rounding
-                                    "rtne" (default) or "rtz" when narrowing), float->int
-                                    (toward zero), int->float, anything -> i1 is x != 0
+                                    source's signedness, truncation), float<->float, int->float
+                                    (rounded to nearest even unless `rounding` says otherwise),
+                                    float->int (toward zero unless `rounding` says otherwise; out of
+                                    range saturates; NaN gives 0 from f16/bf16/f32 into <= 32 bits,
+                                    the sign-bit pattern (INT_MIN, 2^31, 2^63) from f64 or into 64
+                                    bits, as the GPU's cvt does), anything -> i1 is x != 0.
+                                    rounding: "rn" "rz" "rd" "ru" (rd/ru only between f32, f64 and
+                                    32/64-bit integers), or Triton's spellings "rtne" (= rn) and
+                                    "rtz" (= rz) for float results
   arith.bitcast %x                  : T  same bit width, bits unchanged
-  math.abs exp exp2 log log2 sqrt rsqrt sin cos erf floor ceil   (unary, floats; abs: ints too;
-                                    sqrt {approx}: f32 within 1 ulp, Triton's tl.sqrt)
-  math.fma %a, %b, %c               a * b + c
+  math.abs exp exp2 log log2 sqrt rsqrt sin cos erf floor ceil trunc rint   (unary, floats; abs:
+                                    ints too; sqrt {approx}: f32 within 1 ulp, Triton's tl.sqrt;
+                                    sqrt {rounding}: correctly rounded in that mode; trunc: toward
+                                    zero, rint: to the nearest integral value, ties to even)
+  math.fma %a, %b, %c {rounding}    a * b + c with one rounding
   math.umulhi %a, %b                high 32/64 bits of the unsigned product
+  math.mulhi %a, %b                 high 32/64 bits of the product, signed or unsigned by the dtype
+  math.mul24 %a, %b                 32-bit: low 32 bits of the product of the low 24 bits of a and b
+                                    (sign-extended from bit 23 for i32, zero-extended for u32)
+  math.sad %a, %b, %c               |a - b| + c (32/64-bit ints; the difference taken exactly, the
+                                    sum wraps)
+  math.clz %x, math.popc %x : i32   leading zero bits, set bits of a 32/64-bit integer
+  math.brev %x                      the bits of a 32/64-bit integer in reverse order
+  math.byte_perm %a, %b, %s         32-bit prmt: byte n of the result is byte (s >> 4n) & 7 of the
+                                    8 bytes {b:a} (a is bytes 0-3), replaced by the sign fill of that
+                                    byte (0x00 or 0xff) when bit 3 of the selector nibble is set
+  math.approx %x [, %y] {fn} : f32  the GPU's approximate units (see APPROX_FNS; results within the
+                                    PTX ISA's bounds, not bit-exact across implementations):
+                                    ex2 (2^x, flushes results below 2^-126), lg2, sin, cos, tanh,
+                                    div (x / y; 0 for 2^126 < |y| < 2^128), rcp64h (f64: 1/x from the
+                                    high 32 bits of x, low 32 result bits zero, subnormals flushed)
 
 Blocks of values:
   tt.dot %a, %b, %acc {input_precision, max_num_imprecise_acc} : type(%acc)
@@ -178,19 +206,102 @@ def _elementwise(kinds: str, result_bool: bool = False, arity: int = 2):
     return verify
 
 
+ROUNDING_MODES = ("rn", "rz", "rd", "ru")  # to nearest even, toward zero, toward -inf, toward +inf
+TRITON_ROUNDINGS = {"rtne": "rn", "rtz": "rz"}  # Triton's fp_downcast_rounding names, kept on arith.cast
+ROUNDED_OPS = ("arith.add", "arith.sub", "arith.mul", "arith.div", "math.fma", "math.sqrt")
+
+
+def rounding_mode(op: Operation) -> Optional[str]:
+    """The IEEE rounding an op asks for ("rn", "rz", "rd", "ru"), or None when it names none."""
+    mode = op.attrs.get("rounding")
+    return TRITON_ROUNDINGS.get(mode, mode) if mode is not None else None
+
+
+def cast_rounding(op: Operation) -> str:
+    """How an arith.cast rounds: its `rounding`, else toward zero into integers, to nearest otherwise."""
+    mode = rounding_mode(op)
+    if mode is not None:
+        return mode
+    src, dst = element_type(op.operand(0).type), element_type(op.result.type)
+    return "rz" if src.is_floating and dst.is_integer else "rn"
+
+
+def _verify_rounding(op: Operation) -> None:
+    mode = op.attrs.get("rounding")
+    if mode is None:
+        return
+    expect(op, mode in ROUNDING_MODES, f"rounding must be one of {ROUNDING_MODES}, got {mode!r}")
+    el = element_type(op.operand(0).type)
+    expect(op, el.name in ("f32", "f64"), f"rounding applies to f32 and f64 only, not {el}")
+    expect(op, not op.attrs.get("approx"), "an op is either approx or rounded in a given mode")
+
+
+def _rounded(verify: Callable[[Operation], None]) -> Callable[[Operation], None]:
+    def check(op: Operation) -> None:
+        verify(op)
+        _verify_rounding(op)
+
+    return check
+
+
 for _name in ("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.rem", "arith.max", "arith.min"):
-    register_op(_name, commutative=_name in ("arith.add", "arith.mul", "arith.max", "arith.min"))(_elementwise("if"))
+    verify = _rounded(_elementwise("if")) if _name in ROUNDED_OPS else _elementwise("if")
+    register_op(_name, commutative=_name in ("arith.add", "arith.mul", "arith.max", "arith.min"))(verify)
 for _name in ("arith.and", "arith.or", "arith.xor"):
     register_op(_name, commutative=True)(_elementwise("i"))
 for _name in ("arith.shl", "arith.shr", "math.umulhi"):
     register_op(_name)(_elementwise("i"))
 register_op("arith.neg")(_elementwise("if", arity=1))
 register_op("arith.not")(_elementwise("i", arity=1))
-for _name in ("math.exp", "math.exp2", "math.log", "math.log2", "math.sqrt", "math.rsqrt", "math.sin",
-              "math.cos", "math.erf", "math.floor", "math.ceil"):
+for _name in ("math.exp", "math.exp2", "math.log", "math.log2", "math.rsqrt", "math.sin", "math.cos",
+              "math.erf", "math.floor", "math.ceil", "math.trunc", "math.rint"):
     register_op(_name)(_elementwise("f", arity=1))
+register_op("math.sqrt")(_rounded(_elementwise("f", arity=1)))
 register_op("math.abs")(_elementwise("if", arity=1))
-register_op("math.fma")(_elementwise("f", arity=3))
+register_op("math.fma")(_rounded(_elementwise("f", arity=3)))
+
+
+def _int_bits(op: Operation, widths: tuple[int, ...]) -> DType:
+    el = element_type(op.operand(0).type)
+    expect(op, isinstance(el, DType) and el.is_integer and el.bits in widths,
+           f"expects {'/'.join(map(str, widths))}-bit integers, got {el}")
+    return el
+
+
+def _int_elementwise(arity: int, widths: tuple[int, ...] = (32, 64)) -> Callable[[Operation], None]:
+    def verify(op: Operation) -> None:
+        _elementwise("i", arity=arity)(op)
+        _int_bits(op, widths)
+
+    return verify
+
+
+register_op("math.mulhi")(_int_elementwise(2))
+register_op("math.mul24")(_int_elementwise(2, (32,)))
+register_op("math.sad")(_int_elementwise(3))
+register_op("math.brev")(_int_elementwise(1))
+register_op("math.byte_perm")(_int_elementwise(3, (32,)))
+
+
+@register_op("math.clz")
+@register_op("math.popc")
+def _verify_bit_count(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    _int_bits(op, (32, 64))
+    want = with_element(op.operand(0).type, i32)
+    expect(op, op.result.type == want, f"result type {op.result.type} should be {want}")
+
+
+APPROX_FNS = {"ex2": 1, "lg2": 1, "sin": 1, "cos": 1, "tanh": 1, "div": 2, "rcp64h": 1}  # fn -> operands
+
+
+@register_op("math.approx")
+def _verify_approx(op: Operation) -> None:
+    fn = op.attrs.get("fn")
+    expect(op, fn in APPROX_FNS, f"fn must be one of {tuple(APPROX_FNS)}, got {fn!r}")
+    _elementwise("f", arity=APPROX_FNS[fn])(op)
+    want = "f64" if fn == "rcp64h" else "f32"
+    expect(op, element_type(op.result.type).name == want, f"approx {fn} is on {want}")
 
 CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
 
@@ -225,7 +336,19 @@ def _verify_cast(op: Operation) -> None:
     expect(op, same_shape(src, dst), f"cast changes shape: {src} -> {dst}")
     expect(op, isinstance(element_type(src), DType) and isinstance(element_type(dst), DType),
            "cast is for numbers; use tt.ptr_to_int / tt.int_to_ptr for pointers")
-    expect(op, op.attrs.get("rounding", "rtne") in ("rtne", "rtz"), "rounding is rtne or rtz")
+    mode = op.attrs.get("rounding")
+    if mode is None:
+        return
+    es, ed = element_type(src), element_type(dst)
+    if mode in TRITON_ROUNDINGS:
+        expect(op, ed.is_floating, f"rounding {mode!r} is for float results; use {ROUNDING_MODES}")
+        return
+    expect(op, mode in ROUNDING_MODES, f"rounding must be one of {ROUNDING_MODES} (or 'rtne', 'rtz'), got {mode!r}")
+    expect(op, es.is_floating or ed.is_floating, f"a conversion from {es} to {ed} does not round")
+    if mode in ("rd", "ru"):
+        wide = ("f32", "f64", "i32", "u32", "i64", "u64")
+        expect(op, es.name in wide and ed.name in wide,
+               f"rounding {mode!r} converts between f32, f64 and 32/64-bit integers only, not {es} to {ed}")
 
 
 @register_op("arith.bitcast")
@@ -617,4 +740,5 @@ def _verify_func(op: Operation) -> None:
 register_op("tt.return", terminator=True, pure=False)(None)
 
 __all__ = ["OP_DEFS", "OpDef", "VerificationError", "register_op", "op_def", "is_pure", "expect",
-           "expect_counts", "CMP_PREDICATES", "ATOMIC_KINDS", "i32"]
+           "expect_counts", "CMP_PREDICATES", "ATOMIC_KINDS", "ROUNDING_MODES", "TRITON_ROUNDINGS", "ROUNDED_OPS",
+           "APPROX_FNS", "rounding_mode", "cast_rounding", "i32"]

@@ -2,7 +2,9 @@
 
 simt IR is what one thread runs. Values are scalars in virtual registers; there are no
 tensors. Per-thread arithmetic reuses the tile ops on scalar types (`arith.*`, `math.fma`,
-`math.sqrt`, `math.floor`, `math.ceil`, `math.abs`, `math.umulhi`), structured control flow
+`math.sqrt`, `math.floor`, `math.ceil`, `math.trunc`, `math.rint`, `math.abs`, `math.umulhi`,
+`math.mulhi`, `math.mul24`, `math.sad`, `math.clz`, `math.popc`, `math.brev`, `math.byte_perm`,
+with their `rounding` attributes), structured control flow
 reuses `scf.for/if/while` (the emitter turns them into labels and branches). scf.for bounds
 are the same in every thread (its branches print as bra.uni); scf.if / scf.while conditions
 may differ between threads, but `simt.shfl` and `simt.barrier` only appear where control
@@ -34,7 +36,8 @@ The ops:
                                           modifier ("", rn rz rm rp; rni rzi rmi rpi), fp8 included
   simt.pack %a, %b... : T                 2x16->32, 4x8->32 or 2x32->64 bits (first = lowest)
   simt.unpack %w : T, T...                the inverse
-  simt.approx %x {fn} : f32               ex2 lg2 sin cos rsqrt rcp (the .approx f32 units)
+  simt.approx %x [, %y] {fn} : f32        ex2 lg2 sin cos rsqrt rcp tanh, div (x / y), rcp64h (f64):
+                                          the .approx units (ex2 and rcp64h flush subnormals)
   simt.shfl %x, %b {mode} : T             shfl.sync.{bfly,up,down,idx}.b32, all lanes (T: i32/f32)
   simt.barrier                            bar.sync 0
 
@@ -108,9 +111,9 @@ from typing import Optional
 
 from .core import Operation
 from .ops import expect, expect_counts, register_op
-from .types import DType, PointerType, f32, i1, i32, u64
+from .types import DType, PointerType, f32, f64, i1, i32, u64
 
-APPROX_FNS = ("ex2", "lg2", "sin", "cos", "rsqrt", "rcp")
+APPROX_FNS = ("ex2", "lg2", "sin", "cos", "rsqrt", "rcp", "tanh", "div", "rcp64h")
 SHFL_MODES = ("bfly", "up", "down", "idx")
 ATOM_KINDS = ("add", "max", "min", "and", "or", "xor", "exch")
 SEMS = ("relaxed", "acquire", "release", "acq_rel")
@@ -232,9 +235,11 @@ def _verify_unpack(op: Operation) -> None:
 
 @register_op("simt.approx")
 def _verify_approx(op: Operation) -> None:
-    expect_counts(op, 1, 1)
-    expect(op, op.attrs.get("fn") in APPROX_FNS, f"fn must be one of {APPROX_FNS}")
-    expect(op, op.operand(0).type == f32 and op.result.type == f32, "approx functions are f32")
+    fn = op.attrs.get("fn")
+    expect(op, fn in APPROX_FNS, f"fn must be one of {APPROX_FNS}")
+    expect_counts(op, 2 if fn == "div" else 1, 1)
+    t = f64 if fn == "rcp64h" else f32
+    expect(op, all(v.type == t for v in op.operands) and op.result.type == t, f"approx {fn} is on {t}")
 
 
 @register_op("simt.shfl", pure=False)

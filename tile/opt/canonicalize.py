@@ -16,7 +16,13 @@ After:
 
 Folding is exact: integers wrap at their type's width and follow its signedness, division
 truncates toward zero, and a float result is rounded once to its type (round to nearest
-even). Anything whose result could differ from what the GPU computes is left alone:
+even, or in the op's `rounding` mode, from the exact rational result):
+
+    %s = arith.add %one, %tiny {rounding = "ru"} : f32   (1.0 + 2^-30)
+  ->
+    %s = arith.constant {value = 1.0000001192092896} : f32
+
+Anything whose result could differ from what the GPU computes is left alone:
 division by zero, signed `MIN / -1`, shifts by the width or more, fp8 values, and the math
 functions the targets approximate (exp, log, sin, sqrt, ...). Floats never use identities
 that NaN, infinities or the sign of zero break (`x * 0`, `x - x`, `x + 0.0`).
@@ -29,11 +35,13 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from fractions import Fraction
 from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
 from ..ir import DType, Operation, PointerType, Type, Value, element_type, is_pure, op_def
+from ..ir.ops import cast_rounding, rounding_mode
 from .pass_manager import Pass
 
 Number = Union[int, float]
@@ -90,6 +98,31 @@ def int_to_float(n: int, dt: DType) -> float:
         a = q << shift
     x = math.inf if a > largest else float(a)
     return -x if n < 0 else x
+
+
+def round_rational(q: Fraction, dt: DType, mode: str) -> float:
+    """The exact rational `q` rounded to the float type `dt` in `mode` ("rn": to nearest even,
+    "rz": toward zero, "rd": toward -inf, "ru": toward +inf), as a Python float."""
+    if q == 0:
+        return 0.0
+    p, emin, largest = _float_format(dt)
+    negative = q < 0
+    n, d = abs(q.numerator), q.denominator
+    exponent = n.bit_length() - d.bit_length()  # then 2^exponent <= |q| < 2^(exponent + 1)
+    if (n << max(0, -exponent)) < (d << max(0, exponent)):
+        exponent -= 1
+    quantum = max(exponent, emin) - (p - 1)  # weight of the last kept bit
+    scaled = abs(q) / Fraction(2) ** quantum
+    m, rest = divmod(scaled.numerator, scaled.denominator)
+    away = mode == ("rd" if negative else "ru")
+    if rest and (away or mode == "rn" and (2 * rest > scaled.denominator or 2 * rest == scaled.denominator and m & 1)):
+        m += 1
+    value = Fraction(m) * Fraction(2) ** quantum
+    if value > largest:  # overflow: infinity, or the largest finite value when rounding toward it
+        r = math.inf if mode == "rn" or away else largest
+    else:
+        r = float(value)
+    return -r if negative else r
 
 
 def normalize(value: Any, dt: DType) -> Optional[Number]:
@@ -157,7 +190,21 @@ def fold_int_binary(name: str, a: int, b: int, dt: DType) -> Optional[int]:
     return None
 
 
+def _fold_rounded(name: str, a: float, b: float, dt: DType, mode: str) -> Optional[float]:
+    """add/sub/mul/div rounded in `mode`, from the exact rational result; left alone where
+    special values or an exactly zero result (whose sign depends on the mode) are involved."""
+    if not (math.isfinite(a) and math.isfinite(b)) or (name == "arith.div" and b == 0):
+        return None
+    x, y = Fraction(a), Fraction(b)
+    exact = {"arith.add": lambda: x + y, "arith.sub": lambda: x - y, "arith.mul": lambda: x * y,
+             "arith.div": lambda: x / y}[name]()
+    return None if exact == 0 else round_rational(exact, dt, mode)
+
+
 def fold_float_binary(name: str, a: float, b: float, dt: DType, attrs: dict[str, Any]) -> Optional[float]:
+    mode = attrs.get("rounding")
+    if mode is not None:
+        return _fold_rounded(name, a, b, dt, mode)
     # One f64 operation then one rounding to `dt` equals the exactly rounded result for +, -, *, /
     # (f64 carries more than twice the precision of f32, f16 and bf16, plus two bits).
     x, y = np.float64(a), np.float64(b)
@@ -209,6 +256,10 @@ def fold_unary(name: str, a: Number, dt: DType) -> Optional[Number]:
         return float(np.floor(np.float64(a)))  # keeps -0.0 and infinities
     if name == "math.ceil":
         return float(np.ceil(np.float64(a)))
+    if name == "math.trunc":
+        return float(np.trunc(np.float64(a)))
+    if name == "math.rint":
+        return float(np.rint(np.float64(a)))  # ties to even
     return None
 
 
@@ -219,27 +270,25 @@ def fold_cmp(predicate: str, a: Number, b: Number, dt: Union[DType, PointerType]
     return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}.get(predicate)
 
 
+_TO_INTEGRAL = {"rn": lambda x: float(np.rint(x)), "rz": math.trunc, "rd": math.floor, "ru": math.ceil}
+
+
 def fold_cast(x: Number, src: DType, dst: DType, rounding: str) -> Optional[Number]:
+    """The cast of a constant, rounding in `rounding` (rn rz rd ru; see ops.cast_rounding)."""
     if dst.is_bool:
         if src.is_floating and math.isnan(x):
             return None
         return int(x != 0)
     if src.is_integer and dst.is_integer:
         return wrap(x, dst)  # `x` is already sign- or zero-extended by its source type
-    if src.is_integer:
-        r = int_to_float(x, dst)
-        exact = math.isfinite(r) and int(r) == x
-    elif dst.is_floating:
-        r = round_float(x, dst)
-        exact = r == x or math.isnan(x)
-    else:
+    if dst.is_integer:
         if not math.isfinite(x):
             return None
-        t = math.trunc(x)
+        t = int(_TO_INTEGRAL[rounding](x))
         return t if wrap(t, dst) == t else None  # out of range: target-specific saturation
-    if rounding == "rtz" and not exact:
-        return None  # only round-to-nearest is computed here
-    return r
+    if src.is_floating and (not math.isfinite(x) or x == 0):
+        return x  # infinities, NaN and signed zeros convert unchanged
+    return round_rational(Fraction(x), dst, rounding)
 
 
 def _cast_is_exact(src: Type, mid: Type) -> bool:
@@ -377,10 +426,12 @@ def binary_identities(op: Operation, rw: Rewriter) -> bool:
         x, y, cx, cy = y, x, cy, cx  # the constant goes right
     name, same = op.name, x is y
     if dt.is_floating:
-        # x*1 and x/1 are exact for every x; x + -0.0 and x - 0.0 are x, even for x = -0.0.
+        # x*1 and x/1 are exact for every x; x + -0.0 and x - 0.0 are x, even for x = -0.0, in
+        # every rounding mode but rd (toward -inf: +0.0 + -0.0 is -0.0).
+        signed_zero_ok = rounding_mode(op) != "rd"
         keep = ((name in ("arith.mul", "arith.div") and cy == 1)
-                or (name == "arith.add" and cy == 0 and math.copysign(1, cy) < 0)
-                or (name == "arith.sub" and cy == 0 and math.copysign(1, cy) > 0)
+                or (name == "arith.add" and cy == 0 and math.copysign(1, cy) < 0 and signed_zero_ok)
+                or (name == "arith.sub" and cy == 0 and math.copysign(1, cy) > 0 and signed_zero_ok)
                 or (name in ("arith.max", "arith.min") and same))
         if keep:
             rw.replace(op, [x])
@@ -401,7 +452,7 @@ def binary_identities(op: Operation, rw: Rewriter) -> bool:
     return False
 
 
-@pattern("arith.neg", "arith.not", "math.abs", "math.floor", "math.ceil")
+@pattern("arith.neg", "arith.not", "math.abs", "math.floor", "math.ceil", "math.trunc", "math.rint")
 def fold_unary_op(op: Operation, rw: Rewriter) -> bool:
     dt = _foldable_dtype(op.result.type)
     a = constant_value(op.operand(0))
@@ -455,7 +506,7 @@ def fold_cast_op(op: Operation, rw: Rewriter) -> bool:
     value = constant_value(x)
     if src is None or dst is None or value is None:
         return False
-    return _replace_with_constant(op, rw, fold_cast(value, src, dst, op.attrs.get("rounding", "rtne")))
+    return _replace_with_constant(op, rw, fold_cast(value, src, dst, cast_rounding(op)))
 
 
 @pattern("arith.bitcast")
@@ -569,5 +620,6 @@ class Canonicalize(Pass):
         Rewriter(func).run()
 
 
-__all__ = ["Canonicalize", "Rewriter", "constant_value", "wrap", "round_float", "int_to_float", "normalize",
+__all__ = ["Canonicalize", "Rewriter", "constant_value", "wrap", "round_float", "int_to_float", "round_rational",
+           "normalize",
            "fold_int_binary", "fold_float_binary", "fold_unary", "fold_cmp", "fold_cast", "PATTERNS", "pattern"]

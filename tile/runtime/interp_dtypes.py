@@ -19,7 +19,9 @@ nearest even, values beyond the largest finite number (and infinities) saturate 
 NaN stays NaN. e4m3 ("f8e4nv") has no infinities, its largest value is 448 and its NaN is
 0x7f/0xff; e5m2 ("f8e5") is IEEE-like with a largest finite value of 57344. Triton's other
 fp8 formats (f8e4b15, f8e4b8, f8e5b16) convert by the rules of tile.ir.float8.
-Float -> integer casts truncate toward zero and saturate (NaN -> 0), like `cvt.rzi`.
+Float -> integer casts round toward zero (or as their `rounding` says) and saturate, like
+`cvt.rzi`; NaN gives what the GPU gives (see interp_rounding.float_to_int). Conversions
+between f32, f64 and integers round in any of the four IEEE modes (interp_rounding).
 """
 from __future__ import annotations
 
@@ -28,7 +30,10 @@ import math
 import numpy as np
 
 from tile.ir import float8
+from tile.ir.ops import TRITON_ROUNDINGS
 from tile.ir.types import DType, PointerType, bf16, f8e4b8, f8e4b15, f8e4nv, f8e5, f8e5b16, f16, f32, f64
+
+from .interp_rounding import float_to_int, int_to_float, round_pair
 
 NARROW_FLOATS = (f16, bf16, f8e4nv, f8e5, f8e4b15, f8e4b8, f8e5b16)
 
@@ -259,36 +264,28 @@ def from_bits(bits: np.ndarray, t: DType | PointerType) -> np.ndarray:
 # ---------------------------------------------------------------------------------- casts
 
 
-def _float_to_int(x: np.ndarray, dt: np.dtype) -> np.ndarray:
-    info = np.iinfo(dt)
-    t = np.trunc(x.astype(np.float64, copy=False))
-    hi = float(info.max)
-    if info.bits == 64:  # 2**63 - 1 and 2**64 - 1 are not doubles: clip below them, fix up after
-        hi_clip = float(np.nextafter(hi, 0.0))
-    else:
-        hi_clip = hi
-    r = np.where(np.isnan(t), 0.0, np.clip(t, float(info.min), hi_clip)).astype(dt)
-    if info.bits == 64:
-        r = np.where(t >= hi, dt.type(info.max), r)
-    return r
-
-
-def cast(x: np.ndarray, src: DType, dst: DType, rounding: str = "rtne") -> np.ndarray:
-    """arith.cast of a value array from `src` to `dst` (see tile.ir.ops)."""
+def cast(x: np.ndarray, src: DType, dst: DType, rounding: "str | None" = None) -> np.ndarray:
+    """arith.cast of a value array from `src` to `dst` (see tile.ir.ops), rounding in `rounding`
+    ("rn", "rz", "rd", "ru", or Triton's "rtne"/"rtz"; None: toward zero into integers, to
+    nearest otherwise)."""
     if dst.is_bool:
         return x != 0
     vd = value_dtype(dst)
-    if src.is_integer:
-        if dst.is_integer:
-            return x.astype(vd)
-        if dst in (f32, f64):
-            return x.astype(vd)  # NumPy's int -> float conversions round to nearest even
-        return round_float(x.astype(np.float64), dst, rounding == "rtz")
+    if src.is_integer and dst.is_integer:
+        return x.astype(vd)
     if dst.is_integer:
-        return _float_to_int(x, vd)
+        return float_to_int(x, src, vd, TRITON_ROUNDINGS.get(rounding, rounding or "rz"))
     if src == f16 and float8.is_float8_variant(dst):  # fp8e4b15 takes fp16 bits as they are
         return float8.decode(float8.encode(x, dst, f16_source=True), dst).astype(np.float32)
-    return round_float(x, dst, rounding == "rtz")
+    mode = TRITON_ROUNDINGS.get(rounding, rounding or "rn")
+    wide = dst in (f32, f64)
+    if src.is_integer:
+        if wide:
+            return x.astype(vd) if mode == "rn" else int_to_float(x, dst, mode)  # NumPy rounds to nearest even
+        return round_float(x.astype(np.float64), dst, mode == "rz")
+    if wide and src in (f32, f64) and mode != "rn":
+        return round_pair(x.astype(np.float64), np.zeros(x.shape, np.int8), dst, mode)
+    return round_float(x, dst, mode == "rz")
 
 
 def bitcast(x: np.ndarray, src: DType | PointerType, dst: DType | PointerType) -> np.ndarray:

@@ -13,10 +13,12 @@ import math
 import numpy as np
 
 from tile.ir.core import Operation
-from tile.ir.types import DType, PointerType, element_type, f64, shape_of
+from tile.ir.ops import cast_rounding, rounding_mode
+from tile.ir.types import DType, PointerType, element_type, f32, f64, shape_of
 
 from .interp_core import Compiler, ExecState, Frame, implements
 from .interp_dtypes import bitcast, cast, constant, rounder, value_dtype
+from .interp_rounding import rounded_binary, rounded_fma, rounded_sqrt
 
 
 def scalar_type(v) -> DType | PointerType:
@@ -189,6 +191,10 @@ def _int_binary(name: str, t: DType):
 
 
 def _float_binary(name: str, op: Operation):
+    mode = rounding_mode(op)
+    if mode is not None:  # correctly rounded in that mode (f32, f64)
+        t = scalar_type(op.result)
+        return lambda a, b: rounded_binary(name, a, b, t, mode)
     nan = bool(op.attrs.get("propagate_nan", False))
     return {
         "arith.add": np.add, "arith.sub": np.subtract, "arith.mul": np.multiply, "arith.div": np.divide,
@@ -261,7 +267,7 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
 _FLOAT_UNARY = {
     "arith.neg": np.negative, "math.abs": np.abs, "math.exp": np.exp, "math.exp2": np.exp2, "math.log": np.log,
     "math.log2": np.log2, "math.sqrt": np.sqrt, "math.rsqrt": _rsqrt, "math.sin": np.sin, "math.cos": np.cos,
-    "math.floor": np.floor, "math.ceil": np.ceil, "math.erf": _erf,
+    "math.floor": np.floor, "math.ceil": np.ceil, "math.erf": _erf, "math.trunc": np.trunc, "math.rint": np.rint,
 }  # fmt: skip
 
 
@@ -272,10 +278,14 @@ def _int_unary(name: str, t: DType):
 
 
 @implements("arith.neg", "arith.not", "math.abs", "math.exp", "math.exp2", "math.log", "math.log2",
-            "math.sqrt", "math.rsqrt", "math.sin", "math.cos", "math.erf", "math.floor", "math.ceil")
+            "math.sqrt", "math.rsqrt", "math.sin", "math.cos", "math.erf", "math.floor", "math.ceil", "math.trunc",
+            "math.rint")
 def _unary(op: Operation, cc: Compiler):
     t = scalar_type(op.result)
     fn = _int_unary(op.name, t) if t.is_integer else _FLOAT_UNARY[op.name]
+    mode = rounding_mode(op)
+    if mode is not None:  # math.sqrt in a given rounding mode (f32, f64)
+        return _unary_view(op, cc, lambda x: rounded_sqrt(x, t, mode))
     rnd = rounder(t)
     if rnd is not None:
         inner = fn
@@ -287,15 +297,15 @@ def _unary(op: Operation, cc: Compiler):
 def _fma(op: Operation, cc: Compiler):
     t = scalar_type(op.result)
     a, b, c, r = (cc.slot(v) for v in (*op.operands, op.result))
-    narrow = t != f64
+    mode = rounding_mode(op) or "rn"
+    exact = t in (f32, f64)
 
     def run(f: Frame, st: ExecState) -> None:
         x, y, z = f[a], f[b], f[c]
-        if narrow:  # the product of two floats of <= 24 bits is exact in float64
-            res = x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64)
-            f[r] = cast(res, f64, t)
-        else:
-            f[r] = x * y + z
+        if exact:  # one rounding of the exact a * b + c
+            f[r] = rounded_fma(x, y, z, t, mode)
+        else:  # f16/bf16: the product is exact in float64, the sum rounds once there, then to t
+            f[r] = cast(x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64), f64, t)
 
     return run
 
@@ -306,9 +316,9 @@ def _fma(op: Operation, cc: Compiler):
 @implements("arith.cast")
 def _cast(op: Operation, cc: Compiler):
     src, dst = scalar_type(op.operand(0)), scalar_type(op.result)
-    rounding = op.attrs.get("rounding", "rtne")
     if src == dst:
         return _unary_view(op, cc, lambda x: x)
+    rounding = cast_rounding(op)
     return _unary_view(op, cc, lambda x: cast(x, src, dst, rounding))
 
 
@@ -318,3 +328,6 @@ def _bitcast(op: Operation, cc: Compiler):
     if value_dtype(src) == value_dtype(dst) and src == dst:
         return _unary_view(op, cc, lambda x: x)
     return _unary_view(op, cc, lambda x: bitcast(x, src, dst))
+
+
+from . import interp_bits  # noqa: E402,F401  (registers the bit-manipulation ops and the approximate units)
