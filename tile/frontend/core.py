@@ -496,6 +496,8 @@ def _member_functions() -> dict[str, Callable[..., Any]]:
                      "associative_scan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf",
                      "floor", "ceil", "abs", "sigmoid", "softmax"):
             _MEMBERS[name] = getattr(tl, name)
+        for name in ("split", "flip", "gather", "histogram", "reduce_or"):
+            _MEMBERS[name] = getattr(tl, name)
     return _MEMBERS
 
 
