@@ -187,6 +187,7 @@ class CTA:
         self.r_epoch = np.full(len(self.smem), -1)
         self.r_tid = np.full(len(self.smem), -1)
         self.inflight = np.zeros(len(self.smem), dtype=np.int32)
+        self.a_epoch = np.full(len(self.smem), -1)  # last epoch of an atomic (red.shared) on each byte
         self.cp_open: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(self.n)]
         self.cp_groups: list[list[list[tuple[int, np.ndarray]]]] = [[] for _ in range(self.n)]
         self.env: dict[Value, np.ndarray] = {}
@@ -239,8 +240,9 @@ class CTA:
 
     # shared memory with race checks -----------------------------------------------------------
     def smem_access(self, addrs: np.ndarray, size: int, mask: np.ndarray, write: bool,
-                    tids: Optional[list[int]] = None) -> None:
-        """Check (and record) an access of `size` bytes at addrs[i] by thread tids[i] (default: i) where mask[i]."""
+                    tids: Optional[list[int]] = None, atomic: bool = False) -> None:
+        """Check (and record) an access of `size` bytes at addrs[i] by thread tids[i] (default: i) where mask[i].
+        Atomics of different threads on one byte do not race with each other, only with plain accesses."""
         for i in np.nonzero(mask)[0]:
             t = int(tids[i]) if tids is not None else int(i)
             a = int(addrs[i])
@@ -250,6 +252,17 @@ class CTA:
             if self.inflight[sl].any():
                 raise InterpError(f"shared-memory race: thread {t} accesses byte {a} while a cp.async to it is "
                                   "in flight (missing cp.async.wait_group)")
+            if atomic:
+                bad = (self.r_epoch[sl] == self.epoch) & (self.r_tid[sl] != t)
+                bad |= (self.w_epoch[sl] == self.epoch) & (self.w_tid[sl] != t)
+                if bad.any():
+                    raise InterpError(f"shared-memory race: thread {t}'s atomic on byte {a} meets a plain access "
+                                      "without a barrier")
+                self.a_epoch[sl] = self.epoch
+                continue
+            if (self.a_epoch[sl] == self.epoch).any():
+                raise InterpError(f"shared-memory race: thread {t} accesses byte {a} updated by atomics without a "
+                                  "barrier")
             if write:
                 bad = (self.r_epoch[sl] == self.epoch) & (self.r_tid[sl] != t)
                 bad |= (self.w_epoch[sl] == self.epoch) & (self.w_tid[sl] != t)

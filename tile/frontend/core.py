@@ -475,7 +475,7 @@ class tensor:
         fn = _member_functions().get(name)
         if fn is None:
             raise AttributeError(f"a tensor has no attribute {name!r}")
-        return lambda *args, **kwargs: _sem().call(fn, (self, *args), kwargs)
+        return builtin(lambda *args, **kwargs: _sem().call(fn, (self, *args), kwargs))
 
 
 def _shape_args(args: tuple) -> tuple[int, ...]:

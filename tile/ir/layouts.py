@@ -631,6 +631,27 @@ def split_layout(layout: DistributedLayout, shape: Sequence[int]) -> Optional[Di
     return simplify(LinearEncoding(result), result.shape)
 
 
+def gather_in_warp(src: DistributedLayout, src_shape: Sequence[int], result: DistributedLayout,
+                   result_shape: Sequence[int], axis: int) -> bool:
+    """Whether tt.gather can read its source with one warp shuffle per result register: the source's
+    `axis` lies in lanes only (one lane bit per bit of the axis), and the result element held in
+    register r of lane l of warp w has, off the axis, the coordinates of the source elements in
+    some fixed register of warp w and of every lane that differs from l only in the axis's lane bits."""
+    s, r = src.to_linear(src_shape), result.to_linear(result_shape)
+    off = lambda b: tuple(c for d, c in enumerate(b) if d != axis)  # noqa: E731
+    if any(b[axis] for b in s.register_bases + s.warp_bases):
+        return False
+    axis_lanes = sorted(b[axis] for b in s.lane_bases if b[axis])
+    if axis_lanes != [1 << j for j in range(log2(src_shape[axis]))] or \
+            any(b[axis] and any(off(b)) for b in s.lane_bases):
+        return False
+    if len(r.lane_bases) != len(s.lane_bases) or len(r.warp_bases) != len(s.warp_bases) or \
+            any(off(a) != off(b) for a, b in zip(r.lane_bases + r.warp_bases, s.lane_bases + s.warp_bases)):
+        return False
+    held = {off(s.apply(reg, 0, 0)) for reg in range(s.num_registers)}
+    return all(off(r.apply(reg, 0, 0)) in held for reg in range(r.num_registers))
+
+
 def warps_split_dim(layout: DistributedLayout, shape: Sequence[int], dim: int) -> bool:
     """Whether different warps hold different coordinates along `dim` (a reduction must then
     exchange data across warps)."""
@@ -728,5 +749,5 @@ register_layout("shared", _parse_shared)
 __all__ = [
     "LinearLayout", "Layout", "DistributedLayout", "BlockedLayout", "SliceLayout", "LinearEncoding",
     "SharedLayout", "blocked_layout", "default_blocked", "conversion_kind", "simplify", "blocked_from_linear",
-    "trans_layout", "reshape_layout", "join_layout", "split_layout", "warps_split_dim", "log2",
+    "trans_layout", "reshape_layout", "join_layout", "split_layout", "gather_in_warp", "warps_split_dim", "log2",
 ]

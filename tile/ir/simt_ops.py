@@ -62,7 +62,8 @@ Tensor cores and asynchronous copies (sm_80+; warp-wide ops run with all 32 lane
                                           thread's groups are in flight
   simt.atom %a, %pred, %v {kind, sem, scope, offset} : T     old value (0 where %pred false);
                                           kind: add max min and or xor exch
-  simt.red %a, %pred, %v {kind, sem, scope, offset}          atom without a result
+  simt.red %a, %pred, %v {kind, sem, scope, offset}          atom without a result; %a may also
+                                          be an i32 shared address (red.shared: tl.histogram's bins)
   simt.atom_cas %a, %pred, %cmp, %v {sem, scope, offset} : T
   simt.vprintf %args... {format}          device printf; args are 32/64-bit numbers or pointers
   simt.assertfail {message, file, line, function}            prints and stops the kernel
@@ -295,7 +296,11 @@ def _verify_atom(op: Operation) -> None:
 @register_op("simt.red", pure=False)
 def _verify_red(op: Operation) -> None:
     expect_counts(op, 3, 0)
-    _verify_sem_scope(op)
+    if op.operand(0).type == i32:  # a shared address
+        expect(op, op.operand(1).type == i1 and op.attrs.get("sem", "relaxed") in SEMS and op.attrs.get("scope") == "cta",
+               "red.shared needs an i1 predicate and scope cta")
+    else:
+        _verify_sem_scope(op)
     expect(op, op.attrs.get("kind") in ATOM_KINDS and op.attrs.get("kind") != "exch", "bad kind for red")
 
 
