@@ -24,10 +24,12 @@ from .lower_core import Lowering, LoweringError, lowers
 
 
 def _in_range(ctx: Lowering, v: Value, bins: int) -> Value:
-    """0 <= v < bins, as one unsigned compare."""
-    t = v.type
-    unsigned = t if t.kind == "uint" else DType(f"u{t.bits}", "uint", t.bits)
-    as_unsigned = v if t.kind == "uint" else bitcast(ctx, v, unsigned)
+    """0 <= v < bins, as one unsigned compare of (at least) 32 bits."""
+    if v.type.bits < 32:
+        v = convert(ctx, v, i32)  # extended by the value's signedness
+    bits = v.type.bits
+    unsigned = DType(f"u{bits}", "uint", bits)
+    as_unsigned = v if v.type.kind == "uint" else bitcast(ctx, v, unsigned)
     return ctx.op("arith.cmp", [as_unsigned, ctx.const(bins, unsigned)], i1, predicate="lt")
 
 

@@ -161,7 +161,7 @@ def shared_vector(offsets: Sequence[int], thread_span: int, elem_bytes: int) -> 
     o, o+1, ..., o+V-1 with o a multiple of V that T(tid) does not disturb."""
     v = 4
     while v > 1:
-        ok = v * elem_bytes <= 16 and thread_span & (v - 1) == 0 and all(
+        ok = v * elem_bytes <= 16 and len(offsets) % v == 0 and thread_span & (v - 1) == 0 and all(
             offsets[r] % v == 0 and all(offsets[r + j] == offsets[r] + j for j in range(v))
             for r in range(0, len(offsets), v))
         if ok:
