@@ -215,16 +215,18 @@ class LinearLayout:
         return LinearLayout(tuple(shape), move(self.register_bases), move(self.lane_bases), move(self.warp_bases))
 
     def resize(self, shape: Sequence[int]) -> "LinearLayout":
-        """This layout on another `shape` of the same rank, as a blocked layout would change: where
-        a dimension shrinks, coordinates wrap (bases that step past it become zero: replicas); where
-        it grows, new register bases repeat the layout along it."""
+        """This layout on another `shape` of the same rank, holding in each thread what a blocked
+        layout would: where a dimension shrinks, coordinates wrap (lane and warp bases that step past
+        it become zero: replicas; such register bases are dropped); where it grows, new register
+        bases repeat the layout along it."""
         shape = tuple(shape)
         if len(shape) != self.rank:
             raise ValueError(f"cannot resize a rank-{self.rank} layout to {shape}")
         clip = lambda bases: tuple(tuple(c & (n - 1) for c, n in zip(b, shape)) for b in bases)  # noqa: E731
         repeats = tuple(unit(self.rank, d, 1 << bit) for d, (old, new) in enumerate(zip(self.shape, shape))
                         for bit in range(log2(old), log2(max(old, new))))
-        return LinearLayout(shape, clip(self.register_bases) + repeats, clip(self.lane_bases), clip(self.warp_bases))
+        regs = tuple(b for b in clip(self.register_bases) if any(b))
+        return LinearLayout(shape, regs + repeats, clip(self.lane_bases), clip(self.warp_bases))
 
     def contiguous_registers(self, dim: int) -> int:
         """How many consecutive registers (aligned groups) hold consecutive elements along `dim`.
