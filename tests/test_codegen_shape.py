@@ -18,8 +18,8 @@ import tile.language as tl
 from codegen_util import check_ptx
 from ptxas_util import needs_ptxas
 from tile.codegen.ptx import emit_ptx
-from tile.ir.layouts import (BlockedLayout, LinearEncoding, LinearLayout, SliceLayout, default_blocked, gather_in_warp,
-                             join_layout, split_layout, trans_layout)
+from tile.ir.layouts import (BlockedLayout, LinearEncoding, LinearLayout, SliceLayout, conversion_kind, default_blocked,
+                             gather_in_warp, join_layout, split_layout, store_layout_like, trans_layout)
 from tile.opt.alloc_shared import AllocShared
 from tile.opt.coalesce import Coalesce
 from tile.opt.remove_layout_conversions import RemoveLayoutConversions
@@ -81,6 +81,17 @@ def test_linear_encoding_resizes_like_a_blocked_layout():
         for shape in [(1, 8), (64, 1), (16, 2)]:  # shrunk, each thread holds the elements a blocked one does
             mine, theirs = linear.to_linear(shape).flat_coords(), blocked.to_linear(shape).flat_coords()
             assert all(set(mine[w, t]) == set(theirs[w, t]) for w in range(4) for t in range(32))
+
+
+def test_store_layout_like():
+    b4 = BlockedLayout((4,), (32,), (4,), (0,))
+    two_runs = LinearEncoding(LinearLayout((512,), ((256,), (1,)), ((2,), (4,), (8,), (16,), (32,)), ((64,), (128,))))
+    like = store_layout_like(two_runs, (512,), b4)
+    assert like is not None and like.to_linear((512,)).register_bases == ((1,), (256,))
+    assert store_layout_like(BlockedLayout((8,), (32,), (4,), (0,)), (1024,), b4) is None  # runs longer than b4's
+    assert store_layout_like(BlockedLayout((1,), (32,), (4,), (0,)), (1024,), b4) == BlockedLayout((1,), (32,), (4,), (0,))
+    assert store_layout_like(trans_layout(BlockedLayout((1, 4), (4, 8), (4, 1), (1, 0)), (32, 32), (1, 0)), (32, 32),
+                             BlockedLayout((1, 4), (4, 8), (4, 1), (1, 0))) is None  # lanes go down the columns
 
 
 def test_gather_in_warp():
@@ -179,6 +190,35 @@ def test_coalesced_layouts_propagate_through_join_and_split():
         }""")
 
 
+def test_a_cat_is_stored_in_its_own_layout_without_a_trip_through_shared_memory():
+    # the loads hold runs of 2 (#B2); the cat's result holds two runs of 2 per thread, 256 apart, and
+    # is stored that way: only a free renaming of its registers is left
+    out = run_passes([ConvertToGpu(4, "sm_90a"), Coalesce(), RemoveLayoutConversions()], """
+        tt.func {arg_divisibility = [16, 16], sym_name = "k"} {
+        ^bb(%x: ptr<f32>, %y: ptr<f32>):
+          %offs = tt.arange {end = 256, start = 0} : tensor<256xi32>
+          %xs = tt.splat %x : tensor<256xptr<f32>>
+          %p = tt.addptr %xs, %offs : tensor<256xptr<f32>>
+          %v = tt.load %p : tensor<256xf32>
+          %w = arith.neg %v : tensor<256xf32>
+          %j = tt.join %v, %w : tensor<256x2xf32>
+          %t = tt.trans %j {order = [1, 0]} : tensor<2x256xf32>
+          %c = tt.reshape %t : tensor<512xf32>
+          %o2 = tt.arange {end = 512, start = 0} : tensor<512xi32>
+          %ys = tt.splat %y : tensor<512xptr<f32>>
+          %q = tt.addptr %ys, %o2 : tensor<512xptr<f32>>
+          tt.store %q, %c
+          tt.return
+        }""")
+    linear = "#linear<shape = [512], reg = [[256], [1]], lane = [[2], [4], [8], [16], [32]], warp = [[64], [128]]>"
+    assert f"%c = tt.reshape %t : tensor<512xf32, {linear}>" in out
+    assert "%q = tt.addptr %ys, %o2 : tensor<512xptr<f32>, #B2>" in out
+    assert "%0 = gpu.convert_layout %c : tensor<512xf32, #B2>\n  tt.store %q, %0" in out
+    assert conversion_kind(LinearEncoding(LinearLayout((512,), ((256,), (1,)), ((2,), (4,), (8,), (16,), (32,)),
+                                                       ((64,), (128,)))), BlockedLayout((2,), (32,), (4,), (0,)),
+                           (512,)) == "registers"
+
+
 def test_scratch_of_gather_and_histogram():
     out = run_passes([AllocShared()], """
         tt.func {num_stages = 3, num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32} {
@@ -220,13 +260,16 @@ def shapes_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
     c = tl.reshape(x, (M, N // 2, 2)).permute(2, 0, 1)                 # [2, M, N // 2]
     tl.store(out_ptr + 6 * n + tl.arange(0, 2)[:, None, None] * (n // 2) +
              tl.arange(0, M)[None, :, None] * (N // 2) + tl.arange(0, N // 2)[None, None, :], c)
+    e = x[:, None, :] + tl.arange(0, 2)[None, :, None] * 1000           # [M, 2, N]
+    tl.store(out_ptr + 7 * n + (tl.arange(0, M)[:, None, None] * 2 + tl.arange(0, 2)[None, :, None]) * N +
+             tl.arange(0, N)[None, None, :], e)
 
 
 @pytest.mark.parametrize("num_warps", WARPS)
 @pytest.mark.parametrize("m,n", [(4, 32), (16, 64), (1, 8)])
 def test_shape_ops(num_warps, m, n):
     x = RNG.integers(-1000, 1000, (m, n)).astype(np.int32)
-    out = np.full(7 * m * n, -12345, np.int32)
+    out = np.full(9 * m * n, -12345, np.int32)
     mach, dev, simt, rt = launch(shapes_kernel, (1,), (x, out), {"M": m, "N": n}, num_warps=num_warps)
     got = out_of(mach, dev, rt, out)
     size = m * n
@@ -234,7 +277,8 @@ def test_shape_ops(num_warps, m, n):
     np.testing.assert_array_equal(got[size:3 * size], np.stack([x, -x], -1).ravel())
     np.testing.assert_array_equal(got[3 * size:5 * size], np.concatenate([x, x + 1]).ravel())
     np.testing.assert_array_equal(got[5 * size:6 * size], (x[::-1] + x[:, ::-1]).ravel())
-    np.testing.assert_array_equal(got[6 * size:], x.reshape(m, n // 2, 2).transpose(2, 0, 1).ravel())
+    np.testing.assert_array_equal(got[6 * size:7 * size], x.reshape(m, n // 2, 2).transpose(2, 0, 1).ravel())
+    np.testing.assert_array_equal(got[7 * size:], np.stack([x, x + 1000], 1).ravel())
 
 
 @tile.jit
@@ -408,7 +452,7 @@ def test_tuple_reductions_and_scans(num_warps, reverse, m, n):
 
 @needs_ptxas
 @pytest.mark.parametrize("kernel,args,meta", [
-    (shapes_kernel, (np.empty((8, 16), np.int32), np.empty(7 * 128, np.int32)), {"M": 8, "N": 16}),
+    (shapes_kernel, (np.empty((8, 16), np.int32), np.empty(9 * 128, np.int32)), {"M": 8, "N": 16}),
     (gather_kernel, (np.empty((8, 32), np.float32), np.empty((8, 16), np.int32), np.empty((8, 16), np.float32)),
      {"M": 8, "N": 32, "K": 16, "AXIS": 1}),
     (histogram_kernel, (np.empty(256, np.int64), np.empty(128, np.int32), 100), {"N": 256, "BINS": 64}),

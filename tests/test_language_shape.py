@@ -181,6 +181,35 @@ def test_sort_rows(arrays, dtype, m, n, descending, duplicates, seed):
     np.testing.assert_array_equal(got.astype(np.float64), want[:, ::-1] if descending else want)
 
 
+def bitonic_network(x: np.ndarray, descending: bool) -> np.ndarray:
+    """Triton's sort of the last dimension step by step (standard.py: compare-and-swap on the
+    hypercube [2] * log2(numel)), in NumPy: what any order of NaNs must come out as."""
+    n_dims, log_n = int(np.log2(x.size)), int(np.log2(x.shape[-1]))
+    h = x.reshape((2,) * n_dims)
+
+    def indicator(j):
+        return np.arange(2).reshape((1,) * (n_dims - j - 1) + (2,) + (1,) * j)
+
+    for stage in range(1, log_n + 1):
+        flip = indicator(stage) if stage < log_n else int(descending)
+        for i in reversed(range(stage)):
+            y = np.flip(h, n_dims - 1 - i)
+            with np.errstate(invalid="ignore"):
+                h = np.where((h > y) != (flip ^ indicator(i)).astype(bool), y, h)
+    return h.reshape(x.shape)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_with_nans_follows_tritons_network(arrays, descending):
+    x = np.random.default_rng(5).standard_normal((4, 64)).astype(np.float32)
+    x[np.random.default_rng(6).random(x.shape) < 0.2] = np.nan
+    out = arrays.put(poison(x.shape, np.float32))
+    sort_kernel[(1,)](arrays.put(x), out, M=4, N=64, DESCENDING=descending, DIM=1)
+    got, want = arrays.get(out), bitonic_network(x, descending)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
+
+
 @tile.jit
 def topk_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
@@ -294,6 +323,25 @@ def test_histogram(arrays, dtype, masked, n_log, bins_log, seed):
     counted = x[:n] if masked else x
     counted = counted[(counted >= 0) & (counted < bins)].astype(np.int64)
     np.testing.assert_array_equal(arrays.get(out), np.bincount(counted, minlength=bins))
+
+
+@tile.jit
+def members_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    out = out_ptr + offs
+    out.store(x.cast(tl.float32).ravel(can_reorder=True) + x.cdiv(3).to(tl.float32))
+    (out_ptr + N).atomic_add(x.sum(0).to(tl.float32))
+    (out_ptr + N + 1).atomic_max(x.max(0).to(tl.float32))
+
+
+def test_tensor_methods_as_in_triton(arrays):
+    x = np.arange(1, 17, dtype=np.int32)
+    out = arrays.put(np.array([np.nan] * 16 + [0.5, -1.0], np.float32))
+    members_kernel[(1,)](arrays.put(x), out, N=16)
+    got = arrays.get(out)
+    np.testing.assert_array_equal(got[:16], x + (x + 2) // 3)
+    assert got[16] == 0.5 + x.sum() and got[17] == x.max()
 
 
 # ------------------------------------------------------------- bitwise and tuple reductions, scans

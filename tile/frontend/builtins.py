@@ -140,9 +140,10 @@ def view(input: Any, *shape: Any) -> tensor:
 
 
 @builtin
-def ravel(input: Any) -> tensor:
+def ravel(input: Any, can_reorder: Any = False) -> tensor:
+    """The elements of `input` as a 1-D block, in row-major order (tile keeps it also with can_reorder=True)."""
     x = current().to_tensor(unwrap(input))
-    return current().reshape(x, (x.numel,), True)
+    return current().reshape(x, (x.numel,), bool(unwrap(can_reorder)))
 
 
 @builtin

@@ -467,8 +467,8 @@ class tensor:
     def expand_dims(self, axis: Any) -> "tensor":
         return _sem().expand_dims(self, unwrap(axis))
 
-    def ravel(self) -> "tensor":
-        return _sem().reshape(self, (self.numel,), True)
+    def ravel(self, can_reorder: bool = False) -> "tensor":
+        return _sem().reshape(self, (self.numel,), bool(unwrap(can_reorder)))
 
     # functions of tile.language available as methods (Triton's tensor members)
     def __getattr__(self, name: str) -> Callable[..., Any]:
@@ -496,7 +496,9 @@ def _member_functions() -> dict[str, Callable[..., Any]]:
                      "associative_scan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf",
                      "floor", "ceil", "abs", "sigmoid", "softmax"):
             _MEMBERS[name] = getattr(tl, name)
-        for name in ("split", "flip", "gather", "histogram", "reduce_or"):
+        for name in ("split", "flip", "gather", "histogram", "reduce_or", "cdiv", "cast", "store", "sqrt_rn",
+                     "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg",
+                     "atomic_xor"):
             _MEMBERS[name] = getattr(tl, name)
     return _MEMBERS
 

@@ -633,6 +633,30 @@ def split_layout(layout: DistributedLayout, shape: Sequence[int]) -> Optional[Di
     return simplify(LinearEncoding(result), result.shape)
 
 
+def store_layout_like(value: DistributedLayout, shape: Sequence[int],
+                      store: BlockedLayout) -> Optional[DistributedLayout]:
+    """A layout for storing a tensor held in `value` without moving it between threads, as coalesced
+    as `store` (the layout coalescing chose), with shorter vectors perhaps: `value` with the register
+    bases that step 1, 2, 4, ... along store's fastest dimension moved first (each thread's run), if
+    the run is no longer than store's (so one vector access still moves it: the pointers are that
+    contiguous and aligned) and the lanes are those of the blocked layout with that run in store's
+    order (each lane one run after the previous). None otherwise."""
+    linear = value.to_linear(shape)
+    rank, dim = linear.rank, store.order[0]
+    regs, run = list(linear.register_bases), []
+    while unit(rank, dim, 1 << len(run)) in regs and 1 << len(run) < shape[dim]:
+        run.append(unit(rank, dim, 1 << len(run)))
+        regs.remove(run[-1])
+    if 1 << len(run) > store.size_per_thread[dim]:
+        return None
+    spt = [1 << len(run) if d == dim else 1 for d in range(rank)]
+    reference = blocked_layout(shape, spt, store.order, store.num_warps, store.warp_size).to_linear(shape)
+    if linear.lane_bases != reference.lane_bases:
+        return None
+    return simplify(LinearEncoding(LinearLayout(tuple(shape), tuple(run + regs), linear.lane_bases,
+                                                linear.warp_bases)), shape, [value])
+
+
 def gather_in_warp(src: DistributedLayout, src_shape: Sequence[int], result: DistributedLayout,
                    result_shape: Sequence[int], axis: int) -> bool:
     """Whether tt.gather can read its source with one warp shuffle per result register: the source's
@@ -751,5 +775,5 @@ register_layout("shared", _parse_shared)
 __all__ = [
     "LinearLayout", "Layout", "DistributedLayout", "BlockedLayout", "SliceLayout", "LinearEncoding",
     "SharedLayout", "blocked_layout", "default_blocked", "conversion_kind", "simplify", "blocked_from_linear",
-    "trans_layout", "reshape_layout", "join_layout", "split_layout", "gather_in_warp", "warps_split_dim", "log2",
+    "trans_layout", "reshape_layout", "join_layout", "split_layout", "store_layout_like", "gather_in_warp", "warps_split_dim", "log2",
 ]
