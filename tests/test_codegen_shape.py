@@ -463,3 +463,42 @@ def test_ptx_assembles(kernel, args, meta):
     for num_warps in WARPS:
         simt, _ = compile_simt(kernel, args, meta, num_warps=num_warps)
         check_ptx(simt)
+
+
+# ------------------------------------------------------------------------------------ the GPU
+
+
+def _on_device(kernel, args, meta, num_warps):
+    """Launch on the GPU with `num_warps`; returns the arguments copied back (arrays only)."""
+    device = [tile.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
+    kernel[(1,)](*device, num_warps=num_warps, **meta)
+    return [d.numpy() if isinstance(a, np.ndarray) else a for a, d in zip(args, device)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_warps", WARPS)
+def test_on_the_gpu(num_warps, monkeypatch):
+    """The kernels above on a real GPU: shuffles, shared-memory scratch and red.shared."""
+    monkeypatch.delenv("TILE_INTERPRET", raising=False)
+    x = RNG.standard_normal((8, 64)).astype(np.float32)
+    out = _on_device(sort_kernel, [x, np.full(2 * 512 + 8 * 16, np.nan, np.float32)], {"M": 8, "N": 64, "K": 16},
+                     num_warps)[1]
+    np.testing.assert_array_equal(out[:512].reshape(8, 64), np.sort(x, 1))
+    np.testing.assert_array_equal(out[1024:].reshape(8, 16), np.sort(x, 1)[:, ::-1][:, :16])
+    for m, n, k, axis in [(4, 32, 32, 1), (16, 8, 4, 0), (8, 32, 16, 1)]:  # in a warp, and through scratch
+        src = RNG.standard_normal((m, n)).astype(np.float32)
+        ishape = (m, k) if axis == 1 else (k, n)
+        index = RNG.integers(0, (m, n)[axis], ishape).astype(np.int32)
+        got = _on_device(gather_kernel, [src, index, np.full(ishape, np.nan, np.float32)],
+                         {"M": m, "N": n, "K": k, "AXIS": axis}, num_warps)[2]
+        np.testing.assert_array_equal(got, np.take_along_axis(src, index, axis))
+    values = RNG.integers(-3, 70, 1024).astype(np.int32)
+    got = _on_device(histogram_kernel, [values, np.full(128, -1, np.int32), 1000], {"N": 1024, "BINS": 64},
+                     num_warps)[1]
+    inside = lambda v: np.bincount(v[(v >= 0) & (v < 64)], minlength=64)  # noqa: E731
+    np.testing.assert_array_equal(got[:64], inside(values[:1000]))
+    np.testing.assert_array_equal(got[64:], 2 * inside(values))
+    s = RNG.integers(-1000, 1000, (16, 64)).astype(np.int32)
+    got = _on_device(shapes_kernel, [s, np.full(9 * 1024, -12345, np.int32)], {"M": 16, "N": 64}, num_warps)[1]
+    np.testing.assert_array_equal(got[1024:3 * 1024], np.stack([s, -s], -1).ravel())
+    np.testing.assert_array_equal(got[3 * 1024:5 * 1024], np.concatenate([s, s + 1]).ravel())

@@ -431,6 +431,23 @@ def test_argmax_pairs_and_linear_recurrence_scan(arrays, reverse, m, n, seed):
                                                                       reverse), rtol=1e-5, atol=1e-5)
 
 
+@tile.jit
+def bf16_argmax_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    value, index = tl.max(x, 0, return_indices=True)
+    tl.static_assert(value.dtype == tl.float32, "bf16 is compared in fp32, as in Triton")
+    tl.store(out_ptr, value)
+    tl.store(out_ptr + 1, index.to(tl.float32))
+    tl.store(out_ptr + 2, tl.argmin(x, 0).to(tl.float32))
+
+
+def test_argmax_of_bf16_compares_in_fp32_and_the_first_index_wins(arrays):
+    bits = bf16_bits(np.array([1.0, 3.0, -2.0, 3.0, 0.5, -2.0, 3.0, 1.0], np.float32))
+    out = arrays.put(poison(3, np.float32))
+    bf16_argmax_kernel[(1,)](arrays.put(bits, "bf16"), out, N=8)
+    np.testing.assert_array_equal(arrays.get(out), [3.0, 1.0, 2.0])
+
+
 # ------------------------------------------------------------------------------------- errors
 
 

@@ -1,9 +1,9 @@
 """Lowering of shape ops and layout changes that stay in registers, and of shared-memory buffers.
 
 tt.broadcast, tt.expand_dims, tt.reshape, tt.trans, tt.join, tt.split and gpu.convert_layout
-(kinds "noop" and "registers") move no data between threads: the gpu passes chose layouts in which every
-result element sits in the thread that holds the operand element it comes from. The
-lowering only renames registers, from a compile-time table:
+(kinds "noop" and "registers") move no data between threads: the gpu passes chose layouts in
+which every result element sits in the thread that holds the operand element it comes from.
+The lowering only renames registers, from a compile-time table:
 
     %b = tt.broadcast %a : tensor<1x64xf32, #L> -> tensor<32x64xf32, #L>
   result register r takes operand register src[r], where the operand register holds the

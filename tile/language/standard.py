@@ -195,7 +195,10 @@ def xor_sum(input, axis=None, keep_dims=False):
 def _max_or_min(input, axis, return_indices, tie_break_left, keep_dims, combine_fn: constexpr,
                 index_combine_left: constexpr, index_combine_fast: constexpr):
     """max or min: `combine_fn` on the values, or on (value, index) pairs `index_combine_left`
-    (the first index on ties) or `index_combine_fast`."""
+    (the first index on ties) or `index_combine_fast`. As in Triton, bf16 is compared in fp32
+    (so its values come back as fp32 with the indices too)."""
+    if input.dtype.is_bf16():
+        input = input.to(float32)
     if return_indices:
         if tie_break_left:
             return _reduce_with_indices(input, axis, index_combine_left, keep_dims)

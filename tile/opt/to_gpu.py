@@ -26,8 +26,8 @@ broadcast and scan keep the operand's layout; trans and reshape keep every eleme
 register (tile.ir.layouts.trans_layout / reshape_layout), so do join (the new dimension becomes a
 register bit: join_layout) and split (when the operand holds its last dimension in one register
 bit: split_layout; otherwise the results get the default layout and the operand a conversion);
-gather takes its index's layout; loads take the pointer's layout; dot the accumulator's. Loop-carried values take their initial value's layout, scf.if results the
-then-branch's. Finally a gpu.convert_layout goes before every operand that breaks its op's
+gather takes its index's layout; loads take the pointer's layout; dot the accumulator's.
+Loop-carried values take their initial value's layout, scf.if results the then-branch's. Finally a gpu.convert_layout goes before every operand that breaks its op's
 layout rule (tile.ir.gpu_ops.legalize). Combine regions of reduce and scan stay scalar.
 """
 from __future__ import annotations
