@@ -199,6 +199,7 @@ class CTA:
         self.wgmma_reading = np.zeros(len(self.smem), dtype=np.int32)
         self.wgmma_open: dict[int, list[np.ndarray]] = {}         # warp group -> bytes read, open group
         self.wgmma_groups: dict[int, list[list[np.ndarray]]] = {}  # warp group -> committed groups
+        self.a_epoch = np.full(len(self.smem), -1)  # last epoch of an atomic (red.shared) on each byte
         self.cp_open: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(self.n)]
         self.cp_groups: list[list[list[tuple[int, np.ndarray]]]] = [[] for _ in range(self.n)]
         self.env: dict[Value, np.ndarray] = {}
@@ -253,8 +254,9 @@ class CTA:
 
     # shared memory with race checks -----------------------------------------------------------
     def smem_access(self, addrs: np.ndarray, size: int, mask: np.ndarray, write: bool,
-                    tids: Optional[list[int]] = None) -> None:
-        """Check (and record) an access of `size` bytes at addrs[i] by thread tids[i] (default: i) where mask[i]."""
+                    tids: Optional[list[int]] = None, atomic: bool = False) -> None:
+        """Check (and record) an access of `size` bytes at addrs[i] by thread tids[i] (default: i) where mask[i].
+        Atomics of different threads on one byte do not race with each other, only with plain accesses."""
         for i in np.nonzero(mask)[0]:
             t = int(tids[i]) if tids is not None else int(i)
             a = int(addrs[i])
@@ -267,6 +269,17 @@ class CTA:
             if write and self.wgmma_reading[sl].any():
                 raise InterpError(f"shared-memory race: thread {t} writes byte {a} while a wgmma reads it "
                                   "(missing wgmma.wait_group)")
+            if atomic:
+                bad = (self.r_epoch[sl] == self.epoch) & (self.r_tid[sl] != t)
+                bad |= (self.w_epoch[sl] == self.epoch) & (self.w_tid[sl] != t)
+                if bad.any():
+                    raise InterpError(f"shared-memory race: thread {t}'s atomic on byte {a} meets a plain access "
+                                      "without a barrier")
+                self.a_epoch[sl] = self.epoch
+                continue
+            if (self.a_epoch[sl] == self.epoch).any():
+                raise InterpError(f"shared-memory race: thread {t} accesses byte {a} updated by atomics without a "
+                                  "barrier")
             if write:
                 self.unfenced[sl] = t
                 bad = (self.r_epoch[sl] == self.epoch) & (self.r_tid[sl] != t)

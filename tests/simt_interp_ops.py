@@ -373,16 +373,21 @@ def _atomic(cta, op, mask):
     size = _elem_size(t)
     a = addr.astype(np.int64) + op.attrs.get("offset", 0)
     out = np.zeros(cta.n, dtype=np_dtype(t))
+    shared = not isinstance(op.operand(0).type, PointerType)
+    mem = cta.smem if shared else cta.m.heap
     if active.any():
-        cta.m.check(a[active], size)
+        if shared:
+            cta.smem_access(a, size, active, write=True, atomic=True)
+        else:
+            cta.m.check(a[active], size)
     for tid in np.nonzero(active)[0]:
-        cur = _from_bytes(cta.m.heap[a[tid]:a[tid] + size][None, :], t)[0]
+        cur = _from_bytes(mem[a[tid]:a[tid] + size][None, :], t)[0]
         out[tid] = cur
         if op.name == "simt.atom_cas":
             new = vals[1][tid] if bits_of(np.array([cur]), t)[0] == bits_of(vals[0][tid:tid + 1], t)[0] else cur
         else:
             new = _atomic_apply(op.attrs["kind"], cur, vals[0][tid], t)
-        cta.m.heap[a[tid]:a[tid] + size] = _to_bytes(np.array([new], dtype=np_dtype(t)), t)[0]
+        mem[a[tid]:a[tid] + size] = _to_bytes(np.array([new], dtype=np_dtype(t)), t)[0]
     return None if op.name == "simt.red" else out
 
 

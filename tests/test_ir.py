@@ -163,6 +163,16 @@ ROUND_TRIPS = {
         tt.print %mx, %ix, %cs
         tt.return
         """, "%a: tensor<16x8xf16>, %b: tensor<8x32xf16>, %idx: tensor<16xi32>"),
+    "join, split, gather, histogram": func("""
+        %j = tt.join %a, %a : tensor<4x8x2xf32>
+        %lo, %hi = tt.split %j : tensor<4x8xf32>, tensor<4x8xf32>
+        %g = tt.gather %hi, %idx {axis = 1} : tensor<4x2xf32>
+        %m = arith.cmp %bins, %bins {predicate = "eq"} : tensor<16xi1>
+        %h = tt.histogram %bins, %m : tensor<32xi32>
+        %h2 = tt.histogram %bins : tensor<8xi32>
+        tt.print %lo, %g, %h, %h2
+        tt.return
+        """, "%a: tensor<4x8xf32>, %idx: tensor<4x2xi64>, %bins: tensor<16xi16>"),
     "debug": func("""
         %c = arith.cmp %n, %n {predicate = "eq"} : i1
         tt.assert %c {file = "k.py", line = 3, message = "n != n"}

@@ -1,9 +1,9 @@
 """Lowering of shape ops and layout changes that stay in registers, and of shared-memory buffers.
 
-tt.broadcast, tt.expand_dims, tt.reshape, tt.trans and gpu.convert_layout (kinds "noop" and
-"registers") move no data between threads: the gpu passes chose layouts in which every
-result element sits in the thread that holds the operand element it comes from. The
-lowering only renames registers, from a compile-time table:
+tt.broadcast, tt.expand_dims, tt.reshape, tt.trans, tt.join, tt.split and gpu.convert_layout
+(kinds "noop" and "registers") move no data between threads: the gpu passes chose layouts in
+which every result element sits in the thread that holds the operand element it comes from.
+The lowering only renames registers, from a compile-time table:
 
     %b = tt.broadcast %a : tensor<1x64xf32, #L> -> tensor<32x64xf32, #L>
   result register r takes operand register src[r], where the operand register holds the
@@ -102,6 +102,49 @@ def _lower_reshape(ctx: Lowering, op: Operation) -> None:
     _rename(ctx, op, lambda c: _unravel(_row_major(c, dst_shape), src_shape))
 
 
+def _minor_pair_map(ctx: Lowering, op: Operation, pairs: Value, part: Value) -> list[int]:
+    """For each register of the [..., 2] tensor `pairs`, the register of `part` (shape [...]) that
+    holds its element in the same thread with the minor coordinate dropped."""
+    whole, half = ctx.info(pairs.type), ctx.info(part.type)
+    for bit, (bw, bh) in enumerate(zip(whole.tid_bases, half.tid_bases)):
+        if bw[-1] or tuple(bw[:-1]) != tuple(bh):
+            raise LoweringError(op, f"thread bit {bit} moves along the joined dimension or differs between the "
+                                    "layouts; this needs a layout conversion first")
+    index: dict[Coord, int] = {}
+    for r, c in enumerate(half.reg_coords):
+        index.setdefault(tuple(c), r)
+    out = []
+    for c in whole.reg_coords:
+        r = index.get(tuple(c[:-1]))
+        if r is None:
+            raise LoweringError(op, f"element {c} is not in the registers of the same thread")
+        out.append(r)
+    return out
+
+
+@lowers("tt.join")
+def _lower_join(ctx: Lowering, op: Operation) -> None:
+    """Result register r holds (c, k): operand k's register holding c."""
+    halves = [ctx.get(v) for v in op.operands]
+    mapping = _minor_pair_map(ctx, op, op.result, op.operand(0))
+    minor = [c[-1] for c in ctx.info(op.result.type).reg_coords]
+    ctx.set(op.result, [halves[k][r] for k, r in zip(minor, mapping)])
+
+
+@lowers("tt.split")
+def _lower_split(ctx: Lowering, op: Operation) -> None:
+    """Result k takes the operand's registers holding (c, k)."""
+    pairs = op.operand(0)
+    regs = ctx.get(pairs)
+    mapping = _minor_pair_map(ctx, op, pairs, op.results[0])
+    minor = [c[-1] for c in ctx.info(pairs.type).reg_coords]
+    for k, result in enumerate(op.results):
+        by_element = {r: regs[w] for w, (r, m) in enumerate(zip(mapping, minor)) if m == k}
+        if len(by_element) != ctx.info(result.type).num_regs:
+            raise LoweringError(op, "the operand's registers do not hold every element of the results")
+        ctx.set(result, [by_element[r] for r in range(len(by_element))])
+
+
 @lowers("gpu.convert_layout")
 def _lower_convert_layout(ctx: Lowering, op: Operation) -> None:
     if ctx.info(op.operand(0).type).ll == ctx.info(op.result.type).ll:
@@ -118,7 +161,7 @@ def shared_vector(offsets: Sequence[int], thread_span: int, elem_bytes: int) -> 
     o, o+1, ..., o+V-1 with o a multiple of V that T(tid) does not disturb."""
     v = 4
     while v > 1:
-        ok = v * elem_bytes <= 16 and thread_span & (v - 1) == 0 and all(
+        ok = v * elem_bytes <= 16 and len(offsets) % v == 0 and thread_span & (v - 1) == 0 and all(
             offsets[r] % v == 0 and all(offsets[r + j] == offsets[r] + j for j in range(v))
             for r in range(0, len(offsets), v))
         if ok:

@@ -31,7 +31,7 @@ from ..ir import simt_ops  # noqa: F401  (registers the simt ops)
 from ..ir import inline_asm
 from ..ir.core import Operation, Value
 from ..ir.float8 import is_float8_variant
-from ..ir.types import DType, PointerType, f16, f32, f64, i1
+from ..ir.types import DType, PointerType, f16, f32, f64, i1, i32
 from .floats import float_bits
 
 TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
@@ -681,7 +681,8 @@ def _atom(e: _Emitter, op: Operation) -> None:
     vals = [e.src(v) for v in op.operands[2:]]
     t = op.operands[-1].type
     if op.name == "simt.red":
-        e.emit(f"{g}red.global{_sem_scope(op)}.{op.attrs['kind']}.{atom_type(op.attrs['kind'], t)} "
+        space = "shared" if op.operand(0).type == i32 else "global"
+        e.emit(f"{g}red.{space}{_sem_scope(op)}.{op.attrs['kind']}.{atom_type(op.attrs['kind'], t)} "
                f"{_address(e, op)}, {vals[0]};")
         return
     d = e.reg(op.result)

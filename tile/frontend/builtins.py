@@ -159,9 +159,10 @@ def view(input: Any, *shape: Any) -> tensor:
 
 
 @builtin
-def ravel(input: Any) -> tensor:
+def ravel(input: Any, can_reorder: Any = False) -> tensor:
+    """The elements of `input` as a 1-D block, in row-major order (tile keeps it also with can_reorder=True)."""
     x = current().to_tensor(unwrap(input))
-    return current().reshape(x, (x.numel,), True)
+    return current().reshape(x, (x.numel,), bool(unwrap(can_reorder)))
 
 
 @builtin
@@ -173,6 +174,85 @@ def trans(input: Any, *dims: Any) -> tensor:
 @builtin
 def permute(input: Any, *dims: Any) -> tensor:
     return current().trans(unwrap(input), _shape(dims))
+
+
+@builtin
+def join(a: Any, b: Any) -> tensor:
+    """Join two blocks along a new minor dimension of size 2: ``out[..., 0] = a``, ``out[..., 1] = b``.
+
+    The operands are broadcast to one shape first (they must have one dtype); two scalars give a
+    block of shape [2]. join is the inverse of split; join more than two values with several calls
+    (shapes stay powers of two).
+
+        ab = tl.join(a, b)              # a, b: [4, 8] -> ab: [4, 8, 2]
+    """
+    return current().join(unwrap(a), unwrap(b))
+
+
+@builtin
+def split(a: Any) -> tuple[tensor, tensor]:
+    """Split a block in two along its last dimension, which must have size 2: ``a[..., 0], a[..., 1]``.
+
+    A block of shape [2] gives two scalars. split is the inverse of join; also a method:
+
+        lo, hi = tl.split(ab)           # ab: [4, 8, 2] -> lo, hi: [4, 8]
+        lo, hi = ab.split()
+    """
+    return current().split(unwrap(a))
+
+
+@builtin
+def interleave(a: Any, b: Any) -> tensor:
+    """Interleave two blocks along their last dimension: ``a[..., 0], b[..., 0], a[..., 1], ...``.
+
+    The same as ``tl.join(a, b).reshape(a.shape[:-1] + [2 * a.shape[-1]])``; two scalars give [a, b].
+
+        ab = tl.interleave(a, b)        # a, b: [4, 8] -> ab: [4, 16]
+    """
+    sem = current()
+    pairs = sem.join(unwrap(a), unwrap(b))
+    if len(pairs.shape) == 1:
+        return pairs
+    return sem.reshape(pairs, pairs.shape[:-2] + (2 * pairs.shape[-2],))
+
+
+@builtin
+def cat(input: Any, other: Any, can_reorder: Any = False) -> tensor:
+    """Concatenate two blocks of one shape and dtype along dimension 0.
+
+    Triton only promises the elements in some order (``can_reorder=True`` is required there); tile
+    always keeps them in order, `input`'s first, which satisfies both settings.
+
+        ab = tl.cat(a, b)               # a, b: [64] -> ab: [128]
+    """
+    return current().cat(unwrap(input), unwrap(other))
+
+
+@builtin
+def gather(src: Any, index: Any, axis: Any) -> tensor:
+    """Gather from `src` along `axis`: ``out[i] = src[i with i[axis] replaced by index[i]]``.
+
+    `src` and `index` have one rank and the same size in every dimension but `axis`; the result has
+    `index`'s shape and `src`'s dtype. An index outside ``[0, src.shape[axis])`` is an error on the
+    interpreter and undefined on the GPU. Also a method:
+
+        y = tl.gather(x, idx, 1)        # x: [16, 32], idx: [16, 8] -> y[i, j] = x[i, idx[i, j]]
+        y = x.gather(idx, 1)
+    """
+    return current().gather(unwrap(src), unwrap(index), unwrap(axis))
+
+
+@builtin
+def histogram(input: Any, num_bins: Any, mask: Any = None) -> tensor:
+    """Count the values of a 1-D integer block in `num_bins` bins of width 1 starting at 0.
+
+    Returns an int32 block of shape [num_bins]: ``out[b]`` is the number of ``i`` with
+    ``input[i] == b`` and ``mask[i]`` true. Values outside ``[0, num_bins)`` and masked-off elements
+    are not counted. `num_bins` is a compile-time power of 2. Also a method:
+
+        counts = tl.histogram(x, 64, mask=offs < n)
+    """
+    return current().histogram(unwrap(input), unwrap(num_bins), unwrap(mask))
 
 
 @builtin

@@ -594,15 +594,15 @@ class tensor:
     def expand_dims(self, axis: Any) -> "tensor":
         return _sem().expand_dims(self, unwrap(axis))
 
-    def ravel(self) -> "tensor":
-        return _sem().reshape(self, (self.numel,), True)
+    def ravel(self, can_reorder: bool = False) -> "tensor":
+        return _sem().reshape(self, (self.numel,), bool(unwrap(can_reorder)))
 
     # functions of tile.language available as methods (Triton's tensor members)
     def __getattr__(self, name: str) -> Callable[..., Any]:
         fn = _member_functions().get(name)
         if fn is None:
             raise AttributeError(f"a tensor has no attribute {name!r}")
-        return lambda *args, **kwargs: _sem().call(fn, (self, *args), kwargs)
+        return builtin(lambda *args, **kwargs: _sem().call(fn, (self, *args), kwargs))
 
 
 def _shape_args(args: tuple) -> tuple[int, ...]:
@@ -622,6 +622,10 @@ def _member_functions() -> dict[str, Callable[..., Any]]:
         for name in ("sum", "max", "min", "argmax", "argmin", "xor_sum", "cumsum", "cumprod", "reduce",
                      "associative_scan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf",
                      "floor", "ceil", "abs", "sigmoid", "softmax"):
+            _MEMBERS[name] = getattr(tl, name)
+        for name in ("split", "flip", "gather", "histogram", "reduce_or", "cdiv", "cast", "store", "sqrt_rn",
+                     "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg",
+                     "atomic_xor"):
             _MEMBERS[name] = getattr(tl, name)
     return _MEMBERS
 

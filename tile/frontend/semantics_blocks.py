@@ -293,6 +293,93 @@ class BlockOps:
                              {"axis": axis, "reverse": bool(reverse)})
         return outs[0] if single else tuple(outs)
 
+    # ------------------------------------------------- join, split, cat, gather
+    def join(self: "Semantic", a: Any, b: Any) -> tensor:
+        from .semantics import describe, fmt_shape
+
+        a, b = self.to_tensor(a), self.to_tensor(b)
+        if a.element != b.element:
+            raise TypeError(f"tl.join: both operands must have one dtype, got {describe(a)} and {describe(b)}")
+        if a.is_block() and b.is_block():
+            sa, sb = a.shape, b.shape
+            rank = max(len(sa), len(sb))
+            pa, pb = (1,) * (rank - len(sa)) + sa, (1,) * (rank - len(sb)) + sb
+            if any(x != y and 1 not in (x, y) for x, y in zip(pa, pb)):
+                raise ValueError(f"tl.join: shapes {fmt_shape(sa)} and {fmt_shape(sb)} do not broadcast to one shape")
+        a, b = self.broadcast_values(a, b)
+        if not a.is_block():  # two scalars give a [2] block
+            pair = self.join(self.splat(a, (1,)), self.splat(b, (1,)))
+            return self.reshape(pair, (2,))
+        return self.op("tt.join", [a, b], TensorType(a.shape + (2,), a.element))
+
+    def split(self: "Semantic", a: Any) -> tuple[tensor, tensor]:
+        from .semantics import describe
+
+        a = self.to_tensor(a)
+        if not a.is_block() or a.shape[-1] != 2:
+            raise ValueError(f"tl.split: the last dimension must have size 2, got {describe(a)}")
+        if len(a.shape) == 1:  # a [2] block gives two scalars
+            lo, hi = self.split(self.expand_dims(a, 0))
+            return self.unsplat(lo), self.unsplat(hi)
+        shape = a.shape[:-1]
+        op = self.builder.create("tt.split", [a.handle], [TensorType(shape, a.element)] * 2)
+        return tensor(op.results[0]), tensor(op.results[1])
+
+    def unsplat(self: "Semantic", x: tensor) -> tensor:
+        """The one element of a [1] block, as a scalar (a reduction that never combines)."""
+        block = Block([x.element, x.element])
+        with self.builder.at_end_of(block):
+            self.builder.create("tt.reduce.return", [block.args[0]])
+        op = self.builder.create("tt.reduce", [x.handle], [x.element], {"axis": 0}, [Region([block])])
+        return tensor(op.result)
+
+    def cat(self: "Semantic", a: Any, b: Any) -> tensor:
+        """`a` then `b` along dimension 0: join(a, b) permuted to [2, ...] and merged into dimension 0."""
+        from .semantics import describe
+
+        a, b = self.to_tensor(a), self.to_tensor(b)
+        if not a.is_block() or not b.is_block() or a.shape != b.shape or a.element != b.element:
+            raise ValueError(f"tl.cat: both operands must be blocks of one shape and dtype, got {describe(a)} and "
+                             f"{describe(b)}")
+        rank = len(a.shape)
+        pair = self.trans(self.join(a, b), (rank,) + tuple(range(rank)))
+        return self.reshape(pair, (2 * a.shape[0],) + a.shape[1:])
+
+    def gather(self: "Semantic", src: Any, index: Any, axis: Any) -> tensor:
+        from .semantics import describe, fmt_shape, wrap_axis
+
+        for what, x in (("source", src), ("index", index)):
+            if not isinstance(x, tensor) or not x.is_block():
+                raise TypeError(f"tl.gather: the {what} must be a block, got {describe(x)}")
+        el = index.element
+        if isinstance(el, PointerType) or not el.is_integer or el == i1:
+            raise TypeError(f"tl.gather: the index must be a block of integers, got {describe(index)}")
+        rank = len(src.shape)
+        if len(index.shape) != rank:
+            raise ValueError(f"tl.gather: source and index must have one rank, got {fmt_shape(src.shape)} and "
+                             f"{fmt_shape(index.shape)}")
+        axis = wrap_axis(axis, rank, "tl.gather")
+        for d in range(rank):
+            if d != axis and src.shape[d] != index.shape[d]:
+                raise ValueError(f"tl.gather: the index shape {fmt_shape(index.shape)} must match the source shape "
+                                 f"{fmt_shape(src.shape)} in every dimension but the axis ({axis}); dimension {d} "
+                                 f"differs")
+        return self.op("tt.gather", [src, index], TensorType(index.shape, src.element), axis=axis)
+
+    def histogram(self: "Semantic", x: Any, num_bins: Any, mask: Any) -> tensor:
+        from .semantics import describe
+
+        if not isinstance(x, tensor) or len(x.shape) != 1 or isinstance(x.element, PointerType) or \
+                not x.element.is_integer or x.element == i1:
+            raise TypeError(f"tl.histogram: the input must be a 1-D block of integers, got {describe(x)}")
+        if isinstance(num_bins, tensor) or not isinstance(num_bins, int) or isinstance(num_bins, bool) or \
+                not _is_pow2(num_bins):
+            raise ValueError(f"tl.histogram: num_bins must be a compile-time power of 2, got {num_bins!r}")
+        operands = [x]
+        if mask is not None:
+            operands.append(self._mask(mask, x.shape, "tl.histogram"))
+        return self.op("tt.histogram", operands, TensorType((num_bins,), i32))
+
     # -------------------------------------------------------------------- debug
     def device_print(self: "Semantic", prefix: str, args: Sequence[Any], hex: bool = False) -> None:
         if not isinstance(prefix, str):

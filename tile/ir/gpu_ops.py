@@ -57,6 +57,12 @@ breaks them (`legalize`) and `verify_layouts` checks them:
   tt.trans / tt.reshape                   operand layout such that every element stays in its
                                           register: LinearLayout(result) = LinearLayout(operand)
                                           transposed / reshaped; both are free in registers
+  tt.join / tt.split                      likewise: the joined dimension is one register bit of
+                                          the joined layout (join_layout / split_layout), so the
+                                          operands (join) or results (split) are that layout
+                                          without it
+  tt.gather                               index in the result's layout; the source in any
+  tt.histogram                            mask in the input's layout; the input in any
   tt.dot                                  accumulator in the result's layout; with an #mma
                                           version 2 result, A and B in its #dot_op layouts
                                           (k_width = 4 / element bytes: 2 for f16/bf16, 4 for
@@ -74,7 +80,8 @@ from typing import Optional
 
 from .core import Block, Operation, Value
 from .dot_layouts import DotOperandLayout, MmaLayout, fma_operand_layout
-from .layouts import BlockedLayout, DistributedLayout, Layout, SharedLayout, SliceLayout, reshape_layout, trans_layout
+from .layouts import (BlockedLayout, DistributedLayout, Layout, SharedLayout, SliceLayout, join_layout, reshape_layout,
+                      split_layout, trans_layout)
 from .ops import VerificationError, expect, expect_counts, register_op
 from .types import DType, PointerType, TensorType, Type, element_type, i1, i32
 
@@ -264,6 +271,25 @@ def required_operand_types(op: Operation, result_types: Optional[list[Type]] = N
         same = isinstance(src.layout, DistributedLayout) and \
             src.layout.to_linear(src.shape) == layout.to_linear(src.shape)
         want(0, src.layout if same else layout)
+    elif name == "tt.join":
+        t = results[0]
+        parts = split_layout(t.layout, t.shape)
+        if parts is not None:
+            for i in tensors:
+                src = op.operand(i).type
+                same = isinstance(src.layout, DistributedLayout) and \
+                    src.layout.to_linear(src.shape) == parts.to_linear(src.shape)
+                want(i, src.layout if same else parts)
+    elif name == "tt.split":
+        t, src = results[0], op.operand(0).type
+        own = split_layout(src.layout, src.shape) if isinstance(src.layout, DistributedLayout) else None
+        same = own is not None and own.to_linear(t.shape) == t.layout.to_linear(t.shape)
+        want(0, src.layout if same else join_layout(t.layout, t.shape))
+    elif name == "tt.gather":
+        want(1, results[0].layout)
+    elif name == "tt.histogram":
+        for i in tensors[1:]:
+            want(i, layout_of(op.operand(0)))
     elif name == "tt.reduce":
         first = results[0]
         parent = first.layout.parent if isinstance(first, TensorType) and \
@@ -339,6 +365,13 @@ def forward_result_layouts(op: Operation, index: int, layout: DistributedLayout)
         return [trans_layout(layout, op.operand(0).type.shape, op.attrs["order"])]
     if name == "tt.reshape":
         return [reshape_layout(layout, op.operand(0).type.shape, op.result.type.shape)]
+    if name == "tt.join":
+        return [join_layout(layout, op.operand(0).type.shape)]
+    if name == "tt.split":
+        parts = split_layout(layout, op.operand(0).type.shape)
+        return [parts, parts] if parts is not None else None
+    if name == "tt.gather":
+        return [layout] if index == 1 else None
     return None
 
 

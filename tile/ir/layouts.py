@@ -214,6 +214,20 @@ class LinearLayout:
         move = lambda bases: tuple(target.unflatten(self.flatten(b)) for b in bases)  # noqa: E731
         return LinearLayout(tuple(shape), move(self.register_bases), move(self.lane_bases), move(self.warp_bases))
 
+    def resize(self, shape: Sequence[int]) -> "LinearLayout":
+        """This layout on another `shape` of the same rank, holding in each thread what a blocked
+        layout would: where a dimension shrinks, coordinates wrap (lane and warp bases that step past
+        it become zero: replicas; such register bases are dropped); where it grows, new register
+        bases repeat the layout along it."""
+        shape = tuple(shape)
+        if len(shape) != self.rank:
+            raise ValueError(f"cannot resize a rank-{self.rank} layout to {shape}")
+        clip = lambda bases: tuple(tuple(c & (n - 1) for c, n in zip(b, shape)) for b in bases)  # noqa: E731
+        repeats = tuple(unit(self.rank, d, 1 << bit) for d, (old, new) in enumerate(zip(self.shape, shape))
+                        for bit in range(log2(old), log2(max(old, new))))
+        regs = tuple(b for b in clip(self.register_bases) if any(b))
+        return LinearLayout(shape, regs + repeats, clip(self.lane_bases), clip(self.warp_bases))
+
     def contiguous_registers(self, dim: int) -> int:
         """How many consecutive registers (aligned groups) hold consecutive elements along `dim`.
 
@@ -394,13 +408,14 @@ class SliceLayout(DistributedLayout):
 
 @dataclass(frozen=True)
 class LinearEncoding(DistributedLayout):
-    """An explicit LinearLayout, for one shape only (what tt.trans and tt.reshape produce when
-    no named layout describes their result)."""
+    """An explicit LinearLayout (what tt.trans, tt.reshape and tt.join produce when no named layout
+    describes their result). On another shape of its rank it is `LinearLayout.resize`d, so, like a
+    blocked layout, it survives a reduction with keep_dims (#slice of it, expand_dims back) and the
+    broadcast that follows."""
 
     linear: LinearLayout
 
     name = "linear"
-    shape_generic = False
 
     @property
     def num_warps(self) -> int:
@@ -411,9 +426,11 @@ class LinearEncoding(DistributedLayout):
         return self.linear.num_lanes
 
     def _linear(self, shape: tuple[int, ...]) -> LinearLayout:
-        if shape != self.linear.shape:
-            raise ValueError(f"{self} only describes shape {self.linear.shape}, not {shape}")
-        return self.linear
+        if shape == self.linear.shape:
+            return self.linear
+        if len(shape) != self.linear.rank:
+            raise ValueError(f"{self} cannot hold a tensor of rank {len(shape)}")
+        return self.linear.resize(shape)
 
     def __str__(self) -> str:
         return f"#linear<{self.linear}>"
@@ -538,9 +555,15 @@ def conversion_kind(src: DistributedLayout, dst: DistributedLayout, shape: Seque
     return "registers" if a.registers_cover(b) else "shared"
 
 
+MAX_BLOCKED_SEARCH_RANK = 4  # blocked_from_linear tries rank! orders: high ranks (sort's hypercubes) stay linear
+
+
 def blocked_from_linear(linear: LinearLayout) -> Optional[BlockedLayout]:
-    """A blocked layout whose LinearLayout is `linear`, if there is one (tried for every order)."""
+    """A blocked layout whose LinearLayout is `linear`, if there is one (tried for every order, up
+    to rank MAX_BLOCKED_SEARCH_RANK)."""
     rank = linear.rank
+    if rank > MAX_BLOCKED_SEARCH_RANK:
+        return None
     for order in itertools.permutations(range(rank)):
 
         def take(bases: Bases, start: list[int]) -> Optional[list[int]]:
@@ -592,6 +615,87 @@ def reshape_layout(layout: DistributedLayout, shape: Sequence[int], new_shape: S
     if isinstance(layout, BlockedLayout) and len(new_shape) == layout.rank:
         hints.append(layout)
     return simplify(LinearEncoding(linear), new_shape, hints)
+
+
+def join_layout(layout: DistributedLayout, shape: Sequence[int]) -> DistributedLayout:
+    """The layout of tt.join's result (operand `shape`, result shape + [2]): the operand's layout
+    with the new minor dimension as its first register bit, so both operands stay in their registers."""
+    rank = len(shape)
+    if isinstance(layout, BlockedLayout):
+        return BlockedLayout(layout.size_per_thread + (2,), layout.threads_per_warp + (1,),
+                             layout.warps_per_cta + (1,), (rank,) + layout.order)
+    linear = layout.to_linear(shape)
+    grow = lambda bases: tuple(tuple(b) + (0,) for b in bases)  # noqa: E731
+    return LinearEncoding(LinearLayout(tuple(shape) + (2,), (unit(rank + 1, rank, 1),) + grow(linear.register_bases),
+                                       grow(linear.lane_bases), grow(linear.warp_bases)))
+
+
+def split_layout(layout: DistributedLayout, shape: Sequence[int]) -> Optional[DistributedLayout]:
+    """The layout of tt.split's results (operand `shape`, last dimension 2) when one register bit of
+    the operand's layout, and nothing else, moves along the last dimension (then the split only
+    renames registers); None otherwise."""
+    linear = layout.to_linear(shape)
+    rank = linear.rank
+    last = unit(rank, rank - 1, 1)
+    along = [i for i, b in enumerate(linear.register_bases) if b[-1]]
+    if along != [i for i, b in enumerate(linear.register_bases) if b == last] or len(along) != 1 or \
+            any(b[-1] for b in linear.lane_bases + linear.warp_bases):
+        return None
+    drop = lambda bases: tuple(tuple(b[:-1]) for b in bases)  # noqa: E731
+    regs = linear.register_bases[:along[0]] + linear.register_bases[along[0] + 1:]
+    result = LinearLayout(tuple(shape[:-1]), drop(regs), drop(linear.lane_bases), drop(linear.warp_bases))
+    if isinstance(layout, BlockedLayout):
+        order = tuple(d for d in layout.order if d != rank - 1)
+        candidate = BlockedLayout(layout.size_per_thread[:-1], layout.threads_per_warp[:-1],
+                                  layout.warps_per_cta[:-1], order)
+        if candidate.to_linear(result.shape) == result:
+            return candidate
+    return simplify(LinearEncoding(result), result.shape)
+
+
+def store_layout_like(value: DistributedLayout, shape: Sequence[int],
+                      store: BlockedLayout) -> Optional[DistributedLayout]:
+    """A layout for storing a tensor held in `value` without moving it between threads, as coalesced
+    as `store` (the layout coalescing chose), with shorter vectors perhaps: `value` with the register
+    bases that step 1, 2, 4, ... along store's fastest dimension moved first (each thread's run), if
+    the run is no longer than store's (so one vector access still moves it: the pointers are that
+    contiguous and aligned) and the lanes are those of the blocked layout with that run in store's
+    order (each lane one run after the previous). None otherwise."""
+    linear = value.to_linear(shape)
+    rank, dim = linear.rank, store.order[0]
+    regs, run = list(linear.register_bases), []
+    while unit(rank, dim, 1 << len(run)) in regs and 1 << len(run) < shape[dim]:
+        run.append(unit(rank, dim, 1 << len(run)))
+        regs.remove(run[-1])
+    if 1 << len(run) > store.size_per_thread[dim]:
+        return None
+    spt = [1 << len(run) if d == dim else 1 for d in range(rank)]
+    reference = blocked_layout(shape, spt, store.order, store.num_warps, store.warp_size).to_linear(shape)
+    if linear.lane_bases != reference.lane_bases:
+        return None
+    return simplify(LinearEncoding(LinearLayout(tuple(shape), tuple(run + regs), linear.lane_bases,
+                                                linear.warp_bases)), shape, [value])
+
+
+def gather_in_warp(src: DistributedLayout, src_shape: Sequence[int], result: DistributedLayout,
+                   result_shape: Sequence[int], axis: int) -> bool:
+    """Whether tt.gather can read its source with one warp shuffle per result register: the source's
+    `axis` lies in lanes only (one lane bit per bit of the axis), and the result element held in
+    register r of lane l of warp w has, off the axis, the coordinates of the source elements in
+    some fixed register of warp w and of every lane that differs from l only in the axis's lane bits."""
+    s, r = src.to_linear(src_shape), result.to_linear(result_shape)
+    off = lambda b: tuple(c for d, c in enumerate(b) if d != axis)  # noqa: E731
+    if any(b[axis] for b in s.register_bases + s.warp_bases):
+        return False
+    axis_lanes = sorted(b[axis] for b in s.lane_bases if b[axis])
+    if axis_lanes != [1 << j for j in range(log2(src_shape[axis]))] or \
+            any(b[axis] and any(off(b)) for b in s.lane_bases):
+        return False
+    if len(r.lane_bases) != len(s.lane_bases) or len(r.warp_bases) != len(s.warp_bases) or \
+            any(off(a) != off(b) for a, b in zip(r.lane_bases + r.warp_bases, s.lane_bases + s.warp_bases)):
+        return False
+    held = {off(s.apply(reg, 0, 0)) for reg in range(s.num_registers)}
+    return all(off(r.apply(reg, 0, 0)) in held for reg in range(r.num_registers))
 
 
 def warps_split_dim(layout: DistributedLayout, shape: Sequence[int], dim: int) -> bool:
@@ -693,5 +797,5 @@ register_layout("shared", _parse_shared)
 __all__ = [
     "LinearLayout", "Layout", "DistributedLayout", "BlockedLayout", "SliceLayout", "LinearEncoding",
     "SharedLayout", "blocked_layout", "default_blocked", "conversion_kind", "simplify", "blocked_from_linear",
-    "trans_layout", "reshape_layout", "warps_split_dim", "log2",
+    "trans_layout", "reshape_layout", "join_layout", "split_layout", "store_layout_like", "gather_in_warp", "warps_split_dim", "log2",
 ]

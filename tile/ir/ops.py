@@ -14,6 +14,9 @@ Values and shapes (all tensors have static, power-of-two-free shapes; `T` is any
   tt.expand_dims %t {axis}          : tensor    inserts a size-1 dim at `axis`
   tt.reshape %t {can_reorder}       : tensor    same element count, row-major order kept
   tt.trans %t {order}               : tensor    result dim i = operand dim order[i]
+  tt.join %a, %b                    : tensor<S x 2>   a new minor dimension: [..., 0] = %a, [..., 1] = %b
+                                    (operands of one type, tensor<S>)
+  tt.split %t                       : T, T      the inverse: %t[..., 0] and %t[..., 1] (last dim 2)
   tt.hint %x {multiple_of, max_contiguous, max_constancy} : same type; value unchanged,
                                     per-dimension facts for axis analysis (lists, may be empty)
 
@@ -93,6 +96,12 @@ Blocks of values:
                                     a: MxK, b: KxN, acc: MxN; acc + a @ b
   tt.reduce %x... {axis} : T...     region ^(%a..., %b...): tt.reduce.return %r...
   tt.scan %x... {axis, reverse} : T...     region like reduce; inclusive scan
+  tt.gather %src, %index {axis}     : tensor<shape(%index) x element(%src)>
+                                    out[i] = src[i with i[axis] replaced by index[i]]; same rank,
+                                    index.shape[d] = src.shape[d] for d != axis; an index outside
+                                    [0, src.shape[axis]) is an error (undefined on the GPU)
+  tt.histogram %x [, %mask]         : tensor<N x i32>   out[b] = #{i : x[i] == b and mask[i]} for a
+                                    1-D integer %x; values outside [0, N) are not counted
 
 Elementwise escapes (every operand and result has one shape; no operands: scalar results):
   tt.elementwise_inline_asm %x... {asm, constraints, pure, packed_element} : T...
@@ -443,6 +452,27 @@ def _verify_trans(op: Operation) -> None:
            "result shape must be the permuted operand shape")
 
 
+@register_op("tt.join")
+def _verify_join(op: Operation) -> None:
+    expect_counts(op, 2, 1)
+    a, b, dst = op.operand(0).type, op.operand(1).type, op.result.type
+    expect(op, isinstance(a, TensorType) and a == b, f"operands must be tensors of one type, got {a} and {b}")
+    expect(op, isinstance(dst, TensorType) and dst.shape == a.shape + (2,) and dst.element == a.element,
+           f"result must have shape {a.shape + (2,)}")
+
+
+@register_op("tt.split")
+def _verify_split(op: Operation) -> None:
+    expect_counts(op, 1, 2)
+    src = op.operand(0).type
+    expect(op, isinstance(src, TensorType) and src.rank >= 2 and src.shape[-1] == 2,
+           f"operand must be a tensor of rank >= 2 whose last dimension is 2, got {src}")
+    for r in op.results:
+        expect(op, isinstance(r.type, TensorType) and r.type.shape == src.shape[:-1] and r.type.element == src.element,
+               f"results must have shape {src.shape[:-1]}")
+    expect(op, op.results[0].type == op.results[1].type, "results must have one type")
+
+
 @register_op("tt.hint")
 def _verify_hint(op: Operation) -> None:
     expect_counts(op, 1, 1)
@@ -608,6 +638,34 @@ def _verify_scan(op: Operation) -> None:
 
 
 register_op("tt.reduce.return", terminator=True)(None)
+
+
+@register_op("tt.gather")
+def _verify_gather(op: Operation) -> None:
+    expect_counts(op, 2, 1)
+    src, index, dst = op.operand(0).type, op.operand(1).type, op.result.type
+    axis = op.attrs.get("axis")
+    expect(op, isinstance(src, TensorType) and isinstance(index, TensorType) and src.rank == index.rank,
+           "source and index must be tensors of one rank")
+    expect(op, isinstance(axis, int) and 0 <= axis < src.rank, "bad axis")
+    expect(op, isinstance(index.element, DType) and index.element.is_integer and index.element != i1,
+           f"index must be integers, got {index.element}")
+    expect(op, all(s == i for d, (s, i) in enumerate(zip(src.shape, index.shape)) if d != axis),
+           f"index shape {index.shape} must match source shape {src.shape} except along axis {axis}")
+    expect(op, isinstance(dst, TensorType) and dst.shape == index.shape and dst.element == src.element,
+           f"result must be the source's elements in the index's shape {index.shape}")
+
+
+@register_op("tt.histogram")
+def _verify_histogram(op: Operation) -> None:
+    expect_counts(op, (1, 2), 1)
+    x, dst = op.operand(0).type, op.result.type
+    expect(op, isinstance(x, TensorType) and x.rank == 1 and isinstance(x.element, DType) and x.element.is_integer
+           and x.element != i1, f"input must be a 1-D integer tensor, got {x}")
+    if op.num_operands > 1:
+        m = op.operand(1).type
+        expect(op, isinstance(m, TensorType) and m.element == i1 and m.shape == x.shape, "mask must be i1 like the input")
+    expect(op, isinstance(dst, TensorType) and dst.rank == 1 and dst.element == i32, "result must be a 1-D i32 tensor")
 
 
 # --------------------------------------------------------------------------- debug

@@ -94,7 +94,8 @@ Hopper's warp-group tensor cores (sm_90a; the 4 warps of a warp group run each o
                                           barrier
   simt.atom %a, %pred, %v {kind, sem, scope, offset} : T     old value (0 where %pred false);
                                           kind: add max min and or xor exch
-  simt.red %a, %pred, %v {kind, sem, scope, offset}          atom without a result
+  simt.red %a, %pred, %v {kind, sem, scope, offset}          atom without a result; %a may also
+                                          be an i32 shared address (red.shared: tl.histogram's bins)
   simt.atom_cas %a, %pred, %cmp, %v {sem, scope, offset} : T
   simt.inline_asm %in... {asm, constraints, pure} : T...   the asm text with $N replaced by the
                                           registers (results first, then operands); each value's
@@ -394,7 +395,11 @@ def _verify_atom(op: Operation) -> None:
 @register_op("simt.red", pure=False)
 def _verify_red(op: Operation) -> None:
     expect_counts(op, 3, 0)
-    _verify_sem_scope(op)
+    if op.operand(0).type == i32:  # a shared address
+        expect(op, op.operand(1).type == i1 and op.attrs.get("sem", "relaxed") in SEMS and op.attrs.get("scope") == "cta",
+               "red.shared needs an i1 predicate and scope cta")
+    else:
+        _verify_sem_scope(op)
     expect(op, op.attrs.get("kind") in ATOM_KINDS and op.attrs.get("kind") != "exch", "bad kind for red")
 
 

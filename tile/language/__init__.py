@@ -9,6 +9,7 @@
         mask = offs < n
         tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
 """
+from tile.frontend.builtins import cat, gather, histogram, interleave, join, split
 from tile.frontend.builtins import (arange, associative_scan, atomic_add, atomic_and, atomic_cas, atomic_max,
                                     atomic_min, atomic_or, atomic_xchg, atomic_xor, broadcast, broadcast_to, cast,
                                     debug_barrier, device_assert, device_print, dot, expand_dims, full, load,
@@ -31,6 +32,7 @@ from .math import (abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log
                    umulhi)
 from .standard import (argmax, argmin, cdiv, clamp, cumprod, cumsum, max, maximum, min, minimum, sigmoid, softmax, sum,
                        swizzle2d, xor_sum, zeros_like)
+from .standard import bitonic_merge, flip, reduce_or, sort, topk
 from . import extra, random, standard, target_info
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint, randint4x, randn, randn4x,
                      uint_to_uniform_float)
@@ -57,6 +59,7 @@ __all__ = [
     "static_assert", "static_print", "static_range", "store", "sum", "swizzle2d",
     "tensor", "to_tensor", "trans", "uint16", "uint32", "uint64", "uint8", "uint_to_uniform_float", "umulhi",
     "view", "where", "xor_sum", "zeros", "zeros_like",
+    "bitonic_merge", "cat", "flip", "gather", "histogram", "interleave", "join", "reduce_or", "sort", "split", "topk",
 ]
 # tuples, block pointers, tensor descriptors
 __all__ += ["tuple", "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor",

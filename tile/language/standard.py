@@ -4,7 +4,8 @@ standard.py): @jit functions that the frontend inlines into the kernels calling 
 from __future__ import annotations
 
 from tile.frontend import builtins as core
-from tile.frontend.core import PropagateNan, constexpr, float32, int32, uint32
+from tile.frontend.core import (PropagateNan, builtin, constexpr, current, float32, int1, int8, int16, int32, int64, tensor,
+                                uint32, unwrap)
 from tile.frontend.jit import jit
 from tile.language import math
 
@@ -194,7 +195,10 @@ def xor_sum(input, axis=None, keep_dims=False):
 def _max_or_min(input, axis, return_indices, tie_break_left, keep_dims, combine_fn: constexpr,
                 index_combine_left: constexpr, index_combine_fast: constexpr):
     """max or min: `combine_fn` on the values, or on (value, index) pairs `index_combine_left`
-    (the first index on ties) or `index_combine_fast`."""
+    (the first index on ties) or `index_combine_fast`. As in Triton, bf16 is compared in fp32
+    (so its values come back as fp32 with the indices too)."""
+    if input.dtype.is_bf16():
+        input = input.to(float32)
     if return_indices:
         if tie_break_left:
             return _reduce_with_indices(input, axis, index_combine_left, keep_dims)
@@ -255,3 +259,196 @@ def cumprod(input, axis=0, reverse=False):
     if input.dtype.is_bf16():
         input = input.to(float32)
     return core.associative_scan(input, axis, _prod_combine, reverse)
+
+
+@jit
+def _or_combine(a, b):
+    return a | b
+
+
+@jit
+def reduce_or(input, axis, keep_dims=False):
+    """Bitwise OR of the elements along `axis` (None: all elements), for integers.
+
+        any_flag = tl.reduce_or(flags, axis=0)
+    """
+    core.static_assert(input.dtype.is_int(), "reduce_or is only defined for integers")
+    return core.reduce(input, axis, _or_combine, keep_dims=keep_dims)
+
+
+# --------------------------------------------------------------- flip, sort, top-k
+#
+# As in Triton: a dimension of n = 2**k elements is reshaped to a hypercube [2] * k, so that
+# "the element whose index differs in bit j" is "the other element along hypercube axis j".
+# xor_sum over that size-2 axis with keep_dims gives a ^ b in both places; XORing it in swaps
+# the pair. On the GPU the axis is a register, lane or warp bit of the layout: the reduction is
+# free in registers, one shuffle across lanes, or a trip through shared memory across warps.
+
+
+def _log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+def _int_of_width(dtype):
+    """The signed integer dtype as wide as `dtype` (for bitcasts)."""
+    return {1: int1, 8: int8, 16: int16, 32: int32, 64: int64}[dtype.primitive_bitwidth]
+
+
+def _hypercube(shape, dim):
+    """`shape` with dimension `dim` split into [2, 2, ...] (nothing for a size-1 dimension)."""
+    return tuple(shape[:dim]) + (2,) * _log2(shape[dim]) + tuple(shape[dim + 1:])
+
+
+def _with_last(shape, n):
+    """`shape` with its last dimension replaced by n."""
+    return tuple(shape[:-1]) + (n,)
+
+
+def _indicator_shape(n_dims, j):
+    """[1, ..., 2, ..., 1]: the hypercube axis of bit j (counted from the last axis) of n_dims axes."""
+    return (1,) * (n_dims - j - 1) + (2,) + (1,) * j
+
+
+def _check_minor_dim(what, x, dim):
+    """`x` is a block and `dim` its last dimension (None stands for it): Triton sorts no other."""
+    if not isinstance(x, tensor) or not x.shape:
+        raise TypeError(f"tl.{what} needs a block, got {x!r}")
+    rank = len(x.shape)
+    if dim is not None:
+        if not isinstance(dim, int) or isinstance(dim, bool) or not -rank <= dim < rank:
+            raise ValueError(f"tl.{what}: dim must be a compile-time integer in [{-rank}, {rank}), got {dim!r}")
+        if dim % rank != rank - 1:
+            raise ValueError(f"tl.{what}: only the last (minor) dimension can be sorted, got dim={dim} for a "
+                             f"block of shape {list(x.shape)}")
+
+
+@jit
+def _indicator(n_dims: constexpr, j: constexpr):
+    """0 in the first half, 1 in the second half of hypercube axis j (a broadcastable block)."""
+    return core.reshape(core.arange(0, 2), _indicator_shape(n_dims, j))
+
+
+@jit
+def _compare_and_swap(x, flip, i: constexpr):
+    """One bitonic step along hypercube axis i (from the last): each pair is ordered ascending,
+    or descending where `flip` is 1."""
+    n_dims: constexpr = _log2(x.numel)
+    ix = x.to(_int_of_width(x.dtype), bitcast=True)
+    iy = ix ^ xor_sum(ix, n_dims - 1 - i, True)
+    y = iy.to(x.dtype, bitcast=True)
+    is_right = _indicator(n_dims, i)
+    return core.where((x > y) != (flip ^ is_right), y, x)
+
+
+@jit
+def _bitonic_merge_hypercube(x, stage: constexpr, order: constexpr):
+    """`stage` compare-and-swap rounds; order 0 ascending, 1 descending, 2 alternating in blocks of
+    2**stage (what the next stage merges)."""
+    if order == 2:
+        flip = _indicator(_log2(x.numel), stage)
+    else:
+        flip = order
+    for i in core.static_range(stage):
+        x = _compare_and_swap(x, flip, stage - 1 - i)
+    return x
+
+
+@jit
+def _sort_impl(x, k: constexpr, descending: constexpr):
+    """Bitonic sort of the last dimension; with k < n, the bitonic top-k
+    (https://www.doc.ic.ac.uk/~hlgr/pdfs/MassivelyParallelTopK.pdf): sort blocks of k, then halve
+    the candidates with an elementwise max (min) of block pairs and merge again."""
+    log_n: constexpr = _log2(x.shape[len(x.shape) - 1])
+    log_k: constexpr = _log2(k)
+    n_dims: constexpr = _log2(x.numel)
+    h = core.reshape(x, (2,) * n_dims if n_dims else (1,))
+    for i in core.static_range(1, log_k + 1):
+        h = _bitonic_merge_hypercube(h, i, 2 if i < log_n else descending)
+    for i in core.static_range(log_k + 1, log_n + 1):
+        if descending:
+            h = max(h, _log2(h.numel) - 1 - log_k)
+        else:
+            h = min(h, _log2(h.numel) - 1 - log_k)
+        h = _bitonic_merge_hypercube(h, log_k, 2 if i < log_n else descending)
+    return core.reshape(h, _with_last(x.shape, k))
+
+
+@jit
+def _bitonic_merge_impl(x, descending: constexpr):
+    n_dims: constexpr = _log2(x.shape[len(x.shape) - 1])
+    h = core.reshape(x, (2,) * _log2(x.numel) if x.numel > 1 else (1,))
+    h = _bitonic_merge_hypercube(h, n_dims, descending)
+    return core.reshape(h, x.shape)
+
+
+@jit
+def _flip_impl(x, dim: constexpr):
+    steps: constexpr = _log2(x.shape[dim])
+    y = core.reshape(x.to(_int_of_width(x.dtype), bitcast=True), _hypercube(x.shape, dim))
+    for i in core.static_range(steps):
+        y = y ^ xor_sum(y, dim + i, True)
+    return core.reshape(y, x.shape).to(x.dtype, bitcast=True)
+
+
+@builtin
+def sort(x, dim=None, descending=False):
+    """Sort a block along its last dimension (the only one supported, as in Triton), ascending or,
+    with descending=True, descending. The dimension's size is a power of two; NaNs leave the
+    order of floats unspecified.
+
+        rows = tl.sort(x)                       # x: [M, N], each row sorted
+        top_first = tl.sort(x, descending=True)
+    """
+    x, dim, descending = unwrap(x), unwrap(dim), unwrap(descending)
+    _check_minor_dim("sort", x, dim)
+    return current().call(_sort_impl, [x], {"k": x.shape[-1], "descending": bool(descending)})
+
+
+@builtin
+def topk(x, k, dim=None):
+    """The k largest elements of each row (the last dimension), in descending order: a block of
+    shape x.shape[:-1] + [k]. k is a power of two at most the dimension's size. As in Triton, when
+    k < n the candidates pass through tl.max, so narrow dtypes come back widened (fp16 and bf16
+    to fp32, 8- and 16-bit integers to int32).
+
+        best = tl.topk(scores, 4)               # scores: [M, 64] -> best: [M, 4]
+    """
+    x, k, dim = unwrap(x), unwrap(k), unwrap(dim)
+    _check_minor_dim("topk", x, dim)
+    n = x.shape[-1]
+    if isinstance(k, tensor) or not isinstance(k, int) or isinstance(k, bool) or k < 1 or k & (k - 1):
+        raise ValueError(f"tl.topk: k must be a compile-time power of 2, got {k!r}")
+    if k > n:
+        raise ValueError(f"tl.topk: k={k} is larger than the dimension it selects from ({n})")
+    return current().call(_sort_impl, [x], {"k": k, "descending": True})
+
+
+@builtin
+def bitonic_merge(x, dim=None, descending=False):
+    """Merge the bitonic sequences of the last dimension (the only one supported) into sorted
+    order: each row must first ascend then descend (or the reverse), e.g. two sorted halves with
+    the second reversed. log2(n) compare-and-swap rounds, no full sort.
+
+        merged = tl.bitonic_merge(tl.join(a, tl.flip(b)).reshape(...))
+    """
+    x, dim, descending = unwrap(x), unwrap(dim), unwrap(descending)
+    _check_minor_dim("bitonic_merge", x, dim)
+    return current().call(_bitonic_merge_impl, [x], {"descending": bool(descending)})
+
+
+@builtin
+def flip(x, dim=None):
+    """Reverse a block along `dim` (default: the last dimension).
+
+        r = tl.flip(x)                          # r[..., i] = x[..., n - 1 - i]
+        c = x.flip(0)
+    """
+    x, dim = unwrap(x), unwrap(dim)
+    if not isinstance(x, tensor) or not x.shape:
+        raise TypeError(f"tl.flip needs a block, got {x!r}")
+    rank = len(x.shape)
+    if dim is None:
+        dim = rank - 1
+    if not isinstance(dim, int) or isinstance(dim, bool) or not -rank <= dim < rank:
+        raise ValueError(f"tl.flip: dim must be a compile-time integer in [{-rank}, {rank}), got {dim!r}")
+    return current().call(_flip_impl, [x], {"dim": dim % rank})

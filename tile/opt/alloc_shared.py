@@ -2,7 +2,8 @@
 
 Buffers: every gpu.local_alloc (`bytes` attr; a multi-buffered one holds all its stages) and
 the scratch of every tt.reduce / tt.scan whose operand layout splits the reduced axis across
-warps (`scratch_bytes`). A buffer lives from its definition to its last use in program order,
+warps, of every tt.gather that does not stay within warps (its source, row-major) and of every
+tt.histogram (its bins, 4 bytes each) (`scratch_bytes`). A buffer lives from its definition to its last use in program order,
 uses of its gpu.local_view stages included (a reduce's scratch: during the op); a use inside a
 loop that does not contain the definition keeps the buffer alive for the whole loop, since the
 next iteration comes back to it. Buffers are placed largest first at the lowest offset free of
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from ..ir import Operation, TensorType
 from ..ir.dot_layouts import wgmma_swizzle
 from ..ir.gpu_ops import element_bytes, stage_layout
-from ..ir.layouts import warps_split_dim
+from ..ir.layouts import gather_in_warp, warps_split_dim
 from .pass_manager import Pass
 
 ALIGN = 16
@@ -51,7 +52,13 @@ def _func_of(op: Operation) -> Operation:
 
 
 def needs_scratch(op: Operation) -> bool:
-    """Whether a tt.reduce / tt.scan exchanges data across warps (its operand's warps split the axis)."""
+    """Whether an op's lowering exchanges data through scratch shared memory: a tt.reduce / tt.scan
+    whose operand's warps split the axis, a tt.gather not done by warp shuffles, any tt.histogram."""
+    if op.name == "tt.histogram":
+        return True
+    if op.name == "tt.gather":
+        src, index = op.operand(0).type, op.operand(1).type
+        return not gather_in_warp(src.layout, src.shape, index.layout, index.shape, op.attrs["axis"])
     if op.name not in ("tt.reduce", "tt.scan"):
         return False
     t = op.operand(0).type
@@ -59,8 +66,13 @@ def needs_scratch(op: Operation) -> bool:
 
 
 def scratch_bytes(op: Operation) -> int:
-    """num_warps * numel(shape without the axis, at least 1) * sum over operands of max(4, element bytes),
+    """tt.gather: the source, row-major; tt.histogram: 4 bytes per bin; tt.reduce / tt.scan:
+    num_warps * numel(shape without the axis, at least 1) * sum over operands of max(4, element bytes),
     laid out as [operand][warp][result element, row-major]."""
+    if op.name == "tt.gather":
+        return op.operand(0).type.numel * element_bytes(op.operand(0).type)
+    if op.name == "tt.histogram":
+        return 4 * op.result.type.numel
     t = op.operand(0).type
     axis = op.attrs["axis"]
     rest = max(1, math.prod(t.shape[:axis] + t.shape[axis + 1:]))

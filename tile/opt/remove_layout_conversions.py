@@ -1,13 +1,15 @@
 """Remove layout conversions: let whole chains of ops share the layouts coalescing chose.
 
 Three rewrites, repeated until nothing changes (Triton's RemoveLayoutConversions, simplified),
-then a fourth on what is left:
+then two more on what is left:
 
 1. Forward propagation. The results of loads, atomics and dots are anchors (a dot's #mma or FMA
    layout, chosen by accelerate-dot, so reaches the loop-carried accumulator and the epilogue):
    their layout flows to
    every op that can take it (elementwise ops, arith.cast among them, conversions, broadcast,
-   expand_dims of a slice, reduce (as a #slice), scan, trans, reshape) and through scf.for /
+   expand_dims of a slice, reduce (as a #slice), scan, trans, reshape, join (with the new
+   register bit), split (where the split dimension is a register bit), gather (from its index))
+   and through scf.for /
    scf.if / scf.while into block arguments and results. So are conversions of a loop-carried
    value for a memory op (a pointer advanced each iteration): the loop then carries the value
    in that layout. A value reached by several layouts keeps its own if among them, else takes
@@ -19,7 +21,13 @@ then a fourth on what is left:
    of that computation in the target layout.
 3. Folding. convert(x) to x's own layout is x; convert(convert(x)) is convert(x); copies that
    came out equal are merged (CSE) and what is left unused is deleted (DCE).
-4. Narrowing. A conversion that stays moves to the narrow side of an arith.cast, so fewer bytes
+4. Stores follow their values. A tt.store whose value comes through a conversion between
+   threads stores in the value's layout instead (its registers reordered, a free renaming) when
+   that is as coalesced, with vectors no longer than coalescing chose (tile.ir.layouts.
+   store_layout_like), and its pointers and mask can be recomputed in it: a tl.cat of two blocks
+   loaded 2 elements per thread, whose result each thread holds as two runs of 2 where coalescing
+   chose runs of 4, goes out in vector stores of 2 rather than through shared memory.
+5. Narrowing. A conversion that stays moves to the narrow side of an arith.cast, so fewer bytes
    go through shared memory: convert(widening cast(x)) becomes cast(convert(x)), and a
    narrowing cast(convert(y)), the conversion's only use, becomes convert(cast(y)).
 
@@ -49,9 +57,9 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import BlockArgument, Operation, TensorType, Value, print_op
-from ..ir.gpu_ops import element_bytes, forward_result_layouts, is_elementwise, layout_of, legalize, \
+from ..ir.gpu_ops import element_bytes, forward_result_layouts, insert_convert, is_elementwise, layout_of, legalize, \
     required_operand_types, with_layout
-from ..ir.layouts import Layout
+from ..ir.layouts import BlockedLayout, Layout, conversion_kind, store_layout_like
 from .coalesce import MEMORY_OPS
 from .cse import CSE
 from .dce import DCE, replace_op
@@ -297,9 +305,33 @@ def narrow_conversions(func: Operation) -> bool:
     return changed
 
 
+# ------------------------------------------------------------------------ stores
+
+
+def stores_follow_values(func: Operation) -> bool:
+    """Store values in their own layouts where that saves a conversion through shared memory (rewrite 4)."""
+    remat = _Rematerializer()
+    changed = False
+    for op in list(func.walk()):
+        if op.name != "tt.store" or not _is_convert(op.operand(1).owner_op):
+            continue
+        src, t = op.operand(1).owner_op.operand(0), op.operand(1).type
+        if not isinstance(t.layout, BlockedLayout) or conversion_kind(src.type.layout, t.layout, t.shape) != "shared":
+            continue
+        target = store_layout_like(src.type.layout, t.shape, t.layout)
+        others = [i for i in (0, 2) if i < op.num_operands]
+        if target is None or not all(remat.can(op.operand(i), target, [MAX_SLICE]) for i in others):
+            continue
+        for i in others:
+            op.set_operand(i, remat.build(op.operand(i), target))
+        op.set_operand(1, src if src.type.layout == target else insert_convert(src, target, op))
+        changed = True
+    return changed
+
+
 class RemoveLayoutConversions(Pass):
     """Propagates, rematerializes and folds until the IR stops changing (at most MAX_ROUNDS rounds),
-    then narrows the conversions that are left."""
+    then lets stores follow their values and narrows the conversions that are left."""
 
     name = "remove-layout-conversions"
 
@@ -312,6 +344,8 @@ class RemoveLayoutConversions(Pass):
             self._clean_up(func)
             if print_op(func) == before:
                 break
+        if stores_follow_values(func):
+            self._clean_up(func)
         if narrow_conversions(func):
             self._clean_up(func)
 
@@ -325,4 +359,4 @@ class RemoveLayoutConversions(Pass):
 
 
 __all__ = ["RemoveLayoutConversions", "fold_conversions", "narrow_conversions", "propagate_forward",
-           "rematerialize_backward"]
+           "rematerialize_backward", "stores_follow_values"]

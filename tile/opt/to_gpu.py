@@ -23,9 +23,11 @@ the first operand not made by a splat/constant/arange decides); a reduce's tenso
 #slice<dim = axis, parent = operand layout>; expand_dims of a value sliced along its axis gets
 the parent (any other operand: the default layout, the operand converted to its slice);
 broadcast and scan keep the operand's layout; trans and reshape keep every element in its
-register (tile.ir.layouts.trans_layout / reshape_layout); loads take the pointer's layout; dot
-the accumulator's. Loop-carried values take their initial value's layout, scf.if results the
-then-branch's. Finally a gpu.convert_layout goes before every operand that breaks its op's
+register (tile.ir.layouts.trans_layout / reshape_layout), so do join (the new dimension becomes a
+register bit: join_layout) and split (when the operand holds its last dimension in one register
+bit: split_layout; otherwise the results get the default layout and the operand a conversion);
+gather takes its index's layout; loads take the pointer's layout; dot the accumulator's.
+Loop-carried values take their initial value's layout, scf.if results the then-branch's. Finally a gpu.convert_layout goes before every operand that breaks its op's
 layout rule (tile.ir.gpu_ops.legalize). Combine regions of reduce and scan stay scalar.
 """
 from __future__ import annotations
@@ -34,7 +36,8 @@ from typing import Optional
 
 from ..ir import Block, Operation, TensorType, Value
 from ..ir.gpu_ops import is_elementwise, layout_of, legalize, with_layout
-from ..ir.layouts import (DistributedLayout, SliceLayout, default_blocked, reshape_layout, trans_layout)
+from ..ir.layouts import (DistributedLayout, SliceLayout, default_blocked, join_layout, reshape_layout, split_layout,
+                          trans_layout)
 from .pass_manager import Pass
 
 _MADE_HERE = ("tt.splat", "arith.constant", "tt.arange")
@@ -118,6 +121,12 @@ class ConvertToGpu(Pass):
             return trans_layout(src, op.operand(0).type.shape, op.attrs["order"])
         if name == "tt.reshape":
             return reshape_layout(src, op.operand(0).type.shape, r.type.shape)
+        if name == "tt.join":
+            return join_layout(src, op.operand(0).type.shape)
+        if name == "tt.split":
+            return split_layout(src, op.operand(0).type.shape) or self._default(r)
+        if name == "tt.gather":
+            return layout_of(op.operand(1))
         if name in ("tt.load", "tt.atomic_rmw", "tt.atomic_cas"):
             return src
         if name == "tt.dot":

@@ -16,7 +16,7 @@ from tile.ir.core import Operation
 from tile.ir.ops import cast_rounding, rounding_mode
 from tile.ir.types import DType, PointerType, element_type, f32, f64, shape_of
 
-from .interp_core import Compiler, ExecState, Frame, implements
+from .interp_core import Compiler, ExecState, Frame, implements, lane_text, program_mask
 from .interp_dtypes import bitcast, cast, constant, rounder, value_dtype
 from .interp_rounding import rounded_binary, rounded_fma, rounded_sqrt
 
@@ -328,6 +328,75 @@ def _bitcast(op: Operation, cc: Compiler):
     if value_dtype(src) == value_dtype(dst) and src == dst:
         return _unary_view(op, cc, lambda x: x)
     return _unary_view(op, cc, lambda x: bitcast(x, src, dst))
+
+
+# ------------------------------------------------------------- join, split, gather, histogram
+
+
+@implements("tt.join")
+def _join(op: Operation, cc: Compiler):
+    a, b, r = cc.slot(op.operand(0)), cc.slot(op.operand(1)), cc.slot(op.result)
+
+    def run(f: Frame, st: ExecState) -> None:
+        x, y = np.broadcast_arrays(f[a], f[b])
+        f[r] = np.stack([x, y], axis=-1)
+
+    return run
+
+
+@implements("tt.split")
+def _split(op: Operation, cc: Compiler):
+    a = cc.slot(op.operand(0))
+    lo, hi = (cc.slot(v) for v in op.results)
+
+    def run(f: Frame, st: ExecState) -> None:
+        x = f[a]
+        f[lo], f[hi] = x[..., 0], x[..., 1]
+
+    return run
+
+
+@implements("tt.gather")
+def _gather(op: Operation, cc: Compiler):
+    s, i, r = cc.slot(op.operand(0)), cc.slot(op.operand(1)), cc.slot(op.result)
+    axis = op.attrs["axis"] + 1
+    size = shape_of(op.operand(0).type)[op.attrs["axis"]]
+
+    def run(f: Frame, st: ExecState) -> None:
+        src, index = f[s], f[i]
+        lead = max(src.shape[0], index.shape[0])
+        src = np.broadcast_to(src, (lead,) + src.shape[1:])
+        index = np.broadcast_to(index, (lead,) + index.shape[1:])
+        bad = index >= size if index.dtype.kind == "u" else (index < 0) | (index >= size)
+        if st.active is not None and lead == st.P:
+            bad &= program_mask(st.active, bad.ndim)
+        if bad.any():
+            flat = int(np.argmax(bad))
+            raise cc.error(op, f"gather index {int(index.reshape(-1)[flat])} is out of range [0, {size}) along "
+                               f"axis {axis - 1}, in {lane_text(st, bad.shape, flat)}")
+        f[r] = np.take_along_axis(src, np.clip(index.astype(np.int64), 0, size - 1), axis=axis)
+
+    return run
+
+
+@implements("tt.histogram")
+def _histogram(op: Operation, cc: Compiler):
+    x_slot, r = cc.slot(op.operand(0)), cc.slot(op.result)
+    m_slot = cc.slot(op.operand(1)) if op.num_operands > 1 else None
+    bins = shape_of(op.result.type)[0]
+
+    def run(f: Frame, st: ExecState) -> None:
+        x = f[x_slot]
+        mask = f[m_slot] if m_slot is not None else None
+        lead = max(x.shape[0], mask.shape[0] if mask is not None else 1)
+        x = np.broadcast_to(x, (lead,) + x.shape[1:])
+        counted = x < bins if x.dtype.kind == "u" else (x >= 0) & (x < bins)
+        if mask is not None:
+            counted = counted & mask
+        slots = np.arange(lead, dtype=np.int64)[:, None] * bins + np.where(counted, x, 0).astype(np.int64)
+        f[r] = np.bincount(slots[counted], minlength=lead * bins).astype(np.int32).reshape(lead, bins)
+
+    return run
 
 
 from . import interp_bits  # noqa: E402,F401  (registers the bit-manipulation ops and the approximate units)
