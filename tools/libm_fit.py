@@ -1,0 +1,194 @@
+"""Fit the polynomial coefficients of tile's libdevice math (tile/language/extra/libm_*.py).
+
+Every table there was printed by this script: a minimax fit (Remez exchange, in mpmath at 60
+digits) of a function `g` on an interval, in a basis of powers of the variable, with a weight
+`w` that turns the error into the one the library cares about (relative to the final result,
+or absolute). Coefficients are rounded to the table's float type once, at the end; the script
+prints the weighted error before and after that rounding.
+
+    python tools/libm_fit.py                 # every table
+    python tools/libm_fit.py exp_f32 log_f64 # some of them
+
+A fit reads like the formula it serves. `exp_f32` is the P of
+
+    e^r = 1 + r + r^2 P(r),   |r| <= ln(2)/2
+
+so it fits g(r) = (e^r - 1 - r) / r^2 with weight w(r) = r^2 / e^r: the error of r^2 P(r)
+measured relative to e^r.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Callable
+
+import mpmath as mp
+import numpy as np
+
+mp.mp.dps = 60
+Fn = Callable[[mp.mpf], mp.mpf]
+
+
+@dataclass
+class Fit:
+    """Coefficients c_0..c_{n-1} of sum(c_j * x**(start + j * step)) ~ g on [a, b] (weighted by w)."""
+
+    name: str
+    g: Fn
+    a: float
+    b: float
+    n: int
+    float_bits: int  # 32 or 64: the float type the coefficients are rounded to
+    w: Fn = field(default=lambda x: mp.mpf(1))
+    step: int = 1  # 2: a polynomial in x**2 (even functions, or odd ones with a factor x outside)
+    start: int = 0
+    grid: int = 3000
+    note: str = ""
+
+
+def _basis(fit: Fit, x: mp.mpf) -> list[mp.mpf]:
+    return [x ** (fit.start + j * fit.step) for j in range(fit.n)]
+
+
+def _grid(fit: Fit) -> list[mp.mpf]:
+    """Chebyshev-spaced points (dense at the ends, where minimax errors peak); never exactly 0."""
+    a, b = mp.mpf(fit.a), mp.mpf(fit.b)
+    pts = [(a + b) / 2 - (b - a) / 2 * mp.cos(mp.pi * i / (fit.grid - 1)) for i in range(fit.grid)]
+    return [p if p != 0 else mp.mpf(10) ** -30 for p in pts]
+
+
+def remez(fit: Fit, iterations: int = 40) -> tuple[list[mp.mpf], mp.mpf]:
+    """The minimax coefficients and the level of the weighted error they reach."""
+    xs = _grid(fit)
+    gs = [fit.g(x) for x in xs]
+    ws = [fit.w(x) for x in xs]
+    rows = [_basis(fit, x) for x in xs]
+    m = fit.n + 1
+    # interior Chebyshev nodes: a weight may vanish at an end of the interval
+    ref = sorted({int((fit.grid - 1) * (1 - mp.cos(mp.pi * (i + 0.5) / m)) / 2) for i in range(m)})
+    coeffs: list[mp.mpf] = []
+    level = mp.mpf(0)
+    for _ in range(iterations):
+        a = mp.matrix(m, m)
+        rhs = mp.matrix(m, 1)
+        for i, k in enumerate(ref):  # w(x) (g(x) - p(x)) = (-1)^i E at the reference points
+            for j in range(fit.n):
+                a[i, j] = ws[k] * rows[k][j]
+            a[i, fit.n] = (-1) ** i
+            rhs[i] = ws[k] * gs[k]
+        sol = mp.lu_solve(a, rhs)
+        coeffs = [sol[j] for j in range(fit.n)]
+        level = abs(sol[fit.n])
+        err = [ws[k] * (gs[k] - mp.fsum(c * r for c, r in zip(coeffs, rows[k]))) for k in range(fit.grid)]
+        new_ref = _alternating_extrema(err, m)
+        worst = max(abs(e) for e in err)
+        if new_ref == ref or worst <= level * (1 + mp.mpf(10) ** -6):
+            break
+        ref = new_ref
+    return coeffs, level
+
+
+def _alternating_extrema(err: list[mp.mpf], m: int) -> list[int]:
+    """m grid indices where the error alternates in sign, each the largest of its run."""
+    runs: list[int] = []
+    for k, e in enumerate(err):
+        if runs and (e >= 0) == (err[runs[-1]] >= 0):
+            if abs(e) > abs(err[runs[-1]]):
+                runs[-1] = k
+        else:
+            runs.append(k)
+    while len(runs) > m:  # drop the smaller end, or merge the smallest interior extremum away
+        if abs(err[runs[0]]) < abs(err[runs[-1]]):
+            runs.pop(0)
+        else:
+            runs.pop()
+    return runs if len(runs) == m else runs + [len(err) - 1] * (m - len(runs))
+
+
+def rounded(coeffs: list[mp.mpf], bits: int) -> list[float]:
+    as_type = np.float32 if bits == 32 else np.float64
+    return [float(as_type(float(c))) for c in coeffs]
+
+
+def max_error(fit: Fit, coeffs: list[float]) -> mp.mpf:
+    xs = _grid(fit)
+    return max(abs(fit.w(x) * (fit.g(x) - mp.fsum(mp.mpf(c) * r for c, r in zip(coeffs, _basis(fit, x)))))
+               for x in xs)
+
+
+def table(fit: Fit) -> str:
+    exact, level = remez(fit)
+    coeffs = rounded(exact, fit.float_bits)
+    err = max_error(fit, coeffs)
+    body = ", ".join(repr(np.float32(c).item()) if fit.float_bits == 32 else repr(c) for c in coeffs)
+    return (f"# {fit.name}: {fit.note} on [{fit.a}, {fit.b}]; minimax error 2^{float(mp.log(level, 2)):.1f},"
+            f" rounded 2^{float(mp.log(err, 2)):.1f}\n{fit.name.upper()} = ({body},)\n")
+
+
+# ------------------------------------------------------------------------------ the fits
+
+LN2 = mp.log(2)
+
+
+def _exp_tail(x: mp.mpf) -> mp.mpf:
+    return (mp.exp(x) - 1 - x) / x**2 if abs(x) > mp.mpf(10) ** -20 else mp.mpf(1) / 2 + x / 6
+
+
+def _log1p_tail(f: mp.mpf) -> mp.mpf:
+    return (mp.log1p(f) - f + f**2 / 2) / f**3 if abs(f) > mp.mpf(10) ** -20 else mp.mpf(1) / 3
+
+
+def _atanh_tail(z: mp.mpf) -> mp.mpf:
+    """R(z) with log((1+s)/(1-s)) = 2s + s^3 R(s^2), z = s^2."""
+    s = mp.sqrt(z)
+    return (mp.log((1 + s) / (1 - s)) - 2 * s) / s**3 if s > mp.mpf(10) ** -20 else mp.mpf(2) / 3
+
+
+def _odd_tail(f: Callable[[mp.mpf], mp.mpf], c1: mp.mpf) -> Fn:
+    """x -> (f(x) - c1 x) / x^3 for an odd f with f'(0) = c1."""
+    return lambda x: (f(x) - c1 * x) / x**3
+
+
+HALF_LN2 = float(LN2 / 2) * 1.0005       # a little wider than the reduced range: rint may land either way
+SQRT_HALF, SQRT_TWO = float(mp.sqrt(0.5)), float(mp.sqrt(2))
+S_MAX = (SQRT_TWO - 1) / (SQRT_TWO + 1)
+PIO4 = float(mp.pi / 4) * 1.001
+TAN_PIO8 = float(mp.tan(mp.pi / 8)) * 1.001
+
+FITS = [
+    Fit("exp_f32", _exp_tail, -HALF_LN2, HALF_LN2, 6, 32, w=lambda r: r**2 / mp.expm1(r),
+        note="e^r - 1 = r + r^2 P(r), relative to e^r - 1"),
+    Fit("exp_f64", _exp_tail, -HALF_LN2, HALF_LN2, 11, 64, w=lambda r: r**2 / mp.expm1(r),
+        note="e^r - 1 = r + r^2 P(r), relative to e^r - 1"),
+    Fit("log_f32", _log1p_tail, SQRT_HALF - 1, SQRT_TWO - 1, 8, 32, w=lambda f: f**3 / mp.log1p(f),
+        note="log(1+f) = f - f^2/2 + f^3 P(f)"),
+    Fit("log_f64", lambda z: (_atanh_tail(z) - mp.mpf(2) / 3) / z, 0, S_MAX**2 * 1.001, 7, 64,
+        w=lambda z: z * mp.sqrt(z)**3 / mp.log((1 + mp.sqrt(z)) / (1 - mp.sqrt(z))),
+        note="log((1+s)/(1-s)) = 2s + s^3 (2/3 + z P(z)), z = s^2"),
+    Fit("sin_f32", _odd_tail(mp.sin, 1), 0, PIO4, 3, 32, w=lambda r: r**3 / mp.sin(r), step=2,
+        note="sin(r) = r + r^3 P(r^2)"),
+    Fit("sin_f64", _odd_tail(mp.sin, 1), 0, PIO4, 7, 64, w=lambda r: r**3 / mp.sin(r), step=2,
+        note="sin(r) = r + r^3 P(r^2)"),
+    Fit("cos_f32", lambda r: (mp.cos(r) - 1 + r**2 / 2) / r**4, 0, PIO4, 3, 32, w=lambda r: r**4 / mp.cos(r),
+        step=2, note="cos(r) = 1 - r^2/2 + r^4 P(r^2)"),
+    Fit("cos_f64", lambda r: (mp.cos(r) - 1 + r**2 / 2) / r**4, 0, PIO4, 7, 64, w=lambda r: r**4 / mp.cos(r),
+        step=2, note="cos(r) = 1 - r^2/2 + r^4 P(r^2)"),
+    Fit("asin_f32", _odd_tail(mp.asin, 1), 0, 0.5005, 6, 32, w=lambda x: x**3 / mp.asin(x), step=2,
+        note="asin(x) = x + x^3 P(x^2)"),
+    Fit("asin_f64", _odd_tail(mp.asin, 1), 0, 0.5005, 15, 64, w=lambda x: x**3 / mp.asin(x), step=2,
+        note="asin(x) = x + x^3 P(x^2)"),
+    Fit("atan_f32", _odd_tail(mp.atan, 1), 0, TAN_PIO8, 6, 32, w=lambda x: x**3 / mp.atan(x), step=2,
+        note="atan(u) = u + u^3 P(u^2)"),
+    Fit("atan_f64", _odd_tail(mp.atan, 1), 0, TAN_PIO8, 12, 64, w=lambda x: x**3 / mp.atan(x), step=2,
+        note="atan(u) = u + u^3 P(u^2)"),
+]
+
+
+def main(names: list[str]) -> None:
+    chosen = [f for f in FITS if not names or f.name in names]
+    for fit in chosen:
+        print(table(fit))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
