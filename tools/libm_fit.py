@@ -181,6 +181,8 @@ FITS = [
         note="atan(u) = u + u^3 P(u^2)"),
     Fit("atan_f64", _odd_tail(mp.atan, 1), 0, TAN_PIO8, 12, 64, w=lambda x: x**3 / mp.atan(x), step=2,
         note="atan(u) = u + u^3 P(u^2)"),
+    Fit("rcbrt_seed", lambda m: mp.cbrt(m) ** -1, 1, 8, 4, 32, w=lambda m: mp.cbrt(m),
+        note="m^(-1/3) ~ P(m), the start of Newton's iteration"),
 ]
 
 

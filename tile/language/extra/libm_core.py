@@ -201,7 +201,7 @@ def scale2(x, k):
     powers of two are normal numbers, so only the last multiply can round (into the subnormal
     range) or overflow. k is clamped to where the result is already 0 or inf."""
     fmt: core.constexpr = float_format(x.dtype)
-    k = math.min(math.max(k, -2.0 * (fmt.bias + fmt.mant)), 2.0 * fmt.bias)
+    k = math.min(math.max(k, -2.0 * (fmt.bias - 1)), 2.0 * fmt.bias)
     half = math.floor(k * 0.5)
     return x * pow2(half, x) * pow2(k - half, x)
 
