@@ -142,22 +142,35 @@ def exp10(x):
 
 
 @jit
-def expm1(x):
-    """e^x - 1: with x = k ln2 + r and q = e^r - 1 (double-word), q itself when k = 0 (so small x
-    keep their relative accuracy), 2^k q + (2^k - 1) while 2^k - 1 is exact, and beyond that
-    2^k ((1 + q) - 2^-k) rounded once."""
+def expm1_dw(x):
+    """(hi, lo, e): e^x - 1 = (hi + lo) 2^e, for -(mant + 8) <= x <= the clamp. With x = k ln2 + r
+    and q = e^r - 1 (double-word): q itself when k = 0 (small x keep their relative accuracy);
+    2^k q + (2^k - 1) while 2^k - 1 is exact (e = 0); beyond, ((1 + q) - 2^-k) with e = k."""
     D: core.constexpr = x.dtype == float64
     fmt: core.constexpr = float_format(x.dtype)
-    xc = math.min(math.max(x, -(fmt.mant + 8.0)), EXP_CLAMP[D])  # below: e^x < ulp(1)/4, the result is -1
-    k = round_to_int(xc * LOG2E)
-    rh = math.fma(k, -LN2_HI[D], xc)
+    k = round_to_int(x * LOG2E)
+    rh = math.fma(k, -LN2_HI[D], x)
     rh, rl = two_sum(rh, -k * LN2_LO[D])
     qh, ql = expm1_reduced(rh, rl)
     t = pow2(math.min(k, fmt.mant + 1.0), x)
-    moderate = math.fma(t, qh, t - 1.0) + t * ql
+    mh, ml = two_sum(t * qh, t - 1.0)
+    ml = ml + t * ql
     h, l = fast_two_sum(1.0, qh)
-    large = scale2(h + (l + (ql - pow2(-math.min(k, 100.0), x))), k)
-    r = core.where(k == 0, qh + ql, core.where(k > fmt.mant + 1.0, large, moderate))
+    l = l + (ql - pow2(-math.min(k, 100.0), x))
+    large = k > fmt.mant + 1.0
+    hi = core.where(k == 0, qh, core.where(large, h, mh))
+    lo = core.where(k == 0, ql, core.where(large, l, ml))
+    return hi, lo, core.where(large, k, full_like(x, 0.0))
+
+
+@jit
+def expm1(x):
+    """e^x - 1, accurate for small |x| (see expm1_dw)."""
+    D: core.constexpr = x.dtype == float64
+    fmt: core.constexpr = float_format(x.dtype)
+    xc = math.min(math.max(x, -(fmt.mant + 8.0)), EXP_CLAMP[D])  # below: e^x < ulp(1)/4, the result is -1
+    hi, lo, e = expm1_dw(xc)
+    r = scale2(hi + lo, e)
     r = core.where(x == 0.0, x, r)  # keeps -0.0
     return core.where(is_nan(x), x, r)
 
@@ -262,6 +275,13 @@ def log1p_dw(x):
     c = x - (u - 1.0)
     hi, lo = log_dw(u)
     return fast_two_sum(hi, lo + math.div_rn(c, u))
+
+
+@jit
+def log1p_of_dw(xh, xl):
+    """log(1 + xh + xl) as a double-word number, for xh > -1: log1p(xh) + xl / (1 + xh)."""
+    hi, lo = log1p_dw(xh)
+    return fast_two_sum(hi, lo + math.div_rn(xl, 1.0 + xh))
 
 
 @jit
