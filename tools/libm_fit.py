@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Optional
 
 import mpmath as mp
 import numpy as np
@@ -44,6 +44,7 @@ class Fit:
     start: int = 0
     grid: int = 3000
     note: str = ""
+    split_first: bool = False  # print c_0 as two floats (hi, lo): its rounding alone would cost half an ulp
 
 
 def _basis(fit: Fit, x: mp.mpf) -> list[mp.mpf]:
@@ -63,7 +64,8 @@ def remez(fit: Fit, iterations: int = 40) -> tuple[list[mp.mpf], mp.mpf]:
     gs = [fit.g(x) for x in xs]
     ws = [fit.w(x) for x in xs]
     rows = [_basis(fit, x) for x in xs]
-    m = fit.n + 1
+    free = fit.n
+    m = free + 1
     # interior Chebyshev nodes: a weight may vanish at an end of the interval
     ref = sorted({int((fit.grid - 1) * (1 - mp.cos(mp.pi * (i + 0.5) / m)) / 2) for i in range(m)})
     coeffs: list[mp.mpf] = []
@@ -72,24 +74,25 @@ def remez(fit: Fit, iterations: int = 40) -> tuple[list[mp.mpf], mp.mpf]:
         a = mp.matrix(m, m)
         rhs = mp.matrix(m, 1)
         for i, k in enumerate(ref):  # w(x) (g(x) - p(x)) = (-1)^i E at the reference points
-            for j in range(fit.n):
+            for j in range(free):
                 a[i, j] = ws[k] * rows[k][j]
-            a[i, fit.n] = (-1) ** i
+            a[i, free] = (-1) ** i
             rhs[i] = ws[k] * gs[k]
         sol = mp.lu_solve(a, rhs)
-        coeffs = [sol[j] for j in range(fit.n)]
-        level = abs(sol[fit.n])
+        coeffs = [sol[j] for j in range(free)]
+        level = abs(sol[free])
         err = [ws[k] * (gs[k] - mp.fsum(c * r for c, r in zip(coeffs, rows[k]))) for k in range(fit.grid)]
         new_ref = _alternating_extrema(err, m)
         worst = max(abs(e) for e in err)
-        if new_ref == ref or worst <= level * (1 + mp.mpf(10) ** -6):
+        if new_ref is None or new_ref == ref or worst <= level * (1 + mp.mpf(10) ** -6):
             break
         ref = new_ref
     return coeffs, level
 
 
-def _alternating_extrema(err: list[mp.mpf], m: int) -> list[int]:
-    """m grid indices where the error alternates in sign, each the largest of its run."""
+def _alternating_extrema(err: list[mp.mpf], m: int) -> Optional[list[int]]:
+    """m grid indices where the error alternates in sign, each the largest of its run (None when
+    the error alternates fewer times: the fit is as good as the grid can tell)."""
     runs: list[int] = []
     for k, e in enumerate(err):
         if runs and (e >= 0) == (err[runs[-1]] >= 0):
@@ -102,7 +105,7 @@ def _alternating_extrema(err: list[mp.mpf], m: int) -> list[int]:
             runs.pop(0)
         else:
             runs.pop()
-    return runs if len(runs) == m else runs + [len(err) - 1] * (m - len(runs))
+    return runs if len(runs) == m else None
 
 
 def rounded(coeffs: list[mp.mpf], bits: int) -> list[float]:
@@ -110,7 +113,7 @@ def rounded(coeffs: list[mp.mpf], bits: int) -> list[float]:
     return [float(as_type(float(c))) for c in coeffs]
 
 
-def max_error(fit: Fit, coeffs: list[float]) -> mp.mpf:
+def max_error(fit: Fit, coeffs: list) -> mp.mpf:
     xs = _grid(fit)
     return max(abs(fit.w(x) * (fit.g(x) - mp.fsum(mp.mpf(c) * r for c, r in zip(coeffs, _basis(fit, x)))))
                for x in xs)
@@ -119,10 +122,16 @@ def max_error(fit: Fit, coeffs: list[float]) -> mp.mpf:
 def table(fit: Fit) -> str:
     exact, level = remez(fit)
     coeffs = rounded(exact, fit.float_bits)
-    err = max_error(fit, coeffs)
-    body = ", ".join(repr(np.float32(c).item()) if fit.float_bits == 32 else repr(c) for c in coeffs)
+    if fit.split_first:  # c_0 = hi + lo; the error below counts hi + lo as exact
+        lo = rounded([exact[0] - mp.mpf(coeffs[0])], fit.float_bits)[0]
+        err = max_error(fit, [mp.mpf(coeffs[0]) + mp.mpf(lo)] + coeffs[1:])
+        coeffs = [coeffs[0], lo] + coeffs[1:]
+    else:
+        err = max_error(fit, coeffs)
+    body = ", ".join(repr(c) for c in coeffs)
+    first = "c0 hi, c0 lo, c1, ..." if fit.split_first else "c0, c1, ..."
     return (f"# {fit.name}: {fit.note} on [{fit.a}, {fit.b}]; minimax error 2^{float(mp.log(level, 2)):.1f},"
-            f" rounded 2^{float(mp.log(err, 2)):.1f}\n{fit.name.upper()} = ({body},)\n")
+            f" rounded 2^{float(mp.log(err, 2)):.1f}; {first}\n{fit.name.upper()} = ({body},)\n")
 
 
 # ------------------------------------------------------------------------------ the fits
@@ -147,6 +156,40 @@ def _atanh_tail(z: mp.mpf) -> mp.mpf:
 def _odd_tail(f: Callable[[mp.mpf], mp.mpf], c1: mp.mpf) -> Fn:
     """x -> (f(x) - c1 x) / x^3 for an odd f with f'(0) = c1."""
     return lambda x: (f(x) - c1 * x) / x**3
+
+
+def _erfcx(x: mp.mpf) -> mp.mpf:
+    if x > 10**6:  # the asymptotic series, where erfc(x) exp(x^2) would take long
+        return (1 - 1 / (2 * x**2) + 3 / (4 * x**4) - 15 / (8 * x**6)) / (x * mp.sqrt(mp.pi))
+    return mp.erfc(x) * mp.exp(x * x)
+
+
+def _erfcx_of_t(k: float) -> Fn:
+    """t -> (1 + 2x) erfcx(x) with x = k (1 + t) / (1 - t): t in [-1, 1] covers x in [0, inf]."""
+    def g(t: mp.mpf) -> mp.mpf:
+        if t >= 1:
+            return 2 / mp.sqrt(mp.pi)
+        x = k * (1 + t) / (1 - t)
+        return (1 + 2 * x) * _erfcx(x)
+    return g
+
+
+def _erfcinv(y: mp.mpf) -> mp.mpf:
+    if y > mp.mpf(1) / 4:
+        return mp.erfinv(1 - y)
+    return mp.findroot(lambda r: mp.log(mp.erfc(r)) - mp.log(y), mp.sqrt(-mp.log(y)))
+
+
+def _erfinv_ratio(w: mp.mpf) -> mp.mpf:
+    """erfinv(x) / x as a function of w = -log(1 - x^2) (through erfcinv: x may round to 1)."""
+    e = mp.exp(-w)
+    x = mp.sqrt(1 - e)
+    return _erfcinv(e / (1 + x)) / x if x > 0 else mp.sqrt(mp.pi) / 2
+
+
+def _erfinv_in_s(center: float, scale: float) -> Fn:
+    """t -> erfinv(x) / x with sqrt(w) = center + scale t."""
+    return lambda t: _erfinv_ratio((t * scale + center) ** 2)
 
 
 HALF_LN2 = float(LN2 / 2) * 1.0005       # a little wider than the reduced range: rint may land either way
@@ -181,6 +224,33 @@ FITS = [
         note="atan(u) = u + u^3 P(u^2)"),
     Fit("atan_f64", _odd_tail(mp.atan, 1), 0, TAN_PIO8, 12, 64, w=lambda x: x**3 / mp.atan(x), step=2,
         note="atan(u) = u + u^3 P(u^2)"),
+    Fit("erf_f32", lambda x: mp.erf(x) / x, 0, 1.001, 7, 32, w=lambda x: x / mp.erf(x), step=2,
+        split_first=True, note="erf(x) = x P(x^2)"),
+    Fit("erf_f64", lambda x: mp.erf(x) / x, 0, 1.001, 14, 64, w=lambda x: x / mp.erf(x), step=2,
+        note="erf(x) = x P(x^2)"),
+    Fit("erfcx_f32", _erfcx_of_t(3.0), -1, 1, 13, 32, w=lambda t: 1 / _erfcx_of_t(3.0)(t), grid=800,
+        split_first=True, note="erfcx(x) = P(t) / (1 + 2x), t = (x - 3) / (x + 3)"),
+    Fit("erfcx_f64", _erfcx_of_t(4.0), -1, 1, 26, 64, w=lambda t: 1 / _erfcx_of_t(4.0)(t), grid=800,
+        note="erfcx(x) = P(t) / (1 + 2x), t = (x - 4) / (x + 4)"),
+    # erfinv(x) = x P(t): t = w = -log(1 - x^2) below 5 (fp32) or 2 (fp64), else t from s = sqrt(w)
+    Fit("erfinv_a_f32", _erfinv_ratio, 0, 5.001, 10, 32, w=lambda t: 1 / _erfinv_ratio(t), grid=400,
+        split_first=True, note="erfinv(x) / x, t = w"),
+    Fit("erfinv_b_f32", _erfinv_in_s(3.25, 1), -1.02, 0.85, 11, 32, w=lambda t: 1 / _erfinv_in_s(3.25, 1)(t),
+        grid=400, split_first=True, note="erfinv(x) / x, t = s - 3.25"),
+    Fit("erfinv_c_f32", _erfinv_in_s(7, 4), -0.76, 0.81, 10, 32, w=lambda t: 1 / _erfinv_in_s(7, 4)(t),
+        grid=400, split_first=True, note="erfinv(x) / x, t = (s - 7) / 4"),
+    Fit("erfinv_a_f64", _erfinv_ratio, 0, 2.001, 16, 64, w=lambda t: 1 / _erfinv_ratio(t), grid=400,
+        note="erfinv(x) / x, t = w"),
+    Fit("erfinv_s0_f64", _erfinv_in_s(1.96, 1), -0.555, 0.555, 20, 64, w=lambda t: 1 / _erfinv_in_s(1.96, 1)(t),
+        grid=400, note="erfinv(x) / x, t = s - 1.96"),
+    Fit("erfinv_b_f64", _erfinv_in_s(3.25, 1), -0.76, 0.76, 20, 64, w=lambda t: 1 / _erfinv_in_s(3.25, 1)(t),
+        grid=400, note="erfinv(x) / x, t = s - 3.25"),
+    Fit("erfinv_c_f64", _erfinv_in_s(5.125, 1), -1.13, 1.13, 20, 64, w=lambda t: 1 / _erfinv_in_s(5.125, 1)(t),
+        grid=400, note="erfinv(x) / x, t = s - 5.125"),
+    Fit("erfinv_d_f64", _erfinv_in_s(9, 4), -0.69, 0.76, 20, 64, w=lambda t: 1 / _erfinv_in_s(9, 4)(t),
+        grid=300, note="erfinv(x) / x, t = (s - 9) / 4"),
+    Fit("erfinv_e_f64", _erfinv_in_s(20, 8), -1.0, 0.93, 20, 64, w=lambda t: 1 / _erfinv_in_s(20, 8)(t),
+        grid=300, note="erfinv(x) / x, t = (s - 20) / 8"),
     Fit("rcbrt_seed", lambda m: mp.cbrt(m) ** -1, 1, 8, 4, 32, w=lambda m: mp.cbrt(m),
         note="m^(-1/3) ~ P(m), the start of Newton's iteration"),
 ]

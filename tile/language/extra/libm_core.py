@@ -233,6 +233,24 @@ def poly(x, coeffs: core.constexpr):
     return acc
 
 
+@jit
+def poly_pieces(x, piece, tables: core.constexpr):
+    """(hi, lo) = P_piece(x) for an integer-valued `piece` per element and tables in the form
+    (c0 hi, c0 lo, c1, c2, ...), all of one length: each coefficient is picked from the pieces'
+    tables elementwise, then one Horner evaluation; hi = c0 hi, lo = the rest (unrounded)."""
+    n: core.constexpr = len(tables[0])
+    coeffs = ()
+    for j in core.static_range(n):
+        c = full_like(x, tables[0][j])
+        for i in core.static_range(1, len(tables)):
+            c = core.where(piece == i, tables[i][j], c)
+        coeffs = coeffs + (c,)
+    acc = math.fma(x, coeffs[n - 1], coeffs[n - 2])
+    for j in core.static_range(n - 3, 1, -1):
+        acc = math.fma(acc, x, coeffs[j])
+    return coeffs[0], math.fma(acc, x, coeffs[1])
+
+
 # ------------------------------------------------------------------ double-word arithmetic
 #
 # A double-word number is an unevaluated sum hi + lo with |lo| <= ulp(hi) / 2: about twice the
@@ -298,6 +316,13 @@ def dw_mul_f(ah, al, b):
     """(ah + al) * b for a float b, as a double-word number."""
     p, e = two_prod(ah, b)
     return fast_two_sum(p, math.fma(al, b, e))
+
+
+@jit
+def mul_dw_const(x, hi, lo):
+    """x * (hi + lo) as a double-word number, for a double-word constant hi + lo."""
+    p, e = two_prod(x, hi)
+    return fast_two_sum(p, math.fma(x, lo, e))
 
 
 @jit
