@@ -192,6 +192,92 @@ def _erfinv_in_s(center: float, scale: float) -> Fn:
     return lambda t: _erfinv_ratio((t * scale + center) ** 2)
 
 
+def _stirling_tail(t: mp.mpf) -> mp.mpf:
+    """t -> x (lgamma(x) - ((x - 1/2) log x - x + log(2 pi)/2)), x = 1/sqrt(t): Stirling's correction
+    times x, a function of 1/x^2."""
+    if t == 0:
+        return mp.mpf(1) / 12
+    x = 1 / mp.sqrt(t)
+    return x * (mp.loggamma(x) - ((x - mp.mpf(1) / 2) * mp.log(x) - x + mp.log(2 * mp.pi) / 2))
+
+
+def _hankel_pq(order: int, x: mp.mpf) -> tuple[mp.mpf, mp.mpf]:
+    """(P, Q) with J(x) = sqrt(2 / (pi x)) (P cos c - Q sin c), Y(x) = sqrt(2 / (pi x)) (P sin c + Q cos c),
+    c = x - (2 order + 1) pi / 4: from J and Y, or Hankel's asymptotic series for huge x."""
+    if x > 10**4:
+        mu = 4 * order**2
+        terms, a = [], mp.mpf(1)
+        for k in range(1, 16):
+            a = a * (mu - (2 * k - 1) ** 2) / (k * 8 * x)
+            terms.append(a)
+        p = 1 + mp.fsum((-1) ** (k // 2) * t for k, t in enumerate(terms, 1) if k % 2 == 0)
+        q = mp.fsum((-1) ** (k // 2) * t for k, t in enumerate(terms, 1) if k % 2 == 1)
+        return p, q
+    c = x - (2 * order + 1) * mp.pi / 4
+    j, y = mp.besselj(order, x), mp.bessely(order, x)
+    scale = mp.sqrt(mp.pi * x / 2)
+    return scale * (j * mp.cos(c) + y * mp.sin(c)), scale * (y * mp.cos(c) - j * mp.sin(c))
+
+
+def _hankel_fit(order: int, which: int) -> Fn:
+    """u -> P(x), or x Q(x) / 8, with u = 64 / x^2 in (0, 1] (x >= 8)."""
+    def g(u: mp.mpf) -> mp.mpf:
+        if u == 0 or u < mp.mpf(10) ** -25:
+            return mp.mpf(1) if which == 0 else (4 * order**2 - 1) / mp.mpf(64)
+        x = 8 / mp.sqrt(u)
+        pq = _hankel_pq(order, x)
+        return pq[0] if which == 0 else pq[1] * x / 8
+    return g
+
+
+def _scaled_bessel_i(order: int) -> Fn:
+    """t -> sqrt(x) e^-x I_order(x), x = 8 / t (t in (0, 1]): Hankel's series for huge x."""
+    def g(t: mp.mpf) -> mp.mpf:
+        if t < mp.mpf(10) ** -3:
+            x, mu, a, total = 8 / t if t > 0 else mp.inf, 4 * order**2, mp.mpf(1), mp.mpf(1)
+            if x == mp.inf:
+                return 1 / mp.sqrt(2 * mp.pi)
+            for k in range(1, 12):
+                a = -a * (mu - (2 * k - 1) ** 2) / (k * 8 * x)
+                total += a
+            return total / mp.sqrt(2 * mp.pi)
+        x = 8 / t
+        return mp.sqrt(x) * mp.exp(-x) * mp.besseli(order, x)
+    return g
+
+
+def _bessel_near_zero(f: Fn, zero: mp.mpf) -> Fn:
+    """t -> f(zero + t) / t: the part of a Bessel function that has no zero at `zero`."""
+    return lambda t: f(zero + t) / t if abs(t) > mp.mpf(10) ** -25 else mp.diff(f, zero)
+
+
+def _y0_regular(z: mp.mpf) -> mp.mpf:
+    """z -> y0(x) - (2/pi) log(x) j0(x), x = sqrt(z): even and analytic."""
+    x = mp.sqrt(z) if z > 0 else mp.mpf(10) ** -30
+    return mp.bessely(0, x) - 2 / mp.pi * mp.log(x) * mp.besselj(0, x)
+
+
+def _y1_regular(z: mp.mpf) -> mp.mpf:
+    """z -> (y1(x) - (2/pi) (log(x) j1(x) - 1/x)) / x, x = sqrt(z): even and analytic."""
+    x = mp.sqrt(z) if z > 0 else mp.mpf(10) ** -30
+    return (mp.bessely(1, x) - 2 / mp.pi * (mp.log(x) * mp.besselj(1, x) - 1 / x)) / x
+
+
+J0 = lambda x: mp.besselj(0, x)  # noqa: E731
+J1 = lambda x: mp.besselj(1, x)  # noqa: E731
+Y0 = lambda x: mp.bessely(0, x)  # noqa: E731
+Y1 = lambda x: mp.bessely(1, x)  # noqa: E731
+BESSEL_ZEROS = {"j0": (mp.besseljzero(0, 1), mp.besseljzero(0, 2)), "j1": (mp.besseljzero(1, 1), mp.besseljzero(1, 2)),
+                "y0": (mp.besselyzero(0, 1), mp.besselyzero(0, 2), mp.besselyzero(0, 3)),
+                "y1": (mp.besselyzero(1, 1), mp.besselyzero(1, 2))}
+
+
+def _bessel_piece(name: str, f: Fn, zero: mp.mpf, a: float, b: float, n: int) -> Fit:
+    g = _bessel_near_zero(f, zero)
+    return Fit(name, g, a - float(zero), b - float(zero), n, 64, w=lambda t: t / f(zero + t) if t else 1 / g(t),
+               grid=500, note=f"f(x) = t P(t), t = x - {float(zero)!r}")
+
+
 HALF_LN2 = float(LN2 / 2) * 1.0005       # a little wider than the reduced range: rint may land either way
 SQRT_HALF, SQRT_TWO = float(mp.sqrt(0.5)), float(mp.sqrt(2))
 S_MAX = (SQRT_TWO - 1) / (SQRT_TWO + 1)
@@ -251,6 +337,49 @@ FITS = [
         grid=300, note="erfinv(x) / x, t = (s - 9) / 4"),
     Fit("erfinv_e_f64", _erfinv_in_s(20, 8), -1.0, 0.93, 20, 64, w=lambda t: 1 / _erfinv_in_s(20, 8)(t),
         grid=300, note="erfinv(x) / x, t = (s - 20) / 8"),
+    Fit("lgamma2_f64", lambda t: mp.loggamma(2 + t) / t if t != 0 else 1 - mp.euler, -0.5005, 0.5005, 22, 64,
+        w=lambda t: t / mp.loggamma(2 + t) if t != 0 else 1 / (1 - mp.euler), grid=1000, split_first=True,
+        note="lgamma(2 + t) = t P(t)"),
+    Fit("stirling_f64", _stirling_tail, 0, 1 / 63.9, 9, 64, w=lambda t: mp.sqrt(t), grid=800,
+        note="lgamma(x) = (x - 1/2) log x - x + log(2 pi)/2 + P(1/x^2) / x, x >= 8"),
+    # Bessel functions on [0, 8]: pieces around their zeros (fp64; fp32 rounds the fp64 results)
+    Fit("j0_a", lambda z: mp.besselj(0, mp.sqrt(z)), 0, 2.57, 12, 64, w=lambda z: 1 / mp.besselj(0, mp.sqrt(z)),
+        grid=500, note="j0(x) = P(x^2), x < 1.6"),
+    _bessel_piece("j0_b", J0, BESSEL_ZEROS["j0"][0], 1.59, 4.01, 22),
+    _bessel_piece("j0_c", J0, BESSEL_ZEROS["j0"][1], 3.99, 7.01, 22),
+    Fit("j0_d", lambda t: J0(7.5 + t), -0.51, 0.51, 14, 64, w=lambda t: 1 / J0(7.5 + t), grid=500,
+        note="j0(x) = P(x - 7.5)"),
+    Fit("j1_a", lambda z: J1(mp.sqrt(z)) / mp.sqrt(z) if z > 0 else mp.mpf(1) / 2, 0, 4.01, 14, 64,
+        w=lambda z: mp.sqrt(z) / J1(mp.sqrt(z)) if z > 0 else mp.mpf(2), grid=500, note="j1(x) = x P(x^2), x < 2"),
+    _bessel_piece("j1_b", J1, BESSEL_ZEROS["j1"][0], 1.99, 5.51, 24),
+    _bessel_piece("j1_c", J1, BESSEL_ZEROS["j1"][1], 5.49, 8.01, 22),
+    Fit("y0_a", _y0_regular, 0, 5.77, 18, 64, w=lambda z: mp.mpf(8), grid=500,
+        note="y0(x) = (2/pi) log(x) j0(x) + P(x^2), x < 0.7 and 1.1 <= x < 2.4 (absolute error / 8)"),
+    _bessel_piece("y0_b", Y0, BESSEL_ZEROS["y0"][0], 0.69, 1.11, 18),
+    _bessel_piece("y0_c", Y0, BESSEL_ZEROS["y0"][1], 2.39, 5.51, 24),
+    _bessel_piece("y0_d", Y0, BESSEL_ZEROS["y0"][2], 5.49, 8.01, 22),
+    Fit("y1_a", _y1_regular, 0, 3.25, 14, 64, w=lambda z: 8 * mp.sqrt(z), grid=500,
+        note="y1(x) = (2/pi) (log(x) j1(x) - 1/x) + x P(x^2), x < 1.8 (absolute error / 8)"),
+    _bessel_piece("y1_b", Y1, BESSEL_ZEROS["y1"][0], 1.79, 2.61, 18),
+    Fit("y1_c", lambda t: Y1(3.3 + t), -0.71, 0.71, 20, 64, w=lambda t: 1 / Y1(3.3 + t), grid=500,
+        note="y1(x) = P(x - 3.3)"),
+    _bessel_piece("y1_d", Y1, BESSEL_ZEROS["y1"][1], 3.99, 7.01, 22),
+    Fit("y1_e", lambda t: Y1(7.5 + t), -0.51, 0.51, 14, 64, w=lambda t: 1 / Y1(7.5 + t), grid=500,
+        note="y1(x) = P(x - 7.5)"),
+    # x >= 8: Hankel's form, P and x Q / 8 as polynomials in u = 64 / x^2
+    Fit("p0", _hankel_fit(0, 0), 0, 1, 14, 64, w=lambda u: mp.mpf(1), grid=400, note="P0(x) = P(u)"),
+    Fit("q0", _hankel_fit(0, 1), 0, 1, 14, 64, w=mp.sqrt, grid=400, note="Q0(x) = (8/x) P(u)"),
+    Fit("p1", _hankel_fit(1, 0), 0, 1, 14, 64, w=lambda u: mp.mpf(1), grid=400, note="P1(x) = P(u)"),
+    Fit("q1", _hankel_fit(1, 1), 0, 1, 14, 64, w=mp.sqrt, grid=400, note="Q1(x) = (8/x) P(u)"),
+    Fit("i0_a", lambda z: mp.besseli(0, 8 * mp.sqrt(z)), 0, 1.001, 16, 64,
+        w=lambda z: 1 / mp.besseli(0, 8 * mp.sqrt(z)), grid=500, note="I0(x) = P(x^2 / 64), x <= 8"),
+    Fit("i0_b", _scaled_bessel_i(0), 0, 1.001, 22, 64, w=lambda t: 1 / _scaled_bessel_i(0)(t), grid=500,
+        note="I0(x) = e^x / sqrt(x) P(8 / x), x >= 8"),
+    Fit("i1_a", lambda z: mp.besseli(1, 8 * mp.sqrt(z)) / (8 * mp.sqrt(z)) if z > 0 else mp.mpf(1) / 2, 0, 1.001,
+        16, 64, w=lambda z: 8 * mp.sqrt(z) / mp.besseli(1, 8 * mp.sqrt(z)) if z > 0 else mp.mpf(2), grid=500,
+        note="I1(x) = x P(x^2 / 64), x <= 8"),
+    Fit("i1_b", _scaled_bessel_i(1), 0, 1.001, 22, 64, w=lambda t: 1 / _scaled_bessel_i(1)(t), grid=500,
+        note="I1(x) = e^x / sqrt(x) P(8 / x), x >= 8"),
     Fit("rcbrt_seed", lambda m: mp.cbrt(m) ** -1, 1, 8, 4, 32, w=lambda m: mp.cbrt(m),
         note="m^(-1/3) ~ P(m), the start of Newton's iteration"),
 ]

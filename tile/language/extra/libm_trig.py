@@ -229,28 +229,33 @@ def _odd_sign(value, negative):
 
 
 @jit
-def sin(x):
-    """sin(x) = (s, c, -s, -c)[q] for |x| = q pi/2 + r, with the sign of x."""
+def sincos(x):
+    """(sin x, cos x) from one reduction |x| = q pi/2 + r: sin = (s, c, -s, -c)[q] with the sign of
+    x, cos = (c, -s, -c, s)[q], where s, c = sin r, cos r. NaN for infinite x."""
     a = math.abs(x)
     q, rh, rl = reduce_pio2(a)
     sh, sl = sin_kernel(rh, rl)
     ch, cl = cos_kernel(rh, rl)
-    v = core.where((q & 1) == 1, ch, sh)
-    v = _odd_sign(v, q >= 2)
-    v = _odd_sign(v, sign_bit(x))
-    return core.where(is_finite(x), v, full_like(x, float("nan")))
+    odd = (q & 1) == 1
+    s = _odd_sign(core.where(odd, ch, sh), q >= 2)
+    s = _odd_sign(s, sign_bit(x))
+    c = _odd_sign(core.where(odd, sh, ch), (q == 1) | (q == 2))
+    nan = full_like(x, float("nan"))
+    return core.where(is_finite(x), s, nan), core.where(is_finite(x), c, nan)
+
+
+@jit
+def sin(x):
+    """Sine (see sincos)."""
+    s, c = sincos(x)
+    return s
 
 
 @jit
 def cos(x):
-    """cos(x) = (c, -s, -c, s)[q] for |x| = q pi/2 + r."""
-    a = math.abs(x)
-    q, rh, rl = reduce_pio2(a)
-    sh, sl = sin_kernel(rh, rl)
-    ch, cl = cos_kernel(rh, rl)
-    v = core.where((q & 1) == 1, sh, ch)
-    v = _odd_sign(v, (q == 1) | (q == 2))
-    return core.where(is_finite(x), v, full_like(x, float("nan")))
+    """Cosine (see sincos)."""
+    s, c = sincos(x)
+    return c
 
 
 @jit
