@@ -27,6 +27,7 @@ from .standard import (argmax, argmin, cdiv, clamp, cumprod, cumsum, max, maximu
 from . import random, standard
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint, randint4x, randn, randn4x,
                      uint_to_uniform_float)
+from . import extra
 
 # Triton's aliases
 float8e4m3fn = float8e4nv
@@ -45,5 +46,5 @@ __all__ = [
     "randint4x", "randn", "randn4x", "random", "range", "ravel", "reduce", "reshape", "rsqrt", "sigmoid", "sin",
     "softmax", "sqrt", "sqrt_rn", "div_rn", "standard", "static_assert", "static_print", "static_range", "store", "sum", "swizzle2d",
     "tensor", "to_tensor", "trans", "uint16", "uint32", "uint64", "uint8", "uint_to_uniform_float", "umulhi",
-    "view", "where", "xor_sum", "zeros", "zeros_like",
+    "view", "where", "xor_sum", "zeros", "zeros_like", "extra",
 ]

@@ -254,17 +254,6 @@ def on_pieces(x, pieces: core.constexpr, tables: core.constexpr):
 
 
 @jit
-def hankel(x, p_coeffs: core.constexpr, q_coeffs: core.constexpr):
-    """(P, Q, 1 / sqrt(pi x), sin x, cos x) of Hankel's form, for x >= 8 (finite)."""
-    u = math.div_rn(full_like(x, 64.0), x * x)
-    p = poly(u, p_coeffs)
-    q = math.div_rn(full_like(x, 8.0), x) * poly(u, q_coeffs)
-    scale = math.div_rn(full_like(x, 1.0), math.sqrt_rn(x * 3.141592653589793))
-    s, c = sincos(x)
-    return p, q, scale, s, c
-
-
-@jit
 def log_times(x, fh, fl):
     """(2/pi) log(x) (fh + fl) as a double-word number, for positive finite x."""
     lh, ll = log_dw(x)
@@ -272,68 +261,93 @@ def log_times(x, fh, fl):
     return dw_mul(mh, ml, full_like(x, TWO_OVER_PI_DW[0]), full_like(x, TWO_OVER_PI_DW[1]))
 
 
-# -------------------------------------------------------------------------- j0 j1 y0 y1
+@jit
+def j_below_eight(a):
+    """(j0(a), j1(a)) for 0 <= a < 8: the small-argument polynomials and the pieces."""
+    j0 = core.where(a < J0_PIECES[0][0], poly(a * a, J0_SMALL), on_pieces(math.max(a, J0_PIECES[0][0]), J0_PIECES,
+                                                                         J0_P)[0])
+    j1 = core.where(a < J1_PIECES[0][0], a * poly(a * a, J1_SMALL), on_pieces(math.max(a, J1_PIECES[0][0]),
+                                                                             J1_PIECES, J1_P)[0])
+    return j0, j1
+
+
+@jit
+def hankel(a):
+    """(P0, Q0, P1, Q1, 1 / sqrt(pi a), sin a, cos a): Hankel's form of j0, j1, y0, y1 at a >= 8
+    (the argument is clamped to 8 below), with one argument reduction for all four."""
+    b = math.max(a, HANKEL_FROM)
+    u = math.div_rn(full_like(a, 64.0), b * b)
+    eight = math.div_rn(full_like(a, 8.0), b)
+    scale = math.div_rn(full_like(a, 1.0), math.sqrt_rn(b * 3.141592653589793))
+    s, c = sincos(b)
+    return poly(u, HANKEL_P0), eight * poly(u, HANKEL_Q0), poly(u, HANKEL_P1), eight * poly(u, HANKEL_Q1), scale, s, c
+
+
+@jit
+def j_pair(a):
+    """(j0(a), j1(a)) for a >= 0 finite."""
+    n0, n1 = j_below_eight(a)
+    p0, q0, p1, q1, scale, s, c = hankel(a)
+    far = a >= HANKEL_FROM
+    j0 = core.where(far, scale * (p0 * (c + s) - q0 * (s - c)), n0)
+    j1 = core.where(far, scale * (p1 * (s - c) + q1 * (s + c)), n1)
+    return j0, j1
+
+
+@jit
+def y_pair(b):
+    """(y0(b), y1(b)) for b > 0 finite: the logarithmic forms near 0, the pieces, Hankel's form."""
+    j0, j1 = j_below_eight(math.min(b, 2.5))
+    th, tl = log_times(b, j0, full_like(b, 0.0))
+    log0 = th + (tl + poly(b * b, Y0_REGULAR))
+    th, tl = log_times(b, j1, full_like(b, 0.0))
+    ih, il = mul_dw_const(math.div_rn(full_like(b, 1.0), b), TWO_OVER_PI_DW[0], TWO_OVER_PI_DW[1])
+    log1 = (th - ih) + ((tl - il) + b * poly(b * b, Y1_REGULAR))
+    m0 = on_pieces(math.max(b, Y0_PIECES[0][0]), Y0_PIECES, Y0_P)[0]
+    m1 = on_pieces(math.max(b, Y1_PIECES[0][0]), Y1_PIECES, Y1_P)[0]
+    p0, q0, p1, q1, scale, s, c = hankel(b)
+    far = b >= HANKEL_FROM
+    use_log0 = (b < Y0_LOG_FORM[0]) | ((b >= Y0_LOG_FORM[1]) & (b < Y0_LOG_FORM[2]))
+    y0 = core.where(far, scale * (p0 * (s - c) + q0 * (c + s)), core.where(use_log0, log0, m0))
+    y1 = core.where(far, scale * (q1 * (s - c) - p1 * (s + c)), core.where(b < Y1_LOG_FORM, log1, m1))
+    return y0, y1
 
 
 @jit
 def j0_f64(x):
     a = math.abs(x)
-    small = poly(a * a, J0_SMALL)
-    mh, ml = on_pieces(math.max(a, J0_PIECES[0][0]), J0_PIECES, J0_P)
-    p, q, scale, s, c = hankel(core.where(a >= HANKEL_FROM, a, full_like(x, HANKEL_FROM)), HANKEL_P0, HANKEL_Q0)
-    far = scale * (p * (c + s) - q * (s - c))
-    r = core.where(a < J0_PIECES[0][0], small, core.where(a < HANKEL_FROM, mh, far))
-    r = core.where(a == float("inf"), full_like(x, 0.0), r)
+    j0, j1 = j_pair(core.where(a < float("inf"), a, full_like(x, 0.0)))
+    r = core.where(a == float("inf"), full_like(x, 0.0), j0)
     return core.where(is_nan(x), x, r)
 
 
 @jit
 def j1_f64(x):
     a = math.abs(x)
-    small = a * poly(a * a, J1_SMALL)
-    mh, ml = on_pieces(math.max(a, J1_PIECES[0][0]), J1_PIECES, J1_P)
-    p, q, scale, s, c = hankel(core.where(a >= HANKEL_FROM, a, full_like(x, HANKEL_FROM)), HANKEL_P1, HANKEL_Q1)
-    far = scale * (p * (s - c) + q * (s + c))
-    r = core.where(a < J1_PIECES[0][0], small, core.where(a < HANKEL_FROM, mh, far))
-    r = core.where(a == float("inf"), full_like(x, 0.0), r)
+    j0, j1 = j_pair(core.where(a < float("inf"), a, full_like(x, 0.0)))
+    r = core.where(a == float("inf"), full_like(x, 0.0), j1)
     r = core.where(sign_bit(x), -r, r)  # odd
     return core.where(is_nan(x), x, r)
 
 
 @jit
-def y0_f64(x):
-    ok = (x > 0.0) & (x < float("inf"))
-    b = core.where(ok, x, full_like(x, 1.0))
-    # the logarithmic form: (2/pi) log(x) j0(x) + R(x^2)
-    jh = j0_f64(b)
-    th, tl = log_times(b, jh, full_like(x, 0.0))
-    log_form = th + (tl + poly(b * b, Y0_REGULAR))
-    mh, ml = on_pieces(math.max(b, Y0_PIECES[0][0]), Y0_PIECES, Y0_P)
-    p, q, scale, s, c = hankel(core.where(b >= HANKEL_FROM, b, full_like(x, HANKEL_FROM)), HANKEL_P0, HANKEL_Q0)
-    far = scale * (p * (s - c) + q * (c + s))
-    use_log = (b < Y0_LOG_FORM[0]) | ((b >= Y0_LOG_FORM[1]) & (b < Y0_LOG_FORM[2]))
-    r = core.where(use_log, log_form, core.where(b < HANKEL_FROM, mh, far))
+def y_specials(x, r):
+    """y0, y1, yn at the edges: 0 at +inf, -inf at 0, NaN below 0 (r elsewhere)."""
     r = core.where(x == float("inf"), full_like(x, 0.0), r)
     r = core.where(x == 0.0, full_like(x, float("-inf")), r)
     return core.where((x < 0.0) | is_nan(x), full_like(x, float("nan")), r)
 
 
 @jit
+def y0_f64(x):
+    y0, y1 = y_pair(core.where((x > 0.0) & (x < float("inf")), x, full_like(x, 1.0)))
+    return y_specials(x, y0)
+
+
+@jit
 def y1_f64(x):
-    ok = (x > 0.0) & (x < float("inf"))
-    b = core.where(ok, x, full_like(x, 1.0))
-    # the logarithmic form: (2/pi) (log(x) j1(x) - 1/x) + x R(x^2)
-    jh = j1_f64(b)
-    th, tl = log_times(b, jh, full_like(x, 0.0))
-    ih, il = mul_dw_const(math.div_rn(full_like(x, 1.0), b), TWO_OVER_PI_DW[0], TWO_OVER_PI_DW[1])
-    log_form = (th - ih) + ((tl - il) + b * poly(b * b, Y1_REGULAR))
-    mh, ml = on_pieces(math.max(b, Y1_PIECES[0][0]), Y1_PIECES, Y1_P)
-    p, q, scale, s, c = hankel(core.where(b >= HANKEL_FROM, b, full_like(x, HANKEL_FROM)), HANKEL_P1, HANKEL_Q1)
-    far = scale * (q * (s - c) - p * (s + c))
-    r = core.where(b < Y1_LOG_FORM, log_form, core.where(b < HANKEL_FROM, mh, far))
-    r = core.where(x == float("inf"), full_like(x, 0.0), r)
-    r = core.where(x == 0.0, full_like(x, float("-inf")), r)
-    return core.where((x < 0.0) | is_nan(x), full_like(x, float("nan")), r)
+    y0, y1 = y_pair(core.where((x > 0.0) & (x < float("inf")), x, full_like(x, 1.0)))
+    return y_specials(x, y1)
 
 
 # ---------------------------------------------------------------------------------- jn yn
@@ -358,8 +372,7 @@ def yn_f64(n, x):
     m = math.abs(n)
     ok = (x > 0.0) & (x < float("inf"))
     b = core.where(ok, x, full_like(x, 1.0))
-    prev = y0_f64(b)
-    cur = y1_f64(b)
+    prev, cur = y_pair(b)
     for k in range(1, block_max(m)):
         nxt = (2.0 * k.to(float64)) / b * cur - prev
         step = (k < m) & (math.abs(cur) < float("inf"))  # stay at -inf once the values overflow
@@ -367,9 +380,7 @@ def yn_f64(n, x):
         cur = core.where(step, nxt, cur)
     r = core.where(m == 0, prev, cur)
     r = core.where((n < 0) & ((m & 1) == 1), -r, r)
-    r = core.where(x == float("inf"), full_like(x, 0.0), r)
-    r = core.where(x == 0.0, full_like(x, float("-inf")), r)
-    return core.where((x < 0.0) | is_nan(x), full_like(x, float("nan")), r)
+    return y_specials(x, r)
 
 
 @jit
@@ -383,8 +394,7 @@ def jn_f64(n, x):
     mf = m.to(float64)
     forward = b > mf
     # forward: k = 1 .. m - 1
-    prev = j0_f64(b)
-    cur = j1_f64(b)
+    prev, cur = j_pair(b)
     fwd_m = core.where(forward, m, 0)
     for k in range(1, block_max(fwd_m)):
         nxt = (2.0 * k.to(float64)) / b * cur - prev

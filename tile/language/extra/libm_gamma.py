@@ -33,9 +33,9 @@ from tile.frontend.core import float32, float64
 from tile.frontend.jit import jit
 from tile.language import math
 
-from .libm_core import (dw_add, dw_div, dw_mul, dw_mul_f, fast_two_sum, full_like, is_nan, poly, scale2,
-                        two_prod, two_sum)
-from .libm_exp_log import exp_dw, log1p_dw, log_dw
+from .libm_core import (dw_add, dw_div, dw_mul, dw_mul_f, exponent_of, fast_two_sum, full_like, is_nan, poly, scale2,
+                        two_prod, two_sum, with_exponent_zero)
+from .libm_exp_log import exp_dw, log_dw
 from .libm_trig import PI_DW, sinpi
 
 # tools/libm_fit.py lgamma2_f64: lgamma(2 + t) = t P(t) on |t| <= 1/2, 2^-54.5 relative; (c0 hi, c0 lo, c1, ...)
@@ -59,15 +59,21 @@ MAX_M = 6  # x - m in [1.5, 2.5) for x < 8
 
 
 @jit
-def stirling(zh, zl):
-    """lgamma(zh + zl) as a double-word number, for z >= 8 (zl the error of a rounded z)."""
-    lh, ll = log_dw(zh)
-    ll = ll + math.div_rn(zl, zh)
+def stirling_rest(zh, zl, lh, ll):
+    """lgamma(z) for z = zh + zl >= 8 from log z = lh + ll, as a double-word number:
+    (z - 1/2) log z - z + log(2 pi)/2 + S(1/z^2) / z."""
     mh, ml = dw_mul(lh, ll, zh - 0.5, zl)
     h, l = dw_add(mh, ml, -zh, -zl)
     h, l = dw_add(h, l, HALF_LOG_2PI_DW[0], HALF_LOG_2PI_DW[1])
     u = math.div_rn(full_like(zh, 1.0), zh)
     return fast_two_sum(h, l + u * poly(u * u, STIRLING_P))
+
+
+@jit
+def log_of_dw(h, l):
+    """log(h + l) as a double-word number, for h > 0 finite."""
+    lh, ll = log_dw(h)
+    return fast_two_sum(lh, ll + math.div_rn(l, h))
 
 
 @jit
@@ -78,48 +84,54 @@ def lgamma_near_two(t):
 
 
 @jit
-def lgamma_positive(x):
-    """lgamma(x) as a double-word number, for x > 0 finite (fp64)."""
-    zero = full_like(x, 0.0)
-    # [1.5, 2.5) and, shifted down by m, [2.5, 8)
-    m = math.min(math.max(math.floor(x - 1.5), zero), MAX_M * 1.0)
-    ph = full_like(x, 1.0)
+def lgamma_positive(zh, zl):
+    """lgamma(z) as a double-word number, for z = zh + zl > 0 finite (fp64). Each range needs one
+    logarithm, of a double-word argument, and (below 8) one P(t):
+        z >= 8:       Stirling, log z
+        [1.5, 8):     P(t) at t = z - m - 2, + log((z - 1) ... (z - m))
+        [0.5, 1.5):   P(t) at t = z - 1, - log z                 (lgamma(z) = lgamma(z + 1) - log z)
+        (0, 0.5):     P(t) at t = z, - log(z (1 + z))           (twice more)"""
+    zero = full_like(zh, 0.0)
+    one = full_like(zh, 1.0)
+    big = zh >= STIRLING_FROM
+    mid = zh >= 1.5
+    m = math.min(math.max(math.floor(zh - 1.5), zero), MAX_M * 1.0)
+    ph = one
     pl = zero
     for i in core.static_range(1, MAX_M + 1):
-        ph, pl = dw_mul_f(ph, pl, core.where(m >= i, x - i, full_like(x, 1.0)))  # x - i is exact
-    lh, ll = log_dw(ph)
-    lh, ll = fast_two_sum(lh, ll + math.div_rn(pl, ph))
-    th, tl = lgamma_near_two((x - m) - 2.0)
-    shifted_h, shifted_l = dw_add(th, tl, lh, ll)
-    # (0, 1.5): t P(t) - log1p(t), t = x - 1 for x >= 1/2, and additionally - log(x) below 1/2
-    t = core.where(x >= 0.5, x - 1.0, x)
-    ah, al = lgamma_near_two(t)
-    bh, bl = log1p_dw(t)
-    low_h, low_l = dw_add(ah, al, -bh, -bl)
-    ch, cl = log_dw(core.where(x < 0.5, x, full_like(x, 1.0)))
-    low_h, low_l = dw_add(low_h, low_l, -ch, -cl)
-    sh, sl = stirling(core.where(x >= STIRLING_FROM, x, full_like(x, STIRLING_FROM)), zero)
-    h = core.where(x >= STIRLING_FROM, sh, core.where(x >= 1.5, shifted_h, low_h))
-    l = core.where(x >= STIRLING_FROM, sl, core.where(x >= 1.5, shifted_l, low_l))
-    return h, l
+        ph, pl = dw_mul(ph, pl, core.where(m >= i, zh - i, one), zero)  # zh - i is exact
+    ah, al = two_sum(zh, zh * zh)  # z (1 + z) for z < 1/2
+    qh, ql = two_prod(zh, zh)
+    ah, al = fast_two_sum(ah, al + ql)
+    arg_h = core.where(big, zh, core.where(mid, ph, core.where(zh >= 0.5, zh, ah)))
+    arg_l = core.where(big, zl, core.where(mid, pl, core.where(zh >= 0.5, zl, al)))
+    lh, ll = log_of_dw(arg_h, arg_l)
+    sh, sl = stirling_rest(core.where(big, zh, full_like(zh, STIRLING_FROM)), core.where(big, zl, zero), lh, ll)
+    t = core.where(mid, (zh - m) - 2.0, core.where(zh >= 0.5, zh - 1.0, zh))
+    th, tl = lgamma_near_two(t)
+    sign = core.where(mid, 1.0, full_like(zh, -1.0))
+    rh, rl = dw_add(th, tl, sign * lh, sign * ll)
+    return core.where(big, sh, rh), core.where(big, sl, rl)
 
 
 @jit
 def lgamma64(x):
     """lgamma of an fp64 x (see the module docstring); +inf at the poles and at +-inf."""
-    zero = full_like(x, 0.0)
     pos = x > 0.0
-    b = core.where(pos & (x < float("inf")), x, full_like(x, 1.0))
-    ph, pl = lgamma_positive(b)
-    # x < 0: log(pi) - log|sin(pi x)| - lgamma(1 - x), 1 - x = zh + zl
     neg = core.where((x < 0.0) & (x > float("-inf")), x, full_like(x, -0.5))
-    zh, zl = two_sum(1.0, -neg)
-    gh, gl = lgamma_positive(zh)
-    gl = gl + zl * (log_dw(zh)[0] - math.div_rn(full_like(x, 0.5), zh))  # + digamma(z) zl
+    zh, zl = two_sum(1.0, -neg)  # 1 - x for x < 0
+    zh = core.where(pos & (x < float("inf")), x, zh)
+    zl = core.where(pos, 0.0, zl)
+    gh, gl = lgamma_positive(zh, zl)
+    # lgamma(zh + zl) = lgamma(zh) + digamma(zh) zl: zl is below an ulp of zh, so a rough digamma
+    # (log z - 1/2z, log z from the exponent and mantissa bits) is plenty
+    rough_log = 0.6931471805599453 * (exponent_of(zh) + (with_exponent_zero(zh) - 1.0))
+    gl = gl + zl * (rough_log - math.div_rn(full_like(x, 0.5), zh))
+    # x < 0: log(pi) - log|sin(pi x)| - lgamma(1 - x)
     s = math.abs(sinpi(neg))
     sh, sl = log_dw(core.where(s > 0.0, s, full_like(x, 1.0)))
     rh, rl = dw_add(LOG_PI_DW[0] - sh, LOG_PI_DW[1] - sl, -gh, -gl)
-    r = core.where(pos, ph, rh)
+    r = core.where(pos, gh, rh)
     r = core.where((s == 0.0) & ~pos, full_like(x, float("inf")), r)
     r = core.where((x == 0.0) | (math.abs(x) == float("inf")), full_like(x, float("inf")), r)
     return core.where(is_nan(x), x, r)
@@ -127,39 +139,37 @@ def lgamma64(x):
 
 @jit
 def tgamma64(x):
-    """Gamma of an fp64 x (see the module docstring)."""
+    """Gamma of an fp64 x (see the module docstring): one Stirling evaluation at z, where
+        -10 < x < 8:  z = x + n in [8, 9), Gamma(x) = Gamma(z) / (x (x + 1) ... (x + n - 1))
+        x >= 8:       z = x
+        x <= -10:     z = 1 - x, Gamma(x) = pi / (sin(pi x) Gamma(z))  (Gamma(z) = p 2^k may exceed
+                      the float range while the result does not)"""
     zero = full_like(x, 0.0)
-    # -10 < x < 8: Gamma(x + n) / (x (x + 1) ... (x + n - 1)), x + n in [8, 9)
-    mid = (x > -10.0) & (x < STIRLING_FROM)
-    b = core.where(mid, x, full_like(x, 1.5))
-    n = core.where(x < STIRLING_FROM, math.ceil(STIRLING_FROM - b), zero)
-    ph = full_like(x, 1.0)
+    one = full_like(x, 1.0)
+    big = x >= STIRLING_FROM
+    low = x <= -10.0
+    b = core.where(big | low | (x != x), full_like(x, 1.5), x)
+    n = math.ceil(STIRLING_FROM - b)
+    ph = one
     pl = zero
     for i in core.static_range(SHIFT_STEPS):
         fh, fl = two_sum(b, i * 1.0)
         use = n > i
-        ph, pl = dw_mul(ph, pl, core.where(use, fh, full_like(x, 1.0)), core.where(use, fl, zero))
-    zh, zl = two_sum(b, n)
-    sh, sl = stirling(zh, zl)
+        ph, pl = dw_mul(ph, pl, core.where(use, fh, one), core.where(use, fl, zero))
+    mh, ml = two_sum(b, n)
+    neg = core.where(low, x, full_like(x, -10.5))
+    wh, wl = two_sum(1.0, -math.max(neg, -200.0))  # below -184 the result is +-0 anyway
+    zh = core.where(big, math.min(x, 200.0), core.where(low, wh, mh))
+    zl = core.where(big, zero, core.where(low, wl, ml))
+    lh, ll = log_dw(zh)
+    sh, sl = stirling_rest(zh, zl, lh, ll + math.div_rn(zl, zh))
     eh, el, k = exp_dw(sh, sl)
     qh, ql = dw_div(eh, el, ph, pl)
-    small = scale2(qh, k)
-    # x >= 8: exp(lgamma(x)) (overflows from 171.62 on)
-    big_x = core.where(x >= STIRLING_FROM, math.min(x, 200.0), full_like(x, STIRLING_FROM))
-    bh, bl = stirling(big_x, zero)
-    beh, bel, bk = exp_dw(bh, bl)
-    big = scale2(beh, bk)
-    # x <= -10: pi / (sin(pi x) Gamma(1 - x)); Gamma(1 - x) = (rh + rl) 2^rk may exceed the range
-    neg = core.where(x <= -10.0, x, full_like(x, -10.5))
-    wh, wl = two_sum(1.0, -math.max(neg, -200.0))  # below -184 the result is +-0 anyway
-    gh, gl = stirling(wh, wl)
-    rh, rl, rk = exp_dw(gh, gl)
     s = sinpi(neg)
-    dh, dl = dw_mul_f(rh, rl, s)
+    dh, dl = dw_mul_f(eh, el, s)
     vh, vl = dw_div(full_like(x, PI_DW[1][0]), full_like(x, PI_DW[1][1]), dh, dl)
-    reflected = scale2(vh, -rk)
-    r = core.where(x >= STIRLING_FROM, big, core.where(x <= -10.0, reflected, small))
-    # poles and limits: +-inf at +-0, NaN at negative integers and -inf, 0 below -200
+    r = core.where(big, scale2(eh, k), core.where(low, scale2(vh, -k), scale2(qh, k)))
+    # poles and limits: +-inf at +-0, NaN at negative integers and -inf
     r = core.where(x == 0.0, 1.0 / x, r)
     r = core.where((x < 0.0) & (math.floor(x) == x), full_like(x, float("nan")), r)
     return core.where(is_nan(x), x, r)

@@ -19,8 +19,8 @@ mod 4. The reduction has two paths:
     4 parts of 33, 33, 33 and 53 bits on fp64), for |x| < 2^17 (fp32) or 2^20 (fp64).
   * Payne-Hanek, for larger |x| up to the largest float: with x = m 2^E (m an integer),
     x 2/pi mod 4 only depends on the bits of 2/pi from 2^-(E-2) on. The integer m times a
-    window of those bits (32-bit words picked by E from TWO_OVER_PI) gives the quadrant and 62
-    (fp32) or 126 (fp64) fraction bits exactly, in 32-bit limbs.
+    window of those bits (64-bit words picked by E from TWO_OVER_PI_WORDS) gives the quadrant
+    and 62 (fp32) or 126 (fp64) fraction bits exactly, in 64-bit limbs.
 The slow path runs only in blocks that hold a huge argument (`any_true`).
 """
 from __future__ import annotations
@@ -77,23 +77,21 @@ THREE_PIO4_DW = ((2.356194496154785, -5.962440319251527e-08), (2.356194490192345
 TAN_PIO8 = 0.41421356237309503
 TAN_3PIO8 = 2.414213562373095
 
-# 2/pi = sum(W[j] 2^(-32 (j + 1))): the first 40 words of its binary expansion
+# 2/pi = sum(W[j] 2^(-64 (j + 1))): the first 20 64-bit words of its binary expansion
 TWO_OVER_PI_WORDS = (
-    0xA2F9836E, 0x4E441529, 0xFC2757D1, 0xF534DDC0, 0xDB629599, 0x3C439041, 0xFE5163AB, 0xDEBBC561,
-    0xB7246E3A, 0x424DD2E0, 0x06492EEA, 0x09D1921C, 0xFE1DEB1C, 0xB129A73E, 0xE88235F5, 0x2EBB4484,
-    0xE99C7026, 0xB45F7E41, 0x3991D639, 0x835339F4, 0x9C845F8B, 0xBDF9283B, 0x1FF897FF, 0xDE05980F,
-    0xEF2F118B, 0x5A0A6D1F, 0x6D367ECF, 0x27CB09B7, 0x4F463F66, 0x9E5FEA2D, 0x7527BAC7, 0xEBE5F17B,
-    0x3D0739F7, 0x8A5292EA, 0x6BFB5FB1, 0x1F8D5D08, 0x56033046, 0xFC7B6BAB, 0xF0CFBC20, 0x9AF4361D,
+    0xA2F9836E4E441529, 0xFC2757D1F534DDC0, 0xDB6295993C439041, 0xFE5163ABDEBBC561,
+    0xB7246E3A424DD2E0, 0x06492EEA09D1921C, 0xFE1DEB1CB129A73E, 0xE88235F52EBB4484,
+    0xE99C7026B45F7E41, 0x3991D639835339F4, 0x9C845F8BBDF9283B, 0x1FF897FFDE05980F,
+    0xEF2F118B5A0A6D1F, 0x6D367ECF27CB09B7, 0x4F463F669E5FEA2D, 0x7527BAC7EBE5F17B,
+    0x3D0739F78A5292EA, 0x6BFB5FB11F8D5D08, 0x56033046FC7B6BAB, 0xF0CFBC209AF4361D,
 )
-# Payne-Hanek shapes: 32-bit limbs of the integer mantissa, words of 2/pi in the window, and
-# the window index c such that the fraction starts 32 c + t bits up, t in [1, 32]
-PH_MANT_LIMBS = (1, 2)
-PH_WORDS = (4, 7)
-PH_SKIP_LIMBS = (1, 2)
-PH_OUT_WORDS = (2, 4)  # 64 or 128 bits: 2 quadrant bits, then 62 or 126 fraction bits
-PH_FIRST_E = (-6, -32)  # the smallest exponent E of x = m 2^E the slow path sees
+# Payne-Hanek shapes: 64-bit words of 2/pi in the window (the product's lowest limb is skipped),
+# 64-bit words of the fraction out (2 quadrant bits, then 62 or 126 fraction bits), and the range
+# of the exponent E of x = m 2^E the slow path sees (x >= FAST_LIMIT)
+PH_WORDS = (3, 4)
+PH_OUT_WORDS = (1, 2)
+PH_FIRST_E = (-6, -32)
 PH_LAST_E = (104, 971)
-M32 = 0xFFFFFFFF
 
 
 # --------------------------------------------------------------------- argument reduction
@@ -122,65 +120,62 @@ def reduce_fast(a):
 def _window_word(j0, i: core.constexpr, D: core.constexpr):
     """Word j0 + i of 2/pi (0 before the binary point), for the j0 the exponent range allows."""
     w = full_like(j0, 0).to(uint64)
-    first: core.constexpr = (PH_FIRST_E[D] - 2) // 32
-    last: core.constexpr = (PH_LAST_E[D] - 2) // 32
-    for j in core.static_range(first, last + 1):
+    for j in core.static_range((PH_FIRST_E[D] - 2) // 64, (PH_LAST_E[D] - 2) // 64 + 1):
         if j + i >= 0:
             w = core.where(j0 == j, TWO_OVER_PI_WORDS[j + i], w)
     return w
 
 
 @jit
+def _add_carry(a, b, carry):
+    """(a + b + carry) mod 2^64 and its carry out (0 or 1), for u64 a, b and a carry of 0 or 1."""
+    s = a + b
+    t = s + carry
+    return t, (s < a).to(uint64) + (t < s).to(uint64)
+
+
+@jit
 def reduce_huge(a):
     """(q, rh, rl) with a = q pi/2 + (rh + rl) mod 2 pi, |rh| <= pi/4, for finite a >= 2^-6
-    (Payne-Hanek in integer arithmetic)."""
+    (Payne-Hanek in 64-bit integer arithmetic)."""
     D: core.constexpr = a.dtype == float64
     fmt: core.constexpr = float_format(a.dtype)
-    NM: core.constexpr = PH_MANT_LIMBS[D]
     NW: core.constexpr = PH_WORDS[D]
     bits = to_bits(a).to(uint64)
     E = (bits >> fmt.mant).to(int32) - (fmt.bias + fmt.mant)
     m = (bits & fmt.mant_mask) | (1 << fmt.mant)
-    # a 2/pi = m W 2^(E - 32 (j0 + NW)), W = the NW words from j0 on: words before j0 only add
-    # multiples of 4, so s = E - 32 j0 in [2, 33] puts the binary point 32 NW - s bits up in m W
-    j0 = (E + (32 * 64 - 2)) // 32 - 64
-    s = E - 32 * j0
-    # m W in 32-bit limbs (little-endian): each 64-bit partial product adds its low half to one
-    # column and its high half to the next; the column sums (below 2^36) then pass carries up
-    mant = (m & M32,) if NM == 1 else (m & M32, m >> 32)
-    prods = ()
+    # a 2/pi = m V 2^(E - 64 (j0 + NW)), V = the NW words from j0 on: the words before j0 only add
+    # multiples of 4, so s = E - 64 j0 in [2, 65] puts the binary point 64 NW - s bits up in m V
+    j0 = (E + (64 * 32 - 2)) // 64 - 32
+    s = E - 64 * j0
+    # m V in 64-bit limbs (little-endian): word i of V adds m V_i = hi 2^64 + lo at limb NW - 1 - i
+    lows = ()
+    highs = ()
     for i in core.static_range(NW):
-        w = _window_word(j0, i, D)
-        for j in core.static_range(NM):
-            prods = prods + ((NW - 1 - i + j, mant[j] * w),)
-    limbs = ()
-    carry = full_like(m, 0)
-    for c in core.static_range(NM + NW + 1):
-        t = carry
-        for col, prod in prods:
-            if col == c:
-                t = t + (prod & M32)
-            if col + 1 == c:
-                t = t + (prod >> 32)
-        limbs = limbs + (t & M32,)
-        carry = t >> 32
-    # the window: bits from 32 SKIP + t up, t = 32 NW - F - s - 32 SKIP in [1, 32]
-    F: core.constexpr = 32 * PH_OUT_WORDS[D] - 2
-    t = (32 * NW - F - 32 * PH_SKIP_LIMBS[D]) - s
-    t64 = t.to(uint64)
+        w = _window_word(j0, NW - 1 - i, D)  # the limb order: the last word first
+        lows = lows + (m * w,)
+        highs = highs + (math.umulhi(m, w),)
+    zero = full_like(m, 0)
+    limbs = (lows[0],)
+    carry = zero
+    for k in core.static_range(1, NW):
+        limb, carry = _add_carry(lows[k], highs[k - 1], carry)
+        limbs = limbs + (limb,)
+    limbs = limbs + (highs[NW - 1] + carry,)
+    # the window starts t bits into limb 1: t = 64 NW - F - s - 64 in [1, 64], F fraction bits
+    F: core.constexpr = 64 * PH_OUT_WORDS[D] - 2
+    t = ((64 * NW - F - 64) - s).to(uint64)
     out = ()
     for i in core.static_range(PH_OUT_WORDS[D]):
-        lo_limb = limbs[PH_SKIP_LIMBS[D] + i]
-        hi_limb = limbs[PH_SKIP_LIMBS[D] + i + 1]
-        out = out + ((lo_limb >> t64) | ((hi_limb << (32 - t64)) & M32),)
-    top = (out[PH_OUT_WORDS[D] - 1] << 32) | out[PH_OUT_WORDS[D] - 2]  # 2 quadrant bits, 62 fraction bits
+        low_part = (limbs[1 + i] >> (t - 1)) >> 1  # two shifts: t may be 64
+        out = out + (low_part | (limbs[2 + i] << (64 - t)),)
+    top = out[PH_OUT_WORDS[D] - 1]  # 2 quadrant bits, 62 fraction bits
     q = ((top + (1 << 61)) >> 62).to(int32)  # the nearest quadrant
     frac = (top - (q.to(uint64) << 62)).to(int64, bitcast=True)  # in [-2^61, 2^61): units of 2^-62
     h = frac.to(a.dtype)
     rem = (frac - h.to(int64)).to(a.dtype)
     if D:
-        low = (out[1] << 32) | out[0]  # 64 more fraction bits
-        rem = rem + (low >> 11).to(a.dtype) * 2.0**-53
+        rem = rem + (out[0] >> 11).to(a.dtype) * 2.0**-53  # 64 more fraction bits
     hh, hl = fast_two_sum(h * 2.0**-62, rem * 2.0**-62)
     rh, rl = dw_mul(hh, hl, PIO2_DW[D][0], PIO2_DW[D][1])
     return q & 3, rh, rl
