@@ -262,61 +262,66 @@ def log_times(x, fh, fl):
 
 
 @jit
-def j_below_eight(a):
-    """(j0(a), j1(a)) for 0 <= a < 8: the small-argument polynomials and the pieces."""
-    j0 = core.where(a < J0_PIECES[0][0], poly(a * a, J0_SMALL), on_pieces(math.max(a, J0_PIECES[0][0]), J0_PIECES,
-                                                                         J0_P)[0])
-    j1 = core.where(a < J1_PIECES[0][0], a * poly(a * a, J1_SMALL), on_pieces(math.max(a, J1_PIECES[0][0]),
-                                                                             J1_PIECES, J1_P)[0])
-    return j0, j1
+def j_below_eight(a, order: core.constexpr):
+    """j0(a) or j1(a) for 0 <= a < 8: the small-argument polynomial, then the pieces."""
+    if order == 0:
+        r = core.where(a < J0_PIECES[0][0], poly(a * a, J0_SMALL),
+                       on_pieces(math.max(a, J0_PIECES[0][0]), J0_PIECES, J0_P)[0])
+    else:
+        r = core.where(a < J1_PIECES[0][0], a * poly(a * a, J1_SMALL),
+                       on_pieces(math.max(a, J1_PIECES[0][0]), J1_PIECES, J1_P)[0])
+    return r
 
 
 @jit
 def hankel(a):
-    """(P0, Q0, P1, Q1, 1 / sqrt(pi a), sin a, cos a): Hankel's form of j0, j1, y0, y1 at a >= 8
-    (the argument is clamped to 8 below), with one argument reduction for all four."""
+    """(1 / sqrt(pi b), sin b, cos b, 8 / b, 64 / b^2) for Hankel's form at b = max(a, 8)."""
     b = math.max(a, HANKEL_FROM)
-    u = math.div_rn(full_like(a, 64.0), b * b)
-    eight = math.div_rn(full_like(a, 8.0), b)
     scale = math.div_rn(full_like(a, 1.0), math.sqrt_rn(b * 3.141592653589793))
     s, c = sincos(b)
-    return poly(u, HANKEL_P0), eight * poly(u, HANKEL_Q0), poly(u, HANKEL_P1), eight * poly(u, HANKEL_Q1), scale, s, c
+    return scale, s, c, math.div_rn(full_like(a, 8.0), b), math.div_rn(full_like(a, 64.0), b * b)
 
 
 @jit
-def j_pair(a):
-    """(j0(a), j1(a)) for a >= 0 finite."""
-    n0, n1 = j_below_eight(a)
-    p0, q0, p1, q1, scale, s, c = hankel(a)
-    far = a >= HANKEL_FROM
-    j0 = core.where(far, scale * (p0 * (c + s) - q0 * (s - c)), n0)
-    j1 = core.where(far, scale * (p1 * (s - c) + q1 * (s + c)), n1)
-    return j0, j1
+def bessel_j(a, orders: core.constexpr):
+    """j_k(a) for k in `orders` (a tuple of 0 and/or 1), a >= 0 finite, sharing one reduction."""
+    scale, s, c, eight, u = hankel(a)
+    out = ()
+    for k in orders:
+        if k == 0:
+            far = scale * (poly(u, HANKEL_P0) * (c + s) - eight * poly(u, HANKEL_Q0) * (s - c))
+        else:
+            far = scale * (poly(u, HANKEL_P1) * (s - c) + eight * poly(u, HANKEL_Q1) * (s + c))
+        out = out + (core.where(a >= HANKEL_FROM, far, j_below_eight(math.min(a, HANKEL_FROM), k)),)
+    return out
 
 
 @jit
-def y_pair(b):
-    """(y0(b), y1(b)) for b > 0 finite: the logarithmic forms near 0, the pieces, Hankel's form."""
-    j0, j1 = j_below_eight(math.min(b, 2.5))
-    th, tl = log_times(b, j0, full_like(b, 0.0))
-    log0 = th + (tl + poly(b * b, Y0_REGULAR))
-    th, tl = log_times(b, j1, full_like(b, 0.0))
-    ih, il = mul_dw_const(math.div_rn(full_like(b, 1.0), b), TWO_OVER_PI_DW[0], TWO_OVER_PI_DW[1])
-    log1 = (th - ih) + ((tl - il) + b * poly(b * b, Y1_REGULAR))
-    m0 = on_pieces(math.max(b, Y0_PIECES[0][0]), Y0_PIECES, Y0_P)[0]
-    m1 = on_pieces(math.max(b, Y1_PIECES[0][0]), Y1_PIECES, Y1_P)[0]
-    p0, q0, p1, q1, scale, s, c = hankel(b)
-    far = b >= HANKEL_FROM
-    use_log0 = (b < Y0_LOG_FORM[0]) | ((b >= Y0_LOG_FORM[1]) & (b < Y0_LOG_FORM[2]))
-    y0 = core.where(far, scale * (p0 * (s - c) + q0 * (c + s)), core.where(use_log0, log0, m0))
-    y1 = core.where(far, scale * (q1 * (s - c) - p1 * (s + c)), core.where(b < Y1_LOG_FORM, log1, m1))
-    return y0, y1
+def bessel_y(b, orders: core.constexpr):
+    """y_k(b) for k in `orders` (a tuple of 0 and/or 1), b > 0 finite: the logarithmic form near
+    0, the pieces, Hankel's form from 8 on, sharing one reduction."""
+    scale, s, c, eight, u = hankel(b)
+    out = ()
+    for k in orders:
+        th, tl = log_times(b, j_below_eight(math.min(b, 2.5), k), full_like(b, 0.0))
+        if k == 0:
+            near = th + (tl + poly(b * b, Y0_REGULAR))
+            use_log = (b < Y0_LOG_FORM[0]) | ((b >= Y0_LOG_FORM[1]) & (b < Y0_LOG_FORM[2]))
+            mid = core.where(use_log, near, on_pieces(math.max(b, Y0_PIECES[0][0]), Y0_PIECES, Y0_P)[0])
+            far = scale * (poly(u, HANKEL_P0) * (s - c) + eight * poly(u, HANKEL_Q0) * (c + s))
+        else:
+            ih, il = mul_dw_const(math.div_rn(full_like(b, 1.0), b), TWO_OVER_PI_DW[0], TWO_OVER_PI_DW[1])
+            near = (th - ih) + ((tl - il) + b * poly(b * b, Y1_REGULAR))
+            mid = core.where(b < Y1_LOG_FORM, near, on_pieces(math.max(b, Y1_PIECES[0][0]), Y1_PIECES, Y1_P)[0])
+            far = scale * (eight * poly(u, HANKEL_Q1) * (s - c) - poly(u, HANKEL_P1) * (s + c))
+        out = out + (core.where(b >= HANKEL_FROM, far, mid),)
+    return out
 
 
 @jit
 def j0_f64(x):
     a = math.abs(x)
-    j0, j1 = j_pair(core.where(a < float("inf"), a, full_like(x, 0.0)))
+    (j0,) = bessel_j(core.where(a < float("inf"), a, full_like(x, 0.0)), (0,))
     r = core.where(a == float("inf"), full_like(x, 0.0), j0)
     return core.where(is_nan(x), x, r)
 
@@ -324,7 +329,7 @@ def j0_f64(x):
 @jit
 def j1_f64(x):
     a = math.abs(x)
-    j0, j1 = j_pair(core.where(a < float("inf"), a, full_like(x, 0.0)))
+    (j1,) = bessel_j(core.where(a < float("inf"), a, full_like(x, 0.0)), (1,))
     r = core.where(a == float("inf"), full_like(x, 0.0), j1)
     r = core.where(sign_bit(x), -r, r)  # odd
     return core.where(is_nan(x), x, r)
@@ -340,13 +345,13 @@ def y_specials(x, r):
 
 @jit
 def y0_f64(x):
-    y0, y1 = y_pair(core.where((x > 0.0) & (x < float("inf")), x, full_like(x, 1.0)))
+    (y0,) = bessel_y(core.where((x > 0.0) & (x < float("inf")), x, full_like(x, 1.0)), (0,))
     return y_specials(x, y0)
 
 
 @jit
 def y1_f64(x):
-    y0, y1 = y_pair(core.where((x > 0.0) & (x < float("inf")), x, full_like(x, 1.0)))
+    (y1,) = bessel_y(core.where((x > 0.0) & (x < float("inf")), x, full_like(x, 1.0)), (1,))
     return y_specials(x, y1)
 
 
@@ -372,7 +377,7 @@ def yn_f64(n, x):
     m = math.abs(n)
     ok = (x > 0.0) & (x < float("inf"))
     b = core.where(ok, x, full_like(x, 1.0))
-    prev, cur = y_pair(b)
+    prev, cur = bessel_y(b, (0, 1))
     for k in range(1, block_max(m)):
         nxt = (2.0 * k.to(float64)) / b * cur - prev
         step = (k < m) & (math.abs(cur) < float("inf"))  # stay at -inf once the values overflow
@@ -394,7 +399,7 @@ def jn_f64(n, x):
     mf = m.to(float64)
     forward = b > mf
     # forward: k = 1 .. m - 1
-    prev, cur = j_pair(b)
+    prev, cur = bessel_j(b, (0, 1))
     fwd_m = core.where(forward, m, 0)
     for k in range(1, block_max(fwd_m)):
         nxt = (2.0 * k.to(float64)) / b * cur - prev
