@@ -164,6 +164,7 @@ def erfcx_nonneg(x):
 @jit
 def erfc_large(xh, xl):
     """erfc(xh + xl) = e^(-x^2) erfcx(x) for xh >= 1/2, x^2 in double-word; 0 once it underflows."""
+    xl = core.where(xh < ERFC_ZERO, xl, 0.0)
     xh = math.min(xh, ERFC_ZERO)
     sh, sl = two_prod(xh, xh)
     sl = sl + 2.0 * xh * xl
@@ -208,8 +209,9 @@ def erfcx(x):
     b = math.min(a, ERFC_ZERO)
     sh, sl = two_prod(b, b)
     ph, pl, k = exp_dw(sh, sl)
-    th, tl = dw_add(scale2(2.0 * ph, k), scale2(2.0 * pl, k), -eh, -el)
-    r = core.where(x >= 0.0, eh, th)
+    twice = scale2(2.0 * ph, k)
+    th, tl = dw_add(twice, scale2(2.0 * pl, k), -eh, -el)
+    r = core.where(x >= 0.0, eh, core.where(twice == float("inf"), twice, th))
     return core.where(is_nan(x), x, r)
 
 
@@ -287,5 +289,5 @@ def normcdfinv(p):
     D: core.constexpr = p.dtype == float64
     r = erfcinv(2.0 * p)
     h, l = mul_dw_const(r, SQRT2_DW[D][0], SQRT2_DW[D][1])
-    v = -h
+    v = core.where(math.abs(r) == float("inf"), -r, -h)
     return core.where(r == 0.0, full_like(p, 0.0), core.where(is_nan(r), r, v))
