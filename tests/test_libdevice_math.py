@@ -4,9 +4,10 @@ subnormals, the largest floats, domain edges, thresholds of overflow and underfl
 mpmath, in ulps of the exact result (absolute errors for Bessel functions away from the origin).
 
 The bounds in libm_cases.CASES are the measured maxima rounded up to a half ulp; the module
-docstrings of tile/language/extra quote them. One kernel per group of functions applies all its
-functions (one compilation, assembled by the conftest fixture for every target); the same test
-runs on a GPU (marked gpu), where a fused multiply-add may change a result by a rounding.
+docstrings of tile/language/extra quote them. The same launches check C99's special values
+(libm_cases.SPECIALS) and odd/even symmetry bit for bit. One kernel per group of functions applies
+all its functions (one compilation, assembled by the conftest fixture for every target); the same
+test runs on a GPU (marked gpu), where a fused multiply-add may change a result by a rounding.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 
 import tile
 import tile.language as tl
-from libm_cases import CASES, GROUPS, abs_error, draw_inputs, exact, ulp_error
+from libm_cases import CASES, EVEN, GROUPS, ODD, SPECIALS, abs_error, draw_inputs, exact, ulp_error
 from test_language import arrays  # noqa: F401  (a fixture)
 from tile.language.extra import libdevice
 
@@ -50,21 +51,25 @@ def group_kernel(x_ptr, out_ptr, n, FNS: tl.constexpr, ARITY: tl.constexpr, INT_
 
 @functools.lru_cache(maxsize=None)
 def prepared(group: str, dtype: str):
-    """The group's cases, their stacked arguments [case, argument, point], and exact results."""
+    """The group's cases; per case the accuracy arguments and the special-value arguments and
+    results; the stacked kernel input [case, argument, point] (accuracy points, then special ones);
+    and the exact results of the accuracy points."""
     dt = np.dtype(dtype)
     cases = [c for c in CASES if c.group == group]
     inputs = [draw_inputs(c, dt) for c in cases]
-    n = max(len(args[0]) for args in inputs)
+    specials = [SPECIALS[c.name] for c in cases]
+    n = max(len(args[0]) + len(sp) for args, sp in zip(inputs, specials))
     stacked = np.ones((len(cases), MAX_ARITY, n), dt)
-    for i, args in enumerate(inputs):
+    for i, (args, sp) in enumerate(zip(inputs, specials)):
         for j, a in enumerate(args):
-            stacked[i, j, :len(a)] = a
-            stacked[i, j, len(a):] = a[0]
+            row = np.concatenate([a.astype(dt), np.array([s[0][j] for s in sp], dt)])
+            stacked[i, j, :len(row)] = row
+            stacked[i, j, len(row):] = row[0]
     refs = [exact(c, args, dt) for c, args in zip(cases, inputs)]
-    return cases, inputs, stacked, refs
+    return cases, inputs, specials, stacked, refs
 
 
-def errors(case, args, result, hi, lo, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+def errors(case, args, result, hi, lo) -> tuple[np.ndarray, np.ndarray]:
     """(ulp errors, absolute errors): each element is measured one way, the other is 0."""
     use_abs = case.abs_region(args) if case.abs_region is not None else np.zeros(len(result), bool)
     ulps = np.where(use_abs, 0.0, ulp_error(result, hi, lo))
@@ -72,31 +77,67 @@ def errors(case, args, result, hi, lo, dtype: str) -> tuple[np.ndarray, np.ndarr
     return ulps, absolute
 
 
-def run_group(arrays, group: str, dtype: str):
-    cases, inputs, stacked, refs = prepared(group, dtype)
+def launch(arrays, cases, stacked: np.ndarray) -> np.ndarray:
     n = stacked.shape[2]
     out = arrays.put(np.full((len(cases), n), np.nan, stacked.dtype))
     fns = tuple(getattr(libdevice, c.name) for c in cases)
     group_kernel[(tile.cdiv(n, BLOCK),)](arrays.put(stacked), out, n, FNS=fns, ARITY=tuple(c.arity for c in cases),
                                          INT_ORDER=tuple(c.int_order for c in cases), BLOCK=BLOCK)
-    return cases, inputs, arrays.get(out), refs
+    return arrays.get(out)
+
+
+def same_floats(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise: equal values with equal signs (zeros), or both NaN."""
+    return ((a == b) & (np.signbit(a) == np.signbit(b))) | (np.isnan(a) & np.isnan(b))
+
+
+def accuracy_failures(cases, inputs, out, refs, wide: bool) -> list[str]:
+    failures = []
+    for i, (case, args, (hi, lo)) in enumerate(zip(cases, inputs, refs)):
+        result = out[i, :len(args[0])]
+        ulps, absolute = errors(case, args, result, hi, lo)
+        for err, bound, what in ((ulps, case.ulps[wide], "ulp"), (absolute, case.abs_bound[wide], "absolute")):
+            k = int(np.argmax(err))
+            if err[k] > bound:
+                failures.append(f"{case.name}({', '.join(repr(a[k].item()) for a in args)}) = {result[k]!r}, "
+                                f"exact {hi[k]!r}: {what} error {err[k]:.3g} > {bound}")
+    return failures
+
+
+def special_failures(cases, inputs, specials, out, dt: np.dtype) -> list[str]:
+    failures = []
+    for i, (case, args, sp) in enumerate(zip(cases, inputs, specials)):
+        start = len(args[0])
+        for k, (values, expected) in enumerate(sp):
+            got = out[i, start + k]
+            want = np.array(expected, dt)
+            if not same_floats(got, want):
+                failures.append(f"{case.name}{values} = {got!r}, expected {want!r}")
+    return failures
+
+
+def symmetry_failures(cases, stacked: np.ndarray, out: np.ndarray, out_neg: np.ndarray) -> list[str]:
+    failures = []
+    for i, case in enumerate(cases):
+        if case.name in ODD or case.name in EVEN:
+            want = -out[i] if case.name in ODD else out[i]
+            bad = ~same_floats(out_neg[i], want)
+            if bad.any():
+                k = int(np.argmax(bad))
+                failures.append(f"{case.name}(-x) != {'-' if case.name in ODD else ''}{case.name}(x) at "
+                                f"x = {stacked[i, 0, k]!r}: {out_neg[i, k]!r} vs {out[i, k]!r}")
+    return failures
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("group", GROUPS)
-def test_accuracy_within_the_stated_bounds(group, dtype, arrays):
-    cases, inputs, out, refs = run_group(arrays, group, dtype)
-    wide = dtype == "float64"
-    failures = []
-    for i, (case, args, (hi, lo)) in enumerate(zip(cases, inputs, refs)):
-        result = out[i, :len(args[0])]
-        ulps, absolute = errors(case, args, result, hi, lo, dtype)
-        k = int(np.argmax(ulps))
-        if ulps[k] > case.ulps[wide]:
-            failures.append(f"{case.name}({', '.join(repr(a[k].item()) for a in args)}) = {result[k]!r}, exact "
-                            f"{hi[k]!r}: {ulps[k]:.2f} ulp > {case.ulps[wide]}")
-        k = int(np.argmax(absolute))
-        if absolute[k] > case.abs_bound[wide]:
-            failures.append(f"{case.name}({', '.join(repr(a[k].item()) for a in args)}) = {result[k]!r}, exact "
-                            f"{hi[k]!r}: absolute error {absolute[k]:.3g} > {case.abs_bound[wide]}")
+def test_group_accuracy_special_values_and_symmetry(group, dtype, arrays):
+    """The bounds of libm_cases.CASES, the special values of SPECIALS bit for bit, and odd or even
+    symmetry bit for bit: three launches of one compiled kernel."""
+    cases, inputs, specials, stacked, refs = prepared(group, dtype)
+    out = launch(arrays, cases, stacked)
+    out_neg = launch(arrays, cases, -stacked)
+    failures = (accuracy_failures(cases, inputs, out, refs, dtype == "float64")
+                + special_failures(cases, inputs, specials, out, np.dtype(dtype))
+                + symmetry_failures(cases, stacked, out, out_neg))
     assert not failures, "\n".join(failures)

@@ -158,7 +158,8 @@ def erfcx_nonneg(x):
     dh, dl = two_sum(1.0, 2.0 * xs)
     qh, ql = dw_div(ph, pl, dh, dl)
     ah, al = dw_div(full_like(x, INV_SQRT_PI_DW[D][0]), full_like(x, INV_SQRT_PI_DW[D][1]), x, full_like(x, 0.0))
-    return core.where(far, ah, qh), core.where(far, al, ql)
+    inf = x == float("inf")
+    return core.where(far, core.where(inf, 0.0, ah), qh), core.where(far & ~inf, al, ql)
 
 
 @jit
@@ -182,6 +183,7 @@ def erfc_of_dw(xh, xl):
     mid = h + (l - (el + xl * TWO_OVER_SQRT_PI * (1.0 - xh * xh)))
     big = erfc_large(core.where(a >= 0.5, a, full_like(xh, 1.0)), core.where(xh < 0.0, -xl, xl))
     r = core.where(xh >= 0.5, big, core.where(xh >= -1.0, mid, 2.0 - big))
+    r = core.where(xh == float("inf"), 0.0, core.where(xh == float("-inf"), full_like(xh, 2.0), r))
     return core.where(is_nan(xh), xh, r)
 
 
@@ -192,7 +194,7 @@ def erf(x):
     big = 1.0 - erfc_large(core.where(a >= 1.0, a, full_like(x, 1.0)), full_like(x, 0.0))
     sh, sl = erf_small(x)
     r = core.where(a < 1.0, sh, copysign(big, x))
-    return core.where(is_nan(x), x, r)
+    return core.where(is_nan(x) | (x == 0.0), x, r)
 
 
 @jit
@@ -220,7 +222,8 @@ def normcdf(x):
     """The standard normal distribution function: erfc(-x / sqrt 2) / 2, -x / sqrt 2 in double-word."""
     D: core.constexpr = x.dtype == float64
     uh, ul = mul_dw_const(-x, INV_SQRT2_DW[D][0], INV_SQRT2_DW[D][1])
-    return 0.5 * erfc_of_dw(uh, ul)
+    finite = math.abs(x) < float("inf")
+    return 0.5 * erfc_of_dw(core.where(finite, uh, -x), core.where(finite, ul, 0.0))
 
 
 # ----------------------------------------------------------------------------- inverses
