@@ -19,11 +19,11 @@ bf16 with `.to(tl.float32)` first), all of one type, broadcast together; a Pytho
 the type of the tensor arguments (fp32 when there are none). The result has the argument type.
 jn and yn take an int32 order first; pow also accepts an int32 exponent.
 
-Maximum errors, measured against mpmath in tests/test_libdevice_math*.py (ulps of the exact
+Maximum errors, measured against mpmath by tests/test_libdevice_math.py (ulps of the exact
 result unless marked abs.; CUDA's documented bound in brackets):
 
     function              fp32          fp64
-    sin cos               1   [2]       1   [2]      whole float range
+    sin cos               1   [2]       1   [2]      over the whole float range
     tan                   1   [4]       1   [2]
     sinpi cospi           1   [1]       1   [2]
     asin acos atan        1   [2]       1   [2]
@@ -37,16 +37,22 @@ result unless marked abs.; CUDA's documented bound in brackets):
     cbrt rcbrt            1   [1]       1   [1]
     hypot norm3d norm4d   1   [3]       1   [2]
     rhypot rnorm3d/4d     1   [2]       1   [1]
-    erf                   1.5 [2]       1.5 [2]
-    erfc erfcx            1.5 [4]       2   [5 4]
-    normcdf               2   [5]       2   [5]
-    erfinv erfcinv        2   [2 4]     2.5 [5 6]
+    erf                   1   [2]       1.5 [2]
+    erfc                  1   [4]       2   [5]
+    erfcx                 1   [4]       1.5 [4]
+    normcdf               1.5 [5]       2.5 [5]
+    erfinv                1.5 [2]       2.5 [5]
+    erfcinv               2   [4]       2.5 [6]
     normcdfinv            2.5 [5]       2.5 [8]
     lgamma                1   [6]       2   [4]      outside the negative interval of CUDA's note
     tgamma                1   [5]       1.5 [10]
-    j0 j1 y0 y1           1   [9]       3.5 [7]      |x| < 8; beyond, abs. 1e-8 / 1e-16 [2.2e-6 / 5e-12]
-    jn yn                 abs. 1e-7     abs. 1e-15   for |n| <= 30, |x| <= 40
-    cyl_bessel_i0 i1      1   [6]       3   [6]
+    j0 y0                 1   [9]       3.5 [7]      |x| < 8; beyond, 2e-8 / 1e-16 abs. [2.2e-6 / 5e-12]
+    j1 y1                 1   [9]       2   [7]      |x| < 8; beyond, as j0
+    jn                    2e-8 abs.     5e-16 abs.   [2.2e-6 / 5e-12 abs. for n = 128]
+    yn                    1             6            for x <= |n|; beyond, as jn
+    cyl_bessel_i0 i1      1   [6]       3.5 4.5 [6]
+(jn and yn measured for |n| <= 30, |x| <= 40). fp32 pow, lgamma, tgamma and the Bessel functions
+compute in fp64 and round once; the rest has fp32 and fp64 algorithms of its own.
 
 Subnormal arguments and results are kept (no flush to zero); the special values follow C99
 (exp(-inf) = 0, log(0) = -inf, pow(x, 0) = 1, atan2(+-0, -0) = +-pi, ...).

@@ -155,11 +155,6 @@ def is_nan(x):
 
 
 @jit
-def is_inf(x):
-    return math.abs(x) == float("inf")
-
-
-@jit
 def is_finite(x):
     return math.abs(x) < float("inf")
 
@@ -319,6 +314,16 @@ def dw_mul_f(ah, al, b):
 
 
 @jit
+def sqrt_dw(h, l):
+    """sqrt(h + l) as a double-word number, for h >= 0: the rounded root s corrected by
+    (h + l - s^2) / 2s, with s^2 exact."""
+    s = math.sqrt_rn(h)
+    p, pe = two_prod(s, s)
+    c = math.div_rn(((h - p) - pe) + l, 2.0 * s)
+    return fast_two_sum(s, core.where(s == 0.0, full_like(h, 0.0), c))
+
+
+@jit
 def mul_dw_const(x, hi, lo):
     """x * (hi + lo) as a double-word number, for a double-word constant hi + lo."""
     p, e = two_prod(x, hi)
@@ -338,17 +343,24 @@ def dw_div(ah, al, bh, bl):
 
 
 @jit
-def any_true(cond):
-    """Whether any element of `cond` is true, as one scalar: a block-wide reduction.
-
-    Kernels branch on it to skip a costly path that only rare arguments need (trig reduction of
-    huge arguments): tile language has no per-element branches, so without it every element
-    would pay for the slow path."""
-    if cond.is_block():
-        return core.reduce(cond.to(int32), None, _max_i32) > 0
-    return cond
+def block_max(v):
+    """The largest element of an int32 block, as a scalar (v itself for a scalar): a bound for a
+    runtime loop that every element of the block shares."""
+    if v.is_block():
+        return core.reduce(v, None, _max_i32)
+    return v
 
 
 @jit
 def _max_i32(a, b):
     return math.max(a, b)
+
+
+@jit
+def any_true(cond):
+    """Whether any element of `cond` is true, as one scalar (a block-wide reduction).
+
+    Kernels branch on it to skip a costly path that only rare arguments need (trig reduction of
+    huge arguments): tile language has no per-element branches, so without it every element
+    would pay for the slow path."""
+    return block_max(cond.to(int32)) > 0

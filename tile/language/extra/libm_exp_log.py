@@ -28,8 +28,8 @@ from tile.frontend.core import float64
 from tile.frontend.jit import jit
 from tile.language import math
 
-from .libm_core import (dw_add, dw_mul, fast_two_sum, float_format, full_like, is_nan, pow2, poly, round_to_int,
-                        scale2, split, to_bits, from_bits, two_prod, two_sum)
+from .libm_core import (dw_add, dw_mul, fast_two_sum, float_format, from_bits, full_like, is_nan, poly, pow2,
+                        round_to_int, scale2, to_bits, two_prod, two_sum)
 
 # Tables are (fp32, fp64) pairs, indexed by D = (x.dtype == tl.float64).
 # Cody-Waite splits c = HI + LO: HI has 16 (fp32) or 32 (fp64) significant bits, so k * HI is

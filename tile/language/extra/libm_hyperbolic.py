@@ -27,7 +27,7 @@ from tile.frontend.jit import jit
 from tile.language import math
 
 from .libm_core import (copysign, dw_add, dw_div, fast_two_sum, float_format, full_like, is_nan, pow2, scale2,
-                        sign_bit, two_prod, two_sum)
+                        sqrt_dw, two_prod, two_sum)
 from .libm_exp_log import LN2_DW, exp_dw, expm1_dw, log1p_of_dw, log_dw
 
 # beyond these |x| the squares in asinh and acosh could overflow: log(2|x|) is exact enough there
@@ -38,7 +38,6 @@ TANH_ONE = 40.0  # tanh(x) rounds to +-1 for |x| > 9.1 (fp32), 19.1 (fp64)
 @jit
 def _sinh_cosh(x, cosh: core.constexpr):
     """sinh(|x|) or cosh(x) (see the module docstring)."""
-    D: core.constexpr = x.dtype == float64
     fmt: core.constexpr = float_format(x.dtype)
     a = math.abs(x)
     small = a < 1.0
@@ -103,14 +102,6 @@ def _log_twice(a):
 
 
 @jit
-def _sqrt_of_dw(h, l):
-    """sqrt(h + l) as a double-word number, for h > 0."""
-    sh = math.sqrt_rn(h)
-    ph, pl = two_prod(sh, sh)
-    return fast_two_sum(sh, math.div_rn(((h - ph) - pl) + l, 2.0 * sh))
-
-
-@jit
 def asinh(x):
     """asinh(x) = log1p(|x| + x^2 / (1 + sqrt(1 + x^2))), odd."""
     D: core.constexpr = x.dtype == float64
@@ -119,7 +110,7 @@ def asinh(x):
     b = core.where(huge | (a != a), full_like(x, 1.0), a)
     qh, ql = two_prod(b, b)
     wh, wl = two_sum(1.0, qh)
-    sh, sl = _sqrt_of_dw(wh, wl + ql)
+    sh, sl = sqrt_dw(wh, wl + ql)
     dh, dl = fast_two_sum(1.0, sh)
     dl = dl + sl
     fh, fl = dw_div(qh, ql, dh, dl)
@@ -143,7 +134,7 @@ def acosh(x):
     pl = pl + tl
     vh, vl = two_prod(th, ph)
     vl = vl + (th * pl + tl * ph)
-    sh, sl = _sqrt_of_dw(core.where(vh > 0.0, vh, full_like(x, 1.0)), vl)
+    sh, sl = sqrt_dw(core.where(vh > 0.0, vh, full_like(x, 1.0)), vl)
     sh = core.where(vh > 0.0, sh, 0.0)
     sl = core.where(vh > 0.0, sl, 0.0)
     uh, ul = two_sum(th, sh)

@@ -31,8 +31,8 @@ from tile.frontend.core import float32, float64
 from tile.frontend.jit import jit
 from tile.language import math
 
-from .libm_core import (copysign, dw_add, dw_mul_f, fast_two_sum, float_format, full_like, is_nan, poly, scale2,
-                        sign_bit, to_bits, two_prod, two_sum)
+from .libm_core import (copysign, dw_add, dw_mul_f, float_format, full_like, is_nan, poly, scale2, sign_bit, sqrt_dw,
+                        to_bits, two_prod)
 from .libm_exp_log import EXP_CLAMP, exp_dw, log_dw
 
 # tools/libm_fit.py rcbrt_seed: m^(-1/3) on [1, 8], 2^-5.9 relative
@@ -220,10 +220,8 @@ def norm(values):
     """sqrt(sum of squares): the rounded root corrected by (s - root^2) / (2 root). Infinite if
     any value is (even with a NaN), else NaN if any value is."""
     sh, sl, e, inf, nan = norm_parts(values)
-    rh = math.sqrt_rn(sh)
-    ph, pl = two_prod(rh, rh)
-    rl = math.div_rn(((sh - ph) - pl) + sl, 2.0 * rh)
-    r = scale2(core.where(sh > 0.0, rh + rl, full_like(sh, 0.0)), e)
+    rh, rl = sqrt_dw(sh, sl)
+    r = scale2(rh, e)
     r = core.where(nan, full_like(r, float("nan")), r)
     return core.where(inf, full_like(r, float("inf")), r)
 

@@ -4,12 +4,12 @@ Accuracy (maximum error measured in tests/test_libdevice_math.py, ulps of the ex
 
     function   fp32   fp64   (CUDA's documented bound, fp32/fp64)
     sin, cos   1      1      (2 / 2)     over the whole float range
-    tan        2      2      (4 / 2)
+    tan        1      1      (4 / 2)
     sinpi      1      1      (1 / 2)
     cospi      1      1      (1 / 2)
     asin, acos 1      1      (2 / 2)
     atan       1      1      (2 / 2)
-    atan2      2      2      (3 / 2)
+    atan2      1      1      (3 / 2)
 
 sin, cos and tan reduce x = k pi/2 + r, |r| <= pi/4 (r in double-word), then evaluate minimax
 polynomials for sin(r), cos(r) (tools/libm_fit.py sin_*, cos_*) and pick by the quadrant k
@@ -31,7 +31,7 @@ from tile.frontend.jit import jit
 from tile.language import math
 
 from .libm_core import (any_true, dw_add, dw_div, dw_mul, fast_two_sum, float_format, full_like, is_finite, poly,
-                        round_to_int, sign_bit, to_bits, two_prod, two_sum)
+                        round_to_int, sign_bit, sqrt_dw, to_bits, two_prod, two_sum)
 
 # tools/libm_fit.py sin_* / cos_*: sin(r) = r + r^3 S(r^2), cos(r) = 1 - r^2/2 + r^4 C(r^2), |r| <= pi/4
 SIN_P = (
@@ -318,22 +318,13 @@ def asin_poly(z):
 
 
 @jit
-def sqrt_dw(z):
-    """sqrt(z) as a double-word number: the rounded root plus its correction (z - s^2) / 2s."""
-    sh = math.sqrt_rn(z)
-    p, pe = two_prod(sh, sh)
-    sl = math.div_rn((z - p) - pe, 2.0 * sh)
-    return sh, core.where(sh == 0.0, full_like(z, 0.0), sl)
-
-
-@jit
 def asin(x):
     """asin(x): x + x^3 P(x^2) for |x| <= 1/2; else pi/2 - 2 asin(s), s = sqrt((1 - |x|)/2)."""
     D: core.constexpr = x.dtype == float64
     a = math.abs(x)
     small = a + a * a * a * asin_poly(a * a)
     z = 0.5 * (1.0 - math.min(a, full_like(x, 1.0)))  # exact
-    sh, sl = sqrt_dw(z)
+    sh, sl = sqrt_dw(z, full_like(z, 0.0))
     t = 2.0 * (sl + sh * z * asin_poly(z))
     h, l = two_sum(PIO2_DW[D][0], -2.0 * sh)
     big = h + ((l + PIO2_DW[D][1]) - t)
@@ -351,7 +342,7 @@ def acos(x):
     h, l = two_sum(PIO2_DW[D][0], -x)
     mid = h + ((l + PIO2_DW[D][1]) - x * x * x * asin_poly(x * x))
     z = 0.5 * (1.0 - math.min(a, full_like(x, 1.0)))
-    sh, sl = sqrt_dw(z)
+    sh, sl = sqrt_dw(z, full_like(z, 0.0))
     t = 2.0 * (sl + sh * z * asin_poly(z))
     pos = 2.0 * sh + t
     h2, l2 = two_sum(PI_DW[D][0], -2.0 * sh)
