@@ -149,3 +149,27 @@ def test_inside_runtime_loops_and_with_scalar_huge_arguments(arrays, dtype):
     want = sum(np.sin((x * dtype(s)).astype(np.float64)) for s in scales)
     np.testing.assert_allclose(got[:block], want, rtol=0, atol=4 * np.finfo(dtype).eps)
     assert math.isclose(got[block], math.cos(float(x[0] * dtype(1e30))), abs_tol=2 * float(np.finfo(dtype).eps))
+
+
+# ---------------------------------------------------------------------------- provenance
+
+
+def test_the_fitting_tool_reproduces_the_tables():
+    """tools/libm_fit.py prints the coefficient tables of the library: three quick fits of it
+    give exactly the tables in the modules."""
+    import importlib.util
+    import pathlib
+    import sys
+
+    from tile.language.extra import libm_exp_log, libm_power, libm_trig
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "tools" / "libm_fit.py"
+    spec = importlib.util.spec_from_file_location("libm_fit", path)
+    fit_tool = importlib.util.module_from_spec(spec)
+    sys.modules["libm_fit"] = fit_tool
+    spec.loader.exec_module(fit_tool)
+    tables = {"rcbrt_seed": libm_power.RCBRT_SEED, "exp_f32": libm_exp_log.EXP_P[0], "sin_f32": libm_trig.SIN_P[0]}
+    for name, table in tables.items():
+        fit = next(f for f in fit_tool.FITS if f.name == name)
+        coeffs, _ = fit_tool.remez(fit)
+        assert tuple(fit_tool.rounded(coeffs, fit.float_bits)) == tuple(table), name

@@ -44,7 +44,6 @@ class FloatFormat:
     int_type: dtype      # signed integer of the same width (for bitcasts and exponents)
     uint_type: dtype     # unsigned integer of the same width (for masks and shifts)
     min_normal: float    # 2**(1 - bias)
-    max_finite: float
     round_magic: float   # 1.5 * 2**mant: (x + m) - m rounds |x| < 2**(mant - 1) to an integer
     split_mask: int      # clears the low half of the mantissa (Dekker's split of a product)
 
@@ -57,18 +56,12 @@ class FloatFormat:
         return (1 << (self.bits - 1)) - 1
 
     @property
-    def exp_mask(self) -> int:
-        return ((1 << (self.bits - 1 - self.mant)) - 1) << self.mant
-
-    @property
     def mant_mask(self) -> int:
         return (1 << self.mant) - 1
 
 
-F32 = FloatFormat(32, 23, 127, int32, uint32, 2.0**-126, 3.4028234663852886e38, 12582912.0,
-                  0xFFFFF000)
-F64 = FloatFormat(64, 52, 1023, int64, uint64, 2.0**-1022, 1.7976931348623157e308, 6755399441055744.0,
-                  0xFFFFFFFFF8000000)
+F32 = FloatFormat(32, 23, 127, int32, uint32, 2.0**-126, 12582912.0, 0xFFFFF000)
+F64 = FloatFormat(64, 52, 1023, int64, uint64, 2.0**-1022, 6755399441055744.0, 0xFFFFFFFFF8000000)
 
 
 def float_format(t: Any) -> FloatFormat:
