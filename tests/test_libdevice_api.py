@@ -9,6 +9,8 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tile
 import tile.language as tl
@@ -71,9 +73,14 @@ MISUSE = [
 ]
 
 
-@pytest.mark.parametrize("case, dtype, message", MISUSE, ids=[m[0] for m in MISUSE])
-def test_misuse_is_a_compilation_error_at_the_callers_line(case, dtype, message, monkeypatch):
+@pytest.fixture
+def monkeypatch_env(monkeypatch):
+    """Kernels on NumPy arrays run on the interpreter, also on GPU machines."""
     monkeypatch.setenv("TILE_INTERPRET", "1")
+
+
+@pytest.mark.parametrize("case, dtype, message", MISUSE, ids=[m[0] for m in MISUSE])
+def test_misuse_is_a_compilation_error_at_the_callers_line(case, dtype, message, monkeypatch_env):
     x = np.ones(4, dtype)
     with pytest.raises(tile.CompilationError) as info:
         misuse_kernel[(1,)](x, np.zeros(4, np.float32), CASE=case)
@@ -173,3 +180,38 @@ def test_the_fitting_tool_reproduces_the_tables():
         fit = next(f for f in fit_tool.FITS if f.name == name)
         coeffs, _ = fit_tool.remez(fit)
         assert tuple(fit_tool.rounded(coeffs, fit.float_bits)) == tuple(table), name
+
+
+# ---------------------------------------------------------------------------- properties
+
+
+@tile.jit
+def identities_kernel(x_ptr, n_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    n = tl.load(n_ptr + offs)
+    tl.store(out_ptr + offs, libdevice.sinpi(x))
+    tl.store(out_ptr + BLOCK + offs, libdevice.sinpi(x + 2.0))
+    tl.store(out_ptr + 2 * BLOCK + offs, libdevice.cospi(x + 0.5))
+    tl.store(out_ptr + 3 * BLOCK + offs, -libdevice.sinpi(x))
+    tl.store(out_ptr + 4 * BLOCK + offs, libdevice.pow(x, n))
+    tl.store(out_ptr + 5 * BLOCK + offs, libdevice.pow(x, n.to(x.dtype)))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), wide=st.booleans())
+def test_exact_identities(seed, wide, monkeypatch_env):
+    """sinpi(x + 2) = sinpi(x) and cospi(x + 1/2) = -sinpi(x) bit for bit (the reduction by half
+    turns is exact; x is drawn so that x + 2 and x + 1/2 are exact too), and pow with an int32
+    exponent equals pow with the same exponent as a float."""
+    dtype = np.float64 if wide else np.float32
+    rng = np.random.default_rng(seed)
+    block = 64
+    x = (np.round(rng.uniform(-1e4, 1e4, block) * 256) / 256).astype(dtype)  # multiples of 2^-8
+    n = rng.integers(-40, 41, block).astype(np.int32)
+    out = poison(6 * block, dtype)
+    identities_kernel[(1,)](x, n, out, BLOCK=block)
+    out = out.reshape(6, block)
+    assert np.array_equal(out[0], out[1]) and np.array_equal(np.signbit(out[0]), np.signbit(out[1]))
+    np.testing.assert_array_equal(out[2], out[3] + 0.0)  # cospi(n + 1/2) is +0, -sinpi(n) may be -0
+    np.testing.assert_array_equal(out[4], out[5])
