@@ -35,6 +35,8 @@ _EXPORTS = {
     "OutOfResources": "tile.runtime.errors",
     "install_as_triton": "tile.triton",
     "set_allocator": "tile.runtime.allocation",
+    "AsyncCompileMode": "tile.runtime.async_compile",
+    "FutureKernel": "tile.runtime.async_compile",
     "constexpr_function": "tile.frontend.constexpr_function",
     "must_use_result": "tile.frontend.core",
     "KernelInterface": "tile.frontend.kernel_interface",

@@ -295,6 +295,15 @@ class JITFunction:
         args = tuple(MockTensor.wrap_dtype(a) for a in args)
         values = self._bind(args, {k: v for k, v in kwargs.items() if k in self._index})
         key = self._key(values) + tuple(options[n] for n in KEYED_OPTIONS) + (_compiler().current_target(),)
+        from ..runtime.async_compile import active_mode
+
+        mode = active_mode.get()
+        if mode is not None:  # tile.AsyncCompileMode: compile on its executor, return a FutureKernel
+            def compile_it() -> Any:
+                self._compile(key, values)
+                return self.cache[key]
+
+            return mode.submit((id(self), key), compile_it)
         self._compile(key, values)
         return self.cache[key]
 
