@@ -137,10 +137,22 @@ def encode(x: np.ndarray, t: DType, f16_source: bool = False) -> np.ndarray:
     return _round_nearest_even_saturating(np.asarray(x).astype(np.float64), FORMATS[t.name])
 
 
+def storage_codes(x: np.ndarray, t: DType) -> np.ndarray:
+    """Codes of values stored to memory: loads and stores move bits, so a value that a code decodes
+    to exactly keeps that code. Only fp8e4b15 needs this: its codes 0x7F and 0xFF (+-1.875) decode
+    to values beyond what a conversion produces (Triton's rule clamps at 1.75)."""
+    codes = encode(x, t)
+    if t.name == "f8e4b15":
+        x = np.asarray(x)
+        for code in (0x7F, 0xFF):
+            codes = np.where(x == _TABLES[t.name][code], np.uint8(code), codes)
+    return codes
+
+
 def round_to(x: np.ndarray, t: DType) -> np.ndarray:
     """float values converted to format `t` and back (float64)."""
     return decode(encode(x, t), t)
 
 
 __all__ = ["Float8Format", "FORMATS", "E4B15_CLAMP_F16_BITS", "is_float8_variant", "decode_table", "decode",
-           "encode", "round_to", "f16_bits_toward_zero", "e4b15_from_f16_bits"]
+           "encode", "storage_codes", "round_to", "f16_bits_toward_zero", "e4b15_from_f16_bits"]

@@ -240,7 +240,7 @@ def encoder(t: DType | PointerType):
     if t == f8e4nv:
         return _encode_e4m3
     if float8.is_float8_variant(t):
-        return lambda x: float8.encode(x, t)
+        return lambda x: float8.storage_codes(x, t)
     return _same
 
 
