@@ -133,11 +133,11 @@ def test_perf_report_prints_a_table(capsys):
 
     table = bench.run()
     assert calls == [(128, "tile", 2.0), (128, "numpy", 2.0), (1024, "tile", 2.0), (1024, "numpy", 2.0)]
-    assert table.columns == ["size", "Tile", "NumPy"]
+    assert table.columns == ["size", "Tile (GB/s)", "NumPy (GB/s)"]  # Triton names columns with the unit
     assert table.rows == [[128, 256.0, 32.0], [1024, 2048.0, 256.0]]
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "vector-add:"
-    assert lines[1].split() == ["size", "Tile", "NumPy"]
+    assert lines[1].split("  ")[-2:] == ["Tile (GB/s)", "NumPy (GB/s)"]
     assert lines[2].split() == ["128", "256", "32"]
     assert lines[3].split() == ["1024", "2048", "256"]
     bench.run(print_data=False)
@@ -175,7 +175,7 @@ def test_perf_report_saves_csv_and_plot(tmp_path):
     bench.run(print_data=False, save_path=str(tmp_path / "out"))
     with open(tmp_path / "out" / "vector-add.csv") as f:
         rows = list(csv.reader(f))
-    assert rows == [["size", "Tile", "NumPy"], ["128", "128.0", "128.0"], ["1024", "1024.0", "1024.0"]]
+    assert rows == [["size", "Tile (GB/s)", "NumPy (GB/s)"], ["128", "128.0", "128.0"], ["1024", "1024.0", "1024.0"]]
     try:
         import matplotlib  # noqa: F401
     except ImportError:

@@ -346,7 +346,8 @@ class Mark:
         self.benchmarks = benchmarks
 
     def _measure(self, bench: Benchmark, **kwargs: Any) -> BenchmarkTable:
-        table = BenchmarkTable(bench.plot_name, list(bench.x_names) + list(bench.line_names), [])
+        unit = f" ({bench.ylabel})" if bench.ylabel else ""  # Triton's column names: "Triton (GB/s)"
+        table = BenchmarkTable(bench.plot_name, list(bench.x_names) + [f"{n}{unit}" for n in bench.line_names], [])
         for x in bench.x_vals:
             xs = list(x) if isinstance(x, (list, tuple)) else [x] * len(bench.x_names)
             if len(xs) != len(bench.x_names):
