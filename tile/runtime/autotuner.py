@@ -210,7 +210,11 @@ class Autotuner(_KernelWrapper):
         self.keys = list(key)
         self.reset_to_zero = list(reset_to_zero or [])
         self.restore_value = list(restore_value or [])
-        for name in self.keys + self.reset_to_zero + self.restore_value:
+        for name in self.keys:
+            if name not in self.arg_names:  # Triton ignores such a key (its tutorial 08 has a typo in one)
+                warnings.warn(f"autotune of {self.__name__}: key {name!r} is not an argument and is ignored "
+                              f"(arguments: {', '.join(self.arg_names)})", stacklevel=3)
+        for name in self.reset_to_zero + self.restore_value:
             if name not in self.arg_names:
                 raise ValueError(f"autotune of {self.__name__}: {name!r} is not an argument "
                                  f"(arguments: {', '.join(self.arg_names)})")
