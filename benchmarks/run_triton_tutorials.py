@@ -153,21 +153,25 @@ def markdown(results: dict[str, tuple[Run, Run]], timeout: float) -> str:
 
 
 def _side_by_side(ours: Table, theirs: Optional[Table]) -> list[str]:
-    """Rows by x value: each measured column under tile, under Triton, and tile / Triton."""
-    x, lines = ours.columns[0], ours.columns[1:]
+    """Rows by x value: each measured column under tile, under Triton, and tile's speed over
+    Triton's (values for throughputs, their inverse for times: a column in ms or s). Columns
+    without a unit in their name are further x values (Triton's x_names), shown once."""
     by_x = {row[0]: row for row in theirs.rows} if theirs is not None and theirs.columns == ours.columns else {}
-    header = [x] + [f"{c} ({who})" for c in lines for who in ("tile", "Triton", "tile/Triton")]
+    measured = [j for j, c in enumerate(ours.columns) if j > 0 and "(" in c]
+    shown = [j for j in range(1, len(ours.columns)) if j not in measured]
+    header = [ours.columns[0]] + [ours.columns[j] for j in shown]
+    header += [f"{ours.columns[j]} ({who})" for j in measured for who in ("tile", "Triton", "tile/Triton speed")]
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in ours.rows:
         other = by_x.get(row[0])
-        cells = [_cell(row[0])]
-        for j in range(1, len(ours.columns)):
+        cells = [_cell(row[0])] + [_cell(row[j]) for j in shown]
+        for j in measured:
             mine = row[j]
-            if other is None:
-                cells += [_cell(mine), "", ""]
-            else:
-                ratio = _cell(mine / other[j]) if other[j] else ""
-                cells += [_cell(mine), _cell(other[j]), ratio]
+            if other is None or not other[j] or not mine:
+                cells += [_cell(mine), _cell(other[j]) if other is not None else "", ""]
+                continue
+            is_time = re.search(r"\((ms|us|s)\)$", ours.columns[j]) is not None
+            cells += [_cell(mine), _cell(other[j]), _cell(other[j] / mine if is_time else mine / other[j])]
         out.append("| " + " | ".join(cells) + " |")
     return out
 

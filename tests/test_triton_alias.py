@@ -126,23 +126,29 @@ def test_module_name_mapping():
 
 TILE_OUTPUT = """checking...
 vector-add-performance:
-       size     Triton      Torch
+       size  Triton (GB/s)  Torch (GB/s)
      4096.0    1.25       2.5
      8192.0    2.0        4.0
+matmul-time:
+          M       N   Triton (ms)
+      256.0   128.0      2.0
 done
 """
 PANDAS_OUTPUT = """vector-add-performance:
-       size     Triton      Torch
+       size  Triton (GB/s)  Torch (GB/s)
 0    4096.0   2.500000   2.500000
 1    8192.0   4.000000   4.000000
+matmul-time:
+          M       N   Triton (ms)
+0     256.0   128.0      1.0
 """
 
 
 def test_parse_tables_of_tile_and_pandas():
-    (ours,) = runner.parse_tables(TILE_OUTPUT)
-    (theirs,) = runner.parse_tables(PANDAS_OUTPUT)
+    ours, _ = runner.parse_tables(TILE_OUTPUT)
+    theirs, _ = runner.parse_tables(PANDAS_OUTPUT)
     assert ours.name == theirs.name == "vector-add-performance"
-    assert ours.columns == theirs.columns == ["size", "Triton", "Torch"]
+    assert ours.columns == theirs.columns == ["size", "Triton (GB/s)", "Torch (GB/s)"]
     assert ours.rows == [[4096.0, 1.25, 2.5], [8192.0, 2.0, 4.0]] and theirs.rows[1] == [8192.0, 4.0, 4.0]
     assert runner.parse_tables("name:\nno table here\n") == []
 
@@ -154,8 +160,11 @@ def test_markdown_summary_side_by_side():
     text = runner.markdown({"01-vector-add": (ours, theirs), "09-x": (failed, runner.Run("not run"))}, 60)
     assert "| 01-vector-add | pass | 3.0 | pass | 2.0 |  |" in text
     assert "| 09-x | fail | 1.0 | not run | 0.0 | TypeError: bad \\| thing |" in text
-    assert "| size | Triton (tile) | Triton (Triton) | Triton (tile/Triton) |" in text
+    assert "| size | Triton (GB/s) (tile) | Triton (GB/s) (Triton) | Triton (GB/s) (tile/Triton speed) |" in text
     assert "| 4096 | 1.25 | 2.5 | 0.5 | 2.5 | 2.5 | 1 |" in text
+    # N is a further x value, shown once; a time in ms is inverted so the ratio stays a speed
+    assert "| M | N | Triton (ms) (tile) | Triton (ms) (Triton) | Triton (ms) (tile/Triton speed) |" in text
+    assert "| 256 | 128 | 2 | 1 | 0.5 |" in text
 
 
 def test_last_error_line():
