@@ -53,3 +53,12 @@ def test_async_compile_mode_does_not_nest():
         with pytest.raises(RuntimeError, match="already active"):
             with tile.AsyncCompileMode(pool):
                 pass
+
+
+def test_every_triton_name_resolves_through_the_alias():
+    """`import triton` under tile.install_as_triton() gives tile's objects for every name."""
+    import tile.triton as alias
+
+    missing = [n for n in TRITON if getattr(alias, n, None) is None]
+    assert not missing, f"`import triton` (tile) lacks {missing}"
+    assert alias.set_allocator is tile.set_allocator and alias.constexpr_function is tile.constexpr_function

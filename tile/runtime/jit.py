@@ -1,25 +1,10 @@
-"""`triton.runtime.jit`'s names for Triton programs: `JITFunction` and `jit` are tile's
-(tile.frontend.jit); the rest of Triton's module raises AttributeError naming what to use."""
+"""`triton.runtime.jit`'s names for Triton programs: `JITFunction`, `KernelParam` and `jit`
+(tile.frontend.jit), `KernelInterface` (tile.frontend.kernel_interface), and `TensorWrapper`,
+`reinterpret` and `MockTensor` (tile.runtime.wrappers)."""
 from __future__ import annotations
 
-from typing import Any
-
 from tile.frontend.jit import JITFunction, KernelParam, jit
+from tile.frontend.kernel_interface import KernelInterface
+from tile.runtime.wrappers import MockTensor, TensorWrapper, reinterpret
 
-_MISSING = {
-    "TensorWrapper": "view the tensor with the dtype you need on the host (torch: tensor.view(dtype))",
-    "reinterpret": "view the tensor with the dtype you need on the host (torch: tensor.view(dtype))",
-    "MockTensor": "pass arrays of the right dtype to kernel.warmup",
-    "KernelInterface": "tile's launchable kernels are tile.JITFunction, tile.runtime.Autotuner and "
-                       "tile.runtime.Heuristics",
-}
-
-
-def __getattr__(name: str) -> Any:
-    hint = _MISSING.get(name)
-    if hint is not None:
-        raise AttributeError(f"tile does not provide triton.runtime.jit.{name}: {hint}")
-    raise AttributeError(f"module 'tile.runtime.jit' has no attribute {name!r}")
-
-
-__all__ = ["JITFunction", "KernelParam", "jit"]
+__all__ = ["JITFunction", "KernelInterface", "KernelParam", "MockTensor", "TensorWrapper", "jit", "reinterpret"]

@@ -22,7 +22,7 @@ import importlib.machinery
 import importlib.util
 import sys
 import types
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 TRITON_API_VERSION = "3.6.0"
 __version__ = TRITON_API_VERSION
@@ -50,35 +50,9 @@ FALLBACKS: dict[str, str] = {
 OFFERED = ("triton, triton.language (.math, .random, .standard, .extra.libdevice), triton.testing, triton.runtime "
            "(.driver, .jit, .autotuner, .errors), triton.compiler, triton.knobs, triton.tools.tensor_descriptor")
 
-# Triton's top-level names that tile lacks, and what to use instead.
-_MISSING = {
-    "constexpr_function": "compute the value on the host and pass it as a tl.constexpr argument",
-    "reinterpret": "view the tensor with the dtype you need on the host (torch: tensor.view(dtype))",
-    "TensorWrapper": "view the tensor with the dtype you need on the host (torch: tensor.view(dtype))",
-    "MockTensor": "pass arrays of the right dtype to kernel.warmup",
-    "AsyncCompileMode": "tile compiles synchronously, on the first launch or in kernel.warmup",
-    "FutureKernel": "tile compiles synchronously, on the first launch or in kernel.warmup",
-    "KernelInterface": "tile's launchable kernels are tile.JITFunction, tile.runtime.Autotuner and "
-                       "tile.runtime.Heuristics",
-    "TritonError": "catch tile.CompilationError, tile.OutOfResources or tile.runtime.errors.DriverError",
-    "must_use_result": "drop the decorator: tile does not check unused results",
-}
-
-_allocator: Optional[Callable[..., Any]] = None
-
-
-def set_allocator(allocator: Callable[[int, int, Any], Any]) -> None:
-    """Triton's `set_allocator(fn(size, alignment, stream))`, for kernels that need global
-    scratch memory. tile's kernels need none, so tile keeps the allocator and never calls it."""
-    global _allocator
-    _allocator = allocator
-
-
 def __getattr__(name: str) -> Any:
-    """Triton's top-level names: tile's (jit, autotune, Config, heuristics, cdiv, compile,
-    language, testing, runtime, knobs, ...), or an AttributeError naming what to use."""
-    if name in _MISSING:
-        raise AttributeError(f"tile does not provide triton.{name}: {_MISSING[name]}")
+    """Triton's top-level names are tile's (jit, autotune, Config, heuristics, cdiv, compile,
+    set_allocator, language, testing, runtime, knobs, ...); any other is an AttributeError."""
     if name.startswith("__"):
         raise AttributeError(name)
     import tile
@@ -203,4 +177,4 @@ def install_as_triton(notice: bool = True) -> None:
               f"{TRITON_API_VERSION}'s API (not Triton itself)", file=sys.stderr)
 
 
-__all__ = ["install_as_triton", "set_allocator", "TritonFinder", "tile_module_name", "ALIASES", "TRITON_API_VERSION"]
+__all__ = ["install_as_triton", "TritonFinder", "tile_module_name", "ALIASES", "TRITON_API_VERSION"]
