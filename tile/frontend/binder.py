@@ -20,6 +20,8 @@ Two binders exist per kernel. The general one accepts every argument tile accept
         entry, values = lookup(x_ptr, y_ptr, out_ptr, n, BLOCK, num_warps, num_stages, num_ctas, ...)
         if callable(grid):
             grid = grid({"x_ptr": x_ptr, ..., "BLOCK": BLOCK, "num_warps": num_warps, "num_stages": num_stages})
+        if hooks:  (tile/runtime/launch_hooks.py: a profiler is listening)
+            return hooked(kernel, grid, {"x_ptr": x_ptr, ...}, lambda: entry(grid, values, (...), stream))
         return entry(grid, values, (x_ptr, y_ptr, out_ptr, n), stream)
 
 The launch options (LAUNCH_OPTIONS) are keyword-only; the option values are part of the key
@@ -118,6 +120,11 @@ def _grid_meta(arg_names: tuple[str, ...]) -> str:
     return "{" + "".join(f"{a!r}: {a}, " for a in arg_names) + options + "}"
 
 
+def _args_dict(arg_names: tuple[str, ...]) -> str:
+    """The arguments by parameter name, as launch hooks receive them."""
+    return "{" + "".join(f"{a!r}: {a}, " for a in arg_names) + "}"
+
+
 def _define(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
     exec(compile(source, f"<tile launcher of {name}>", "exec"), namespace)  # noqa: S102
     return namespace[name]
@@ -128,7 +135,8 @@ def make_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], d
     """Generate the general binder and its `lookup` (see the module docstring); returns both.
     `kinds[i]` is "runtime", "nospec" or "constexpr"; `namespace` supplies arg, fast_args,
     arg_nospec, constexpr, constexpr_key, entries, compile, target, missing_argument and
-    too_many_arguments (raise the TypeErrors of a bad call)."""
+    too_many_arguments (raise the TypeErrors of a bad call), and kernel, hooks and hooked
+    (the JITFunction, and tile/runtime/launch_hooks.py's HOOKS and launch_hooked)."""
     option_params = _items([f"_opt_{n}" for n in KEYED_OPTIONS])
     key_parts, values, runtime_args = [], [], []
     lookup = [f"def lookup({_items(arg_names)}{option_params}):"]
@@ -159,7 +167,10 @@ def make_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], d
     lines.append(f"    entry, values = lookup({_items(arg_names)}{option_values(arg_names)})")
     lines.append("    if callable(grid):")
     lines.append(f"        grid = grid({_grid_meta(arg_names)})")
-    lines.append(f"    return entry(grid, values, ({_items(runtime_args)}), {option_values(arg_names, ('stream',))[:-2]})")
+    launch = f"entry(grid, values, ({_items(runtime_args)}), {option_values(arg_names, ('stream',))[:-2]})"
+    lines.append("    if hooks:")
+    lines.append(f"        return hooked(kernel, grid, {_args_dict(arg_names)}, lambda: {launch})")
+    lines.append(f"    return {launch}")
     source = "\n".join(lookup) + "\n\n" + "\n".join(lines)
     return _define(source, name, namespace), namespace["lookup"]
 
@@ -198,8 +209,10 @@ def make_fast_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ..
     lines.append("        if entry is not None:")
     lines.append("            if type(grid) is not tuple:")
     lines.append(f"                grid = grid({_grid_meta(arg_names)}) if callable(grid) else grid")
-    lines.append(f"            return entry(grid, {stream} if {stream_option} is None else {stream_option}, "
-                 f"{_items(values)})")
+    launch = f"entry(grid, {stream} if {stream_option} is None else {stream_option}, {_items(values)})"
+    lines.append("            if hooks:")
+    lines.append(f"                return hooked(kernel, grid, {_args_dict(arg_names)}, lambda: {launch})")
+    lines.append(f"            return {launch}")
     lines.append(f"    return general(grid, {_items(arg_names)}*extra, {_forward_options(arg_names)})")
     return _define("\n".join(lines), name, namespace)
 

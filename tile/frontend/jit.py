@@ -76,8 +76,9 @@ class JITFunction:
     """A kernel (or a helper inlined into kernels) written in tile language."""
 
     def __init__(self, fn: Callable[..., Any], do_not_specialize: Iterable[Any] = (), debug: Optional[bool] = None,
-                 noinline: Optional[bool] = None):
+                 noinline: Optional[bool] = None, launch_metadata: Optional[Callable[..., dict]] = None):
         self.fn = fn
+        self.launch_metadata = launch_metadata
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
@@ -328,7 +329,7 @@ class JITFunction:
                      "constexpr_key": constexpr_key,
                      "entries": self._launchers, "compile": self._compile,
                      "target": _compiler().current_target, "missing_argument": self._missing_argument,
-                     "too_many_arguments": self._too_many_arguments}
+                     "too_many_arguments": self._too_many_arguments, **self._hook_names()}
         self._general, self._lookup = make_binder(self.__name__, self.arg_names, kinds, self._defaults, _MISSING,
                                                   namespace)
         self._launch = self._general
@@ -344,12 +345,18 @@ class JITFunction:
             return
         compiler = _compiler()
         namespace = {"lookup": self._lookup, "general": self._general, "fast": self._fast_entries,
-                     "fast_miss": self._fast_miss, "environ": compiler.ENVIRON, "interpret_key": compiler.INTERPRET_KEY}
+                     "fast_miss": self._fast_miss, "environ": compiler.ENVIRON, "interpret_key": compiler.INTERPRET_KEY,
+                     **self._hook_names()}
         if any(f.stream for f in fast_args):
             namespace["torch_stream"] = torch_stream_getter()
         self._launch = make_fast_binder(self.__name__, self.arg_names, kinds, self._defaults, _MISSING, fast_args,
                                         namespace)
         self._grid_and_bound = (_MISSING, None)
+
+    def _hook_names(self) -> dict[str, Any]:
+        from ..runtime import launch_hooks
+
+        return {"kernel": self, "hooks": launch_hooks.HOOKS, "hooked": launch_hooks.launch_hooked}
 
     def _fast_miss(self, key: tuple, entry: Any) -> Optional[Callable[..., None]]:
         """The fast binder's first launch under a new key: keep the entry's fast form, if it has one."""
@@ -431,11 +438,23 @@ def _nospec_key(v: Any) -> tuple:
 
 
 def jit(fn: Optional[Callable[..., Any]] = None, *, do_not_specialize: Iterable[Any] = (),
-        debug: Optional[bool] = None, noinline: Optional[bool] = None) -> Any:
-    """Decorate a function written in tile language: `@tile.jit` or `@tile.jit(do_not_specialize=["n"])`."""
+        do_not_specialize_on_alignment: Iterable[Any] = (), debug: Optional[bool] = None,
+        noinline: Optional[bool] = None, launch_metadata: Optional[Callable[..., dict]] = None) -> Any:
+    """Decorate a function written in tile language: `@tile.jit` or `@tile.jit(do_not_specialize=["n"])`.
+
+    do_not_specialize: parameters (names or indices) whose values are not part of the
+    specialization (no `== 1` or divisibility facts; one compiled kernel for all values).
+    do_not_specialize_on_alignment: accepted as in Triton; tile still specializes those
+    pointers on their 16-byte alignment, which is always correct and at worst compiles one
+    more variant. launch_metadata: `fn(grid, kernel, args) -> dict`, called at each launch
+    while a profiler session with hook="triton" is active (tile.profiler); `kernel` has
+    `.name`, `args` maps every parameter name to its argument; the dict's "name" names the
+    launch and its "flops8/16/32/64", "flops" and "bytes" are recorded as metrics.
+    """
 
     def wrap(f: Callable[..., Any]) -> JITFunction:
-        return JITFunction(f, do_not_specialize=do_not_specialize, debug=debug, noinline=noinline)
+        return JITFunction(f, do_not_specialize=do_not_specialize, debug=debug, noinline=noinline,
+                           launch_metadata=launch_metadata)
 
     return wrap(fn) if fn is not None else wrap
 

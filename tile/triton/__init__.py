@@ -39,6 +39,8 @@ ALIASES: dict[str, Optional[str]] = {
     "triton.language.extra.cuda": "tile.language.extra",
     "triton.language.extra.cuda.libdevice": "tile.language.extra.libdevice",
     "triton.runtime.interpreter": "tile.runtime.interpreter",
+    "triton._C": None,
+    "triton._C.libtriton": "tile.runtime.cublas",
 }
 # Triton packages whose tile counterpart is a plain module: they import as a forwarding
 # package, so that their aliased children can import.
@@ -48,7 +50,8 @@ FALLBACKS: dict[str, str] = {
     "triton.language.core": "tile.language",
 }
 OFFERED = ("triton, triton.language (.math, .random, .standard, .extra.libdevice), triton.testing, triton.runtime "
-           "(.driver, .jit, .autotuner, .errors), triton.compiler, triton.knobs, triton.tools.tensor_descriptor")
+           "(.driver, .jit, .autotuner, .errors), triton.compiler, triton.knobs, triton.tools.tensor_descriptor, "
+           "triton.profiler (.viewer), triton._C.libtriton (nvidia.cublas only)")
 
 def __getattr__(name: str) -> Any:
     """Triton's top-level names are tile's (jit, autotune, Config, heuristics, cdiv, compile,
