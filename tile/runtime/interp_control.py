@@ -4,7 +4,8 @@ Control flow runs once for all programs when its decision is the same in every a
 program (the common case); otherwise it narrows `state.active` to the programs that take a
 path: a non-uniform `scf.for` runs to the largest trip count with a per-iteration mask, a
 non-uniform `scf.if` runs both branches under masks and selects the results per program,
-and `scf.while` runs until no program is left in the loop.
+and `scf.while` runs until no program is left in the loop. A while loop that waits for other
+programs (a spin lock) hands control to them at its back edge (see interp_schedule).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tile.ir.types import DType, PointerType, element_type, f32, shape_of
 from .interp_core import (Compiler, ExecState, Frame, InterpreterError, first_active, implements, lane_text, merge,
                           uniform)
 from .interp_dtypes import NARROW_FLOATS, round_float, to_bits, value_dtype
+from .interp_schedule import waits_on_other_programs
 
 # ------------------------------------------------------------------------------ scf
 
@@ -124,11 +126,13 @@ def _while(op: Operation, cc: Compiler):
     before_args, after_args = [cc.slot(a) for a in before.args], [cc.slot(a) for a in after.args]
     cond, forwarded = before_outs[0], before_outs[1:]
     results = [cc.slot(r) for r in op.results]
+    waits = waits_on_other_programs(op)
 
     def run(f: Frame, st: ExecState) -> None:
         outer = st.active
         vals = [f[s] for s in inits]
         out = None
+        scheduler = st.scheduler if waits else None
         while True:
             for s, x in zip(before_args, vals):
                 f[s] = x
@@ -137,7 +141,11 @@ def _while(op: Operation, cc: Compiler):
             u = uniform(c, st.active)
             if u is not None and not u:  # every program still in the loop leaves now
                 out = fwd if out is None else [merge(st.active, a, b) for a, b in zip(fwd, out)]
+                if scheduler is not None:
+                    scheduler.left_loop()
                 break
+            if scheduler is not None:  # waiting for another program: let it run
+                scheduler.spin(op, st.start)
             if u is None:
                 c = np.broadcast_to(c, (st.P,))
                 leaving = ~c if st.active is None else st.active & ~c

@@ -60,15 +60,16 @@ class InterpreterError(TritonError, RuntimeError):
 class ExecState:
     """What the closures of one chunk of programs share."""
 
-    __slots__ = ("P", "active", "pids", "grid", "start", "mem")
+    __slots__ = ("P", "active", "pids", "grid", "start", "mem", "scheduler")
 
-    def __init__(self, P: int, pids: tuple, grid: tuple[int, int, int], start: int, mem):
+    def __init__(self, P: int, pids: tuple, grid: tuple[int, int, int], start: int, mem, scheduler=None):
         self.P = P  # programs in this chunk
         self.active: Optional[np.ndarray] = None
         self.pids = pids  # program_id per axis: (P,) int32, or (1,) where the grid has size 1
         self.grid = grid
         self.start = start  # linear id of the chunk's first program
         self.mem = mem
+        self.scheduler = scheduler  # interp_schedule.Scheduler when programs run one at a time, else None
 
     def program(self, local: int) -> tuple[int, int, int]:
         """Grid coordinates of the chunk's program number `local`."""

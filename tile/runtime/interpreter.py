@@ -6,7 +6,9 @@ Every value carries a leading program axis (see interp_core), so a launch of 102
 costs one NumPy operation per IR op, not 1024 Python loops. Grids run in chunks of programs
 so that no value holds more than about CHUNK_ELEMENTS elements: small enough for NumPy's
 temporaries to stay in the CPU's cache (and out of fresh, page-faulting allocations),
-large enough that the Python cost per op is paid rarely. A func compiles once into
+large enough that the Python cost per op is paid rarely. A kernel whose programs wait on each
+other through memory (a spin lock) runs its programs one at a time instead, switching at the
+waiting loops (interp_schedule). A func compiles once into
 closures (interp_ops, interp_memory, interp_control, interp_extra); `compile_kernel` returns the compiled
 form for callers that keep it, and `run_kernel` caches it per func.
 
@@ -28,6 +30,7 @@ from . import interp_control, interp_extra, interp_memory, interp_ops  # noqa: F
 from .interp_core import Compiler, ExecState, InterpreterError
 from .interp_dtypes import constant
 from .interp_memory import Memory
+from .interp_schedule import Scheduler, needs_cooperative
 
 __all__ = ["InterpreterError", "CompiledKernel", "compile_kernel", "run_kernel", "CHUNK_ELEMENTS"]
 
@@ -49,6 +52,7 @@ class CompiledKernel:
         self.body, _ = cc.block(block)
         self.num_slots = cc.num_slots
         self.max_numel = max([t.numel for t in _all_types(func) if isinstance(t, TensorType)], default=1)
+        self.cooperative = needs_cooperative(func)
 
     def __call__(self, grid: Sequence[int], args: Sequence[Any]) -> None:
         grid = _normalize_grid(self.name, grid)
@@ -70,20 +74,25 @@ class CompiledKernel:
         total = grid[0] * grid[1] * grid[2]
         chunk = max(1, CHUNK_ELEMENTS // self.max_numel)
         try:
-            with np.errstate(all="ignore"):
-                for start in range(0, total, chunk):
-                    self._run_chunk(grid, start, min(total, start + chunk), mem, scalars)
+            if self.cooperative:
+                scheduler = Scheduler(self.name, mem.bytes)
+                scheduler.run(total, lambda linear: self._run_chunk(grid, linear, linear + 1, mem, scalars, scheduler))
+            else:
+                with np.errstate(all="ignore"):
+                    for start in range(0, total, chunk):
+                        self._run_chunk(grid, start, min(total, start + chunk), mem, scalars)
         finally:
             for back in write_back:
                 back()
 
-    def _run_chunk(self, grid, start: int, end: int, mem: Memory, scalars: dict) -> None:
+    def _run_chunk(self, grid, start: int, end: int, mem: Memory, scalars: dict,
+                   scheduler: Optional[Scheduler] = None) -> None:
         P = end - start
         linear = np.arange(start, end, dtype=np.int64)
         gx, gy, gz = grid
         coords = (linear % gx, (linear // gx) % gy, linear // (gx * gy))
         pids = tuple(np.zeros(1, np.int32) if g == 1 else c.astype(np.int32) for g, c in zip(grid, coords))
-        st = ExecState(P, pids, grid, start, mem)
+        st = ExecState(P, pids, grid, start, mem, scheduler)
         f: list = [None] * self.num_slots
         for slot, value in scalars.items():
             f[slot] = value
