@@ -266,10 +266,17 @@ def attn_bwd_dq(Q, K, V, sm_scale, DO, DQ, M, D, N_CTX,
 
 # ------------------------------------------------------------------------------ host side
 
-# Block sizes and launch options. On the GPU: 128-row query blocks, 4 warps; the backward
-# takes Triton's tutorial's 32/128 and 128/32 blocks. On the interpreter: small blocks.
-FWD = dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=3) if ON_GPU else dict(BLOCK_M=32, BLOCK_N=16)
-BWD = (dict(BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2, num_warps=4, num_stages=3)
+# Block sizes and launch options. On the GPU: 128-row query blocks on 8 warps (two warp
+# groups of 64 rows: with 4 warps, D = 128 runs out of registers and spills), 64 keys per
+# step for a causal D = 128 (128 would spill), 128 otherwise; the backward takes Triton's
+# tutorial's 32/128 and 128/32 blocks. On the interpreter: small blocks.
+def fwd_config(head_dim: int, causal: bool) -> dict[str, int]:
+    if not ON_GPU:
+        return dict(BLOCK_M=32, BLOCK_N=16)
+    return dict(BLOCK_M=128, BLOCK_N=64 if causal and head_dim == 128 else 128, num_warps=8, num_stages=3)
+
+
+BWD = (dict(BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2, num_warps=8, num_stages=3)
        if ON_GPU else dict(BLOCK_M1=16, BLOCK_N1=32, BLOCK_M2=32, BLOCK_N2=16, BLK_SLICE_FACTOR=2))
 PRE_BLOCK = 128 if ON_GPU else 32
 
@@ -302,8 +309,9 @@ def _check_inputs(q: Any, k: Any, v: Any, block: int) -> tuple[int, int, int, in
 def attention_forward(q: Any, k: Any, v: Any, causal: bool, sm_scale: float, **config: Any) -> tuple[Any, Any]:
     """O = softmax(q k^T * sm_scale) v (causal: each query sees keys up to its own position),
     and M, the base-2 log-sum-exp of each row of scores that the backward needs.
-    q, k, v: contiguous [Z, H, S, D] arrays, float16 or bfloat16; `config` overrides FWD."""
-    config = {**FWD, **config}
+    q, k, v: contiguous [Z, H, S, D] arrays, float16 or bfloat16; `config` overrides
+    fwd_config's block sizes and launch options."""
+    config = {**fwd_config(int(q.shape[-1]), causal), **config}
     if config["BLOCK_M"] % config["BLOCK_N"] and causal:
         raise ValueError(f"attention: BLOCK_M {config['BLOCK_M']} must be a multiple of BLOCK_N {config['BLOCK_N']} "
                          f"for the causal diagonal block")
@@ -411,7 +419,7 @@ def main() -> None:
     # diagonal stage), each with two tt.dot and the online-softmax reductions.
     (q, k, v, _), _ = make_inputs(shape, "f16")
     o, M = tile.empty(shape, np.float16), tile.empty(shape[:3], np.float32)
-    print(tile.dump(attn_fwd, q, k, v, o, M, 0.5, shape[2], HEAD_DIM=shape[3], STAGE=3, **FWD))
+    print(tile.dump(attn_fwd, q, k, v, o, M, 0.5, shape[2], HEAD_DIM=shape[3], STAGE=3, **fwd_config(shape[3], True)))
     if ON_GPU:
         bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks")
         sys.path.insert(0, bench)
