@@ -78,7 +78,8 @@ def test_causal_first_row_attends_to_itself_only():
 
 def test_wrapper_rejects_unsupported_head_dim():
     (q, k, v, _), _ = T.make_inputs((1, 1, 32, 48), "f16")
-    with pytest.raises(ValueError, match=r"head dimension 48 is not supported; the kernels take D in \(16, 32, 64, 128\)"):
+    message = r"head dimension 48 is not supported; the kernels take D in \(16, 32, 64, 128\)"
+    with pytest.raises(ValueError, match=message):
         T.attention_forward(q, k, v, False, 0.5)
 
 
@@ -158,7 +159,8 @@ def test_every_kernel_assembles(target, causal):
     M = tile.empty((1, 1, 128), np.float32)
     cfg = dict(num_warps=8, num_stages=3)
     texts = [_fwd_ptx(head_dim, causal, target, dict(BLOCK_M=128, BLOCK_N=64, **cfg)),
-             tile.dump(T.attn_bwd_preprocess, q, q, M, 4096, BLOCK_M=128, HEAD_DIM=head_dim, stage="ptx", target=target),
+             tile.dump(T.attn_bwd_preprocess, q, q, M, 4096, BLOCK_M=128, HEAD_DIM=head_dim, stage="ptx",
+                       target=target),
              tile.dump(T.attn_bwd_dkdv, q, q, q, 0.5, q, q, q, M, M, 4096, BLOCK_M=32, BLOCK_N=128, BLK_SLICE_FACTOR=2,
                        HEAD_DIM=head_dim, CAUSAL=causal, stage="ptx", target=target, **cfg),
              tile.dump(T.attn_bwd_dq, q, q, q, 0.5, q, q, M, M, 4096, BLOCK_M=128, BLOCK_N=32, BLK_SLICE_FACTOR=2,
