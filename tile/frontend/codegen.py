@@ -514,11 +514,10 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
             raise TypeError(f"{fn.__name__}(): {e}") from None
         bound.apply_defaults()
         scope: dict[str, Any] = {}
+        # As in Triton, a callee's tl.constexpr annotations are not enforced: a tensor passed
+        # there stays a tensor (Triton's fused-attention tutorial passes offs_m that way).
         for name, value in bound.arguments.items():
-            value = unwrap(value)
-            if name in fn.constexpr_names and isinstance(value, tensor):
-                raise TypeError(f"{fn.__name__}(): parameter '{name}' is tl.constexpr but got a runtime value")
-            scope[name] = value
+            scope[name] = unwrap(value)
         child = CodeGenerator(fn, self.sem, scope, is_kernel=False, call_stack=self.call_stack)
         saved = self.sem.generator
         self.sem.generator = child

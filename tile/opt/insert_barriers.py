@@ -43,7 +43,10 @@ After:
     gpu.barrier
     %z = gpu.local_load %b : ...
 
-A pipelined wgmma loop (S = 3, the dot asynchronous) gets a fence and a barrier before the dot,
+In a function with wgmma, each gpu.async_wait is followed by a fence at once, so the copies
+that land there are fenced before the next stage's copies are issued, and the barrier that
+the next hazard needs (often the one before those copies) publishes them to every thread.
+A pipelined wgmma loop (S = 3, the dot asynchronous) gets that fence, a barrier before the dot,
 and a barrier before the copies into the stage the previous iteration's dot read:
     gpu.async_wait {pending = 1}
     gpu.fence_async_shared           // this thread's landed copies, visible to wgmma
@@ -52,6 +55,10 @@ and a barrier before the copies into the stage the previous iteration's dot read
     gpu.dot_wait {pending = 1}       // the previous iteration's dot is done
     gpu.barrier                      // ... in every warp group
     gpu.async_copy %w, %ptrs, %mask  // into stage (%s + 2) rem 3, which that dot read
+A loop whose copies come first (attention: the dot of the previous iteration retired) needs
+one barrier: after the fence, before the copies; it also orders the dot after the landing.
+Writes still unfenced before a loop with a wgmma inside (attention's Q tile) are fenced before
+the loop, not by a fence in every iteration.
 
 A pipelined loop (S = 3) gets one barrier per iteration, between the wait and the reads:
     gpu.async_wait {pending = 1}
@@ -161,6 +168,11 @@ def _untag(state: _Pending, loop: Operation) -> _Pending:
                     tuple(fix(d) for d in state.dots))
 
 
+def _reads_async_proxy(op: Operation) -> bool:
+    """A wgmma: a tt.dot with an operand in shared memory."""
+    return op.name == "tt.dot" and any(isinstance(layout_of(v), SharedLayout) for v in op.operands[:2])
+
+
 class InsertBarriers(Pass):
     """Inserts the gpu.barrier ops shared-memory hazards need (see the module docstring)."""
 
@@ -168,6 +180,7 @@ class InsertBarriers(Pass):
 
     def run(self, func: Operation) -> None:
         self.func = func
+        self.fence_landed_copies = any(_reads_async_proxy(op) for op in func.walk())
         self._block(func.regions[0].block, _Pending(), insert=True)
 
     def _barrier(self, op: Operation, insert: bool, before: tuple[Operation, ...] = ()) -> None:
@@ -198,7 +211,7 @@ class InsertBarriers(Pass):
                     self._barrier(op, insert)
                     state = state.cleared()
                 state = state.replace(reads=state.reads | {access})
-            elif name == "tt.dot" and any(isinstance(layout_of(v), SharedLayout) for v in op.operands[:2]):
+            elif _reads_async_proxy(op):
                 state = self._wgmma(op, state, insert)
             elif name == "gpu.dot_wait":
                 keep = len(state.dots) - op.attrs["pending"]
@@ -206,6 +219,12 @@ class InsertBarriers(Pass):
                 state = state.replace(reads=state.reads | retired, dots=state.dots[max(keep, 0):])
             elif name == "gpu.fence_async_shared":
                 state = state.replace(unfenced=frozenset())
+            elif name == "gpu.async_wait" and self.fence_landed_copies:
+                # Fenced at once, the landed copies need only the barrier that the next hazard
+                # puts in anyway; fenced at the dot, the fence would follow the next stage's copies.
+                if insert:
+                    op.parent.insert_after(op, Operation("gpu.fence_async_shared", loc=op.loc))
+                state = state.replace(writes=state.writes | state.in_flight, in_flight=frozenset())
             elif name == "gpu.async_wait":
                 state = state.replace(writes=state.writes | state.in_flight, unfenced=state.unfenced | state.in_flight,
                                       in_flight=frozenset())
@@ -213,6 +232,11 @@ class InsertBarriers(Pass):
                 then, other = op.regions[0].block, op.regions[1].block
                 state = self._block(then, state, insert) | self._block(other, state, insert)
             elif name == "scf.for":
+                if state.unfenced and any(_reads_async_proxy(inner) for inner in op.walk()):
+                    # Fenced here, not at the dot inside, where it would run every iteration.
+                    if insert:
+                        op.parent.insert_before(op, Operation("gpu.fence_async_shared", loc=op.loc))
+                    state = state.replace(unfenced=frozenset())
                 body = op.regions[0].block
                 entry = self._loop_entry(state, lambda s: _untag(self._block(body, s, False), op))
                 state = state | _untag(self._block(body, entry, insert), op)
