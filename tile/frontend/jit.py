@@ -382,10 +382,13 @@ class JITFunction:
                 self._check_device_arrays(spec, values)
             compiled = compiler.compile_kernel(self, spec, options, target)
             self.cache[key] = compiled
+            spec = compiled.spec  # with the descriptors' tensor maps where the target has TMA
             runtime_args = [i for i, k in enumerate(self._kinds) if k != _CONSTEXPR]
             entry = compiled.make_entry(*spec.launch_positions(set(runtime_args)))
             if spec.has_aggregates:
-                entry = flattening_entry(entry, tuple(spec.key[i] for i in runtime_args))
+                entry = flattening_entry(entry, tuple(spec.key[i] for i in runtime_args),
+                                         _tensor_map_bytes() if spec.tensor_maps else None,
+                                         tuple(self.arg_names[i] for i in runtime_args))
             self._launchers[key] = entry
             if not self._fast_tried and getattr(entry, "fast", None) is not None:
                 self._make_fast_launch(values)
@@ -407,6 +410,12 @@ class JITFunction:
 
 
 @functools.cache
+def _tensor_map_bytes() -> Callable[[Any], bytes]:
+    from tile.runtime.tensor_map import tensor_map_bytes
+
+    return tensor_map_bytes
+
+
 def _compiler() -> types.ModuleType:
     import tile.compiler
 
