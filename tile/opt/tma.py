@@ -7,8 +7,9 @@ runs after convert-through-shared (so the buffers staging tl.dot's operands exis
 
 - a load into a gpu.tma_load into a buffer laid out as tile.ir.tma_layouts.tma_layout (wgmma's
   swizzle where rows hold 32 bytes or more: the tensor map is encoded with the same swizzle).
-  When its only use stores it into a buffer of exactly that layout (the staging of a wgmma
-  operand), the copy fills that buffer and the store goes; otherwise a gpu.local_load reads the
+  When its only use stores it into a buffer of exactly that layout, or into one only wgmma
+  reads and could read in that layout (the staging of a wgmma operand: the buffer takes TMA's
+  layout), the copy fills that buffer and the store goes; otherwise a gpu.local_load reads the
   block into the load's layout.
 - a store into a gpu.local_store of the value into such a buffer and a gpu.tma_store of it.
 
@@ -36,7 +37,9 @@ from typing import Optional
 
 from ..ir import Operation, PointerType, TensorType, Value
 from ..ir.builder import Builder
-from ..ir.gpu_ops import element_bytes
+from ..ir.dot_layouts import MmaLayout, wgmma_swizzle
+from ..ir.gpu_ops import element_bytes, layout_of, with_layout
+from ..ir.layouts import SharedLayout
 from ..ir.tma_layouts import TMA_MAX_BOX, TMA_MIN_INNER_BYTES, tma_layout
 from ..ir.types import TensorMapType, i1
 from .dce import replace_op
@@ -67,9 +70,30 @@ def _buffer(b: Builder, t: TensorType) -> Value:
                    bytes=t.numel * element_bytes(t))
 
 
+def _wgmma_reads_only(buf: Value, store: Operation, layout: SharedLayout) -> bool:
+    """Whether only wgmma dots read `buf` (written by `store`), and would read it in `layout` too: a canonical wgmma
+    layout, K-major for A (operand 0) or, for B, either order where B may be MN-major (16-bit
+    types)."""
+    t = buf.type
+    if wgmma_swizzle(layout, t.shape, element_bytes(t)) is None:
+        return False
+    for user, index in buf.uses:
+        if user is store:
+            continue
+        if user.name != "tt.dot" or index > 1:
+            return False
+        result = layout_of(user.result)
+        if not isinstance(result, MmaLayout) or result.version != 3:
+            return False
+        if index == 1 and layout.order[0] == 1 and not t.element.bytes == 2:
+            return False
+    return True
+
+
 def _staging_store(load: Operation) -> Optional[Operation]:
-    """The gpu.local_store that is the load's only use, into a buffer in TMA's layout of the
-    block that nothing else writes: the copy can fill that buffer itself."""
+    """The gpu.local_store that is the load's only use, into a buffer that nothing else writes,
+    in TMA's layout of the block or only read by wgmma (which may read it in that layout as
+    well: the buffer then takes it): the copy can fill that buffer itself."""
     uses = load.result.uses
     if len(uses) != 1 or uses[0][0].name != "gpu.local_store" or uses[0][1] != 1:
         return None
@@ -77,10 +101,15 @@ def _staging_store(load: Operation) -> Optional[Operation]:
     buf = store.operand(0)
     alloc = buf.owner_op
     want = tma_layout(buf.type.shape, element_bytes(buf.type)).shared
-    if alloc is None or alloc.name != "gpu.local_alloc" or buf.type.layout != want or store.parent is not load.parent:
+    if alloc is None or alloc.name != "gpu.local_alloc" or store.parent is not load.parent:
         return None
-    if any(u.name in ("gpu.local_store", "gpu.async_copy") for u in buf.users() if u is not store):
+    readers = [u for u in buf.users() if u is not store]
+    if len(buf.uses) != len(readers) + 1 or any(u.name in ("gpu.local_store", "gpu.async_copy") for u in readers):
         return None
+    if buf.type.layout != want:
+        if not _wgmma_reads_only(buf, store, want):
+            return None
+        buf.type = with_layout(buf.type, want)
     return store
 
 
