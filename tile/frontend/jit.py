@@ -377,12 +377,12 @@ class JITFunction:
             check_launch_options(self.__name__, options)
             del options["num_ctas"]
             compiler = _compiler()
-            spec, target = Specialization(self.arg_names, key[:-trailing]), key[-1]
+            target = key[-1]
+            spec = Specialization(self.arg_names, key[:-trailing], tensor_maps=_uses_tensor_maps(target))
             if target != compiler.INTERPRETER:
                 self._check_device_arrays(spec, values)
             compiled = compiler.compile_kernel(self, spec, options, target)
             self.cache[key] = compiled
-            spec = compiled.spec  # with the descriptors' tensor maps where the target has TMA
             runtime_args = [i for i, k in enumerate(self._kinds) if k != _CONSTEXPR]
             entry = compiled.make_entry(*spec.launch_positions(set(runtime_args)))
             if spec.has_aggregates:
@@ -414,6 +414,13 @@ def _tensor_map_bytes() -> Callable[[Any], bytes]:
     from tile.runtime.tensor_map import tensor_map_bytes
 
     return tensor_map_bytes
+
+
+def _uses_tensor_maps(target: str) -> bool:
+    """Whether host descriptors reach kernels for `target` with their TMA tensor maps (sm_90a)."""
+    from tile.runtime.tensor_map import uses_tensor_maps
+
+    return uses_tensor_maps(target)
 
 
 def _compiler() -> types.ModuleType:
