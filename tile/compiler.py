@@ -137,7 +137,18 @@ GPU_STAGES = ("tile", "tile-opt", "gpu", "simt")
 def _disk_key(fn: Any, spec: Any, options: dict[str, Any], target: str, ptx_version: str) -> str:
     from .runtime.cache import cache_key, compiler_fingerprint
 
-    return cache_key("kernel", fn.cache_key, repr(spec.key), options, target, ptx_version, compiler_fingerprint())
+    return cache_key("kernel", fn.cache_key, repr(spec.key), spec.tensor_maps, options, target, ptx_version,
+                     compiler_fingerprint())
+
+
+def _with_tensor_maps(fn: Any, spec: Any, target: str) -> Any:
+    """`spec` with the TMA tensor-map leaves of host descriptors where `target` has TMA (sm_90a)."""
+    from .frontend.specialize import Specialization
+    from .runtime.tensor_map import uses_tensor_maps
+
+    if spec.tensor_maps == uses_tensor_maps(target) or not spec.has_aggregates:
+        return spec
+    return Specialization(fn.arg_names, spec.key, tensor_maps=uses_tensor_maps(target))
 
 
 def compile_kernel(fn: Any, spec: Any, options: dict[str, Any], target: str, record_passes: bool = False,
@@ -148,6 +159,7 @@ def compile_kernel(fn: Any, spec: Any, options: dict[str, Any], target: str, rec
     the driver's JIT and keeps the text of each stage for `tile.dump`.
     """
     options = {**DEFAULT_OPTIONS, **options}
+    spec = _with_tensor_maps(fn, spec, target)
     launching = target != INTERPRETER and until is None and not record_passes
     if launching:
         from .runtime.cache import DiskCache

@@ -23,7 +23,8 @@ After (simt IR: what one thread runs):
 
 Each op family lives in its own module (lower_elementwise, lower_cast, lower_memory,
 lower_control, lower_shape, lower_reduce, lower_scan, lower_gather, lower_histogram, lower_atomics,
-lower_debug, lower_dot, lower_wgmma, lower_ldmatrix, lower_async, lower_inline_asm, lower_map_elementwise); they
+lower_debug, lower_dot, lower_wgmma, lower_ldmatrix, lower_async, lower_tma, lower_inline_asm, lower_map_elementwise);
+they
 register their lowerings in `lower_core.LOWERINGS`.
 """
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ..ir.types import TensorType
 from ..ir.verifier import verify
 from . import (lower_async, lower_atomics, lower_cast, lower_control, lower_debug, lower_dot,  # noqa: F401
                lower_elementwise, lower_inline_asm, lower_ldmatrix, lower_map_elementwise, lower_memory, lower_reduce,
-               lower_scan, lower_shape, lower_wgmma)
+               lower_scan, lower_shape, lower_tma, lower_wgmma)
 from . import lower_gather, lower_histogram  # noqa: F401
 from .lower_core import Lowering, LoweringError, dce, sink_predicates
 

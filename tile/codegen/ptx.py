@@ -31,7 +31,7 @@ from ..ir import simt_ops  # noqa: F401  (registers the simt ops)
 from ..ir import inline_asm
 from ..ir.core import Operation, Value
 from ..ir.float8 import is_float8_variant
-from ..ir.types import DType, PointerType, f16, f32, f64, i1, i32
+from ..ir.types import DType, PointerType, TensorMapType, f16, f32, f64, i1, i32
 from .floats import float_bits
 
 TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
@@ -50,7 +50,7 @@ class PtxError(Exception):
 
 def reg_class(t) -> str:
     """The register class holding a value of type `t`."""
-    if isinstance(t, PointerType):
+    if isinstance(t, (PointerType, TensorMapType)):
         return "rd"
     if t == i1:
         return "p"
@@ -387,7 +387,7 @@ class _Emitter:
         out += self.globals
         if self.uses_smem:
             out.append(".extern .shared .align 16 .b8 __smem[];")
-        decl = ",\n".join(f"\t.param .{_param_type(a.type)} {p}" for a, p in zip(block.args, params))
+        decl = ",\n".join(f"\t{_param_decl(a.type, p)}" for a, p in zip(block.args, params))
         out += ["", f".visible .entry {name}(", decl, ")", f".maxntid {f.attrs['num_warps'] * 32}, 1, 1", "{"]
         for cls, decl_type in REG_DECL.items():
             if self.counts[cls]:
@@ -400,7 +400,10 @@ class _Emitter:
 
     def emit_param_load(self, arg: Value, pname: str) -> None:
         t = arg.type
-        if t == i1:
+        if isinstance(t, TensorMapType):  # passed by value; TMA reads it through its generic address
+            self.emit(f"mov.b64 {self.reg(arg)}, {pname};")
+            self.emit(f"cvta.param.u64 {self.reg(arg)}, {self.reg(arg)};")
+        elif t == i1:
             tmp = self.new_reg("rs")
             self.emit(f"ld.param.u8 {tmp}, [{pname}];")
             self.emit(f"setp.ne.b16 {self.reg(arg)}, {tmp}, 0;")
@@ -416,6 +419,13 @@ def _param_name(name: str, index: int) -> str:
     if clean[0].isdigit() or clean in _RESERVED or clean.startswith("__str"):
         clean = f"p_{clean}"
     return clean
+
+
+def _param_decl(t, name: str) -> str:
+    """A kernel parameter's declaration: a tensor map is 128 bytes, 64-byte aligned (CUtensorMap)."""
+    if isinstance(t, TensorMapType):
+        return f".param .align 64 .b8 {name}[128]"
+    return f".param .{_param_type(t)} {name}"
 
 
 def _param_type(t) -> str:
@@ -830,3 +840,4 @@ def emit_ptx(simt_func: Operation, target: str = "sm_90a", ptx_version: str = "8
 
 
 from . import ptx_wgmma  # noqa: E402,F401  (registers the emission of wgmma, which builds on this module)
+from . import ptx_tma  # noqa: E402,F401  (and of TMA copies and mbarriers)

@@ -190,19 +190,22 @@ class tuple(builtins.tuple):  # noqa: A001 - Triton's name
 # ---------------------------------------------------------------- kernel arguments
 
 
-def argument_value(key: Any, leaves: Iterator[Any], make_descriptor: Callable[..., Any]) -> Any:
+def argument_value(key: Any, leaves: Iterator[Any], make_descriptor: Callable[..., Any],
+                   tensor_maps: bool = False) -> Any:
     """The value a kernel sees for an argument specialized as `key`, built from its leaves
     (`tensor`s for IR parameters, constants for folded ones) in specialize.leaf_keys order.
-    `make_descriptor(base, shape, strides, block_shape, padding)` builds a tensor descriptor."""
+    `make_descriptor(base, shape, strides, block_shape, padding, tensormap)` builds a tensor
+    descriptor; with `tensor_maps` (sm_90a) each descriptor's last leaf is its TMA tensor map."""
     tag = key[0]
     if tag == "tuple":
-        items = [argument_value(k, leaves, make_descriptor) for k in key[2]]
+        items = [argument_value(k, leaves, make_descriptor, tensor_maps) for k in key[2]]
         return key[1]._make(items) if is_namedtuple(key[1]) else builtins.tuple(items)
     if tag == "desc":
         base = next(leaves)
         shape = [next(leaves) for _ in key[2]]
         strides = [next(leaves) for _ in key[3]]
-        return make_descriptor(base, shape, strides, key[4], key[5])
+        tensormap = next(leaves) if tensor_maps else None
+        return make_descriptor(base, shape, strides, key[4], key[5], tensormap)
     return next(leaves)
 
 

@@ -570,7 +570,7 @@ def build_function(fn: "JITFunction", spec: "Specialization", target: Optional[s
         leaves = iter([tensor(next(args)) if p.runtime else p.value for p in spec.params])
         make_descriptor = lambda *parts: descriptor(sem, *parts)  # noqa: E731
         for name, key in zip(fn.arg_names, spec.key):
-            gen.lscope[name] = argument_value(key, leaves, make_descriptor)
+            gen.lscope[name] = argument_value(key, leaves, make_descriptor, spec.tensor_maps)
             name_leaves(gen.lscope[name], name)
         gen.visit_compound(structured_returns(fdef))
     finally:

@@ -10,11 +10,13 @@ block shape and padding. Unlike block pointers, its accesses stay ops in tile IR
     tt.descriptor_store %base, %M, %N, %stride_m, %c1, %off_m, %off_n, %value {block_shape = [64, 64]}
 
 which the interpreter runs directly and tile/opt/expand_descriptors.py turns into masked
-pointer accesses before the gpu passes (a Hopper backend may lower them to TMA instead).
+pointer accesses before the gpu passes. On sm_90a a host descriptor also carries its TMA tensor
+map (a `tensormap` kernel parameter, see tile/runtime/tensor_map.py) as the accesses' last
+operand, and tile/opt/tma.py lowers them to TMA copies.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from tile.ir.types import DType, PointerType, TensorType, i32, i64
 
@@ -58,26 +60,27 @@ class tensor_descriptor(Aggregate):
     tensor. `desc.shape`, `desc.strides`, `desc.block_shape`, `desc.dtype` and
     `desc.block_type` describe it."""
 
-    __slots__ = ("base", "_shape", "_strides", "_block_shape", "padding")
-    field_names = ("base", "shape", "strides")
+    __slots__ = ("base", "_shape", "_strides", "_block_shape", "padding", "tensormap")
+    field_names = ("base", "shape", "strides", "tensormap")
 
     def __init__(self, base: tensor, shape: Sequence[Any], strides: Sequence[Any], block_shape: Sequence[int],
-                 padding: str):
+                 padding: str, tensormap: Optional[tensor] = None):
         self.base = base
         self._shape = tuple(shape)
         self._strides = tuple(strides)
         self._block_shape = tuple(block_shape)
         self.padding = padding
+        self.tensormap = tensormap  # a host descriptor's TMA tensor map (sm_90a), else None
 
     def fields(self) -> tuple:
-        return (self.base, self._shape, self._strides)
+        return (self.base, self._shape, self._strides, self.tensormap)
 
     def static_key(self) -> tuple:
         return (self._block_shape, self.padding)
 
     def with_fields(self, fields: Sequence[Any]) -> "tensor_descriptor":
-        base, shape, strides = fields
-        return tensor_descriptor(base, shape, strides, self._block_shape, self.padding)
+        base, shape, strides, tensormap = fields
+        return tensor_descriptor(base, shape, strides, self._block_shape, self.padding, tensormap)
 
     @property
     def element(self) -> "DType | PointerType":
@@ -141,11 +144,11 @@ def _list(x: Any, what: str) -> list[Any]:
 
 
 def descriptor(sem: "Semantic", base: tensor, shape: Sequence[Any], strides: Sequence[Any],
-               block_shape: Sequence[int], padding: str) -> tensor_descriptor:
+               block_shape: Sequence[int], padding: str, tensormap: Optional[tensor] = None) -> tensor_descriptor:
     """A descriptor from checked parts: shapes as int32, strides as int64 (ints stay ints)."""
     shape_values = [index_value(sem, s, "tensor descriptor shape", i32, narrowing=True) for s in shape]
     strides_values = [index_value(sem, s, "tensor descriptor strides", i64) for s in strides]
-    return tensor_descriptor(base, shape_values, strides_values, block_shape, padding)
+    return tensor_descriptor(base, shape_values, strides_values, block_shape, padding, tensormap)
 
 
 def make_descriptor(sem: "Semantic", base: Any, shape: Any, strides: Any, block_shape: Any,
@@ -199,6 +202,11 @@ def _operands(sem: "Semantic", desc: tensor_descriptor, offsets: Any, what: str)
     return [v.handle for v in values]
 
 
+def _tensormap(desc: tensor_descriptor) -> list[Any]:
+    """The accesses' trailing tensormap operand: present for host descriptors on sm_90a."""
+    return [] if desc.tensormap is None else [unwrap(desc.tensormap).handle]
+
+
 def _descriptor(desc: Any, what: str) -> tensor_descriptor:
     desc = unwrap(desc)
     if not isinstance(desc, tensor_descriptor):
@@ -210,6 +218,7 @@ def descriptor_load(sem: "Semantic", desc: Any, offsets: Any) -> tensor:
     desc = _descriptor(desc, "tensor descriptor load")
     operands = _operands(sem, desc, offsets, "tensor descriptor load")
     result = TensorType(desc._block_shape, desc.element)
+    operands += _tensormap(desc)
     return tensor(sem.builder.value("tt.descriptor_load", operands, result, block_shape=list(desc._block_shape),
                                     padding=desc.padding))
 
@@ -223,7 +232,7 @@ def descriptor_store(sem: "Semantic", desc: Any, offsets: Any, value: Any) -> No
         got = f"shape {list(value.shape)}" if isinstance(value, tensor) else repr(value)
         raise ValueError(f"{what}: the value must be a block of the descriptor's block shape {list(shape)}, got {got}")
     value = sem.cast(value, desc.element)
-    operands = _operands(sem, desc, offsets, what) + [value.handle]
+    operands = _operands(sem, desc, offsets, what) + [value.handle] + _tensormap(desc)
     sem.builder.create("tt.descriptor_store", operands, [], {"block_shape": list(shape)})
 
 

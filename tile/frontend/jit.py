@@ -384,7 +384,8 @@ class JITFunction:
             check_launch_options(self.__name__, options)
             del options["num_ctas"]
             compiler = _compiler()
-            spec, target = Specialization(self.arg_names, key[:-trailing]), key[-1]
+            target = key[-1]
+            spec = Specialization(self.arg_names, key[:-trailing], tensor_maps=_uses_tensor_maps(target))
             if target != compiler.INTERPRETER:
                 self._check_device_arrays(spec, values)
             compiled = compiler.compile_kernel(self, spec, options, target)
@@ -392,7 +393,9 @@ class JITFunction:
             runtime_args = [i for i, k in enumerate(self._kinds) if k != _CONSTEXPR]
             entry = compiled.make_entry(*spec.launch_positions(set(runtime_args)))
             if spec.has_aggregates:
-                entry = flattening_entry(entry, tuple(spec.key[i] for i in runtime_args))
+                entry = flattening_entry(entry, tuple(spec.key[i] for i in runtime_args),
+                                         _tensor_map_bytes() if spec.tensor_maps else None,
+                                         tuple(self.arg_names[i] for i in runtime_args))
             self._launchers[key] = entry
             if not self._fast_tried and getattr(entry, "fast", None) is not None:
                 self._make_fast_launch(values)
@@ -414,6 +417,19 @@ class JITFunction:
 
 
 @functools.cache
+def _tensor_map_bytes() -> Callable[[Any], bytes]:
+    from tile.runtime.tensor_map import tensor_map_bytes
+
+    return tensor_map_bytes
+
+
+def _uses_tensor_maps(target: str) -> bool:
+    """Whether host descriptors reach kernels for `target` with their TMA tensor maps (sm_90a)."""
+    from tile.runtime.tensor_map import uses_tensor_maps
+
+    return uses_tensor_maps(target)
+
+
 def _compiler() -> types.ModuleType:
     import tile.compiler
 

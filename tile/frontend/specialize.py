@@ -19,6 +19,9 @@ the tuples themselves:
 A tuple or descriptor argument becomes one IR parameter per runtime leaf (its members, or its
 base, shape and strides), named `t.0`, `desc.shape.1`, ...; its launch value is the tuple of
 its leaves' launch values, which `flattening_entry` spreads out before a compiled kernel's entry.
+For a target with TMA (sm_90a, `Specialization(..., tensor_maps=True)`) a descriptor has one
+more leaf, `desc.tensormap` (a `tensormap` parameter: its 128-byte CUtensorMap), whose launch
+value `flattening_entry` makes from the descriptor (tile/runtime/tensor_map.py).
 Tuple and descriptor arguments take the general launch path (fast_arg gives None for them).
 """
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 
-from tile.ir.types import DTYPES, PointerType, Type
+from tile.ir.types import DTYPES, PointerType, Type, tensormap
 from tile.runtime.arrays import TORCH_DTYPE_NAMES, DeviceArray, describe_argument, torch_dtype_name
 from tile.runtime.cuda_driver import is_torch_tensor
 from tile.tools.tensor_descriptor import TensorDescriptor
@@ -112,43 +115,75 @@ def _descriptor_arg(d: TensorDescriptor, specialize: bool) -> tuple[tuple, tuple
     return key, (base_value, *d.shape, *d.strides)
 
 
-def leaf_keys(key: tuple) -> list[tuple]:
+TENSORMAP_KEY = ("tensormap",)
+
+
+def leaf_keys(key: tuple, tensor_maps: bool = False) -> list[tuple]:
     """The keys of an argument's leaves: itself, or a tuple's members, or a descriptor's
-    base, shape and strides."""
+    base, shape and strides (and its tensor map, with `tensor_maps`)."""
     if key[0] == "tuple":
-        return [k for member in key[2] for k in leaf_keys(member)]
+        return [k for member in key[2] for k in leaf_keys(member, tensor_maps)]
     if key[0] == "desc":
-        return [key[1], *key[2], *key[3]]
+        return [key[1], *key[2], *key[3]] + ([TENSORMAP_KEY] if tensor_maps else [])
     return [key]
 
 
-def leaf_values(value: Any, key: tuple) -> list[Any]:
-    """The leaves of an argument specialized as `key` (in leaf_keys order)."""
+def leaf_values(value: Any, key: tuple, tensor_maps: bool = False) -> list[Any]:
+    """The leaves of an argument specialized as `key` (in leaf_keys order; a descriptor stands
+    for its own tensor map)."""
     if key[0] == "tuple":
-        return [leaf for member, k in zip(value, key[2]) for leaf in leaf_values(member, k)]
+        return [leaf for member, k in zip(value, key[2]) for leaf in leaf_values(member, k, tensor_maps)]
     if key[0] == "desc":
-        return [value.base, *value.shape, *value.strides]
+        return [value.base, *value.shape, *value.strides] + ([value] if tensor_maps else [])
     return [value]
 
 
-def _leaf_names(name: str, key: tuple) -> list[str]:
+def _leaf_names(name: str, key: tuple, tensor_maps: bool) -> list[str]:
     if key[0] == "tuple":
-        return [n for i, member in enumerate(key[2]) for n in _leaf_names(f"{name}.{i}", member)]
+        return [n for i, member in enumerate(key[2]) for n in _leaf_names(f"{name}.{i}", member, tensor_maps)]
     if key[0] == "desc":
         return ([f"{name}.base"] + [f"{name}.shape.{i}" for i in range(len(key[2]))]
-                + [f"{name}.strides.{i}" for i in range(len(key[3]))])
+                + [f"{name}.strides.{i}" for i in range(len(key[3]))] + ([f"{name}.tensormap"] if tensor_maps else []))
     return [name]
 
 
-def flattening_entry(entry: Callable[..., None], keys: tuple[tuple, ...]) -> Callable[..., None]:
+def _with_tensor_maps(value: Any, key: tuple, arg: Any, tensor_map: Callable[[TensorDescriptor], bytes]) -> list[Any]:
+    """The launch values of an aggregate argument's leaves, each descriptor's tensor map after
+    its strides (the leaf order of leaf_keys with tensor_maps)."""
+    if key[0] == "desc":
+        return [*value, tensor_map(arg)]
+    out: list[Any] = []
+    values = iter(value)
+    for member, k in zip(arg, key[2]):
+        if k[0] in AGGREGATES:
+            count = len(leaf_keys(k))
+            out.extend(_with_tensor_maps(tuple(next(values) for _ in range(count)), k, member, tensor_map))
+        else:
+            out.append(next(values))
+    return out
+
+
+def flattening_entry(entry: Callable[..., None], keys: tuple[tuple, ...],
+                     tensor_map: Optional[Callable[[TensorDescriptor], bytes]] = None,
+                     names: tuple[str, ...] = ()) -> Callable[..., None]:
     """An entry for a kernel with tuple or descriptor arguments: spreads their launch values
     and arguments into leaves, then calls `entry` (made for the leaves). `keys` are the keys of
-    the runtime (non-constexpr) arguments."""
+    the runtime (non-constexpr) arguments, `names` their names. With `tensor_map` (a kernel
+    compiled with tensor-map leaves), each descriptor also passes `tensor_map(descriptor)`, its
+    128 bytes; a ValueError of it (a TMA rule broken) names the argument."""
 
     def flat_entry(grid: Any, values: tuple, args: tuple, stream: Any) -> None:
         flat_values, flat_args = [], []
-        for key, value, arg in zip(keys, values, args):
-            if key[0] in AGGREGATES:
+        for i, (key, value, arg) in enumerate(zip(keys, values, args)):
+            if key[0] in AGGREGATES and tensor_map is not None:
+                try:
+                    leaves = _with_tensor_maps(value, key, arg, tensor_map)
+                except ValueError as err:
+                    name = names[i] if i < len(names) else str(i)
+                    raise ValueError(f"argument '{name}': {err}") from None
+                flat_values.extend(leaves)
+                flat_args.extend(leaf_values(arg, key, True))
+            elif key[0] in AGGREGATES:
                 flat_values.extend(value)
                 flat_args.extend(leaf_values(arg, key))
             else:
@@ -270,6 +305,8 @@ class Param(NamedTuple):
 def _param(name: str, key: tuple) -> Param:
     if key[0] == "c":
         return Param(name, False, value=key[2])
+    if key == TENSORMAP_KEY:
+        return Param(name, True, tensormap)
     if key[0] == "ptr":  # ("ptr", dtype, alignment, in device memory)
         return Param(name, True, PointerType(DTYPES[key[1]]), key[2])
     return Param(name, True, DTYPES[key[0]], key[1])
@@ -280,13 +317,14 @@ class Specialization:
     per argument, or per leaf of a tuple or descriptor argument; `leaf_args` gives the
     argument of each)."""
 
-    __slots__ = ("key", "params", "runtime_indices", "leaf_args", "has_aggregates")
+    __slots__ = ("key", "params", "runtime_indices", "leaf_args", "has_aggregates", "tensor_maps")
 
-    def __init__(self, arg_names: tuple[str, ...], key: tuple):
+    def __init__(self, arg_names: tuple[str, ...], key: tuple, tensor_maps: bool = False):
         self.key = key
+        self.tensor_maps = tensor_maps  # descriptors carry their TMA tensor maps (sm_90a)
         params, leaf_args = [], []
         for i, (name, k) in enumerate(zip(arg_names, key)):
-            for leaf_name, leaf_key in zip(_leaf_names(name, k), leaf_keys(k)):
+            for leaf_name, leaf_key in zip(_leaf_names(name, k, tensor_maps), leaf_keys(k, tensor_maps)):
                 params.append(_param(leaf_name, leaf_key))
                 leaf_args.append(i)
         self.params = tuple(params)
@@ -313,7 +351,7 @@ class Specialization:
         return f"Specialization({', '.join(parts)})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Specialization) and other.key == self.key
+        return isinstance(other, Specialization) and other.key == self.key and other.tensor_maps == self.tensor_maps
 
     def __hash__(self) -> int:
-        return hash(self.key)
+        return hash((self.key, self.tensor_maps))

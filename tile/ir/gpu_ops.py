@@ -44,6 +44,19 @@ tile.ir.dot_layouts.wgmma_shared):
   gpu.fence_async_shared            makes this thread's earlier shared-memory writes (local_store,
                                     landed async copies) visible to wgmma after a gpu.barrier
 
+Hopper's tensor memory accelerator (sm_90a; tile/opt/tma.py makes these of a host descriptor's
+tt.descriptor_load / tt.descriptor_store, the buffer laid out as tile.ir.tma_layouts.tma_layout):
+
+  gpu.tma_load %buf, %tensormap, %coords...   copies the block at %coords (i32, one per
+                                    dimension) of the tensor that %tensormap describes into
+                                    %buf, out-of-bounds elements zero (or NaN) filled, and waits
+                                    for it: afterwards every thread may read %buf, and wgmma too
+                                    (the lowering brackets the copy with barriers and an mbarrier)
+  gpu.tma_store %buf, %tensormap, %coords...  writes %buf (filled by gpu.local_store) to the
+                                    block at %coords, clipped to the tensor, and waits until
+                                    %buf has been read (the lowering fences the writes to the
+                                    async proxy and synchronizes the CTA first)
+
 The layout rules of every op (which operand layouts an op needs, given its result layouts)
 live here too, in `required_operand_types`; passes insert gpu.convert_layout where an operand
 breaks them (`legalize`) and `verify_layouts` checks them:
@@ -83,7 +96,8 @@ from .dot_layouts import DotOperandLayout, MmaLayout, fma_operand_layout
 from .layouts import (BlockedLayout, DistributedLayout, Layout, SharedLayout, SliceLayout, join_layout, reshape_layout,
                       split_layout, trans_layout)
 from .ops import VerificationError, expect, expect_counts, register_op
-from .types import DType, PointerType, TensorType, Type, element_type, i1, i32
+from .tma_layouts import tma_layout
+from .types import DType, PointerType, TensorMapType, TensorType, Type, element_type, i1, i32
 
 
 def element_bytes(t: Type) -> int:
@@ -214,6 +228,21 @@ def _verify_dot_wait(op: Operation) -> None:
 
 
 register_op("gpu.fence_async_shared", pure=False)(None)
+
+
+def _verify_tma(op: Operation) -> None:
+    expect(op, op.num_operands >= 3 and not op.results, "expects a buffer, a tensormap and coordinates, no results")
+    buf = op.operand(0).type
+    expect(op, _shared(buf), "the buffer must be a tensor with a #shared layout")
+    expect(op, isinstance(op.operand(1).type, TensorMapType), "the second operand must be a tensormap")
+    expect(op, op.num_operands == 2 + buf.rank, f"expects {buf.rank} coordinates for a rank-{buf.rank} buffer")
+    expect(op, all(v.type == i32 for v in op.operands[2:]), "coordinates must be i32 scalars")
+    want = tma_layout(buf.shape, element_bytes(buf)).shared
+    expect(op, buf.layout == want, f"the buffer's layout must be TMA's {want}")
+
+
+register_op("gpu.tma_load", pure=False)(_verify_tma)
+register_op("gpu.tma_store", pure=False)(_verify_tma)
 
 
 # ------------------------------------------------------------------------ layout rules

@@ -39,6 +39,8 @@ expanded into masked tt.load / tt.store by tile/opt/expand_descriptors.py before
                                     reads 0 (padding "zero") or NaN (padding "nan", floats only)
   tt.descriptor_store %base, %shape..., %strides..., %offsets..., %value {block_shape}
                                     writes the elements of %value that fall inside the tensor
+  On sm_90a, the accesses of a host descriptor end with one more operand, its %tensormap
+  (tensormap); tile/opt/tma.py lowers those to TMA copies instead of expanding them.
 
 Elementwise (operands have identical types, scalar or tensor; the frontend inserts
 splats, broadcasts and casts. Integer signedness comes from the dtype: i32 vs u32):
@@ -131,7 +133,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from .core import Operation
-from .types import DType, PointerType, TensorType, Type, element_type, i1, i32, i64, shape_of, with_element
+from .types import DType, PointerType, TensorMapType, TensorType, Type, element_type, i1, i32, i64, shape_of, with_element
 
 
 class VerificationError(Exception):
@@ -532,8 +534,11 @@ def _verify_descriptor_operands(op: Operation, extra: int) -> tuple[int, Pointer
     expect(op, isinstance(block, list) and 1 <= len(block) <= 5 and all(isinstance(d, int) and d > 0 for d in block),
            f"block_shape must be a list of 1 to 5 positive ints, got {block!r}")
     rank = len(block)
-    expect(op, op.num_operands == 1 + 3 * rank + extra,
-           f"expects {1 + 3 * rank + extra} operands for a rank-{rank} block, got {op.num_operands}")
+    if op.num_operands == 2 + 3 * rank + extra:  # a host descriptor's tensor map comes last (sm_90a)
+        expect(op, isinstance(op.operands[-1].type, TensorMapType), "the last operand must be a tensormap")
+    else:
+        expect(op, op.num_operands == 1 + 3 * rank + extra,
+               f"expects {1 + 3 * rank + extra} operands for a rank-{rank} block, got {op.num_operands}")
     base = op.operand(0).type
     expect(op, isinstance(base, PointerType), f"base must be a scalar pointer, got {base}")
     groups = (("shape", i32, op.operands[1:1 + rank]), ("stride", i64, op.operands[1 + rank:1 + 2 * rank]),

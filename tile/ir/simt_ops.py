@@ -92,6 +92,25 @@ Hopper's warp-group tensor cores (sm_90a; the 4 warps of a warp group run each o
                                           writes to shared memory (st.shared, landed cp.async)
                                           become visible to wgmma (the async proxy) after a
                                           barrier
+
+Hopper's tensor memory accelerator (sm_90a; %bar: the i32 shared address of an 8-byte mbarrier,
+%tmap: a tensormap parameter (PTX: its generic address, cvta.param), %c...: i32 coordinates, innermost
+first; nothing happens where the i1 %pred is false):
+
+  simt.mbarrier_init %bar, %pred {count}  mbarrier.init.shared::cta.b64: `count` arrivals per phase
+  simt.mbarrier_expect_tx %bar, %pred {bytes}   mbarrier.arrive.expect_tx: arrives, and the
+                                          phase also waits for `bytes` of copies to land
+  simt.mbarrier_wait %bar, %phase         mbarrier.try_wait.parity in a loop until the phase of
+                                          parity %phase (i32) has completed
+  simt.mbarrier_inval %bar, %pred         mbarrier.inval.shared::cta.b64
+  simt.tma_load %dst, %bar, %tmap, %pred, %c...   cp.async.bulk.tensor.Nd.shared::cluster.global
+                                          .mbarrier::complete_tx::bytes: the box at %c into
+                                          shared %dst (i32), completing bytes on %bar
+  simt.tma_store %src, %tmap, %pred, %c...   cp.async.bulk.tensor.Nd.global.shared::cta
+                                          .bulk_group: shared %src to the box at %c (clipped)
+  simt.bulk_commit                        cp.async.bulk.commit_group
+  simt.bulk_wait_read {pending}           cp.async.bulk.wait_group.read N: at most N groups
+                                          still read their shared memory
   simt.atom %a, %pred, %v {kind, sem, scope, offset} : T     old value (0 where %pred false);
                                           kind: add max min and or xor exch
   simt.red %a, %pred, %v {kind, sem, scope, offset}          atom without a result; %a may also
@@ -112,7 +131,7 @@ from typing import Optional
 
 from .core import Operation
 from .ops import expect, expect_counts, register_op
-from .types import DType, PointerType, f32, f64, i1, i32, u64
+from .types import DType, PointerType, f32, f64, i1, i32, tensormap, u64
 
 APPROX_FNS = ("ex2", "lg2", "sin", "cos", "rsqrt", "rcp", "tanh", "div", "rcp64h")
 SHFL_MODES = ("bfly", "up", "down", "idx")
@@ -133,7 +152,8 @@ def _verify_func(op: Operation) -> None:
     term = op.regions[0].block.terminator
     expect(op, term is not None and term.name == "simt.return", "function must end in simt.return")
     for a in op.regions[0].block.args:
-        _scalar(op, a.type, "parameter")
+        if a.type != tensormap:  # a TMA tensor map: passed by value, read by address
+            _scalar(op, a.type, "parameter")
 
 
 register_op("simt.return", terminator=True, pure=False)(None)
@@ -445,3 +465,51 @@ def _verify_assertfail(op: Operation) -> None:
     for key in ("message", "file", "function"):
         expect(op, isinstance(op.attrs.get(key), str), f"missing {key}")
     expect(op, isinstance(op.attrs.get("line"), int), "missing line")
+
+
+# ------------------------------------------------------------------ tensor memory accelerator
+
+
+def _verify_mbarrier_pred(op: Operation) -> None:
+    expect_counts(op, 2, 0)
+    expect(op, [v.type for v in op.operands] == [i32, i1], "operands: mbarrier address (i32), predicate (i1)")
+
+
+@register_op("simt.mbarrier_init", pure=False)
+def _verify_mbarrier_init(op: Operation) -> None:
+    _verify_mbarrier_pred(op)
+    expect(op, isinstance(op.attrs.get("count"), int) and op.attrs["count"] > 0, "count must be an int > 0")
+
+
+@register_op("simt.mbarrier_expect_tx", pure=False)
+def _verify_mbarrier_expect_tx(op: Operation) -> None:
+    _verify_mbarrier_pred(op)
+    expect(op, isinstance(op.attrs.get("bytes"), int) and op.attrs["bytes"] > 0, "bytes must be an int > 0")
+
+
+register_op("simt.mbarrier_inval", pure=False)(_verify_mbarrier_pred)
+
+
+@register_op("simt.mbarrier_wait", pure=False)
+def _verify_mbarrier_wait(op: Operation) -> None:
+    expect_counts(op, 2, 0)
+    expect(op, [v.type for v in op.operands] == [i32, i32], "operands: mbarrier address (i32), phase parity (i32)")
+
+
+def _verify_tma_copy(op: Operation, head: list) -> None:
+    expect(op, not op.results and len(head) + 1 <= op.num_operands <= len(head) + 5,
+           f"expects {len(head)} operands and 1 to 5 coordinates, no results")
+    expect(op, [v.type for v in op.operands[:len(head)]] == head, f"operands start with {head}")
+    expect(op, all(v.type == i32 for v in op.operands[len(head):]), "coordinates are i32")
+
+
+register_op("simt.tma_load", pure=False)(lambda op: _verify_tma_copy(op, [i32, i32, tensormap, i1]))
+register_op("simt.tma_store", pure=False)(lambda op: _verify_tma_copy(op, [i32, tensormap, i1]))
+register_op("simt.bulk_commit", pure=False)(None)
+
+
+@register_op("simt.bulk_wait_read", pure=False)
+def _verify_bulk_wait_read(op: Operation) -> None:
+    expect_counts(op, 0, 0)
+    pending = op.attrs.get("pending")
+    expect(op, isinstance(pending, int) and pending >= 0, "pending must be an int >= 0")

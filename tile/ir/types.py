@@ -4,6 +4,7 @@ Types are immutable, hashable values whose `str()` is their IR spelling:
 
     i32            DType (scalar)           f16, bf16, f8e4nv, u64, i1 ...
     ptr<f32>       PointerType              a global-memory address of an f32 (ptr<f32, const>: read-only)
+    tensormap      TensorMapType            a 128-byte TMA tensor map (CUtensorMap), a kernel parameter
     tensor<4x8xf32>                          TensorType without a layout (tile IR)
     tensor<128xf32, #blocked<...>>           TensorType with a layout (gpu IR)
 
@@ -112,6 +113,22 @@ ScalarType = Union[DType, PointerType]
 
 
 @dataclass(frozen=True)
+class TensorMapType:
+    """A TMA tensor map (CUDA's 128-byte CUtensorMap) of a host tensor descriptor: a kernel
+    parameter passed by value on sm_90a, whose address `cp.async.bulk.tensor` reads."""
+
+    name = "tensormap"
+
+    def __str__(self) -> str:
+        return "tensormap"
+
+    __repr__ = __str__
+
+
+tensormap = TensorMapType()
+
+
+@dataclass(frozen=True)
 class TensorType:
     """A block of `shape` elements. `layout` is None in tile IR and a Layout in gpu IR."""
 
@@ -138,7 +155,7 @@ class TensorType:
         return len(self.shape)
 
 
-Type = Union[DType, PointerType, TensorType]
+Type = Union[DType, PointerType, TensorType, TensorMapType]
 
 
 def element_type(t: Type) -> ScalarType:
@@ -206,6 +223,8 @@ def parse_type_at(text: str, pos: int) -> tuple[Type, int]:
     pos = word.end()
     if name in DTYPES:
         return DTYPES[name], pos
+    if name == "tensormap":
+        return tensormap, pos
     if name == "ptr":
         if text[pos:pos + 1] != "<":
             raise TypeParseError("expected '<' after ptr")

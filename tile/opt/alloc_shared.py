@@ -10,7 +10,8 @@ next iteration comes back to it. Buffers are placed largest first at the lowest 
 every placed buffer whose lifetime intersects its own, aligned to 16 bytes, or to 128 bytes for
 a swizzled buffer (its bank pattern is computed from a line start), or to 8 rows of its swizzle
 (1024 bytes for 128-byte rows) for a buffer wgmma reads (the hardware swizzles by address bits,
-so each swizzle atom must start at such a boundary). The copies a pipelined loop
+so each swizzle atom must start at such a boundary; a TMA copy's buffer likewise, and at least
+to 128 bytes). The copies a pipelined loop
 leaves in flight land at the gpu.async_wait {pending = 0} right after the loop, before any
 later buffer that reuses their bytes is touched.
 Sets `offset` on local_alloc, `scratch_offset` on reduce/scan, and func attr `shared_bytes`.
@@ -38,6 +39,7 @@ from ..ir import Operation, TensorType
 from ..ir.dot_layouts import wgmma_swizzle
 from ..ir.gpu_ops import element_bytes, stage_layout
 from ..ir.layouts import gather_in_warp, warps_split_dim
+from ..ir.tma_layouts import tma_layout
 from .pass_manager import Pass
 
 ALIGN = 16
@@ -122,9 +124,13 @@ def _buffers(func: Operation) -> list[_Buffer]:
 
 
 def _wgmma_alignment(alloc: Operation) -> int:
-    """8 rows of the swizzle of a buffer some wgmma dot reads (see the module docstring), else 1."""
+    """8 rows of the swizzle of a buffer some wgmma dot reads (see the module docstring), else 1;
+    a TMA copy's buffer: that, and at least 128 bytes (cp.async.bulk.tensor's rule)."""
     t = alloc.result.type
-    if not any(u.name == "tt.dot" for u in _users_through_views(alloc)):
+    users = _users_through_views(alloc)
+    if any(u.name in ("gpu.tma_load", "gpu.tma_store") for u in users):
+        return max(128, 8 * tma_layout(t.shape, element_bytes(t)).swizzle)
+    if not any(u.name == "tt.dot" for u in users):
         return 1
     layout, shape = t.layout, t.shape
     if t.rank == 3:

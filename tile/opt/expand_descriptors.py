@@ -33,6 +33,7 @@ from ..ir.types import i1, i32, i64
 from .canonicalize import constant_value
 from .dce import replace_op
 from .pass_manager import Pass
+from .tma import uses_tma
 
 DESCRIPTOR_OPS = ("tt.descriptor_load", "tt.descriptor_store")
 
@@ -98,18 +99,20 @@ def expand(op: Operation) -> None:
         fill = b.constant(float("nan") if op.attrs["padding"] == "nan" else 0, op.result.type)
         replace_op(op, b.value("tt.load", [pointers, mask, fill], op.result.type))
     else:
-        b.create("tt.store", [pointers, op.operands[-1], mask])
+        b.create("tt.store", [pointers, op.operand(1 + 3 * rank), mask])
         op.erase()
 
 
 class ExpandDescriptors(Pass):
-    """tt.descriptor_load / tt.descriptor_store -> masked tt.load / tt.store."""
+    """tt.descriptor_load / tt.descriptor_store -> masked tt.load / tt.store (except the TMA
+    accesses of tile/opt/tma.py: those of a host descriptor's tensor map, on sm_90a)."""
 
     name = "expand-descriptors"
 
     def run(self, func: Operation) -> None:
         for op in [o for o in func.walk() if o.name in DESCRIPTOR_OPS]:
-            expand(op)
+            if not uses_tma(op):  # sm_90a's host descriptors: tile/opt/tma.py lowers those
+                expand(op)
 
 
 __all__ = ["ExpandDescriptors", "expand", "DESCRIPTOR_OPS"]

@@ -6,7 +6,7 @@ the FMA path; coalesce picks the layouts of memory accesses; remove-layout-conve
 them (and the dots' layouts) and deletes the conversions that become useless; vectorize sets each
 access's width; convert-through-shared turns the remaining thread-crossing conversions into
 shared-memory round trips, which stages the dot operands in swizzled buffers (and orients
-wgmma's); pipeline turns the staging of the loads feeding a dot in a loop into num_stages-buffered
+wgmma's); tma turns the accesses of host descriptors on sm_90a into TMA copies; pipeline turns the staging of the loads feeding a dot in a loop into num_stages-buffered
 cp.async copies (wgmma dots run asynchronously across them); alloc-shared places buffers and
 reduce scratch; insert-barriers synchronizes shared-memory hazards (and fences the writes wgmma
 reads).
@@ -21,15 +21,16 @@ from .insert_barriers import InsertBarriers
 from .pass_manager import Pass
 from .pipeline import Pipeline
 from .remove_layout_conversions import RemoveLayoutConversions
+from .tma import LowerToTma
 from .to_gpu import ConvertToGpu
 from .vectorize import Vectorize
 
 
 def gpu_passes(num_warps: int, target: str, threads_per_warp: int = 32, num_stages: int = 3) -> list[Pass]:
     """convert-to-gpu, accelerate-dot, coalesce, remove-layout-conversions, vectorize,
-    convert-through-shared, pipeline, alloc-shared, insert-barriers."""
+    convert-through-shared, tma, pipeline, alloc-shared, insert-barriers."""
     return [ConvertToGpu(num_warps, target, threads_per_warp, num_stages), AccelerateDot(), Coalesce(),
-            RemoveLayoutConversions(), Vectorize(), ConvertThroughShared(), Pipeline(), AllocShared(),
+            RemoveLayoutConversions(), Vectorize(), ConvertThroughShared(), LowerToTma(), Pipeline(), AllocShared(),
             InsertBarriers()]
 
 

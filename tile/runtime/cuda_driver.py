@@ -288,8 +288,10 @@ class CudaKernel:
 
 
 # How each argument kind is written into its 8-byte slot by `struct` ("=": no implicit
-# padding, so every slot starts at a multiple of 8). bf16 travels as its 16 bits.
+# padding, so every slot starts at a multiple of 8). bf16 travels as its 16 bits; a TMA
+# tensor map (sm_90a) as its 128 bytes, in a slot of 128 bytes.
 _SLOT_FORMAT: dict[str, str] = {
+    "tensormap": "128s",
     "ptr": "Q",
     "i1": "?7x",
     "i8": "b7x",
@@ -306,6 +308,7 @@ _SLOT_FORMAT: dict[str, str] = {
     "f64": "d",
 }
 _SLOT_BYTES = 8
+_WIDE_SLOTS = {"tensormap": 128}
 
 
 def _bf16_bits(value: float) -> int:
@@ -388,9 +391,11 @@ class Launcher:
         self._pack = struct.Struct("=" + "".join(_SLOT_FORMAT[kind] for kind in arg_kinds)).pack_into
         # The storage and the pointer array live as long as the launcher: the driver reads
         # them during cuLaunchKernel only, so reusing them for the next launch is safe.
-        self._slots = (ctypes.c_uint64 * max(count, 1))()
+        sizes = [_WIDE_SLOTS.get(kind, _SLOT_BYTES) for kind in arg_kinds]
+        self._slots = (ctypes.c_uint64 * max(sum(sizes) // _SLOT_BYTES, 1))()
         base = ctypes.addressof(self._slots)
-        self._params = (ctypes.c_void_p * max(count, 1))(*(base + _SLOT_BYTES * i for i in range(count)))
+        starts = [sum(sizes[:i]) for i in range(count)]
+        self._params = (ctypes.c_void_p * max(count, 1))(*(base + start for start in starts))
         self._params_address = ctypes.addressof(self._params) if count else 0
         self._bf16_positions = tuple(i for i, kind in enumerate(arg_kinds) if kind == "bf16")
         self._max_threads = kernel.max_threads_per_block

@@ -1,0 +1,89 @@
+"""Lowering of TMA copies (gpu.tma_load, gpu.tma_store) on sm_90a, as Triton's unpipelined
+descriptor accesses: thread 0 issues the copies, one per box of tile.ir.tma_layouts.tma_layout.
+
+Before (a 64x128 f16 block: two 64x64 boxes of the 128-byte swizzle, 8 KiB apart):
+
+    gpu.tma_load %buf, %desc.tensormap, %row, %col
+
+After (per thread; %bar: 8 bytes of shared memory of the lowering's own, %t0 = (%tid == 0)):
+
+    simt.mbarrier_init %bar, %t0 {count = 1}
+    simt.barrier                                    // the barrier is initialized; every warp is
+                                                    // done with the bytes the copy overwrites
+    simt.mbarrier_expect_tx %bar, %t0 {bytes = 16384}
+    simt.tma_load %buf, %bar, %tmap, %t0, %col, %row
+    simt.tma_load %buf+8192, %bar, %tmap, %t0, %col+64, %row
+    simt.mbarrier_wait %bar, %c0                    // phase 0 completes when 16384 bytes landed
+    simt.barrier                                    // nobody waits any more:
+    simt.mbarrier_inval %bar, %t0                   // the next execution may initialize it again
+
+    gpu.tma_store %buf, %desc.tensormap, %row, %col
+->
+    simt.fence_proxy_async                          // this thread's st.shared, to the async proxy
+    simt.barrier                                    // ... every thread's
+    simt.tma_store %buf, %tmap, %t0, %col, %row
+    simt.tma_store %buf+8192, %tmap, %t0, %col+64, %row
+    simt.bulk_commit
+    simt.bulk_wait_read {pending = 0}               // the copies have read %buf
+    simt.barrier                                    // ... before any thread writes it again
+"""
+from __future__ import annotations
+
+from ..ir.core import Operation, Value
+from ..ir.gpu_ops import element_bytes
+from ..ir.tma_layouts import tma_layout
+from ..ir.types import i1, i32
+from .lower_core import Lowering, lowers
+
+
+def _boxes(ctx: Lowering, op: Operation) -> tuple[list[tuple[Value, list[Value]]], int]:
+    """(shared address, coordinates innermost first) of each box of the op's block, and the
+    bytes of one box."""
+    buf = op.operand(0)
+    t = buf.type
+    layout = tma_layout(t.shape, element_bytes(t))
+    box_bytes = element_bytes(t)
+    for d in layout.box:
+        box_bytes *= d
+    base = ctx.get(buf)[0]
+    coords = [ctx.get(v)[0] for v in op.operands[2:]]
+    boxes = []
+    for j in range(layout.copies):
+        inner = coords[-1] if j == 0 else ctx.add(coords[-1], ctx.const(j * layout.box[-1], i32))
+        addr = base if j == 0 else ctx.add(base, ctx.const(j * box_bytes, i32))
+        boxes.append((addr, [inner] + coords[-2::-1]))
+    return boxes, box_bytes
+
+
+def _first_thread(ctx: Lowering) -> Value:
+    return ctx.op("arith.cmp", [ctx.tid(), ctx.const(0, i32)], i1, predicate="eq")
+
+
+@lowers("gpu.tma_load")
+def _lower_tma_load(ctx: Lowering, op: Operation) -> None:
+    boxes, box_bytes = _boxes(ctx, op)
+    tensormap = ctx.get(op.operand(1))[0]
+    first = _first_thread(ctx)
+    bar = ctx.op("simt.smem_addr", [], i32, offset=ctx.alloc_shared(8))
+    ctx.effect("simt.mbarrier_init", [bar, first], count=1)
+    ctx.barrier()
+    ctx.effect("simt.mbarrier_expect_tx", [bar, first], bytes=box_bytes * len(boxes))
+    for addr, coords in boxes:
+        ctx.effect("simt.tma_load", [addr, bar, tensormap, first, *coords])
+    ctx.effect("simt.mbarrier_wait", [bar, ctx.const(0, i32)])
+    ctx.barrier()
+    ctx.effect("simt.mbarrier_inval", [bar, first])
+
+
+@lowers("gpu.tma_store")
+def _lower_tma_store(ctx: Lowering, op: Operation) -> None:
+    boxes, _ = _boxes(ctx, op)
+    tensormap = ctx.get(op.operand(1))[0]
+    first = _first_thread(ctx)
+    ctx.effect("simt.fence_proxy_async")
+    ctx.barrier()
+    for addr, coords in boxes:
+        ctx.effect("simt.tma_store", [addr, tensormap, first, *coords])
+    ctx.effect("simt.bulk_commit")
+    ctx.effect("simt.bulk_wait_read", pending=0)
+    ctx.barrier()

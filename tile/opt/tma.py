@@ -1,0 +1,155 @@
+"""TMA: the accesses of a host tensor descriptor become tensor-memory-accelerator copies (sm_90a).
+
+On sm_90a a host `TensorDescriptor` reaches the kernel with its TMA tensor map (a `tensormap`
+parameter, tile/runtime/tensor_map.py), which its tt.descriptor_load / tt.descriptor_store
+carry as their last operand; expand-descriptors leaves those (`uses_tma`) for this pass, which
+runs after convert-through-shared (so the buffers staging tl.dot's operands exist) and turns:
+
+- a load into a gpu.tma_load into a buffer laid out as tile.ir.tma_layouts.tma_layout (wgmma's
+  swizzle where rows hold 32 bytes or more: the tensor map is encoded with the same swizzle).
+  When its only use stores it into a buffer of exactly that layout, or into one only wgmma
+  reads and could read in that layout (the staging of a wgmma operand: the buffer takes TMA's
+  layout), the copy fills that buffer and the store goes; otherwise a gpu.local_load reads the
+  block into the load's layout.
+- a store into a gpu.local_store of the value into such a buffer and a gpu.tma_store of it.
+
+Out-of-bounds elements are the hardware's business: a load reads them as zero (NaN with padding
+"nan", the tensor map's oobFill) and a store clips them.
+
+Before (#B a blocked layout; #sh = #shared<vec = 8, per_phase = 1, max_phase = 8, order = [1, 0]>):
+    %a = tt.descriptor_load %x, %M, %K, %sm, %c1, %om, %ok, %x.tensormap {block_shape = [64, 64], padding = "zero"}
+         : tensor<64x64xf16, #B>
+    %buf = gpu.local_alloc {bytes = 8192, offset = -1} : tensor<64x64xf16, #sh>
+    gpu.local_store %buf, %a
+    %d = tt.dot %buf, %w, %acc : tensor<64x64xf32, #mma<version = 3, ...>>
+    tt.descriptor_store %y, %M, %N, %sn, %c1, %om, %on, %v, %y.tensormap {block_shape = [64, 64]}
+After:
+    %buf = gpu.local_alloc {bytes = 8192, offset = -1} : tensor<64x64xf16, #sh>
+    gpu.tma_load %buf, %x.tensormap, %om, %ok
+    %d = tt.dot %buf, %w, %acc : tensor<64x64xf32, #mma<version = 3, ...>>
+    %out = gpu.local_alloc {bytes = 8192, offset = -1} : tensor<64x64xf16, #sh>
+    gpu.local_store %out, %v
+    gpu.tma_store %out, %y.tensormap, %om, %on
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir import Operation, PointerType, TensorType, Value
+from ..ir.builder import Builder
+from ..ir.dot_layouts import MmaLayout, wgmma_swizzle
+from ..ir.gpu_ops import element_bytes, layout_of, with_layout
+from ..ir.layouts import SharedLayout
+from ..ir.tma_layouts import TMA_MAX_BOX, TMA_MIN_INNER_BYTES, tma_layout
+from ..ir.types import TensorMapType, i1
+from .dce import replace_op
+from .pass_manager import Pass
+
+
+def uses_tma(op: Operation) -> bool:
+    """Whether a tt.descriptor_load / tt.descriptor_store becomes TMA copies: it carries a
+    tensor map (a host descriptor on sm_90a) and its block fits TMA's boxes (1-bit and pointer
+    elements, which TMA does not move, keep the masked expansion)."""
+    if not op.operands or not isinstance(op.operands[-1].type, TensorMapType):
+        return False
+    element = op.operand(0).type.pointee
+    if isinstance(element, PointerType) or element == i1:
+        return False
+    block = op.attrs["block_shape"]
+    return all(d <= TMA_MAX_BOX for d in block) and block[-1] * element.bytes >= TMA_MIN_INNER_BYTES
+
+
+def _coordinates(op: Operation) -> list[Value]:
+    rank = len(op.attrs["block_shape"])
+    return list(op.operands[1 + 2 * rank:1 + 3 * rank])
+
+
+def _buffer(b: Builder, t: TensorType) -> Value:
+    layout = tma_layout(t.shape, element_bytes(t)).shared
+    return b.value("gpu.local_alloc", [], TensorType(t.shape, t.element, layout), offset=-1,
+                   bytes=t.numel * element_bytes(t))
+
+
+def _wgmma_reads_only(buf: Value, store: Operation, layout: SharedLayout) -> bool:
+    """Whether only wgmma dots read `buf` (written by `store`), and would read it in `layout` too: a canonical wgmma
+    layout, K-major for A (operand 0) or, for B, either order where B may be MN-major (16-bit
+    types)."""
+    t = buf.type
+    if wgmma_swizzle(layout, t.shape, element_bytes(t)) is None:
+        return False
+    for user, index in buf.uses:
+        if user is store:
+            continue
+        if user.name != "tt.dot" or index > 1:
+            return False
+        result = layout_of(user.result)
+        if not isinstance(result, MmaLayout) or result.version != 3:
+            return False
+        if index == 1 and layout.order[0] == 1 and not t.element.bytes == 2:
+            return False
+    return True
+
+
+def _staging_store(load: Operation) -> Optional[Operation]:
+    """The gpu.local_store that is the load's only use, into a buffer that nothing else writes,
+    in TMA's layout of the block or only read by wgmma (which may read it in that layout as
+    well: the buffer then takes it): the copy can fill that buffer itself."""
+    uses = load.result.uses
+    if len(uses) != 1 or uses[0][0].name != "gpu.local_store" or uses[0][1] != 1:
+        return None
+    store = uses[0][0]
+    buf = store.operand(0)
+    alloc = buf.owner_op
+    want = tma_layout(buf.type.shape, element_bytes(buf.type)).shared
+    if alloc is None or alloc.name != "gpu.local_alloc" or store.parent is not load.parent:
+        return None
+    readers = [u for u in buf.users() if u is not store]
+    if len(buf.uses) != len(readers) + 1 or any(u.name in ("gpu.local_store", "gpu.async_copy") for u in readers):
+        return None
+    if buf.type.layout != want:
+        if not _wgmma_reads_only(buf, store, want):
+            return None
+        buf.type = with_layout(buf.type, want)
+    return store
+
+
+def _lower_load(op: Operation) -> None:
+    tensormap = op.operands[-1]
+    store = _staging_store(op)
+    b = Builder(loc=op.loc)
+    if store is not None:
+        b.set_insertion_point_before(store)
+        b.create("gpu.tma_load", [store.operand(0), tensormap, *_coordinates(op)])
+        store.erase()
+        op.erase()
+        return
+    b.set_insertion_point_before(op)
+    buf = _buffer(b, op.result.type)
+    b.create("gpu.tma_load", [buf, tensormap, *_coordinates(op)])
+    replace_op(op, b.value("gpu.local_load", [buf], op.result.type))
+
+
+def _lower_store(op: Operation) -> None:
+    rank = len(op.attrs["block_shape"])
+    value = op.operand(1 + 3 * rank)
+    b = Builder(loc=op.loc)
+    b.set_insertion_point_before(op)
+    buf = _buffer(b, value.type)
+    b.create("gpu.local_store", [buf, value])
+    b.create("gpu.tma_store", [buf, op.operands[-1], *_coordinates(op)])
+    op.erase()
+
+
+class LowerToTma(Pass):
+    """Host descriptors' tt.descriptor_load / tt.descriptor_store -> gpu.tma_load / gpu.tma_store."""
+
+    name = "tma"
+
+    def run(self, func: Operation) -> None:
+        for op in [o for o in func.walk() if o.name in ("tt.descriptor_load", "tt.descriptor_store")]:
+            if not uses_tma(op):
+                raise ValueError(f"{op.name} reached the gpu passes without a TMA lowering")
+            (_lower_load if op.name == "tt.descriptor_load" else _lower_store)(op)
+
+
+__all__ = ["LowerToTma", "uses_tma"]
