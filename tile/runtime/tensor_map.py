@@ -98,9 +98,11 @@ def cuda_encode(arguments: dict[str, Any]) -> bytes:
             "swizzle": drv.CUtensorMapSwizzle, "l2Promotion": drv.CUtensorMapL2promotion,
             "oobFill": drv.CUtensorMapFloatOOBfill}
     args = {k: getattr(enum[k], v) if k in enum else v for k, v in arguments.items()}
+    u32, u64 = drv.cuuint32_t, drv.cuuint64_t  # cuda-python takes its own integer wrappers here
     err, tensor_map = drv.cuTensorMapEncodeTiled(
-        args["tensorDataType"], args["tensorRank"], args["globalAddress"], args["globalDim"], args["globalStrides"],
-        args["boxDim"], args["elementStrides"], args["interleave"], args["swizzle"], args["l2Promotion"],
+        args["tensorDataType"], u32(args["tensorRank"]), args["globalAddress"], [u64(d) for d in args["globalDim"]],
+        [u64(s) for s in args["globalStrides"]], [u32(b) for b in args["boxDim"]],
+        [u32(e) for e in args["elementStrides"]], args["interleave"], args["swizzle"], args["l2Promotion"],
         args["oobFill"])
     if err != drv.CUresult.CUDA_SUCCESS:
         raise ValueError(f"cuTensorMapEncodeTiled failed ({err.name}) for {arguments}")
