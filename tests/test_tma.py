@@ -40,6 +40,15 @@ def tma_matmul_kernel(a_desc, b_desc, c_desc, K):
 
 
 @tile.jit
+def tma_one_step_matmul_kernel(a_desc, b_desc, c_desc):
+    BM: tl.constexpr = a_desc.block_shape[0]
+    BN: tl.constexpr = b_desc.block_shape[1]
+    off_m, off_n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    acc = tl.dot(a_desc.load([off_m, 0]), b_desc.load([0, off_n]))
+    c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
+@tile.jit
 def tma_store_kernel(out_desc, value):
     BM: tl.constexpr = out_desc.block_shape[0]
     BN: tl.constexpr = out_desc.block_shape[1]
@@ -78,16 +87,27 @@ def test_copy_kernel_ptx() -> None:
 
 
 def test_matmul_kernel_ptx() -> None:
-    args = _matmul_args()
-    gpu = str(tile.dump(tma_matmul_kernel, *args, stage="gpu", target="sm_90a"))
+    a, b, c, _ = _matmul_args()
+    args = (a, b, c)
+    gpu = str(tile.dump(tma_one_step_matmul_kernel, *args, stage="gpu", target="sm_90a"))
     assert gpu.count("gpu.tma_load") == 2 and "gpu.tma_store" in gpu
-    assert "gpu.local_store" in gpu  # only the epilogue's: the copies fill wgmma's operand buffers
-    assert gpu.count("gpu.local_store") == 1
-    ptx = _ptx(tma_matmul_kernel, *args)
+    assert gpu.count("gpu.local_store") == 1  # only the epilogue's: the copies fill wgmma's operand buffers
+    ptx = _ptx(tma_one_step_matmul_kernel, *args)
     assert "wgmma.mma_async" in ptx
     # A's 128x64 block is one 128-byte-swizzle box; B's 64x128 block is two 64x64 boxes
     assert ptx.count("mbarrier::complete_tx::bytes") == 3
     assert "ld.global" not in ptx
+    assemble_ok(ptx, "sm_90a")
+
+
+def test_loads_in_loops_keep_the_cp_async_pipeline() -> None:
+    """Until TMA copies get their own ring of buffers and mbarriers, a K loop's descriptor
+    loads stay masked loads that the cp.async pipeline overlaps (faster on the H100: 0.75x
+    Triton against 0.34x with a wait on every TMA copy); the epilogue's store is TMA's."""
+    gpu = str(tile.dump(tma_matmul_kernel, *_matmul_args(), stage="gpu", target="sm_90a"))
+    assert "gpu.tma_load" not in gpu and "gpu.tma_store" in gpu
+    ptx = _ptx(tma_matmul_kernel, *_matmul_args())
+    assert "cp.async.cg.shared.global" in ptx and "wgmma.mma_async" in ptx
     assemble_ok(ptx, "sm_90a")
 
 

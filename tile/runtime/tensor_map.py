@@ -106,7 +106,7 @@ def cuda_encode(arguments: dict[str, Any]) -> bytes:
         args["oobFill"])
     if err != drv.CUresult.CUDA_SUCCESS:
         raise ValueError(f"cuTensorMapEncodeTiled failed ({err.name}) for {arguments}")
-    return pack_opaque(tensor_map.opaque)
+    return pack_opaque([int(word) for word in tensor_map.opaque])
 
 
 def pack_opaque(words: Sequence[int]) -> bytes:
