@@ -564,18 +564,47 @@ def current_stream_of(args: Iterable[object]) -> int:
 
 
 def mem_alloc(nbytes: int) -> int:
-    """Allocate `nbytes` of device memory on device 0; returns its address (0 for 0 bytes)."""
+    """Allocate `nbytes` of device memory on device 0; returns its address (0 for 0 bytes).
+
+    Memory comes from the device's stream-ordered pool (cuMemAllocAsync on the legacy default
+    stream, which every blocking stream waits for), kept by the pool when freed: cuMemFree
+    synchronizes the whole device, so a function that allocates its outputs each call (as
+    `tile.empty` in a benchmark loop) would otherwise wait for the GPU at every free."""
     if nbytes == 0:
         return 0
-    CudaDevice.get()
+    device = CudaDevice.get()
+    if _pooled(device):
+        return int(_check(_drv().cuMemAllocAsync(nbytes, 0), "cuMemAllocAsync"))
     return int(_check(_drv().cuMemAlloc(nbytes), "cuMemAlloc"))
 
 
 def mem_free(address: int) -> None:
-    """Free device memory from `mem_alloc`."""
+    """Free device memory from `mem_alloc` (ordered after the work queued before it)."""
     if address:
-        CudaDevice.get()
-        _check(_drv().cuMemFree(address), "cuMemFree")
+        device = CudaDevice.get()
+        if _pooled(device):
+            _check(_drv().cuMemFreeAsync(address, 0), "cuMemFreeAsync")
+        else:
+            _check(_drv().cuMemFree(address), "cuMemFree")
+
+
+_pool_ready: dict[int, bool] = {}
+
+
+def _pooled(device: "CudaDevice") -> bool:
+    """Whether `device` allocates from its memory pool; on first use, the pool is told to keep
+    freed memory (its release threshold raised from 0 to unlimited) so blocks are reused."""
+    ready = _pool_ready.get(device.ordinal)
+    if ready is None:
+        drv = _drv()
+        supported = device._attribute(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
+        if supported:
+            pool = _check(drv.cuDeviceGetDefaultMemPool(device.handle), "cuDeviceGetDefaultMemPool")
+            keep_all = drv.cuuint64_t(2**64 - 1)
+            _check(drv.cuMemPoolSetAttribute(pool, drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                                             keep_all), "cuMemPoolSetAttribute")
+        ready = _pool_ready[device.ordinal] = bool(supported)
+    return ready
 
 
 def memcpy_htod(dst: int, src: int, nbytes: int) -> None:
