@@ -25,7 +25,7 @@ from typing import Any, Optional
 from typing import TYPE_CHECKING
 
 from .runtime.compiled_kernel import TritonKernelSurface
-from .utils import grid3
+from .utils import check_grid_limits, grid3
 
 if TYPE_CHECKING:  # the IR stays unimported on a warm start (disk-cache hit)
     from .ir import Operation
@@ -118,7 +118,9 @@ class InterpreterBackend:
         func, name = self.func, self.name
 
         def entry(grid: Any, values: tuple, args: tuple, stream: Optional[int]) -> Any:
-            run_on_host(func, grid3(grid), [args[i] for i in positions], name)
+            grid = grid3(grid, name)
+            check_grid_limits(grid, name)
+            run_on_host(func, grid, [args[i] for i in positions], name)
             return compiled
 
         return entry

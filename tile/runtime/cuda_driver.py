@@ -437,7 +437,8 @@ class Launcher:
         namespace = {"pack": self._pack, "slots": self._slots, "launch": self._launch, "function": self._function,
                      "params": self._params_address, "SUCCESS": _SUCCESS, "grid3": grid3, "struct": struct,
                      "compiled": compiled,
-                     "checked": lambda grid, stream, values: self(grid3(grid), block_x, shared_bytes, stream, *values)}
+                     "checked": lambda grid, stream, values: self(grid3(grid, self.kernel.name), block_x, shared_bytes, stream,
+                                                                   *values)}
         direct = (not self._bf16_positions
                   and 0 < block_x <= self._max_threads and 0 <= shared_bytes <= self._max_shared)
         config = f"{block_x}, 1, 1, {shared_bytes}, stream, params, 0"
@@ -448,10 +449,13 @@ class Launcher:
                 "    try:",
                 f"        pack(slots, 0, {chosen})",
                 "        if len(grid) == 1:",
-                f"            result = launch(function, grid[0], 1, 1, {config})",
+                "            gx = grid[0]",
+                # cuda-python truncates floats silently: anything but ints takes the checked path
+                f"            result = launch(function, gx, 1, 1, {config}) if type(gx) is int else None",
                 "        else:",
                 "            gx, gy, gz = grid if len(grid) == 3 else grid3(grid)",
-                f"            result = launch(function, gx, gy, gz, {config})",
+                f"            result = launch(function, gx, gy, gz, {config}) "
+                "if type(gx) is int and type(gy) is int and type(gz) is int else None",
                 "    except (struct.error, OverflowError, TypeError, ValueError):",
                 "        result = None",
                 "    if result is None or result[0] is not SUCCESS:",
