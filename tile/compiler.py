@@ -230,6 +230,10 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     if record_passes:
         stages["passes"] = _format_records(records + list(gpu_manager.records))
     stages["gpu"] = print_op(func)
+    from .runtime.resources import check_resources
+
+    threads = options["num_warps"] * func.attrs.get("threads_per_warp", 32)
+    check_resources(name, target, func.attrs.get("shared_bytes", 0), threads)
     if until in ("tile-opt", "passes", "gpu"):
         return kernel
     simt = _timed(timings, "lowering", lower_to_simt, func)
@@ -238,6 +242,7 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     from .runtime.cuda_launch import launch_metadata
 
     kernel.launch_info = launch_metadata(simt, options)
+    check_resources(name, target, kernel.launch_info["shared_bytes"], kernel.launch_info["threads"])  # with the lowering's scratch
     ptx = _timed(timings, "ptx emission", emit_ptx, simt, target, _ptx_version(target))
     stages["ptx"] = ptx if options.get("maxnreg") is None else with_maxnreg(ptx, options["maxnreg"])
     return kernel

@@ -24,11 +24,14 @@ class CudaBackend:
         device = CudaDevice.get(0)
         self.shared_bytes = metadata["shared_bytes"]
         if self.shared_bytes > device.max_shared_memory_per_block_optin:
-            raise OutOfResources(self.shared_bytes, device.max_shared_memory_per_block_optin, "shared memory")
+            raise OutOfResources(self.shared_bytes, device.max_shared_memory_per_block_optin, "shared memory",
+                                 kernel=self.name, target=device.ptx_target())
         self.kernel = device.load_module(ptx, self.name)
         self.block_x = metadata["threads"]
         if self.block_x > self.kernel.max_threads_per_block:  # too many registers for this block size
-            raise OutOfResources(self.block_x, self.kernel.max_threads_per_block, "threads")
+            raise OutOfResources(self.block_x, self.kernel.max_threads_per_block, "threads", kernel=self.name,
+                                 target=device.ptx_target(),
+                                 hint=f"it uses {self.kernel.num_regs} registers per thread; use fewer num_warps")
         if self.shared_bytes > 48 * 1024:
             self.kernel.set_dynamic_shared_memory(self.shared_bytes)
         self.kinds = tuple(metadata["arg_kinds"])

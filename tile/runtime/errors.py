@@ -99,14 +99,32 @@ class LaunchError(RuntimeError):
 class OutOfResources(TritonError, RuntimeError):
     """A kernel needs more of a resource than the device has: shared memory, registers or
     threads per block. Triton's `triton.runtime.errors.OutOfResources`, with its fields:
-    `required`, `limit` and `name` (what ran out). Smaller blocks or fewer `num_stages` help."""
+    `required`, `limit` and `name` (what ran out); tile adds the `kernel` and `target` when it
+    knows them, and says by how much the kernel is over. Smaller blocks or fewer `num_stages` help."""
 
-    def __init__(self, required: int, limit: int, name: str) -> None:
+    def __init__(self, required: int, limit: int, name: str, *, kernel: str | None = None,
+                 target: str | None = None, hint: str = "") -> None:
         self.required = required
         self.limit = limit
         self.name = name
+        self.kernel = kernel
+        self.target = target
+        self.hint = hint
         super().__init__(required, limit, name)
 
+    def __reduce__(self) -> tuple:
+        return _rebuild_out_of_resources, (self.required, self.limit, self.name, self.kernel, self.target, self.hint)
+
     def __str__(self) -> str:
-        return (f"out of resource: {self.name}, Required: {self.required}, Hardware limit: {self.limit}. "
-                f"Reducing block sizes or `num_stages` may help.")
+        text = f"out of resource: {self.name}, Required: {self.required}, Hardware limit: {self.limit}."
+        if self.kernel is not None:
+            where = f" on {self.target}" if self.target else ""
+            unit = " bytes" if self.name == "shared memory" else ""
+            text += (f" Kernel '{self.kernel}' needs {self.required - self.limit}{unit} more {self.name} than "
+                     f"one program can have{where}" + (f" ({self.hint})." if self.hint else "."))
+        return text + " Reducing block sizes or `num_stages` may help."
+
+
+def _rebuild_out_of_resources(required: int, limit: int, name: str, kernel: str | None, target: str | None,
+                              hint: str) -> OutOfResources:
+    return OutOfResources(required, limit, name, kernel=kernel, target=target, hint=hint)
