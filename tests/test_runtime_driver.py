@@ -271,10 +271,11 @@ def test_argument_errors(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_failed_launch_raises_driver_error(monkeypatch: pytest.MonkeyPatch) -> None:
     kernel, driver = fake_kernel(monkeypatch)
-    driver.launch_result = SimpleNamespace(name="CUDA_ERROR_LAUNCH_FAILED")
+    driver.launch_result = SimpleNamespace(name="CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
     with pytest.raises(DriverError) as info:
         kernel.launcher(())((1, 1, 1), 32, 0, 0)
-    assert (info.value.kernel, info.value.call, info.value.code) == ("k", "cuLaunchKernel", "CUDA_ERROR_LAUNCH_FAILED")
+    assert (info.value.kernel, info.value.call, info.value.code) == ("k", "cuLaunchKernel",
+                                                                     "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
     assert "unspecified launch failure" in str(info.value)
 
 
@@ -543,8 +544,8 @@ def test_fast_entry_launches_directly_and_checks_only_on_failure(monkeypatch: py
         fast((1, 1, 70000), 0, 0x3000, 0.5)
     with pytest.raises(TypeError, match="argument 1 \\(f32\\) cannot hold 'x'"):
         fast((1,), 0, 0x3000, "x")
-    driver.launch_result = SimpleNamespace(name="CUDA_ERROR_LAUNCH_FAILED")
-    with pytest.raises(DriverError, match="kernel 'k': cuLaunchKernel failed with CUDA_ERROR_LAUNCH_FAILED"):
+    driver.launch_result = SimpleNamespace(name="CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
+    with pytest.raises(DriverError, match="kernel 'k': cuLaunchKernel failed with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"):
         fast((1,), 0, 0x3000, 0.5)
     assert len(driver.launches) == count + 2  # the failed launch, then its check (which launches again)
 

@@ -56,10 +56,18 @@ def test_torch_tensors_follow_the_current_stream():
         axpy_kernel[(n // 1024,)](x, y, out, n, 2.0, BLOCK=1024)
     stream.synchronize()
     torch.testing.assert_close(out, 2.0 * x + y)
-    out2 = torch.full_like(x, float("nan"))
+    out2 = torch.full_like(x, float("nan"))  # filled on the default stream...
+    stream.wait_stream(torch.cuda.current_stream())  # ...so the side stream waits for it before the kernel writes
     axpy_kernel[(n // 1024,)](x, y, out2, n, 2.0, BLOCK=1024, stream=stream.cuda_stream)  # explicit stream=
     stream.synchronize()
     torch.testing.assert_close(out2, 2.0 * x + y)
+    with torch.cuda.stream(stream):  # stream order, no synchronization: fill, kernel, read, all on the side stream
+        for _ in range(3):
+            out3 = torch.full_like(x, float("nan"))
+            axpy_kernel[(n // 1024,)](x, y, out3, n, 2.0, BLOCK=1024)
+            doubled = out3 * 2
+    stream.synchronize()
+    torch.testing.assert_close(doubled, 2 * (2.0 * x + y))
 
 
 def test_fast_binder_on_the_gpu():

@@ -25,7 +25,7 @@ from typing import Any, Optional
 from typing import TYPE_CHECKING
 
 from .runtime.compiled_kernel import TritonKernelSurface
-from .utils import grid3
+from .utils import check_grid_limits, grid3
 
 if TYPE_CHECKING:  # the IR stays unimported on a warm start (disk-cache hit)
     from .ir import Operation
@@ -118,7 +118,9 @@ class InterpreterBackend:
         func, name = self.func, self.name
 
         def entry(grid: Any, values: tuple, args: tuple, stream: Optional[int]) -> Any:
-            run_on_host(func, grid3(grid), [args[i] for i in positions], name)
+            grid = grid3(grid, name)
+            check_grid_limits(grid, name)
+            run_on_host(func, grid, [args[i] for i in positions], name)
             return compiled
 
         return entry
@@ -160,48 +162,86 @@ def compile_kernel(fn: Any, spec: Any, options: dict[str, Any], target: str, rec
     """
     options = {**DEFAULT_OPTIONS, **options}
     spec = _with_tensor_maps(fn, spec, target)
-    launching = target != INTERPRETER and until is None and not record_passes
-    if launching:
-        from .runtime.cache import DiskCache
-
-        start = time.perf_counter()
-        disk = DiskCache()
-        key = _disk_key(fn, spec, options, target, _ptx_version(target))
-        hit = None if _env_flag("TILE_ALWAYS_COMPILE") else disk.get(key)
-        lookup = time.perf_counter() - start
-        if hit is not None:
-            kernel = _from_disk(hit, target, options)
-            kernel.fn, kernel.spec = fn, spec
-            kernel.timings["disk cache"] = lookup
-            return kernel
+    if target != INTERPRETER and until is None and not record_passes:
+        return _through_disk_cache(fn, spec, options, target, load=True)
     kernel = _compile_stages(fn, spec, options, target, record_passes, until)
     kernel.fn, kernel.spec = fn, spec
-    if _env_flag("TILE_DUMP"):
-        for stage, text in kernel.stages.items():
-            print(f"// -----// tile {stage} of {kernel.name} for {target} //----- //\n{text}", file=sys.stderr)
-    if launching:
-        from .runtime.cuda_launch import CudaBackend
-
-        metadata = kernel.launch_info
-        kernel.backend = _timed(kernel.timings, "driver jit", CudaBackend, kernel.stages["ptx"], metadata)
-        files = {"ptx": kernel.stages["ptx"], "metadata.json": json.dumps(metadata)}
-        files.update({f"stage.{s}": kernel.stages[s] for s in GPU_STAGES})
-        disk.put(key, files)
-        kernel.timings["disk cache"] = lookup
+    _dump_stages(kernel)
     return kernel
 
 
-def _from_disk(files: dict[str, Any], target: str, options: dict[str, Any]) -> CompiledKernel:
-    from .runtime.cuda_launch import CudaBackend
+def compile_to_ptx(fn: Any, spec: Any, options: dict[str, Any], target: str) -> CompiledKernel:
+    """Compile for GPU `target` up to its PTX through the disk cache, loading nothing (no GPU
+    needed): `tile.compile`'s path."""
+    return _through_disk_cache(fn, _with_tensor_maps(fn, spec, target), {**DEFAULT_OPTIONS, **options}, target,
+                               load=False)
 
+
+def _through_disk_cache(fn: Any, spec: Any, options: dict[str, Any], target: str, load: bool) -> CompiledKernel:
+    """A GPU compilation, from the disk cache when an intact entry of this compiler has it.
+    A miss compiles under the entry's lock (DiskCache.lock), looking again once it holds it:
+    processes that compile one kernel at once compile it once."""
+    from .runtime.cache import DiskCache, compiler_fingerprint
+
+    start = time.perf_counter()
+    disk = DiskCache()
+    key = _disk_key(fn, spec, options, target, _ptx_version(target))
+    always = _env_flag("TILE_ALWAYS_COMPILE")
+    hit = None if always else disk.get(key)
+    lookup = time.perf_counter() - start
+    kernel = _from_disk(hit, target, options, load)
+    if kernel is None:
+        with disk.lock(key):
+            kernel = None if always else _from_disk(disk.get(key), target, options, load)
+            if kernel is None:
+                kernel = _compile_stages(fn, spec, options, target, False, None)
+                _dump_stages(kernel)
+                files = {"ptx": kernel.stages["ptx"], "metadata.json": json.dumps(kernel.launch_info),
+                         "compiler": compiler_fingerprint()}
+                files.update({f"stage.{s}": kernel.stages[s] for s in GPU_STAGES})
+                disk.put(key, files)
+                if load:
+                    from .runtime.cuda_launch import CudaBackend
+
+                    kernel.backend = _timed(kernel.timings, "driver jit", CudaBackend, kernel.stages["ptx"],
+                                            kernel.launch_info)
+    kernel.fn, kernel.spec = fn, spec
+    kernel.timings["disk cache"] = lookup
+    return kernel
+
+
+def _dump_stages(kernel: CompiledKernel) -> None:
+    if _env_flag("TILE_DUMP"):
+        for stage, text in kernel.stages.items():
+            print(f"// -----// tile {stage} of {kernel.name} for {kernel.target} //----- //\n{text}", file=sys.stderr)
+
+
+def _from_disk(files: Optional[dict[str, Any]], target: str, options: dict[str, Any],
+               load: bool) -> Optional[CompiledKernel]:
+    """The kernel of a disk-cache entry, or None for no entry, or an entry that another tile
+    wrote (its `compiler` file differs) or that lacks a file: the caller compiles again and
+    replaces it, so no code of another compiler is ever loaded."""
+    from .runtime.cache import compiler_fingerprint
+
+    if files is None:
+        return None
     text = {k: v.decode() if isinstance(v, bytes) else v for k, v in files.items()}
-    metadata = json.loads(text["metadata.json"])
+    if text.get("compiler") != compiler_fingerprint() or "ptx" not in text:
+        return None
+    try:
+        metadata = json.loads(text["metadata.json"])
+    except (KeyError, ValueError):
+        return None
     stages = {s: text[f"stage.{s}"] for s in GPU_STAGES if f"stage.{s}" in text}
     stages["ptx"] = text["ptx"]
     timings: dict[str, float] = {}
-    backend = _timed(timings, "driver jit", CudaBackend, text["ptx"], metadata)
-    return CompiledKernel(metadata["name"], target, options, None, stages, timings, backend, from_disk_cache=True,
-                          launch_info=metadata)
+    kernel = CompiledKernel(metadata["name"], target, options, None, stages, timings, None, from_disk_cache=True,
+                            launch_info=metadata)
+    if load:
+        from .runtime.cuda_launch import CudaBackend
+
+        kernel.backend = _timed(timings, "driver jit", CudaBackend, text["ptx"], metadata)
+    return kernel
 
 
 def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, record_passes: bool,
@@ -240,6 +280,10 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     if record_passes:
         stages["passes"] = _format_records(records + list(gpu_manager.records))
     stages["gpu"] = print_op(func)
+    from .runtime.resources import check_resources
+
+    threads = options["num_warps"] * func.attrs.get("threads_per_warp", 32)
+    check_resources(name, target, func.attrs.get("shared_bytes", 0), threads)
     if until in ("tile-opt", "passes", "gpu"):
         return kernel
     simt = _timed(timings, "lowering", lower_to_simt, func)
@@ -248,6 +292,7 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     from .runtime.cuda_launch import launch_metadata
 
     kernel.launch_info = launch_metadata(simt, options)
+    check_resources(name, target, kernel.launch_info["shared_bytes"], kernel.launch_info["threads"])  # with the lowering's scratch
     ptx = _timed(timings, "ptx emission", emit_ptx, simt, target, _ptx_version(target))
     stages["ptx"] = ptx if options.get("maxnreg") is None else with_maxnreg(ptx, options["maxnreg"])
     return kernel

@@ -134,24 +134,30 @@ def make_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], d
                 missing: Any, namespace: dict[str, Any]) -> tuple[Callable[..., None], Callable[..., Any]]:
     """Generate the general binder and its `lookup` (see the module docstring); returns both.
     `kinds[i]` is "runtime", "nospec" or "constexpr"; `namespace` supplies arg, fast_args,
-    arg_nospec, constexpr, constexpr_key, entries, compile, target, missing_argument and
-    too_many_arguments (raise the TypeErrors of a bad call), and kernel, hooks and hooked
-    (the JITFunction, and tile/runtime/launch_hooks.py's HOOKS and launch_hooked)."""
+    arg_nospec, constexpr, constexpr_key, entries, compile, target, missing_argument,
+    too_many_arguments (raise the TypeErrors of a bad call), argument_error(exc, args)
+    (re-raises `exc`, an argument that cannot be passed, with the argument's name), and
+    kernel, hooks and hooked (the JITFunction, and tile/runtime/launch_hooks.py's HOOKS and
+    launch_hooked)."""
     option_params = _items([f"_opt_{n}" for n in KEYED_OPTIONS])
     key_parts, values, runtime_args = [], [], []
-    lookup = [f"def lookup({_items(arg_names)}{option_params}):"]
+    lookup = [f"def lookup({_items(arg_names)}{option_params}):", "    try:"]
     for i, (arg, kind) in enumerate(zip(arg_names, kinds)):
         if kind == "constexpr":  # constexpr_key, inlined
             key_parts.append(f"('c', type({arg}), {arg}) if type({arg}) is not constexpr else constexpr_key({arg})")
             continue
         if kind == "runtime":  # the common types dispatch here, without a call to `arg`
-            lookup.append(f"    h = fast_args.get(type({arg}))")
-            lookup.append(f"    k{i}, v{i} = h({arg}) if h is not None else arg({arg})")
+            lookup.append(f"        h = fast_args.get(type({arg}))")
+            lookup.append(f"        k{i}, v{i} = h({arg}) if h is not None else arg({arg})")
         else:
-            lookup.append(f"    k{i}, v{i} = arg_nospec({arg})")
+            lookup.append(f"        k{i}, v{i} = arg_nospec({arg})")
         key_parts.append(f"k{i}")
         values.append(f"v{i}")
         runtime_args.append(arg)
+    lookup.append("        pass")
+    # A try costs nothing until it catches (Python 3.11): only a bad argument pays for its name.
+    lookup.append("    except (TypeError, ValueError) as exc:")
+    lookup.append(f"        argument_error(exc, ({_items(arg_names)}))")
     lookup.append(f"    key = ({_items(key_parts)}{option_params}target())")
     lookup.append("    entry = entries.get(key)")
     lookup.append("    if entry is None:")

@@ -329,7 +329,8 @@ class JITFunction:
                      "constexpr_key": constexpr_key,
                      "entries": self._launchers, "compile": self._compile,
                      "target": _compiler().current_target, "missing_argument": self._missing_argument,
-                     "too_many_arguments": self._too_many_arguments, **self._hook_names()}
+                     "too_many_arguments": self._too_many_arguments, "argument_error": self._argument_error,
+                     **self._hook_names()}
         self._general, self._lookup = make_binder(self.__name__, self.arg_names, kinds, self._defaults, _MISSING,
                                                   namespace)
         self._launch = self._general
@@ -367,6 +368,19 @@ class JITFunction:
 
     def _too_many_arguments(self, given: int) -> None:
         raise TypeError(f"{self.__name__}() takes {len(self.arg_names)} arguments but {given} were given")
+
+    def _argument_error(self, exc: Exception, values: tuple) -> None:
+        """Re-raise `exc`, raised while converting the launch arguments `values`, naming the
+        argument at fault (found by converting them again, one by one)."""
+        for name, kind, value in zip(self.arg_names, self._kinds, values):
+            if kind == _CONSTEXPR:
+                continue
+            try:
+                (launch_arg if kind == _RUNTIME else launch_arg_nospec)(value)
+            except (TypeError, ValueError) as err:
+                cls = TypeError if isinstance(err, TypeError) else ValueError
+                raise cls(f"{self.__name__}: argument '{name}' ({_describe_value(value)}): {err}") from exc
+        raise exc
 
     def _missing_argument(self, name: str) -> None:
         what = "tl.constexpr argument" if name in self.constexpr_names else "argument"
@@ -447,6 +461,11 @@ def _hash_code(digest: Any, code: types.CodeType) -> None:
             _hash_code(digest, const)
         else:
             digest.update(repr(const).encode())
+
+
+def _describe_value(value: Any) -> str:
+    cls = type(value)
+    return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _nospec_key(v: Any) -> tuple:

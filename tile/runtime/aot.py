@@ -113,7 +113,7 @@ def compile(src: Any, target: Any = None, options: Optional[dict[str, Any]] = No
     launch_pdl. A GPU target needs no GPU: the stages are compiled to PTX, and `n_regs`
     comes from ptxas. Compiling from IR files (Triton's IRSource) is not supported.
     """
-    from tile.compiler import DEFAULT_OPTIONS, INTERPRETER, compile_kernel
+    from tile.compiler import DEFAULT_OPTIONS, INTERPRETER, compile_kernel, compile_to_ptx
     from tile.frontend.binder import LAUNCH_OPTIONS, check_launch_options
     from tile.frontend.specialize import Specialization
 
@@ -128,6 +128,9 @@ def compile(src: Any, target: Any = None, options: Optional[dict[str, Any]] = No
     compile_options = {k: chosen[k] for k in DEFAULT_OPTIONS}
     name = _target_name(target)
     spec = Specialization(src.fn.arg_names, src.specialization_key())
-    kernel = compile_kernel(src.fn, spec, compile_options, name, until=None if name == INTERPRETER else "ptx")
+    if name == INTERPRETER:
+        kernel = compile_kernel(src.fn, spec, compile_options, name)
+    else:  # through the disk cache, as launches are
+        kernel = compile_to_ptx(src.fn, spec, compile_options, name)
     kernel.check_resources()
     return kernel

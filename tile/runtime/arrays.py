@@ -344,6 +344,7 @@ _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 # DLPack device types a CUDA kernel can address: CUDA, CUDA pinned host, CUDA managed.
 _DL_GPU_DEVICES = {2, 3, 13}
 _DL_CPU = 1
+_DL_CUDA = 2
 # (DLDataTypeCode, bits) -> tile dtype; codes: 0 int, 1 uint, 2 float, 4 bfloat, 6 bool.
 _DL_TO_TILE: dict[tuple[int, int], str] = {
     (0, 8): "i8", (0, 16): "i16", (0, 32): "i32", (0, 64): "i64",
@@ -353,7 +354,10 @@ _DL_TO_TILE: dict[tuple[int, int], str] = {
 
 
 def _describe_dlpack(obj: Any) -> ArgInfo:
-    device_type, _ = obj.__dlpack_device__()
+    device_type, device_id = obj.__dlpack_device__()
+    if device_type == _DL_CUDA and device_id != 0:  # tile launches on CUDA device 0
+        raise ValueError(f"{type(obj).__qualname__} is on cuda:{device_id}, but tile launches kernels on cuda:0; "
+                         f"move it there or choose the GPU with CUDA_VISIBLE_DEVICES")
     if device_type not in _DL_GPU_DEVICES and device_type != _DL_CPU:
         raise TypeError(
             f"{type(obj).__qualname__} lives on DLPack device type {device_type}; "

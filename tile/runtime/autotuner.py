@@ -10,8 +10,9 @@
 On the first call for a new key (the values of the arguments named in `key`, plus the dtype
 of every array argument) each config is benchmarked and the fastest is kept, in memory and
 on disk (`DiskCache`), so the next process skips the tuning. `TILE_PRINT_AUTOTUNING=1`
-prints what was chosen. A config that fails to compile or does not fit the device is
-skipped with a warning.
+prints what was chosen. A config that fails to compile or does not fit the device (a
+tile.OutOfResources from the compiler, runtime.resources) is skipped with a warning, and
+listed with its reason under TILE_PRINT_AUTOTUNING.
 
 Triton's options all work: `reset_to_zero`, `restore_value`, `pre_hook(kwargs, reset_only)` and
 `post_hook(kwargs, exception)` around every timed run (replacing the reset/restore defaults,
@@ -297,6 +298,8 @@ class Autotuner(_KernelWrapper):
                     raise
                 reason = f"{type(exc).__name__}: {exc}"
                 failures.append(f"  [{config}] {reason}")
+                if os.environ.get("TILE_PRINT_AUTOTUNING", "0") == "1":
+                    print(f"tile autotuning {self.__name__}: skipped config {config}: {reason}")
                 warnings.warn(f"autotune of {self.__name__}: skipping config [{config}]: {reason}",
                               RuntimeWarning, stacklevel=4)
         self.bench_time = time.perf_counter() - start

@@ -12,7 +12,10 @@ entry, so a reader sees the old entry, the new one, or none, never a mix, and wh
 processes write one key the last rename wins. A read that finds a bad magic, another format
 version, a wrong length or checksum, or an index for another key, deletes the entry and
 returns None: the caller recompiles. Compilers store their metadata (registers, spills,
-shared memory, names of the stage texts) as one more file, by convention "metadata.json".
+shared memory, names of the stage texts) as one more file, by convention "metadata.json";
+tile's compiler also stores its `compiler_fingerprint()` as "compiler" and ignores an entry
+whose fingerprint is not its own. `DiskCache.lock(key)` serializes the compilations of one
+key across processes (an flock on `<key>.lock`), so N processes that miss compile it once.
 
 `cache_key(*parts)` hashes a canonical encoding of strings, bytes, numbers, None, tuples,
 lists, sets and dicts (keys sorted), so equal inputs give equal keys across processes.
@@ -21,6 +24,7 @@ so that editing the compiler invalidates every entry.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -31,7 +35,7 @@ import threading
 import warnings
 from functools import cache
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Iterator, Union
 
 FORMAT_VERSION = 1
 _MAGIC = b"TILECACHE"
@@ -264,6 +268,31 @@ class DiskCache:
                     os.unlink(temp_name)
                 except OSError:
                     pass
+
+    @contextlib.contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        """Hold the lock of `key`'s entry (an advisory lock on `<key>.lock` beside it) while
+        the block runs, so that processes and threads that miss one key compile it one at a
+        time; the second finds the first's entry. The operating system drops the lock of a
+        process that dies. Where the directory is not writable, or the platform has no
+        flock, the block runs unlocked: the lock saves work, atomic writes keep entries whole."""
+        path = self.path(key).with_suffix(".lock")
+        try:
+            import fcntl
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except (ImportError, OSError):
+            yield
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:  # a file system without locks
+                pass
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
 
     @staticmethod
     def _remove_if_same(path: Path, identity: os.stat_result) -> None:

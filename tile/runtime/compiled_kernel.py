@@ -176,7 +176,7 @@ class TritonKernelSurface:
         limit = MAX_SHARED_BY_TARGET.get(code.target)
         shared = code.launch_info.get("shared_bytes", 0)
         if limit is not None and shared > limit:
-            raise OutOfResources(shared, limit, "shared memory")
+            raise OutOfResources(shared, limit, "shared memory", kernel=self.name, target=code.target)
 
     def _init_handles(self) -> None:
         """Load the kernel on the GPU if it is not loaded yet (Triton's `_init_handles`).

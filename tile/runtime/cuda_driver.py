@@ -12,6 +12,7 @@ the address of a pre-built `void*[]` array that points at that storage.
 from __future__ import annotations
 
 import ctypes
+import os
 import struct
 import threading
 from collections.abc import Iterable
@@ -19,7 +20,7 @@ from functools import cache
 from types import ModuleType
 from typing import Any, Callable
 
-from tile.runtime.errors import CompilerBugError, DriverError, LaunchError
+from tile.runtime.errors import CompilerBugError, DriverError, GpuFault, LaunchError
 
 _driver: ModuleType | None = None
 _SUCCESS: Any = None  # CUresult.CUDA_SUCCESS; enum members are singletons, so `is` compares
@@ -36,11 +37,47 @@ def _drv() -> ModuleType:
     return _driver
 
 
-def _error(err: Any, call: str, kernel: str | None = None, log: str = "") -> DriverError:
-    """A DriverError for the failing CUresult `err`, with the driver's description of it."""
+def _error(err: Any, call: str, kernel: str | None = None, log: str = "",
+           launching: tuple[CudaKernel, Any] | None = None) -> DriverError:
+    """A DriverError for the failing CUresult `err`, with the driver's description of it; a
+    GpuFault for the sticky errors of a faulted kernel. `launching` is the (kernel, grid) of
+    the launch that got `err`, if a launch did."""
     status, text = _drv().cuGetErrorString(err)
     description = text.decode(errors="replace") if status is _SUCCESS and text else ""
+    if err.name in STICKY_ERRORS:
+        return _fault(err.name, call, description, launching)
     return DriverError(call, err.name, kernel=kernel, description=description, log=log)
+
+
+# The errors a faulting kernel leaves behind: CUDA reports them at the next synchronization,
+# copy or launch, and from then on to every call (the context is unusable).
+STICKY_ERRORS = frozenset({
+    "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_ASSERT",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_INVALID_PC",
+    "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_LAUNCH_TIMEOUT",
+    "CUDA_ERROR_TENSOR_MEMORY_LEAK", "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+})
+# (CudaKernel, grid) of the last launch the driver accepted: the suspect when a fault surfaces
+# later. One list store per launch.
+recent_launch: list[Any] = [None]
+_first_fault: list[GpuFault | None] = [None]  # the context has been unusable since this fault
+
+
+def _fault(code: str, call: str, description: str, launching: tuple[CudaKernel, Any] | None) -> GpuFault:
+    """The GpuFault for sticky error `code` seen by `call`: the first names the kernel (the one
+    launching under CUDA_LAUNCH_BLOCKING=1, else the last one launched); later ones say the
+    context was lost to it."""
+    earlier = _first_fault[0]
+    if earlier is not None:
+        return GpuFault(call, code, description=description, earlier=earlier)
+    blocking = launching is not None and os.environ.get("CUDA_LAUNCH_BLOCKING", "0") == "1"
+    suspect = launching if blocking else recent_launch[0]
+    kernel, grid = suspect if suspect is not None else (None, None)
+    fault = GpuFault(call, code, kernel=kernel.name if kernel is not None else None, grid=grid,
+                     description=description, asserts=kernel.assert_sites if kernel is not None else (),
+                     blocking=blocking)
+    _first_fault[0] = fault
+    return fault
 
 
 def _check(result: tuple, call: str, kernel: str | None = None) -> Any:
@@ -245,6 +282,7 @@ class CudaKernel:
         self.max_threads_per_block: int = self._attribute(a.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
         # Dynamic shared memory a launch may use now: 48 KB minus static until raised.
         self.max_dynamic_shared_bytes: int = self._attribute(a.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+        self.assert_sites: tuple[str, ...] = ()  # "file:line: message" of its device_asserts, for GpuFault
         self._launchers: dict[tuple[tuple[str, ...], tuple[str, ...]], Launcher] = {}
 
     def _attribute(self, attribute: Any) -> int:
@@ -420,7 +458,8 @@ class Launcher:
             self._function, gx, gy, gz, block_x, 1, 1, shared_bytes, stream, self._params_address, 0
         )[0]
         if err is not _SUCCESS:
-            raise _error(err, "cuLaunchKernel", self.kernel.name)
+            raise _error(err, "cuLaunchKernel", self.kernel.name, launching=(self.kernel, grid))
+        recent_launch[0] = (self.kernel, grid)
 
     def make_entry(self, block_x: int, shared_bytes: int, positions: tuple[int, ...], value_count: int,
                    compiled: Any = None) -> Callable[[Any, tuple, tuple, Any], Any]:
@@ -441,8 +480,9 @@ class Launcher:
         chosen = "".join(f"{names[i]}, " for i in positions)
         namespace = {"pack": self._pack, "slots": self._slots, "launch": self._launch, "function": self._function,
                      "params": self._params_address, "SUCCESS": _SUCCESS, "grid3": grid3, "struct": struct,
-                     "compiled": compiled,
-                     "checked": lambda grid, stream, values: self(grid3(grid), block_x, shared_bytes, stream, *values)}
+                     "compiled": compiled, "recent": recent_launch, "kernel": self.kernel,
+                     "checked": lambda grid, stream, values: self(grid3(grid, self.kernel.name), block_x, shared_bytes, stream,
+                                                                   *values)}
         direct = (not self._bf16_positions
                   and 0 < block_x <= self._max_threads and 0 <= shared_bytes <= self._max_shared)
         config = f"{block_x}, 1, 1, {shared_bytes}, stream, params, 0"
@@ -453,14 +493,19 @@ class Launcher:
                 "    try:",
                 f"        pack(slots, 0, {chosen})",
                 "        if len(grid) == 1:",
-                f"            result = launch(function, grid[0], 1, 1, {config})",
+                "            gx = grid[0]",
+                # cuda-python truncates floats silently: anything but ints takes the checked path
+                f"            result = launch(function, gx, 1, 1, {config}) if type(gx) is int else None",
                 "        else:",
                 "            gx, gy, gz = grid if len(grid) == 3 else grid3(grid)",
-                f"            result = launch(function, gx, gy, gz, {config})",
+                f"            result = launch(function, gx, gy, gz, {config}) "
+                "if type(gx) is int and type(gy) is int and type(gz) is int else None",
                 "    except (struct.error, OverflowError, TypeError, ValueError):",
                 "        result = None",
                 "    if result is None or result[0] is not SUCCESS:",
-                f"        checked(grid, stream, ({chosen}))",
+                f"        checked(grid, stream, ({chosen}))",  # which records the launch it makes
+                "    else:",
+                "        recent[0] = (kernel, grid)",
                 "    return compiled",
             ])
         else:

@@ -14,6 +14,8 @@ def launch_metadata(func: Operation, options: dict[str, Any]) -> dict[str, Any]:
     return {"name": func.attrs["sym_name"], "arg_kinds": kinds,
             "threads": options["num_warps"] * func.attrs.get("threads_per_warp", 32),
             "shared_bytes": func.attrs.get("shared_bytes", 0),
+            "asserts": [f"{op.attrs['file']}:{op.attrs['line']}: {op.attrs['message']}" for op in func.walk()
+                        if op.name == "simt.assertfail"],
             "cooperative": bool(options.get("launch_cooperative_grid", False)),
             "pdl": bool(options.get("launch_pdl", False))}
 
@@ -24,11 +26,15 @@ class CudaBackend:
         device = CudaDevice.get(0)
         self.shared_bytes = metadata["shared_bytes"]
         if self.shared_bytes > device.max_shared_memory_per_block_optin:
-            raise OutOfResources(self.shared_bytes, device.max_shared_memory_per_block_optin, "shared memory")
+            raise OutOfResources(self.shared_bytes, device.max_shared_memory_per_block_optin, "shared memory",
+                                 kernel=self.name, target=device.ptx_target())
         self.kernel = device.load_module(ptx, self.name)
+        self.kernel.assert_sites = tuple(metadata.get("asserts", ()))
         self.block_x = metadata["threads"]
         if self.block_x > self.kernel.max_threads_per_block:  # too many registers for this block size
-            raise OutOfResources(self.block_x, self.kernel.max_threads_per_block, "threads")
+            raise OutOfResources(self.block_x, self.kernel.max_threads_per_block, "threads", kernel=self.name,
+                                 target=device.ptx_target(),
+                                 hint=f"it uses {self.kernel.num_regs} registers per thread; use fewer num_warps")
         if self.shared_bytes > 48 * 1024:
             self.kernel.set_dynamic_shared_memory(self.shared_bytes)
         self.kinds = tuple(metadata["arg_kinds"])

@@ -47,6 +47,48 @@ class DriverError(RuntimeError):
         return text
 
 
+class GpuFault(DriverError):
+    """A kernel faulted on the GPU: an illegal or misaligned address, a failed
+    tl.device_assert, an illegal instruction, a trap. CUDA reports such errors asynchronously
+    (at the next synchronization, copy or launch) and they are sticky: the process's CUDA
+    context is unusable afterwards. `kernel` and `grid` name the last launch before the fault
+    was seen (the launch itself under CUDA_LAUNCH_BLOCKING=1); `asserts` lists that kernel's
+    device_assert sites ("file:line: message") when the fault is a failed assert; `earlier`
+    is the first fault's GpuFault when this one only reports the lost context."""
+
+    def __init__(self, call: str, code: str, *, kernel: str | None = None, grid: tuple | None = None,
+                 description: str = "", asserts: tuple[str, ...] = (), blocking: bool = False,
+                 earlier: GpuFault | None = None) -> None:
+        self.grid = grid
+        self.asserts = asserts
+        self.blocking = blocking
+        self.earlier = earlier
+        super().__init__(call, code, kernel=kernel, description=description)
+
+    def _message(self) -> str:
+        what = f"{self.code} ({self.description})" if self.description else self.code
+        if self.earlier is not None:
+            return (f"{self.call} failed with {what}: the CUDA context of this process was lost to an earlier GPU "
+                    f"fault, and every GPU call fails from then on; start a new process to use the GPU again.\n"
+                    f"The earlier fault: {self.earlier}")
+        if self.kernel is None:
+            where = "a kernel faulted on the GPU"
+        else:
+            grid = f" with grid {self.grid}" if self.grid is not None else ""
+            which = "" if self.blocking else " (the last kernel launched before the fault was reported)"
+            where = f"kernel '{self.kernel}'{grid}{which} faulted on the GPU"
+        text = f"{where}: {what}, reported by {self.call}."
+        if self.code == "CUDA_ERROR_ASSERT":
+            sites = "; ".join(self.asserts) if self.asserts else "no tl.device_assert of this kernel is known"
+            text += (f" A tl.device_assert failed ({sites}); the GPU printed the failing program (block) and "
+                     f"thread, with the source line, on standard output.")
+        text += (" The CUDA context of this process is now unusable (the error is sticky): start a new process "
+                 "to use the GPU again.")
+        if not self.blocking:
+            text += " Kernels run asynchronously: set CUDA_LAUNCH_BLOCKING=1 to have the launch that faults report it."
+        return text
+
+
 class CompilerBugError(DriverError):
     """The driver's PTX JIT rejected PTX that tile generated: a bug in tile, not in the kernel."""
 
@@ -99,14 +141,32 @@ class LaunchError(RuntimeError):
 class OutOfResources(TritonError, RuntimeError):
     """A kernel needs more of a resource than the device has: shared memory, registers or
     threads per block. Triton's `triton.runtime.errors.OutOfResources`, with its fields:
-    `required`, `limit` and `name` (what ran out). Smaller blocks or fewer `num_stages` help."""
+    `required`, `limit` and `name` (what ran out); tile adds the `kernel` and `target` when it
+    knows them, and says by how much the kernel is over. Smaller blocks or fewer `num_stages` help."""
 
-    def __init__(self, required: int, limit: int, name: str) -> None:
+    def __init__(self, required: int, limit: int, name: str, *, kernel: str | None = None,
+                 target: str | None = None, hint: str = "") -> None:
         self.required = required
         self.limit = limit
         self.name = name
+        self.kernel = kernel
+        self.target = target
+        self.hint = hint
         super().__init__(required, limit, name)
 
+    def __reduce__(self) -> tuple:
+        return _rebuild_out_of_resources, (self.required, self.limit, self.name, self.kernel, self.target, self.hint)
+
     def __str__(self) -> str:
-        return (f"out of resource: {self.name}, Required: {self.required}, Hardware limit: {self.limit}. "
-                f"Reducing block sizes or `num_stages` may help.")
+        text = f"out of resource: {self.name}, Required: {self.required}, Hardware limit: {self.limit}."
+        if self.kernel is not None:
+            where = f" on {self.target}" if self.target else ""
+            unit = " bytes" if self.name == "shared memory" else ""
+            text += (f" Kernel '{self.kernel}' needs {self.required - self.limit}{unit} more {self.name} than "
+                     f"one program can have{where}" + (f" ({self.hint})." if self.hint else "."))
+        return text + " Reducing block sizes or `num_stages` may help."
+
+
+def _rebuild_out_of_resources(required: int, limit: int, name: str, kernel: str | None, target: str | None,
+                              hint: str) -> OutOfResources:
+    return OutOfResources(required, limit, name, kernel=kernel, target=target, hint=hint)
