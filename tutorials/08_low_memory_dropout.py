@@ -120,7 +120,10 @@ def triton_twin(kernel):
 
     fn = kernel.fn
     scope = dict(fn.__globals__, tl=triton.language)
-    return triton.jit(types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__))
+    twin = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    # Triton finds constexpr parameters by their annotations: give it its own constexpr.
+    twin.__annotations__ = {name: triton.language.constexpr for name in kernel.constexpr_names}
+    return triton.jit(twin)
 
 
 def benchmark() -> None:
