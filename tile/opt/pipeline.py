@@ -101,6 +101,15 @@ class _Candidate:
     trans: Optional[Operation] = None  # a tt.trans between the load and the store
     buffers: Optional[Value] = None
 
+    @property
+    def tma(self) -> bool:
+        """A gpu.tma_load (filling the buffer itself: no store), on the TMA ring."""
+        return self.load.name == "gpu.tma_load"
+
+    def sources(self) -> list[Value]:
+        """The operands the copy of one iteration is computed from (stage 0's roots)."""
+        return list(self.load.operands[1:] if self.tma else self.load.operands)
+
 
 def _constant_value(v: Value) -> object:
     op = v.owner_op
@@ -151,17 +160,35 @@ def _candidate(store: Operation, body: Block) -> Optional[_Candidate]:
     return _Candidate(load, alloc, store, reads, trans)
 
 
+def _tma_candidate(copy: Operation, body: Block) -> Optional[_Candidate]:
+    """A gpu.tma_load into a buffer of the loop body that only dot operand readers read."""
+    buf = copy.operand(0)
+    alloc = buf.owner_op
+    if alloc is None or alloc.name != "gpu.local_alloc" or alloc.parent is not body:
+        return None
+    reads = [u for u in buf.users() if u is not copy]
+    if len(buf.uses) != len(reads) + 1 or not all(_reads_operand(r) for r in reads):
+        return None
+    return _Candidate(copy, alloc, None, reads)
+
+
+def _candidates(body: Block) -> list[_Candidate]:
+    """The loads of a loop body that pipelining can issue ahead, in body order."""
+    found = [_candidate(op, body) if op.name == "gpu.local_store" else _tma_candidate(op, body)
+             for op in body.ops if op.name in ("gpu.local_store", "gpu.tma_load")]
+    return [c for c in found if c is not None]
+
+
 class _Stage0:
     """The ops of a loop body computing the candidates' operands, and the loop-carried values
     (indices into the iter args) they need."""
 
-    def __init__(self, body: Block, loads: list[Operation]):
+    def __init__(self, body: Block, sources: list[Value]):
         self.body = body
         self.ops: set[Operation] = set()
         self.carried: set[int] = set()
-        for load in loads:
-            for v in load.operands:
-                self._visit(v)
+        for v in sources:
+            self._visit(v)
 
     def _visit(self, v: Value) -> None:
         if isinstance(v, BlockArgument):
@@ -227,10 +254,22 @@ class _Emitter:
 
 
 def _issue(em: _Emitter, candidates: list[_Candidate], mapping: dict[Value, Value], iv: Value, ub: Value,
-           stage: Value) -> None:
-    """The copies of one iteration (stage-0 values in `mapping`, induction variable `iv`) into `stage`."""
+           stage: Value, barriers: Optional[Value]) -> None:
+    """The copies of one iteration (stage-0 values in `mapping`, induction variable `iv`) into `stage`:
+    cp.async copies, one commit group; TMA copies counted on mbarrier `stage` of `barriers`. Those
+    of an iteration past the end are masked off (cp.async: zero-filled) or not issued (TMA)."""
     valid = em.value("arith.cmp", [iv, ub], i1, predicate="lt")
-    for c in candidates:
+    ring = [c for c in candidates if c.tma]
+    if ring:
+        em.op("gpu.mbarrier_expect", [barriers, stage, valid], bytes=sum(c.alloc.attrs["bytes"] for c in ring))
+        for c in ring:
+            view = em.value("gpu.local_view", [c.buffers, stage], c.alloc.result.type)
+            coords = [mapping.get(v, v) for v in c.load.operands[2:]]
+            em.op("gpu.tma_load_async", [view, c.load.operand(1), barriers, stage, valid, *coords])
+    copies = [c for c in candidates if not c.tma]
+    if not copies:
+        return
+    for c in copies:
         operands = [mapping.get(v, v) for v in c.load.operands[:2]]
         if c.trans is not None:  # the copy moves the transposed tile: transpose its pointers and mask
             order, shape = c.trans.attrs["order"], c.trans.result.type.shape
@@ -327,11 +366,11 @@ def scalarize_pointer_steps(loop: Operation) -> Operation:
 def pipeline_loop(loop: Operation, stages: int) -> bool:
     """Pipelines the dot operand loads of scf.for `loop` over `stages` buffers; False if it cannot."""
     body = loop.regions[0].block
-    candidates = [c for op in body.ops if op.name == "gpu.local_store" and (c := _candidate(op, body))]
+    candidates = _candidates(body)
     step = _constant_value(loop.operand(2))
     if not candidates or not isinstance(step, int) or step <= 0:
         return False
-    stage0 = _Stage0(body, [c.load for c in candidates])
+    stage0 = _Stage0(body, [v for c in candidates for v in c.sources()])
     if not stage0.valid(loop, candidates):
         return False
     lb, ub = loop.operand(0), loop.operand(1)
@@ -344,6 +383,14 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
         c.buffers = em.value("gpu.local_alloc", [], TensorType((stages,) + t.shape, t.element,
                                                                 multi_buffer_layout(t.layout)),
                              offset=-1, bytes=stages * c.alloc.attrs["bytes"])
+    ring = any(c.tma for c in candidates)
+    copies = not all(c.tma for c in candidates)
+    barriers = None
+    if ring:
+        barriers = em.value("gpu.local_alloc", [], TensorType((stages,), i64, SharedLayout(1, 1, 1, (0,))),
+                            offset=-1, bytes=8 * stages)
+        em.op("gpu.mbarrier_init", [barriers], count=1)
+        em.op("gpu.barrier", [])
     # prologue: iterations 0 .. stages-2
     carried = sorted(stage0.carried)
     current = {c: loop.operand(3 + c) for c in carried}
@@ -353,12 +400,13 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
         mapping: dict[Value, Value] = {body.args[0]: iv}
         mapping.update({body.args[c + 1]: current[c] for c in carried})
         em.clone(stage0_ops, mapping)
-        _issue(em, candidates, mapping, iv, ub, em.const(j))
+        _issue(em, candidates, mapping, iv, ub, em.const(j), barriers)
         current = {c: mapping.get(term.operand(c), term.operand(c)) for c in carried}
-    # the loop, carrying stage 0 ahead and the stage index
-    inits = [current.get(i, v) for i, v in enumerate(loop.operands[3:])] + [em.const(0)]
-    new_body = Block([a.type for a in body.args] + [i32])
-    new = Operation("scf.for", [lb, ub, loop.operand(2)] + inits, [r.type for r in loop.results] + [i32],
+    # the loop, carrying stage 0 ahead, the stage index and (TMA ring) the mbarriers' phase parity
+    ring_state = [i32, i32] if ring else [i32]
+    inits = [current.get(i, v) for i, v in enumerate(loop.operands[3:])] + [em.const(0)] * len(ring_state)
+    new_body = Block([a.type for a in body.args] + ring_state)
+    new = Operation("scf.for", [lb, ub, loop.operand(2)] + inits, [r.type for r in loop.results] + ring_state,
                     dict(loop.attrs), [Region([new_body])], loc=loop.loc)
     loop.parent.insert_before(loop, new)
     for old_arg, new_arg in zip(body.args, new_body.args):
@@ -367,10 +415,15 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
     for op in list(body.ops):
         op.detach()
         new_body.append(op)
-    stage = new_body.args[-1]
+    stage = new_body.args[len(body.args)]
     stage.name_hint = "stage"
     top = _Emitter(new_body.ops[0], new, constants)
-    top.op("gpu.async_wait", [], pending=stages - 2)
+    if copies:
+        top.op("gpu.async_wait", [], pending=stages - 2)
+    if ring:
+        phase = new_body.args[-1]
+        phase.name_hint = "phase"
+        top.op("gpu.mbarrier_wait", [barriers, stage, phase])
     dots = _asynchronous_dots(new_body, candidates)
     em = top
     if dots:
@@ -383,28 +436,34 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
     mapping = {new_body.args[0]: ahead}
     em.clone(stage0_ops, mapping)
     write = em.value("arith.rem", [em.value("arith.add", [stage, em.const(stages - 1)], i32), em.const(stages)], i32)
-    _issue(em, candidates, mapping, ahead, ub, write)
-    for c in candidates:
-        view = top.value("gpu.local_view", [c.buffers, stage], c.alloc.result.type)
+    _issue(em, candidates, mapping, ahead, ub, write, barriers)
+    views = [top.value("gpu.local_view", [c.buffers, stage], c.alloc.result.type) for c in candidates]
+    for c, view in zip(candidates, views):
         for user, index in list(c.alloc.result.uses):
-            if user is not c.store:
+            if user is not c.store and user is not c.load:
                 user.set_operand(index, view)
-        c.store.erase()
-        c.alloc.erase()
-        if c.trans is not None:
-            c.trans.erase()
-        c.load.erase()
+        for op in (c.store, c.load if c.tma else None, c.alloc, c.trans, None if c.tma else c.load):
+            if op is not None:
+                op.erase()
     term = new_body.terminator
     em = _Emitter(term, new, constants)
     following = em.value("arith.rem", [em.value("arith.add", [stage, em.const(1)], i32), em.const(stages)], i32)
-    yields = [mapping.get(v, v) if i in stage0.carried else v for i, v in enumerate(term.operands)]
-    term.set_operands(yields + [following])
+    yields = [mapping.get(v, v) if i in stage0.carried else v for i, v in enumerate(term.operands)] + [following]
+    if ring:  # the ring wraps: the next use of each mbarrier waits for its next phase
+        wraps = em.value("arith.cmp", [following, em.const(0)], i1, predicate="eq")
+        flipped = em.value("arith.xor", [phase, em.const(1)], i32)
+        yields.append(em.value("arith.select", [wraps, flipped, phase], i32))
+    term.set_operands(yields)
     for old, result in zip(loop.results, new.results):
         result.name_hint = old.name_hint
         old.replace_all_uses_with(result)
     loop.erase()
-    after = Operation("gpu.async_wait", [], [], {"pending": 0}, loc=new.loc)
-    new.parent.insert_after(new, after)
+    if ring:  # every thread is past its last wait before the mbarriers go (or are initialized again)
+        inval = Operation("gpu.mbarrier_inval", [barriers], [], loc=new.loc)
+        new.parent.insert_after(new, inval)
+        new.parent.insert_after(new, Operation("gpu.barrier", [], [], loc=new.loc))
+    if copies:
+        new.parent.insert_after(new, Operation("gpu.async_wait", [], [], {"pending": 0}, loc=new.loc))
     if dots:
         carried = [new.results[dot.operand(2).index - 1] for dot in dots]
         wait = Operation("gpu.dot_wait", carried, [v.type for v in carried], {"pending": 0}, loc=new.loc)
@@ -427,8 +486,7 @@ class Pipeline(Pass):
         stages = func.attrs.get("num_stages", 1)
         changed = False
         for loop in [op for op in func.walk() if op.name == "scf.for"]:
-            body = loop.regions[0].block
-            if not any(op.name == "gpu.local_store" and _candidate(op, body) for op in body.ops):
+            if not _candidates(loop.regions[0].block):
                 continue
             loop = scalarize_pointer_steps(loop)
             if stages >= 2:
