@@ -26,6 +26,15 @@ After (per thread; %bar: 8 bytes of shared memory of the lowering's own, %t0 = (
     simt.bulk_commit
     simt.bulk_wait_read {pending = 0}               // the copies have read %buf
     simt.barrier                                    // ... before any thread writes it again
+
+The TMA ring's ops (tile/opt/pipeline.py; %bar_s: mbarrier %s of %bars, %bars + 8 * %s):
+
+    gpu.mbarrier_init %bars {count = 1}   ->  simt.mbarrier_init of each mbarrier, %t0; simt.fence_proxy_async
+    gpu.mbarrier_expect %bars, %s, %p     ->  simt.mbarrier_expect_tx %bar_s, (%t0 & %p)
+    gpu.tma_load_async %v, %tmap, %bars, %s, %p, %row, %col
+                                          ->  simt.tma_load of each box, %bar_s, (%t0 & %p); no wait
+    gpu.mbarrier_wait %bars, %s, %phase   ->  simt.mbarrier_wait %bar_s, %phase
+    gpu.mbarrier_inval %bars              ->  simt.mbarrier_inval of each mbarrier, %t0
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Software pipelining: the loads feeding tt.dot in an scf.for become cp.async copies issued
-num_stages - 1 iterations ahead into num_stages buffers.
+"""Software pipelining: the loads feeding tt.dot in an scf.for become cp.async copies (or TMA
+copies: the TMA ring below) issued num_stages - 1 iterations ahead into num_stages buffers.
 
 Candidates: a tt.load at the top of a loop body whose only use stores it (or its tt.trans, as
 for attention's K^T: the copy then moves through transposed pointers) into a buffer
@@ -45,6 +45,30 @@ retires the previous iteration's dots (whose stage the copies overwrite). A gpu.
     scf.yield %d, ..., (%s + 1) rem 3
   and after the loop
     %r = gpu.dot_wait %loop#0 {pending = 0} : tensor<128x128xf32, #mma<version = 3, ...>>
+
+The TMA ring (sm_90a): a gpu.tma_load in the body (tile/opt/tma.py: a host descriptor's load
+feeding wgmma) into a buffer of the body that only dots read is a candidate too, its stage 0 the
+ops computing its coordinates. The same schedule issues its copies, but their completion is
+tracked by S mbarriers (%bars, one per stage, initialized before the prologue and invalidated
+after the loop, so a persistent kernel's tile loop runs the ring afresh per tile) instead of
+commit groups: one thread arrives on mbarrier (%s + S-1) rem S with the stage's total bytes
+(gpu.mbarrier_expect) and starts the copies (gpu.tma_load_async) after the dot_wait and the
+barrier that retire the previous iteration's wgmma in every warp group; an iteration past the
+end issues neither. At the top of iteration i every thread waits on mbarrier %s for the phase
+of parity %p, carried beside %s:
+    gpu.mbarrier_wait %bars, %stage, %phase
+    ... tt.dot {is_async}, gpu.dot_wait {pending = 1}
+    gpu.mbarrier_expect %bars, %w, %valid {bytes = 32768}
+    gpu.tma_load_async %view_a, %a.tensormap, %bars, %w, %valid, %off_m, %k2    (after a barrier)
+    scf.yield ..., (%s + 1) rem S, select((%s + 1) rem S == 0, %phase xor 1, %phase)
+Why the parity is right: mbarrier s receives the copies of iterations s, s + S, s + 2S, ... in
+that order, one arrival and one phase each, so iteration i = s + kS waits for phase k, parity
+k mod 2 = (i div S) mod 2: %phase starts at 0 and flips exactly when %s wraps to 0. A waiter
+needs the mbarrier not to complete phase k + 1 before it has seen phase k (the parity would
+read as pending again): phase k + 1 needs iteration i + S's copies, issued in iteration i + 1
+after a barrier that every thread reaches only past its wait of iteration i. (The arrival of
+mbarrier_expect may precede that barrier: it cannot complete the phase before the copies.)
+tests/test_tma_pipeline.py checks this on a model of the ring.
 
 Before (S = 3, after convert-through-shared; #A, #B the operands' #dot_op layouts):
     %r = scf.for %c0, %n, %c1, %acc0, %ap0 : ... {
