@@ -100,14 +100,14 @@ def test_matmul_kernel_ptx() -> None:
     assemble_ok(ptx, "sm_90a")
 
 
-def test_loads_in_loops_keep_the_cp_async_pipeline() -> None:
-    """Until TMA copies get their own ring of buffers and mbarriers, a K loop's descriptor
-    loads stay masked loads that the cp.async pipeline overlaps (faster on the H100: 0.75x
-    Triton against 0.34x with a wait on every TMA copy); the epilogue's store is TMA's."""
+def test_loads_in_loops_go_on_the_tma_ring() -> None:
+    """A K loop's descriptor loads feeding wgmma are TMA copies on a ring of num_stages buffers
+    and mbarriers (tests/test_tma_pipeline.py), no cp.async; the epilogue's store is TMA's."""
     gpu = str(tile.dump(tma_matmul_kernel, *_matmul_args(), stage="gpu", target="sm_90a"))
-    assert "gpu.tma_load" not in gpu and "gpu.tma_store" in gpu
+    assert gpu.count("gpu.tma_load_async") == 2 * 3 and "gpu.mbarrier_wait" in gpu and "gpu.tma_store" in gpu
     ptx = _ptx(tma_matmul_kernel, *_matmul_args())
-    assert "cp.async.cg.shared.global" in ptx and "wgmma.mma_async" in ptx
+    assert "cp.async.cg.shared.global" not in ptx and "wgmma.mma_async" in ptx
+    assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
     assemble_ok(ptx, "sm_90a")
 
 

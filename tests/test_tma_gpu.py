@@ -87,14 +87,18 @@ def tma_matmul_kernel(a_desc, b_desc, c_desc, K):
     c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
 
 
-@pytest.mark.parametrize("m,n,k", [(4096, 4096, 4096), (1000, 1032, 520)])
-def test_tma_matmul(m: int, n: int, k: int) -> None:
+@pytest.mark.parametrize("m,n,k,stages,warps", [(4096, 4096, 4096, 3, 4), (1000, 1032, 520, 3, 4),
+                                                 (1000, 1032, 520, 2, 8), (1000, 1032, 520, 4, 4),
+                                                 (256, 256, 40, 3, 4), (256, 256, 130, 4, 8)])
+def test_tma_matmul(m: int, n: int, k: int, stages: int, warps: int) -> None:
+    """The K loop's loads on the TMA ring (tests/test_tma_pipeline.py): ragged K (the last box's
+    columns past K read as zero), fewer iterations than stages, both warp-group counts."""
     a = RNG.standard_normal((m, k)).astype(np.float16)
     b = RNG.standard_normal((k, n)).astype(np.float16)
     c = tile.to_device(np.full((m, n), np.nan, np.float16))
     descs = (TensorDescriptor.from_tensor(tile.to_device(a), [128, 64]),
              TensorDescriptor.from_tensor(tile.to_device(b), [64, 128]), TensorDescriptor.from_tensor(c, [128, 128]))
-    tma_matmul_kernel[(tile.cdiv(m, 128), tile.cdiv(n, 128))](*descs, k, num_warps=4)
+    tma_matmul_kernel[(tile.cdiv(m, 128), tile.cdiv(n, 128))](*descs, k, num_warps=warps, num_stages=stages)
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c.numpy().astype(np.float64), want, rtol=1e-2, atol=2e-3 * np.sqrt(k))
 
@@ -115,16 +119,18 @@ def persistent_matmul_kernel(a_desc, b_desc, c_desc, M, N, K, NUM_SMS: tl.conste
         c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
 
 
-def test_persistent_matmul() -> None:
+@pytest.mark.parametrize("k,stages", [(640, 3), (600, 4), (100, 2)])
+def test_persistent_matmul(k: int, stages: int) -> None:
+    """Each tile's K loop runs the TMA ring again (the mbarriers initialized per tile)."""
     from tile.runtime.cuda_driver import CudaDevice
 
-    m, n, k = 1500, 1304, 640
+    m, n = 1500, 1304
     sms = CudaDevice.get(0).num_sms
     a = RNG.standard_normal((m, k)).astype(np.float16)
     b = RNG.standard_normal((k, n)).astype(np.float16)
     c = tile.to_device(np.full((m, n), np.nan, np.float16))
     descs = (TensorDescriptor.from_tensor(tile.to_device(a), [128, 64]),
              TensorDescriptor.from_tensor(tile.to_device(b), [64, 128]), TensorDescriptor.from_tensor(c, [128, 128]))
-    persistent_matmul_kernel[(sms,)](*descs, m, n, k, NUM_SMS=sms)
+    persistent_matmul_kernel[(sms,)](*descs, m, n, k, NUM_SMS=sms, num_stages=stages)
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c.numpy().astype(np.float64), want, rtol=1e-2, atol=2e-3 * np.sqrt(k))

@@ -26,6 +26,15 @@ After (per thread; %bar: 8 bytes of shared memory of the lowering's own, %t0 = (
     simt.bulk_commit
     simt.bulk_wait_read {pending = 0}               // the copies have read %buf
     simt.barrier                                    // ... before any thread writes it again
+
+The TMA ring's ops (tile/opt/pipeline.py; %bar_s: mbarrier %s of %bars, %bars + 8 * %s):
+
+    gpu.mbarrier_init %bars {count = 1}   ->  simt.mbarrier_init of each mbarrier, %t0; simt.fence_proxy_async
+    gpu.mbarrier_expect %bars, %s, %p     ->  simt.mbarrier_expect_tx %bar_s, (%t0 & %p)
+    gpu.tma_load_async %v, %tmap, %bars, %s, %p, %row, %col
+                                          ->  simt.tma_load of each box, %bar_s, (%t0 & %p); no wait
+    gpu.mbarrier_wait %bars, %s, %phase   ->  simt.mbarrier_wait %bar_s, %phase
+    gpu.mbarrier_inval %bars              ->  simt.mbarrier_inval of each mbarrier, %t0
 """
 from __future__ import annotations
 
@@ -36,17 +45,16 @@ from ..ir.types import i1, i32
 from .lower_core import Lowering, lowers
 
 
-def _boxes(ctx: Lowering, op: Operation) -> tuple[list[tuple[Value, list[Value]]], int]:
-    """(shared address, coordinates innermost first) of each box of the op's block, and the
-    bytes of one box."""
-    buf = op.operand(0)
+def _boxes(ctx: Lowering, buf: Value, coord_values: list[Value]) -> tuple[list[tuple[Value, list[Value]]], int]:
+    """(shared address, coordinates innermost first) of each box of the block that `buf` holds at
+    `coord_values`, and the bytes of one box."""
     t = buf.type
     layout = tma_layout(t.shape, element_bytes(t))
     box_bytes = element_bytes(t)
     for d in layout.box:
         box_bytes *= d
     base = ctx.get(buf)[0]
-    coords = [ctx.get(v)[0] for v in op.operands[2:]]
+    coords = [ctx.get(v)[0] for v in coord_values]
     boxes = []
     for j in range(layout.copies):
         inner = coords[-1] if j == 0 else ctx.add(coords[-1], ctx.const(j * layout.box[-1], i32))
@@ -61,7 +69,7 @@ def _first_thread(ctx: Lowering) -> Value:
 
 @lowers("gpu.tma_load")
 def _lower_tma_load(ctx: Lowering, op: Operation) -> None:
-    boxes, box_bytes = _boxes(ctx, op)
+    boxes, box_bytes = _boxes(ctx, op.operand(0), op.operands[2:])
     tensormap = ctx.get(op.operand(1))[0]
     first = _first_thread(ctx)
     bar = ctx.op("simt.smem_addr", [], i32, offset=ctx.alloc_shared(8))
@@ -77,7 +85,7 @@ def _lower_tma_load(ctx: Lowering, op: Operation) -> None:
 
 @lowers("gpu.tma_store")
 def _lower_tma_store(ctx: Lowering, op: Operation) -> None:
-    boxes, _ = _boxes(ctx, op)
+    boxes, _ = _boxes(ctx, op.operand(0), op.operands[2:])
     tensormap = ctx.get(op.operand(1))[0]
     first = _first_thread(ctx)
     ctx.effect("simt.fence_proxy_async")
@@ -87,3 +95,50 @@ def _lower_tma_store(ctx: Lowering, op: Operation) -> None:
     ctx.effect("simt.bulk_commit")
     ctx.effect("simt.bulk_wait_read", pending=0)
     ctx.barrier()
+
+
+def _barrier(ctx: Lowering, bars: Value, stage: Value) -> Value:
+    """The shared address of mbarrier `stage` of `bars` (8 bytes each)."""
+    return ctx.add(ctx.get(bars)[0], ctx.mul(ctx.get(stage)[0], ctx.const(8, i32)))
+
+
+@lowers("gpu.mbarrier_init")
+def _lower_mbarrier_init(ctx: Lowering, op: Operation) -> None:
+    bars = op.operand(0)
+    base, first = ctx.get(bars)[0], _first_thread(ctx)
+    for stage in range(bars.type.shape[0]):
+        addr = base if stage == 0 else ctx.add(base, ctx.const(8 * stage, i32))
+        ctx.effect("simt.mbarrier_init", [addr, first], count=op.attrs["count"])
+    ctx.effect("simt.fence_proxy_async")
+
+
+@lowers("gpu.mbarrier_inval")
+def _lower_mbarrier_inval(ctx: Lowering, op: Operation) -> None:
+    bars = op.operand(0)
+    base, first = ctx.get(bars)[0], _first_thread(ctx)
+    for stage in range(bars.type.shape[0]):
+        addr = base if stage == 0 else ctx.add(base, ctx.const(8 * stage, i32))
+        ctx.effect("simt.mbarrier_inval", [addr, first])
+
+
+@lowers("gpu.mbarrier_expect")
+def _lower_mbarrier_expect(ctx: Lowering, op: Operation) -> None:
+    bars, stage, pred = op.operands
+    issuing = ctx.and_pred(_first_thread(ctx), ctx.get(pred)[0])
+    ctx.effect("simt.mbarrier_expect_tx", [_barrier(ctx, bars, stage), issuing], bytes=op.attrs["bytes"])
+
+
+@lowers("gpu.tma_load_async")
+def _lower_tma_load_async(ctx: Lowering, op: Operation) -> None:
+    view, tensormap, bars, stage, pred = op.operands[:5]
+    boxes, _ = _boxes(ctx, view, op.operands[5:])
+    issuing = ctx.and_pred(_first_thread(ctx), ctx.get(pred)[0])
+    bar = _barrier(ctx, bars, stage)
+    for addr, coords in boxes:
+        ctx.effect("simt.tma_load", [addr, bar, ctx.get(tensormap)[0], issuing, *coords])
+
+
+@lowers("gpu.mbarrier_wait")
+def _lower_mbarrier_wait(ctx: Lowering, op: Operation) -> None:
+    bars, stage, phase = op.operands
+    ctx.effect("simt.mbarrier_wait", [_barrier(ctx, bars, stage), ctx.get(phase)[0]])

@@ -57,6 +57,26 @@ tt.descriptor_load / tt.descriptor_store, the buffer laid out as tile.ir.tma_lay
                                     %buf has been read (the lowering fences the writes to the
                                     async proxy and synchronizes the CTA first)
 
+The TMA ring of a pipelined loop (tile/opt/pipeline.py); %bars: a gpu.local_alloc of
+tensor<S x i64, #shared<vec = 1, per_phase = 1, max_phase = 1, order = [0]>>, one mbarrier per stage:
+
+  gpu.mbarrier_init %bars {count = N}   one thread initializes every mbarrier of %bars for N
+                                    arrivals per phase; every thread then fences its earlier
+                                    shared-memory writes to the async proxy (a gpu.barrier
+                                    must follow before anyone uses the mbarriers)
+  gpu.mbarrier_expect %bars, %stage, %pred {bytes = B}   where %pred, one thread arrives on
+                                    mbarrier %stage, announcing B bytes of copies to come
+  gpu.tma_load_async %view, %tensormap, %bars, %stage, %pred, %coords...   where %pred, one
+                                    thread starts the copy of gpu.tma_load into %view (a stage
+                                    of a ring buffer, TMA's layout), counted on mbarrier %stage;
+                                    nothing waits for it here
+  gpu.mbarrier_wait %bars, %stage, %phase   every thread waits until the phase of parity
+                                    %phase (i32, 0 or 1) of mbarrier %stage has completed: the
+                                    copies it counted have landed, readable by this thread and
+                                    by wgmma
+  gpu.mbarrier_inval %bars              one thread invalidates the mbarriers (a gpu.barrier
+                                    must precede: nobody waits on them any more)
+
 The layout rules of every op (which operand layouts an op needs, given its result layouts)
 live here too, in `required_operand_types`; passes insert gpu.convert_layout where an operand
 breaks them (`legalize`) and `verify_layouts` checks them:
@@ -97,7 +117,7 @@ from .layouts import (BlockedLayout, DistributedLayout, Layout, SharedLayout, Sl
                       split_layout, trans_layout)
 from .ops import VerificationError, expect, expect_counts, register_op
 from .tma_layouts import tma_layout
-from .types import DType, PointerType, TensorMapType, TensorType, Type, element_type, i1, i32
+from .types import DType, PointerType, TensorMapType, TensorType, Type, element_type, i1, i32, i64
 
 
 def element_bytes(t: Type) -> int:
@@ -232,17 +252,64 @@ register_op("gpu.fence_async_shared", pure=False)(None)
 
 def _verify_tma(op: Operation) -> None:
     expect(op, op.num_operands >= 3 and not op.results, "expects a buffer, a tensormap and coordinates, no results")
-    buf = op.operand(0).type
+    _verify_tma_copy(op, op.operand(0), op.operand(1), op.operands[2:])
+
+
+def _verify_tma_copy(op: Operation, buffer: Value, tensormap: Value, coords: list[Value]) -> None:
+    buf = buffer.type
     expect(op, _shared(buf), "the buffer must be a tensor with a #shared layout")
-    expect(op, isinstance(op.operand(1).type, TensorMapType), "the second operand must be a tensormap")
-    expect(op, op.num_operands == 2 + buf.rank, f"expects {buf.rank} coordinates for a rank-{buf.rank} buffer")
-    expect(op, all(v.type == i32 for v in op.operands[2:]), "coordinates must be i32 scalars")
+    expect(op, isinstance(tensormap.type, TensorMapType), "the second operand must be a tensormap")
+    expect(op, len(coords) == buf.rank, f"expects {buf.rank} coordinates for a rank-{buf.rank} buffer")
+    expect(op, all(v.type == i32 for v in coords), "coordinates must be i32 scalars")
     want = tma_layout(buf.shape, element_bytes(buf)).shared
     expect(op, buf.layout == want, f"the buffer's layout must be TMA's {want}")
 
 
 register_op("gpu.tma_load", pure=False)(_verify_tma)
 register_op("gpu.tma_store", pure=False)(_verify_tma)
+
+
+def _verify_barriers(op: Operation, bars: Value) -> None:
+    t = bars.type
+    expect(op, _shared(t) and t.rank == 1 and t.element == i64, "the mbarriers must be a rank-1 i64 shared buffer")
+
+
+@register_op("gpu.mbarrier_init", pure=False)
+def _verify_mbarrier_init(op: Operation) -> None:
+    expect_counts(op, 1, 0)
+    _verify_barriers(op, op.operand(0))
+    expect(op, isinstance(op.attrs.get("count"), int) and op.attrs["count"] >= 1, "needs int attr 'count' >= 1")
+
+
+@register_op("gpu.mbarrier_inval", pure=False)
+def _verify_mbarrier_inval(op: Operation) -> None:
+    expect_counts(op, 1, 0)
+    _verify_barriers(op, op.operand(0))
+
+
+def _verify_stage_barrier(op: Operation, last: Type) -> None:
+    expect_counts(op, 3, 0)
+    _verify_barriers(op, op.operand(0))
+    expect(op, op.operand(1).type == i32 and op.operand(2).type == last,
+           f"operands: mbarriers, stage (i32), {'predicate (i1)' if last == i1 else 'phase parity (i32)'}")
+
+
+@register_op("gpu.mbarrier_expect", pure=False)
+def _verify_mbarrier_expect(op: Operation) -> None:
+    _verify_stage_barrier(op, i1)
+    expect(op, isinstance(op.attrs.get("bytes"), int) and op.attrs["bytes"] > 0, "needs int attr 'bytes' > 0")
+
+
+register_op("gpu.mbarrier_wait", pure=False)(lambda op: _verify_stage_barrier(op, i32))
+
+
+@register_op("gpu.tma_load_async", pure=False)
+def _verify_tma_load_async(op: Operation) -> None:
+    expect(op, op.num_operands >= 6, "expects a buffer, a tensormap, mbarriers, a stage, a predicate, coordinates")
+    expect(op, not op.results, "has no results")
+    _verify_tma_copy(op, op.operand(0), op.operand(1), op.operands[5:])
+    _verify_barriers(op, op.operand(2))
+    expect(op, op.operand(3).type == i32 and op.operand(4).type == i1, "the stage must be i32, the predicate i1")
 
 
 # ------------------------------------------------------------------------ layout rules

@@ -128,8 +128,10 @@ def _wgmma_alignment(alloc: Operation) -> int:
     a TMA copy's buffer: that, and at least 128 bytes (cp.async.bulk.tensor's rule)."""
     t = alloc.result.type
     users = _users_through_views(alloc)
-    if any(u.name in ("gpu.tma_load", "gpu.tma_store") for u in users):
-        return max(128, 8 * tma_layout(t.shape, element_bytes(t)).swizzle)
+    copies = [u for u in users if u.name in ("gpu.tma_load", "gpu.tma_store", "gpu.tma_load_async")]
+    if copies:
+        box = copies[0].operand(0).type  # one stage of a ring
+        return max(128, 8 * tma_layout(box.shape, element_bytes(box)).swizzle)
     if not any(u.name == "tt.dot" for u in users):
         return 1
     layout, shape = t.layout, t.shape

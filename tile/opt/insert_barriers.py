@@ -55,6 +55,10 @@ and a barrier before the copies into the stage the previous iteration's dot read
     gpu.dot_wait {pending = 1}       // the previous iteration's dot is done
     gpu.barrier                      // ... in every warp group
     gpu.async_copy %w, %ptrs, %mask  // into stage (%s + 2) rem 3, which that dot read
+A TMA ring's copy (gpu.tma_load_async) and mbarrier initialization are writes that need the
+same barrier before them; the copy's bytes need none after it: every thread waits on the
+stage's mbarrier (gpu.mbarrier_wait) before reading them, which makes them visible to it and to
+its wgmma.
 A loop whose copies come first (attention: the dot of the previous iteration retired) needs
 one barrier: after the fence, before the copies; it also orders the dot after the landing.
 Writes still unfenced before a loop with a wgmma inside (attention's Q tile) are fenced before
@@ -193,7 +197,7 @@ class InsertBarriers(Pass):
             name = op.name
             if name in ("gpu.barrier", "tt.debug_barrier") or "scratch_offset" in op.attrs:
                 state = state.cleared()
-            elif name in ("gpu.local_store", "gpu.async_copy"):
+            elif name in ("gpu.local_store", "gpu.async_copy", "gpu.tma_load_async", "gpu.mbarrier_init"):
                 access = _access(op.operand(0), self.func)
                 if any(_hits(access, d) for d in state.dots):
                     self._barrier(op, insert, (Operation("gpu.dot_wait", [], [], {"pending": 0}, loc=op.loc),))
@@ -203,7 +207,7 @@ class InsertBarriers(Pass):
                     state = state.cleared()
                 if name == "gpu.local_store":
                     state = state.replace(writes=state.writes | {access}, unfenced=state.unfenced | {access})
-                else:
+                elif name == "gpu.async_copy":
                     state = state.replace(in_flight=state.in_flight | {access})
             elif name == "gpu.local_load":
                 access = _access(op.operand(0), self.func)

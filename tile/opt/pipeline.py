@@ -1,5 +1,5 @@
-"""Software pipelining: the loads feeding tt.dot in an scf.for become cp.async copies issued
-num_stages - 1 iterations ahead into num_stages buffers.
+"""Software pipelining: the loads feeding tt.dot in an scf.for become cp.async copies (or TMA
+copies: the TMA ring below) issued num_stages - 1 iterations ahead into num_stages buffers.
 
 Candidates: a tt.load at the top of a loop body whose only use stores it (or its tt.trans, as
 for attention's K^T: the copy then moves through transposed pointers) into a buffer
@@ -45,6 +45,30 @@ retires the previous iteration's dots (whose stage the copies overwrite). A gpu.
     scf.yield %d, ..., (%s + 1) rem 3
   and after the loop
     %r = gpu.dot_wait %loop#0 {pending = 0} : tensor<128x128xf32, #mma<version = 3, ...>>
+
+The TMA ring (sm_90a): a gpu.tma_load in the body (tile/opt/tma.py: a host descriptor's load
+feeding wgmma) into a buffer of the body that only dots read is a candidate too, its stage 0 the
+ops computing its coordinates. The same schedule issues its copies, but their completion is
+tracked by S mbarriers (%bars, one per stage, initialized before the prologue and invalidated
+after the loop, so a persistent kernel's tile loop runs the ring afresh per tile) instead of
+commit groups: one thread arrives on mbarrier (%s + S-1) rem S with the stage's total bytes
+(gpu.mbarrier_expect) and starts the copies (gpu.tma_load_async) after the dot_wait and the
+barrier that retire the previous iteration's wgmma in every warp group; an iteration past the
+end issues neither. At the top of iteration i every thread waits on mbarrier %s for the phase
+of parity %p, carried beside %s:
+    gpu.mbarrier_wait %bars, %stage, %phase
+    ... tt.dot {is_async}, gpu.dot_wait {pending = 1}
+    gpu.mbarrier_expect %bars, %w, %valid {bytes = 32768}
+    gpu.tma_load_async %view_a, %a.tensormap, %bars, %w, %valid, %off_m, %k2    (after a barrier)
+    scf.yield ..., (%s + 1) rem S, select((%s + 1) rem S == 0, %phase xor 1, %phase)
+Why the parity is right: mbarrier s receives the copies of iterations s, s + S, s + 2S, ... in
+that order, one arrival and one phase each, so iteration i = s + kS waits for phase k, parity
+k mod 2 = (i div S) mod 2: %phase starts at 0 and flips exactly when %s wraps to 0. A waiter
+needs the mbarrier not to complete phase k + 1 before it has seen phase k (the parity would
+read as pending again): phase k + 1 needs iteration i + S's copies, issued in iteration i + 1
+after a barrier that every thread reaches only past its wait of iteration i. (The arrival of
+mbarrier_expect may precede that barrier: it cannot complete the phase before the copies.)
+tests/test_tma_pipeline.py checks this on a model of the ring.
 
 Before (S = 3, after convert-through-shared; #A, #B the operands' #dot_op layouts):
     %r = scf.for %c0, %n, %c1, %acc0, %ap0 : ... {
@@ -101,6 +125,15 @@ class _Candidate:
     trans: Optional[Operation] = None  # a tt.trans between the load and the store
     buffers: Optional[Value] = None
 
+    @property
+    def tma(self) -> bool:
+        """A gpu.tma_load (filling the buffer itself: no store), on the TMA ring."""
+        return self.load.name == "gpu.tma_load"
+
+    def sources(self) -> list[Value]:
+        """The operands the copy of one iteration is computed from (stage 0's roots)."""
+        return list(self.load.operands[1:] if self.tma else self.load.operands)
+
 
 def _constant_value(v: Value) -> object:
     op = v.owner_op
@@ -151,17 +184,35 @@ def _candidate(store: Operation, body: Block) -> Optional[_Candidate]:
     return _Candidate(load, alloc, store, reads, trans)
 
 
+def _tma_candidate(copy: Operation, body: Block) -> Optional[_Candidate]:
+    """A gpu.tma_load into a buffer of the loop body that only dot operand readers read."""
+    buf = copy.operand(0)
+    alloc = buf.owner_op
+    if alloc is None or alloc.name != "gpu.local_alloc" or alloc.parent is not body:
+        return None
+    reads = [u for u in buf.users() if u is not copy]
+    if len(buf.uses) != len(reads) + 1 or not all(_reads_operand(r) for r in reads):
+        return None
+    return _Candidate(copy, alloc, None, reads)
+
+
+def _candidates(body: Block) -> list[_Candidate]:
+    """The loads of a loop body that pipelining can issue ahead, in body order."""
+    found = [_candidate(op, body) if op.name == "gpu.local_store" else _tma_candidate(op, body)
+             for op in body.ops if op.name in ("gpu.local_store", "gpu.tma_load")]
+    return [c for c in found if c is not None]
+
+
 class _Stage0:
     """The ops of a loop body computing the candidates' operands, and the loop-carried values
     (indices into the iter args) they need."""
 
-    def __init__(self, body: Block, loads: list[Operation]):
+    def __init__(self, body: Block, sources: list[Value]):
         self.body = body
         self.ops: set[Operation] = set()
         self.carried: set[int] = set()
-        for load in loads:
-            for v in load.operands:
-                self._visit(v)
+        for v in sources:
+            self._visit(v)
 
     def _visit(self, v: Value) -> None:
         if isinstance(v, BlockArgument):
@@ -227,10 +278,22 @@ class _Emitter:
 
 
 def _issue(em: _Emitter, candidates: list[_Candidate], mapping: dict[Value, Value], iv: Value, ub: Value,
-           stage: Value) -> None:
-    """The copies of one iteration (stage-0 values in `mapping`, induction variable `iv`) into `stage`."""
+           stage: Value, barriers: Optional[Value]) -> None:
+    """The copies of one iteration (stage-0 values in `mapping`, induction variable `iv`) into `stage`:
+    cp.async copies, one commit group; TMA copies counted on mbarrier `stage` of `barriers`. Those
+    of an iteration past the end are masked off (cp.async: zero-filled) or not issued (TMA)."""
     valid = em.value("arith.cmp", [iv, ub], i1, predicate="lt")
-    for c in candidates:
+    ring = [c for c in candidates if c.tma]
+    if ring:
+        em.op("gpu.mbarrier_expect", [barriers, stage, valid], bytes=sum(c.alloc.attrs["bytes"] for c in ring))
+        for c in ring:
+            view = em.value("gpu.local_view", [c.buffers, stage], c.alloc.result.type)
+            coords = [mapping.get(v, v) for v in c.load.operands[2:]]
+            em.op("gpu.tma_load_async", [view, c.load.operand(1), barriers, stage, valid, *coords])
+    copies = [c for c in candidates if not c.tma]
+    if not copies:
+        return
+    for c in copies:
         operands = [mapping.get(v, v) for v in c.load.operands[:2]]
         if c.trans is not None:  # the copy moves the transposed tile: transpose its pointers and mask
             order, shape = c.trans.attrs["order"], c.trans.result.type.shape
@@ -327,11 +390,11 @@ def scalarize_pointer_steps(loop: Operation) -> Operation:
 def pipeline_loop(loop: Operation, stages: int) -> bool:
     """Pipelines the dot operand loads of scf.for `loop` over `stages` buffers; False if it cannot."""
     body = loop.regions[0].block
-    candidates = [c for op in body.ops if op.name == "gpu.local_store" and (c := _candidate(op, body))]
+    candidates = _candidates(body)
     step = _constant_value(loop.operand(2))
     if not candidates or not isinstance(step, int) or step <= 0:
         return False
-    stage0 = _Stage0(body, [c.load for c in candidates])
+    stage0 = _Stage0(body, [v for c in candidates for v in c.sources()])
     if not stage0.valid(loop, candidates):
         return False
     lb, ub = loop.operand(0), loop.operand(1)
@@ -344,6 +407,14 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
         c.buffers = em.value("gpu.local_alloc", [], TensorType((stages,) + t.shape, t.element,
                                                                 multi_buffer_layout(t.layout)),
                              offset=-1, bytes=stages * c.alloc.attrs["bytes"])
+    ring = any(c.tma for c in candidates)
+    copies = not all(c.tma for c in candidates)
+    barriers = None
+    if ring:
+        barriers = em.value("gpu.local_alloc", [], TensorType((stages,), i64, SharedLayout(1, 1, 1, (0,))),
+                            offset=-1, bytes=8 * stages)
+        em.op("gpu.mbarrier_init", [barriers], count=1)
+        em.op("gpu.barrier", [])
     # prologue: iterations 0 .. stages-2
     carried = sorted(stage0.carried)
     current = {c: loop.operand(3 + c) for c in carried}
@@ -353,12 +424,13 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
         mapping: dict[Value, Value] = {body.args[0]: iv}
         mapping.update({body.args[c + 1]: current[c] for c in carried})
         em.clone(stage0_ops, mapping)
-        _issue(em, candidates, mapping, iv, ub, em.const(j))
+        _issue(em, candidates, mapping, iv, ub, em.const(j), barriers)
         current = {c: mapping.get(term.operand(c), term.operand(c)) for c in carried}
-    # the loop, carrying stage 0 ahead and the stage index
-    inits = [current.get(i, v) for i, v in enumerate(loop.operands[3:])] + [em.const(0)]
-    new_body = Block([a.type for a in body.args] + [i32])
-    new = Operation("scf.for", [lb, ub, loop.operand(2)] + inits, [r.type for r in loop.results] + [i32],
+    # the loop, carrying stage 0 ahead, the stage index and (TMA ring) the mbarriers' phase parity
+    ring_state = [i32, i32] if ring else [i32]
+    inits = [current.get(i, v) for i, v in enumerate(loop.operands[3:])] + [em.const(0)] * len(ring_state)
+    new_body = Block([a.type for a in body.args] + ring_state)
+    new = Operation("scf.for", [lb, ub, loop.operand(2)] + inits, [r.type for r in loop.results] + ring_state,
                     dict(loop.attrs), [Region([new_body])], loc=loop.loc)
     loop.parent.insert_before(loop, new)
     for old_arg, new_arg in zip(body.args, new_body.args):
@@ -367,10 +439,15 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
     for op in list(body.ops):
         op.detach()
         new_body.append(op)
-    stage = new_body.args[-1]
+    stage = new_body.args[len(body.args)]
     stage.name_hint = "stage"
     top = _Emitter(new_body.ops[0], new, constants)
-    top.op("gpu.async_wait", [], pending=stages - 2)
+    if copies:
+        top.op("gpu.async_wait", [], pending=stages - 2)
+    if ring:
+        phase = new_body.args[-1]
+        phase.name_hint = "phase"
+        top.op("gpu.mbarrier_wait", [barriers, stage, phase])
     dots = _asynchronous_dots(new_body, candidates)
     em = top
     if dots:
@@ -383,28 +460,34 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
     mapping = {new_body.args[0]: ahead}
     em.clone(stage0_ops, mapping)
     write = em.value("arith.rem", [em.value("arith.add", [stage, em.const(stages - 1)], i32), em.const(stages)], i32)
-    _issue(em, candidates, mapping, ahead, ub, write)
-    for c in candidates:
-        view = top.value("gpu.local_view", [c.buffers, stage], c.alloc.result.type)
+    _issue(em, candidates, mapping, ahead, ub, write, barriers)
+    views = [top.value("gpu.local_view", [c.buffers, stage], c.alloc.result.type) for c in candidates]
+    for c, view in zip(candidates, views):
         for user, index in list(c.alloc.result.uses):
-            if user is not c.store:
+            if user is not c.store and user is not c.load:
                 user.set_operand(index, view)
-        c.store.erase()
-        c.alloc.erase()
-        if c.trans is not None:
-            c.trans.erase()
-        c.load.erase()
+        for op in (c.store, c.load if c.tma else None, c.alloc, c.trans, None if c.tma else c.load):
+            if op is not None:
+                op.erase()
     term = new_body.terminator
     em = _Emitter(term, new, constants)
     following = em.value("arith.rem", [em.value("arith.add", [stage, em.const(1)], i32), em.const(stages)], i32)
-    yields = [mapping.get(v, v) if i in stage0.carried else v for i, v in enumerate(term.operands)]
-    term.set_operands(yields + [following])
+    yields = [mapping.get(v, v) if i in stage0.carried else v for i, v in enumerate(term.operands)] + [following]
+    if ring:  # the ring wraps: the next use of each mbarrier waits for its next phase
+        wraps = em.value("arith.cmp", [following, em.const(0)], i1, predicate="eq")
+        flipped = em.value("arith.xor", [phase, em.const(1)], i32)
+        yields.append(em.value("arith.select", [wraps, flipped, phase], i32))
+    term.set_operands(yields)
     for old, result in zip(loop.results, new.results):
         result.name_hint = old.name_hint
         old.replace_all_uses_with(result)
     loop.erase()
-    after = Operation("gpu.async_wait", [], [], {"pending": 0}, loc=new.loc)
-    new.parent.insert_after(new, after)
+    if ring:  # every thread is past its last wait before the mbarriers go (or are initialized again)
+        inval = Operation("gpu.mbarrier_inval", [barriers], [], loc=new.loc)
+        new.parent.insert_after(new, inval)
+        new.parent.insert_after(new, Operation("gpu.barrier", [], [], loc=new.loc))
+    if copies:
+        new.parent.insert_after(new, Operation("gpu.async_wait", [], [], {"pending": 0}, loc=new.loc))
     if dots:
         carried = [new.results[dot.operand(2).index - 1] for dot in dots]
         wait = Operation("gpu.dot_wait", carried, [v.type for v in carried], {"pending": 0}, loc=new.loc)
@@ -427,8 +510,7 @@ class Pipeline(Pass):
         stages = func.attrs.get("num_stages", 1)
         changed = False
         for loop in [op for op in func.walk() if op.name == "scf.for"]:
-            body = loop.regions[0].block
-            if not any(op.name == "gpu.local_store" and _candidate(op, body) for op in body.ops):
+            if not _candidates(loop.regions[0].block):
                 continue
             loop = scalarize_pointer_steps(loop)
             if stages >= 2:

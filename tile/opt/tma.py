@@ -42,6 +42,7 @@ from ..ir.gpu_ops import element_bytes, layout_of, with_layout
 from ..ir.layouts import SharedLayout
 from ..ir.tma_layouts import TMA_MAX_BOX, TMA_MIN_INNER_BYTES, tma_layout
 from ..ir.types import TensorMapType, i1
+from .accelerate_dot import WARP_GROUP, WGMMA_TARGETS, uses_wgmma
 from .dce import replace_op
 from .pass_manager import Pass
 
@@ -50,29 +51,56 @@ def uses_tma(op: Operation) -> bool:
     """Whether a tt.descriptor_load / tt.descriptor_store becomes TMA copies: it carries a
     tensor map (a host descriptor on sm_90a), its block fits TMA's boxes (1-bit and pointer
     elements, which TMA does not move, keep the masked expansion), and it is not a load
-    inside a loop (see _in_loop)."""
+    inside a loop that the TMA ring cannot take (see _in_loop)."""
+    if op.name == "tt.descriptor_load" and _in_loop(op) and not feeds_wgmma_in_loop(op):
+        return False
+    return _tma_copyable(op)
+
+
+def _tma_copyable(op: Operation) -> bool:
+    """A tensor map, and a block of elements and sizes that TMA boxes move."""
     if not op.operands or not isinstance(op.operands[-1].type, TensorMapType):
         return False
     element = op.operand(0).type.pointee
     if isinstance(element, PointerType) or element == i1:
         return False
     block = op.attrs["block_shape"]
-    if op.name == "tt.descriptor_load" and _in_loop(op):
-        return False
     return all(d <= TMA_MAX_BOX for d in block) and block[-1] * element.bytes >= TMA_MIN_INNER_BYTES
 
 
 def _in_loop(op: Operation) -> bool:
-    """Loads in loops keep the masked expansion, which the cp.async pipeline overlaps over
-    num_stages buffers, until TMA copies get a ring of buffers and mbarriers of their own:
-    measured on the H100 (2026-11-25), a persistent matmul whose loads waited on each TMA
-    copy ran at 0.34x Triton's speed."""
+    """Loads in loops that the pipeline pass cannot put on a TMA ring (feeds_wgmma_in_loop)
+    keep the masked expansion, which the cp.async pipeline overlaps over num_stages buffers
+    where the load feeds a dot (then through registers: mma.sync or the FMA path), and which
+    costs an ordinary load elsewhere, while a TMA load that no ring overlaps waits on its
+    copy with the whole CTA: measured on the H100 (2026-11-25), a persistent matmul whose
+    loads waited on each TMA copy ran at 0.34x Triton's speed."""
     parent = op.parent_op
     while parent is not None:
         if parent.name in ("scf.for", "scf.while"):
             return True
         parent = parent.parent_op
     return False
+
+
+def feeds_wgmma_in_loop(op: Operation) -> bool:
+    """Whether a tt.descriptor_load sits directly in an scf.for body and is used only as operand
+    A or B of one tt.dot of that body which goes to wgmma (judged for one warp group: the
+    compile options are not known on tile IR) and reads it where TMA puts it (B of 4- or 1-byte
+    elements must be K-major, which a [K, N] block is not): the pipeline pass then makes the
+    loop's copies a ring of num_stages buffers and mbarriers (tile/opt/pipeline.py). Where the
+    ring is not built after all (num_stages = 1, num_warps not a multiple of 4), the copy stays
+    a synchronous gpu.tma_load, correct but unpipelined."""
+    loop = op.parent_op
+    uses = op.result.uses
+    if loop is None or loop.name != "scf.for" or len(uses) != 1:
+        return False
+    dot, index = uses[0]
+    if dot.name != "tt.dot" or dot.parent is not op.parent or index > 1 or dot.operand(1 - index) is op.result:
+        return False
+    if index == 1 and op.result.type.element.bytes != 2:
+        return False
+    return uses_wgmma(dot, WGMMA_TARGETS[0], WARP_GROUP, 32)
 
 
 def _coordinates(op: Operation) -> list[Value]:
@@ -163,9 +191,9 @@ class LowerToTma(Pass):
 
     def run(self, func: Operation) -> None:
         for op in [o for o in func.walk() if o.name in ("tt.descriptor_load", "tt.descriptor_store")]:
-            if not uses_tma(op):
+            if not _tma_copyable(op):  # expand-descriptors expanded every other access
                 raise ValueError(f"{op.name} reached the gpu passes without a TMA lowering")
             (_lower_load if op.name == "tt.descriptor_load" else _lower_store)(op)
 
 
-__all__ = ["LowerToTma", "uses_tma"]
+__all__ = ["LowerToTma", "uses_tma", "feeds_wgmma_in_loop"]

@@ -1,0 +1,250 @@
+"""The TMA ring (tile/opt/pipeline.py on gpu.tma_load): a K loop's descriptor loads feeding wgmma
+become num_stages buffers and mbarriers, copies issued num_stages - 1 iterations ahead. CPU only:
+the gpu IR, the PTX (assembled with ptxas for sm_90a) and a model of the ring's mbarrier phases;
+tests/test_tma_gpu.py runs the kernels on a GPU."""
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pytest
+from ptxas_util import assemble_ok
+from test_tma import _matmul_args, tma_matmul_kernel
+
+import tile
+import tile.language as tl
+from tile.ir import parse_op, print_op, verify
+from tile.tools.tensor_descriptor import TensorDescriptor
+
+COPY = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+
+
+@tile.jit
+def persistent_kernel(a_desc, b_desc, c_desc, M, N, K, NUM_SMS: tl.constexpr):
+    BM: tl.constexpr = a_desc.block_shape[0]
+    BK: tl.constexpr = a_desc.block_shape[1]
+    BN: tl.constexpr = b_desc.block_shape[1]
+    tiles_n = tl.cdiv(N, BN)
+    num_tiles = tl.cdiv(M, BM) * tiles_n
+    for tile_id in range(tl.program_id(0), num_tiles, NUM_SMS):
+        off_m = (tile_id // tiles_n) * BM
+        off_n = (tile_id % tiles_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            acc = tl.dot(a_desc.load([off_m, k]), b_desc.load([k, off_n]), acc)
+        c_desc.store([off_m, off_n], acc.to(tl.float16))
+
+
+@tile.jit
+def load_not_feeding_a_dot_kernel(x_desc, out_ptr, K):
+    BM: tl.constexpr = x_desc.block_shape[0]
+    BK: tl.constexpr = x_desc.block_shape[1]
+    total = tl.zeros((BM, BK), dtype=tl.float32)
+    for k in range(0, K, BK):
+        total += x_desc.load([0, k]).to(tl.float32)
+    rows, cols = tl.arange(0, BM)[:, None], tl.arange(0, BK)[None, :]
+    tl.store(out_ptr + rows * BK + cols, total)
+
+
+def _persistent_args():
+    a, (b_desc, c_desc) = np.ones((256, 192), np.float16), _matmul_args()[1:3]
+    return (TensorDescriptor.from_tensor(a, [128, 64]), b_desc, c_desc, 256, 256, 192)
+
+
+KERNELS = {"k_loop": (tma_matmul_kernel, _matmul_args, {}),
+           "persistent": (persistent_kernel, _persistent_args, {"NUM_SMS": 132})}
+
+
+def _dump(name: str, stage: str, stages: int) -> str:
+    kernel, args, constexprs = KERNELS[name]
+    return str(tile.dump(kernel, *args(), stage=stage, target="sm_90a", num_stages=stages, **constexprs))
+
+
+def _loop_body(ptx: str) -> str:
+    """The PTX of the K loop: from its mbarrier wait to the wgmma.wait_group 0 after it."""
+    start = ptx.index("mbarrier.try_wait.parity")
+    return ptx[start:ptx.index("wgmma.wait_group.sync.aligned 0", start)]
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_ring_ptx(name: str, stages: int) -> None:
+    ptx = _dump(name, "ptx", stages)
+    # one mbarrier per stage, initialized once per run of the loop and invalidated after it
+    assert ptx.count("mbarrier.init.shared::cta.b64") == stages
+    assert ptx.count("mbarrier.inval.shared::cta.b64") == stages
+    assert "fence.proxy.async.shared::cta" in ptx
+    # A is one 128x64 box, B two 64x64 boxes: 3 copies per iteration, stages - 1 iterations ahead
+    init = ptx.index("mbarrier.init.shared::cta.b64")
+    wait = ptx.index("mbarrier.try_wait.parity.shared::cta.b64")
+    assert ptx.count(COPY, init, wait) == 3 * (stages - 1)
+    assert ptx.count("mbarrier.arrive.expect_tx.shared::cta.b64 _,", init, wait) == stages - 1
+    assert "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r" in ptx and ", 32768;" in ptx
+    loop = _loop_body(ptx)
+    assert loop.count(COPY) == 3 and loop.count("mbarrier.try_wait.parity") == 1
+    assert "cp.async.cg" not in ptx and "cp.async.wait_group" not in ptx and "ld.global" not in ptx
+    # the wgmma of the previous iteration retires, in every warp group, before its stage is refilled
+    retire = loop.index("wgmma.wait_group.sync.aligned 1")
+    assert loop.index("bar.sync 0", retire) < loop.index(COPY)
+    # the phase parity flips when the stage index wraps to 0
+    assert re.search(rf"rem\.s32 %r\d+, %r\d+, {stages};", loop)
+    assert re.search(r"xor\.b32 %r\d+, %r\d+, 1;", loop) and "selp.b32" in loop
+    assemble_ok(ptx, "sm_90a")
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+@pytest.mark.parametrize("stages", [2, 4])
+def test_ring_gpu_ir_round_trips(name: str, stages: int) -> None:
+    text = _dump(name, "gpu", stages)
+    for op in ("gpu.mbarrier_init", "gpu.mbarrier_expect", "gpu.tma_load_async", "gpu.mbarrier_wait",
+               "gpu.mbarrier_inval"):
+        assert op in text
+    assert f"tensor<{stages}xi64" in text and f"tensor<{stages}x128x64xf16" in text
+    assert "gpu.tma_load " not in text and "gpu.async_copy" not in text
+    func = parse_op(text)
+    verify(func)
+    assert print_op(func) == text
+
+
+def test_persistent_ring_runs_per_tile() -> None:
+    """The mbarriers are initialized before each tile's K loop and invalidated after it, inside the
+    tile loop: each run of the ring starts at stage 0, phase 0."""
+    text = _dump("persistent", "gpu", 3)
+    outer = text.index("scf.for")
+    assert outer < text.index("gpu.mbarrier_init") < text.index("scf.for", outer + 1) < text.index(
+        "gpu.mbarrier_inval") < text.index("gpu.tma_store")
+
+
+def test_single_stage_keeps_synchronous_copies() -> None:
+    text = _dump("k_loop", "gpu", 1)
+    assert text.count("gpu.tma_load ") == 2 and "mbarrier" not in text
+    assemble_ok(_dump("k_loop", "ptx", 1), "sm_90a")
+
+
+def test_loads_not_feeding_a_dot_stay_masked() -> None:
+    """A loop's load that no wgmma reads gets no ring: it stays a masked load (an ordinary load,
+    overlapped by the warps' own latency hiding) rather than a TMA copy the CTA waits for."""
+    x = TensorDescriptor.from_tensor(np.ones((64, 256), np.float16), [64, 64])
+    out = np.zeros((64, 64), np.float32)
+    text = str(tile.dump(load_not_feeding_a_dot_kernel, x, out, 256, stage="gpu", target="sm_90a"))
+    assert "tma_load" not in text and "tt.load" in text
+
+
+# ----------------------------------------------------------------------------- the ring's phases
+
+
+class _Mbarrier:
+    """An mbarrier initialized for one arrival per phase: the phase completes when the arrival
+    (expect_tx) has happened and every expected byte has landed."""
+
+    def __init__(self) -> None:
+        self.completed = 0  # phases completed so far
+        self.arrived = False
+        self.pending_bytes = 0
+
+    def expect(self, nbytes: int) -> None:
+        assert not self.arrived, "a second arrival in one phase"
+        self.arrived, self.pending_bytes = True, self.pending_bytes + nbytes
+        self._advance()
+
+    def land(self, nbytes: int) -> None:
+        self.pending_bytes -= nbytes
+        self._advance()
+
+    def _advance(self) -> None:
+        if self.arrived and self.pending_bytes == 0:
+            self.completed, self.arrived = self.completed + 1, False
+
+    def try_wait_parity(self, parity: int, want_phase: int) -> bool:
+        """PTX: true once the phase of parity `parity` completed, i.e. the current phase's parity
+        differs. The ring must never let the barrier run two phases past the waiter's (the parity
+        would then read as not completed: a hang)."""
+        assert self.completed <= want_phase + 1, "the mbarrier ran a whole phase past a waiter"
+        return self.completed % 2 != parity
+
+
+def _run_ring(stages: int, iterations: int, warps: int, rng: random.Random) -> None:
+    """Runs the pipeline pass's schedule with `warps` warps in a random interleaving, copies landing
+    at random later times:
+        prologue (thread 0): iteration j < stages - 1 (if j < n): expect + copies into stage j
+        barrier
+        loop, iteration i (stage s, phase p; s = 0, p = 0 at i = 0):
+            wait(s, p); wgmma reads stage s (must hold iteration i's data)
+            wgmma.wait_group: the previous iteration's reads retire
+            barrier
+            thread 0: iteration i + stages - 1 (if < n): expect + copies into (s + stages - 1) % stages
+            s' = (s + 1) % stages; p' = p ^ (s' == 0)
+        barrier; inval
+    Checks every wait completes with the right data, no copy overwrites a stage a warp still
+    reads, and nothing is in flight at the end."""
+    bars = [_Mbarrier() for _ in range(stages)]
+    contents: list[object] = [None] * stages   # the iteration whose data each stage holds
+    in_flight: list[tuple[int, int]] = []      # (stage, iteration) copies not landed yet
+    reading: list[set[int]] = [set() for _ in range(stages)]  # warps whose wgmma still reads a stage
+    box_bytes = (16384, 16384)
+
+    def issue(iteration: int, stage: int) -> None:
+        if iteration >= iterations:
+            return  # predicated off: no arrival, no copy
+        assert not reading[stage], "a copy overwrites a stage a wgmma still reads"
+        bars[stage].expect(sum(box_bytes))
+        contents[stage] = None
+        in_flight.extend((stage, iteration) for _ in box_bytes)
+
+    def land_some() -> None:
+        while in_flight and rng.random() < 0.5:
+            stage, iteration = in_flight.pop(rng.randrange(len(in_flight)))
+            contents[stage] = iteration
+            bars[stage].land(box_bytes[0])
+
+    def warp(w: int):
+        stage, phase = 0, 0
+        for i in range(iterations):
+            while not bars[stage].try_wait_parity(phase, i // stages):
+                yield "spin"
+            assert contents[stage] == i and not any(s == stage for s, _ in in_flight)
+            reading[stage].add(w)
+            previous = (stage - 1) % stages
+            reading[previous].discard(w)        # wgmma.wait_group {pending = 1}
+            yield "barrier"
+            if w == 0:
+                issue(i + stages - 1, (stage + stages - 1) % stages)
+            stage = (stage + 1) % stages
+            phase ^= int(stage == 0)
+            assert (stage, phase) == (((i + 1) % stages), ((i + 1) // stages) % 2)
+        for s in range(stages):
+            reading[s].discard(w)               # wgmma.wait_group {pending = 0}
+        yield "barrier"
+
+    for j in range(stages - 1):
+        issue(j, j)
+    threads = {w: warp(w) for w in range(warps)}
+    at_barrier: set[int] = set()
+    for _ in range(100_000):
+        if not threads:
+            break
+        land_some()
+        runnable = [w for w in threads if w not in at_barrier]
+        if not runnable:
+            at_barrier.clear()
+            continue
+        w = rng.choice(runnable)
+        try:
+            if next(threads[w]) == "barrier":
+                at_barrier.add(w)
+        except StopIteration:
+            del threads[w]
+            at_barrier.discard(w)
+        if len(at_barrier) == len(threads) and threads:
+            at_barrier.clear()
+    assert not threads, "deadlock: the warps spin on mbarriers that no copy completes"
+    assert not in_flight and all(not b.arrived for b in bars)
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+@pytest.mark.parametrize("iterations", [0, 1, 2, 3, 5, 9])
+def test_ring_phase_model(stages: int, iterations: int) -> None:
+    rng = random.Random(stages * 100 + iterations)
+    for _ in range(20):
+        _run_ring(stages, iterations, warps=rng.choice([1, 4, 8]), rng=rng)
