@@ -63,8 +63,8 @@ The machine and memories know nothing of PTX's spelling: an AMDGCN decoder and i
 table can be added beside ptx_decode/ptx_isa and run on the same machine.
 """
 from .errors import EmulatorError, PtxSyntaxError
-from .launch import EMULATOR_PREFIX, emulate, launch_target, run_ptx
+from .launch import EMULATOR_PREFIX, emulate, run_ptx
 from .ptx_decode import decode_module
 
-__all__ = ["emulate", "run_ptx", "decode_module", "launch_target", "EmulatorError", "PtxSyntaxError",
+__all__ = ["emulate", "run_ptx", "decode_module", "EmulatorError", "PtxSyntaxError",
            "EMULATOR_PREFIX"]

@@ -12,7 +12,6 @@ costs one NumPy operation per instruction per batch.
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -21,7 +20,7 @@ from ..codegen.floats import float_bits
 from ..ir.types import bf16, f16
 from ..utils import grid3
 from .errors import EmulatorError
-from .machine import OP, Machine
+from .machine import Machine
 from .memory import GlobalMemory
 from .program import Kernel, Module
 from .ptx_decode import decode_module
@@ -152,18 +151,6 @@ def compile_for_emulator(fn: Any, spec: Any, options: dict[str, Any], target: st
     return kernel
 
 
-def launch_target() -> str:
-    """Where a launch runs: compiler.current_target(), except that with TILE_EMULATE=1 and no
-    GPU the interpreter's launches go to the emulator ("emulator:" + TILE_EMULATE_TARGET, sm_80)."""
-    from ..compiler import INTERPRETER, current_target
-
-    target = current_target()
-    if target == INTERPRETER and os.environ.get("TILE_EMULATE", "0") not in ("", "0") and \
-            os.environ.get("TILE_INTERPRET", "0") in ("", "0"):
-        return EMULATOR_PREFIX + os.environ.get("TILE_EMULATE_TARGET", "sm_80")
-    return target
-
-
 class Emulated:
     """`tile.emulate(kernel, target)`: index with a grid, call with the kernel's arguments."""
 
@@ -221,5 +208,4 @@ def emulate(kernel: Any, target: str = "sm_80", max_steps: int = DEFAULT_MAX_STE
     return Emulated(kernel, target, max_steps)
 
 
-__all__ = ["run_ptx", "emulate", "Emulated", "EmulatorBackend", "compile_for_emulator", "launch_target",
-           "EMULATOR_PREFIX", "OP"]
+__all__ = ["run_ptx", "emulate", "Emulated", "EmulatorBackend", "compile_for_emulator", "EMULATOR_PREFIX"]

@@ -124,8 +124,8 @@ def _mma(m: Machine, ins: Instr) -> None:
     k = 8 * kw
     integer = dtype == "s32"
     acc = np.int64 if integer else np.float64
-    regs = [[np.asarray(m.read(r, "b32")).reshape(nw, 32) for r in o[1]] for o in ins.operands]
-    d_regs, a_regs, b_regs, c_regs = ins.operands[0][1], regs[1], regs[2], regs[3]
+    a_regs, b_regs, c_regs = ([np.asarray(m.read(r, "b32")).reshape(nw, 32) for r in o[1]] for o in ins.operands[1:])
+    d_regs = ins.operands[0][1]
     a = np.zeros((nw, 16, k), acc)
     b = np.zeros((nw, k, 8), acc)
     c = np.zeros((nw, 16, 8), acc)
