@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 
@@ -197,6 +197,3 @@ class SharedMemory:
         else:
             t[idx] = values[:, 0]
 
-
-def optional_array(x: Optional[np.ndarray]) -> np.ndarray:
-    return np.zeros(0, np.int64) if x is None else x

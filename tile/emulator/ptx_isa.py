@@ -225,7 +225,7 @@ def int_div(x: Any, y: Any, t: str) -> tuple[Any, Any]:
     q = x // ys
     r = x - q * ys
     if t[0] == "s":
-        fix = (r != 0) & ((r < 0) != (ys < 0))
+        fix = (r != 0) & ((x < 0) != (ys < 0))
         q = np.where(fix, q + 1, q).astype(x.dtype)
         r = (x - q * ys).astype(x.dtype)
     ones = np.array(-1).astype(NP_TYPE[t]) if t[0] == "s" else np.array(np.iinfo(NP_TYPE[t]).max, NP_TYPE[t])
