@@ -138,7 +138,6 @@ def _ld(m: Machine, ins: Instr) -> None:
 def _st(m: Machine, ins: Instr) -> None:
     space, count, width = ins.spec
     space = _space(m, ins.spec, ins.operands[0])
-    t = ins.types[0]
     srcs = ins.operands[1][1] if ins.operands[1][0] == "vec" else (ins.operands[1],)
     vt = f"b{8 * width}" if width > 1 else "u8"
     cols = [np.broadcast_to(np.asarray(m.read(s, vt)).view(UINT[width]) if width > 1 else
