@@ -45,9 +45,10 @@ _EXPORTS = {
     "TensorWrapper": "tile.runtime.wrappers",
     "reinterpret": "tile.runtime.wrappers",
     "MockTensor": "tile.runtime.wrappers",
+    "emulate": "tile.emulator",
 }
 _SUBMODULES = ("ir", "language", "frontend", "opt", "codegen", "runtime", "testing", "compiler", "knobs", "triton",
-               "tools")
+               "tools", "emulator")
 
 
 def __getattr__(name: str) -> Any:

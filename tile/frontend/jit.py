@@ -18,6 +18,7 @@ import ast
 import functools
 import hashlib
 import inspect
+import os
 import textwrap
 import threading
 import types
@@ -328,7 +329,7 @@ class JITFunction:
         namespace = {"arg": launch_arg, "fast_args": FAST_ARGS, "arg_nospec": launch_arg_nospec, "constexpr": constexpr,
                      "constexpr_key": constexpr_key,
                      "entries": self._launchers, "compile": self._compile,
-                     "target": _compiler().current_target, "missing_argument": self._missing_argument,
+                     "target": _launch_target, "missing_argument": self._missing_argument,
                      "too_many_arguments": self._too_many_arguments, "argument_error": self._argument_error,
                      **self._hook_names()}
         self._general, self._lookup = make_binder(self.__name__, self.arg_names, kinds, self._defaults, _MISSING,
@@ -400,9 +401,14 @@ class JITFunction:
             compiler = _compiler()
             target = key[-1]
             spec = Specialization(self.arg_names, key[:-trailing], tensor_maps=_uses_tensor_maps(target))
-            if target != compiler.INTERPRETER:
-                self._check_device_arrays(spec, values)
-            compiled = compiler.compile_kernel(self, spec, options, target)
+            if target.startswith(_EMULATOR_PREFIX):  # TILE_EMULATE=1: the target's PTX runs on tile.emulator
+                from ..emulator.launch import compile_for_emulator
+
+                compiled = compile_for_emulator(self, spec, options, target)
+            else:
+                if target != compiler.INTERPRETER:
+                    self._check_device_arrays(spec, values)
+                compiled = compiler.compile_kernel(self, spec, options, target)
             self.cache[key] = compiled
             runtime_args = [i for i, k in enumerate(self._kinds) if k != _CONSTEXPR]
             entry = compiled.make_entry(*spec.launch_positions(set(runtime_args)))
@@ -448,6 +454,21 @@ def _compiler() -> types.ModuleType:
     import tile.compiler
 
     return tile.compiler
+
+
+_EMULATOR_PREFIX = "emulator:"  # tile.emulator.EMULATOR_PREFIX, without importing the emulator
+
+
+def _launch_target() -> str:
+    """Where a launch runs: compiler.current_target(), except that with TILE_EMULATE=1 (and no
+    TILE_INTERPRET=1) the launches that would run on the interpreter run the PTX of
+    TILE_EMULATE_TARGET (default sm_80) on tile.emulator."""
+    compiler = _compiler()
+    target = compiler.current_target()
+    if target == compiler.INTERPRETER and os.environ.get("TILE_EMULATE", "0") not in ("", "0") and \
+            os.environ.get("TILE_INTERPRET", "0") in ("", "0"):
+        return _EMULATOR_PREFIX + os.environ.get("TILE_EMULATE_TARGET", "sm_80")
+    return target
 
 
 def _hash_code(digest: Any, code: types.CodeType) -> None:

@@ -1,0 +1,220 @@
+"""tile.emulator: the real compiled PTX of tutorial and benchmark kernels run on the CPU and
+match NumPy (at the GPU tests' tolerances); bad PTX and misbehaving kernels give clear errors."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import tile
+import tile.language as tl
+from tile.emulator import EmulatorError, PtxSyntaxError, decode_module, emulate, run_ptx
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+
+
+def _load(path: str, name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench():
+    """benchmarks/kernels.py with tile as its backend."""
+    backend = types.ModuleType("_backend")
+    backend.jit, backend.tl = tile.jit, tl
+    saved = sys.modules.get("_backend")
+    sys.modules["_backend"] = backend
+    try:
+        yield _load("benchmarks/kernels.py", "emulator_bench_kernels")
+    finally:
+        if saved is None:
+            sys.modules.pop("_backend", None)
+        else:
+            sys.modules["_backend"] = saved
+
+
+def poison(shape, dtype) -> np.ndarray:
+    a = np.empty(shape, dtype)
+    a.view(np.uint8)[...] = 0xAB
+    return a
+
+
+# ------------------------------------------------------------------ kernels
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_vector_add(bench, target):
+    rng = np.random.default_rng(0)
+    n = 5000
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    out = poison(n, np.float32)
+    emulate(bench.add_kernel, target)[(tile.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    np.testing.assert_array_equal(out, x + y)
+
+
+@pytest.mark.parametrize("rows, cols, block", [(37, 50, 64), (5, 781, 1024)])
+def test_softmax(bench, rows, cols, block):
+    x = np.random.default_rng(1).standard_normal((rows, cols)).astype(np.float32)
+    out = poison((rows, cols), np.float32)
+    emulate(bench.softmax_kernel)[(rows,)](out, x, cols, cols, cols, BLOCK=block)
+    e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=2e-6, atol=1e-7)
+
+
+def test_layer_norm(bench):
+    rng = np.random.default_rng(2)
+    rows, cols = 6, 300
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    w, b = rng.standard_normal(cols).astype(np.float32), rng.standard_normal(cols).astype(np.float32)
+    y = poison((rows, cols), np.float16)
+    mean, rstd = poison(rows, np.float32), poison(rows, np.float32)
+    emulate(bench.layer_norm_kernel)[(rows,)](x, y, w, b, mean, rstd, cols, cols, 1e-5, BLOCK=128)
+    x64 = x.astype(np.float64)
+    mu = x64.mean(1)
+    sd = 1 / np.sqrt(x64.var(1) + 1e-5)
+    np.testing.assert_allclose(mean, mu, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rstd, sd, rtol=1e-5)
+    np.testing.assert_allclose(y, (x64 - mu[:, None]) * sd[:, None] * w + b, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("m, n, k, target", [(64, 64, 64, "sm_80"), (64, 128, 72, "sm_80"), (64, 64, 64, "sm_90")])
+def test_matmul_mma_ldmatrix_cp_async(bench, m, n, k, target):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = poison((m, n), np.float16)
+    grid = (tile.cdiv(m, 64) * tile.cdiv(n, 64),)
+    compiled = emulate(bench.matmul_kernel, target)[grid](a, b, c, m, n, k, k, 1, n, 1, n, 1, BLOCK_M=64, BLOCK_N=64,
+                                                         BLOCK_K=32, GROUP_M=8)
+    assert "mma.sync" in compiled.asm["ptx"] and "cp.async" in compiled.asm["ptx"]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c.astype(np.float64), ref, rtol=1e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("name", ["01_vector_add", "02_fused_softmax", "03_layer_norm"])
+def test_tutorials_run_on_the_emulator(name, monkeypatch, capsys):
+    """Tutorials 01-03 as scripts under TILE_EMULATE=1: their own checks against NumPy pass."""
+    from tile.compiler import INTERPRETER, current_target
+
+    monkeypatch.delenv("TILE_INTERPRET", raising=False)
+    monkeypatch.setenv("TILE_EMULATE", "1")
+    if current_target() != INTERPRETER:
+        pytest.skip("a GPU is present: launches run on it")
+    module = _load(f"tutorials/{name}.py", f"emulator_tutorial_{name}")
+    module.main()
+    assert "max abs error" in capsys.readouterr().out
+    assert any(c.target == "sm_80" for fn in vars(module).values() if isinstance(fn, tile.JITFunction)
+               for c in fn.cache.values())
+
+
+def test_tile_emulate_env_runs_ordinary_launches(bench, monkeypatch):
+    """TILE_EMULATE=1 sends launches that would run on the interpreter to the emulator."""
+    monkeypatch.delenv("TILE_INTERPRET", raising=False)
+    monkeypatch.setenv("TILE_EMULATE", "1")
+    from tile.compiler import INTERPRETER, current_target
+
+    if current_target() != INTERPRETER:
+        pytest.skip("a GPU is present: launches run on it")
+    n = 300
+    x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    out = poison(n, np.float32)
+    bench.add_kernel[(1,)](x, y, out, n, BLOCK=512)
+    np.testing.assert_array_equal(out, x + y)
+    assert any(c.target == "sm_80" and "ptx" in c.stages for c in bench.add_kernel.cache.values())
+
+
+def test_cpu_torch_tensors(bench):
+    torch = pytest.importorskip("torch")
+    x, y = torch.arange(100, dtype=torch.float32), torch.ones(100)
+    out = torch.full((100,), float("nan"))
+    emulate(bench.add_kernel)[(1,)](x, y, out, 100, BLOCK=128)
+    assert torch.equal(out, x + y)
+
+
+# ------------------------------------------------------------------ errors
+
+HEADER = ".version 8.0\n.target sm_80\n.address_size 64\n"
+
+
+def _kernel(body: str, regs: str = ".reg .b32 %r<8>;\n.reg .b64 %rd<8>;\n.reg .pred %p<4>;\n.reg .f32 %f<8>;",
+            params: str = ".param .u64 out") -> str:
+    return HEADER + f".visible .entry k({params})\n.maxntid 64, 1, 1\n{{\n{regs}\n{body}\n}}\n"
+
+
+def test_unknown_instruction_names_it_and_its_line():
+    ptx = _kernel("ld.param.u64 %rd1, [out];\nfrobnicate.b32 %r1, %r2;\nret;")
+    with pytest.raises(PtxSyntaxError, match=r"unknown instruction 'frobnicate.b32'.*\n.*PTX line 12 `frobnicate"):
+        decode_module(ptx)
+
+
+def test_bad_modifier_and_malformed_ptx():
+    with pytest.raises(PtxSyntaxError, match=r"'add.wobbly.s32': unsupported modifier .wobbly"):
+        decode_module(_kernel("add.wobbly.s32 %r1, %r2, %r3;\nret;"))
+    with pytest.raises(PtxSyntaxError, match="undeclared register %q1"):
+        decode_module(_kernel("mov.u32 %q1, 0;\nret;"))
+    with pytest.raises(PtxSyntaxError, match="missing '}'"):
+        decode_module(HEADER + ".visible .entry k(.param .u64 out)\n{\nret;\n")
+    with pytest.raises(PtxSyntaxError, match="undefined label"):
+        decode_module(_kernel("bra.uni $L_nowhere;\nret;"))
+
+
+def test_never_terminating_kernel_reports_where_it_spins():
+    ptx = _kernel("mov.u32 %r1, 0;\n$L_top:\nadd.s32 %r1, %r1, 1;\nbra.uni $L_top;\nret;")
+    with pytest.raises(EmulatorError, match=r"ran 5000 steps without finishing.*\n.*PTX line 13 `add.s32"):
+        run_ptx(ptx, (1,), [np.zeros(1, np.float32)], max_steps=5000)
+
+
+def test_out_of_bounds_access_names_argument_thread_and_source(bench):
+    x, y = np.arange(100, dtype=np.float32), np.ones(100, np.float32)
+    out = poison(100, np.float32)
+    with pytest.raises(EmulatorError, match=r"past the end of 'x_ptr' \(400 bytes\).*thread \d+ of CTA \(0, 0, 0\)"
+                                            r"[\s\S]*from kernels.py:\d+ `x = tl.load"):
+        emulate(bench.add_kernel)[(1,)](x, y, out, 1000, BLOCK=1024)
+
+
+def test_misaligned_access():
+    """The PTX of an add specialised for 16-byte aligned pointers, given a pointer 4 bytes off."""
+
+    @tile.jit
+    def copy(src, dst, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(dst + offs, tl.load(src + offs))
+
+    src, dst = np.arange(260, dtype=np.float32), poison(256, np.float32)
+    ptx = str(tile.dump(copy, src, dst, BLOCK=256, stage="ptx", target="sm_80"))
+    assert ".v2." in ptx or ".v4." in ptx
+    with pytest.raises(EmulatorError, match="misaligned address 0x[0-9a-f]+ for a (8|16)-byte access"):
+        run_ptx(ptx, (1,), [src[1:257], dst])
+    run_ptx(ptx, (1,), [src[:256], dst])
+    np.testing.assert_array_equal(dst, src[:256])
+
+
+def test_barrier_reached_by_part_of_a_cta_is_a_deadlock():
+    ptx = _kernel("mov.u32 %r1, %tid.x;\nsetp.lt.u32 %p1, %r1, 32;\n@%p1 bra $L_skip;\nbar.sync 0;\n$L_skip:\n"
+                  "bar.sync 0;\nret;")
+    with pytest.raises(EmulatorError, match=r"bar.sync reached by only 32 of the 64 live threads of the CTA: a "
+                                            r"deadlock"):
+        run_ptx(ptx, (1,), [np.zeros(1, np.float32)])
+
+
+def test_divergent_branches_reconverge():
+    """Odd and even threads take different paths, then meet again and store together."""
+    ptx = _kernel("ld.param.u64 %rd1, [out];\nmov.u32 %r1, %tid.x;\nand.b32 %r2, %r1, 1;\nsetp.eq.u32 %p1, %r2, 0;\n"
+                  "@%p1 bra $L_even;\nmul.lo.s32 %r3, %r1, 3;\nbra.uni $L_join;\n$L_even:\nadd.s32 %r3, %r1, 100;\n"
+                  "$L_join:\nmul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd3, %rd1, %rd2;\nst.global.u32 [%rd3], %r3;\nret;")
+    out = poison(64, np.uint32)
+    run_ptx(ptx, (1,), [out])
+    t = np.arange(64)
+    np.testing.assert_array_equal(out, np.where(t % 2 == 0, t + 100, 3 * t))
+
+
+def test_uninitialised_register_read():
+    with pytest.raises(EmulatorError, match="read of the uninitialised register %r5"):
+        run_ptx(_kernel("add.s32 %r1, %r5, 1;\nret;"), (1,), [np.zeros(1, np.float32)])

@@ -1,0 +1,70 @@
+"""tile's emulator: runs the PTX text tile emits on the CPU, with NumPy.
+
+    tile.emulate(add_kernel, target="sm_80")[grid](x, y, out, n, BLOCK=1024)
+    TILE_EMULATE=1 python tutorials/01_vector_add.py      # launches run here when there is no GPU
+    tile.emulator.run_ptx(ptx_text, grid=(4,), args=[x, y, out, n])
+
+Why: the block interpreter runs tile IR, the meaning of a kernel. The emulator runs what the
+compiler finally produced, instruction by instruction, so a bug anywhere between (layouts,
+register naming, predicates, address arithmetic, vector widths, fragment orders, barriers)
+shows up on a machine without a GPU, with the PTX line and the tile source line that caused it.
+
+The machine model (what a student should picture)
+---------------------------------------------------
+*Threads and registers.* A launch is a grid of CTAs (thread blocks) of `ntid` threads. The
+emulator runs a batch of CTAs at once (launch.BATCH_THREADS threads) and keeps every PTX
+register as one NumPy array with an entry per thread of the batch: `%r5` is a uint32 array,
+`%f3` the float32 bits in a uint32 array, `%p1` a bool array. A register holds bits; each
+instruction reads them as its type says (`add.f32` views them as float32, `shl.b32` as uint32),
+exactly as PTX registers are untyped storage. One instruction is one NumPy expression over the
+threads, which is what makes the emulator fast enough for real kernels.
+
+*Control flow.* Every thread has a program counter. While all live threads agree on it, the
+machine is "uniform" and just steps. A branch whose predicate differs between threads makes
+it "divergent": each step then runs the instruction at the smallest PC, for exactly the threads
+that are there (min-PC scheduling). Code that branches forward around a block, or backward to
+repeat a loop, reconverges on its own: threads that are ahead wait at the join until the others
+catch up. `ret` retires threads. An instruction guarded by a predicate (`@%p1 ld...`) runs
+only for threads whose predicate holds.
+
+*Memories.* Global memory is the host memory of the arguments: a pointer parameter is the
+address of the NumPy array, and every access is checked to lie inside one argument (the error
+names the argument, the offset, the thread and the CTA). Shared memory is a byte array per
+CTA; local memory a byte array per thread; parameters are read from the launch's values.
+Accesses must be aligned to their size, as on a GPU.
+
+*Warps.* Threads 32w..32w+31 of a CTA form warp w. shfl.sync, vote, ldmatrix and mma.sync
+exchange values between the lanes of a warp and require every lane to take part.
+
+*Barriers.* bar.sync must be reached by every live thread of the CTA: when some threads of a
+CTA wait at a barrier while others are elsewhere, a GPU would hang; the emulator reports the
+deadlock with both places. Memory is sequentially consistent (each instruction's stores are
+visible to the next), so fences cost nothing; atomics on one address apply one thread at a time.
+
+*Asynchronous copies.* cp.async reads global memory when issued and lands in shared memory
+when cp.async.wait_group retires its group, so a kernel that reads its tile before waiting
+reads stale bytes, as it could on a GPU.
+
+*Termination.* A kernel that runs more than `max_steps` instruction steps is reported with the
+instruction its threads spin on, instead of hanging.
+
+Layout of the package
+---------------------
+- program.py: the decoded form (Module, Kernel, Instr, operands as small tuples).
+- ptx_decode.py: PTX text -> Module, cached by the text's hash; an unknown instruction is an
+  error naming it and its PTX line.
+- ptx_isa.py, ptx_isa_memory.py, ptx_isa_tc.py: the instruction set as a table, opcode ->
+  (decoder of its suffixes, executor); arithmetic / memory, warps, control / tensor cores.
+- machine.py: registers, special registers, scheduling, barrier checks, the step budget.
+- memory.py: global allocations and per-CTA shared memory, with bounds checks.
+- launch.py: run_ptx, tile.emulate, and the TILE_EMULATE hook of ordinary launches.
+
+The machine and memories know nothing of PTX's spelling: an AMDGCN decoder and instruction
+table can be added beside ptx_decode/ptx_isa and run on the same machine.
+"""
+from .errors import EmulatorError, PtxSyntaxError
+from .launch import EMULATOR_PREFIX, emulate, run_ptx
+from .ptx_decode import decode_module
+
+__all__ = ["emulate", "run_ptx", "decode_module", "EmulatorError", "PtxSyntaxError",
+           "EMULATOR_PREFIX"]

@@ -1,0 +1,211 @@
+"""Launching kernels on the emulator.
+
+    run_ptx(ptx, grid=(4,), args=[x, y, out, n])             # any PTX text tile emits
+    tile.emulate(add, target="sm_80")[grid](x, y, out, n, BLOCK=1024)   # compile for sm_80, run its PTX
+    TILE_EMULATE=1 python script.py                          # kernel[grid](...) runs here when there is no GPU
+
+Arguments are NumPy arrays (CPU torch tensors, tile DeviceArrays and GPU arrays are copied to
+the host and back, as the interpreter does) and Python numbers. A grid runs in batches of
+CTAs: each batch is one `Machine` whose registers hold every thread of its CTAs, so a launch
+costs one NumPy operation per instruction per batch.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ..codegen.floats import float_bits
+from ..ir.types import bf16, f16
+from ..utils import grid3
+from .errors import EmulatorError
+from .machine import Machine
+from .memory import GlobalMemory
+from .program import Kernel, Module
+from .ptx_decode import decode_module
+
+BATCH_THREADS = 1 << 17  # threads per batch: registers of about 512 KiB each
+DEFAULT_MAX_STEPS = 2_000_000
+EMULATOR_PREFIX = "emulator:"
+
+
+def _scalar_bits(kernel: str, name: str, ptype: str, kind: Optional[str], value: Any) -> int:
+    if isinstance(value, np.ndarray) and value.size == 1:
+        value = value.reshape(()).item()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    if not isinstance(value, (bool, int, float)):
+        raise EmulatorError(kernel, f"argument '{name}' (.param .{ptype}) got a {type(value).__name__}")
+    if ptype == "f32":
+        return int(np.array(value, np.float32).view(np.uint32))
+    if ptype == "f64":
+        return int(np.array(value, np.float64).view(np.uint64))
+    if ptype == "b16":
+        return float_bits(float(value), bf16 if kind == "bf16" else f16)
+    bits = 8 * {"u8": 1, "s8": 1, "u16": 2, "s16": 2, "u32": 4, "s32": 4, "b32": 4}.get(ptype, 8)
+    return int(value) & ((1 << bits) - 1)
+
+
+def _handlers(kernel: Kernel) -> tuple[list[int], list[Callable]]:
+    from .ptx_isa import ISA
+
+    defs = [ISA[i.opcode] for i in kernel.instrs]
+    return [d.kind for d in defs], [d.execute for d in defs]
+
+
+def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = None, threads: Optional[int] = None,
+            shared_bytes: int = 0, arg_kinds: Optional[Sequence[str]] = None, arg_names: Optional[Sequence[str]] = None,
+            max_steps: int = DEFAULT_MAX_STEPS) -> None:
+    """Run kernel `kernel` (default: the module's only kernel) of PTX text `ptx` on `grid` with
+    `args` (one per .param: arrays for pointers, numbers for scalars). `threads` per CTA
+    defaults to the kernel's .maxntid; `shared_bytes` is the dynamic shared memory; `arg_kinds`
+    (tile's launch metadata: "ptr", "f16", "bf16", ...) says how to pass 16-bit floats."""
+    from ..runtime.host_args import to_host
+
+    module: Module = decode_module(ptx)
+    if kernel is None:
+        if len(module.kernels) != 1:
+            raise EmulatorError("?", f"the module has kernels {', '.join(module.kernels)}: name one")
+        kernel = next(iter(module.kernels))
+    if kernel not in module.kernels:
+        raise EmulatorError(kernel, f"no such kernel in the module (it has {', '.join(module.kernels)})")
+    k = module.kernels[kernel]
+    if len(args) != len(k.params):
+        raise EmulatorError(kernel, f"expects {len(k.params)} arguments, got {len(args)}")
+    ntid = threads or k.max_threads or 128
+    g = grid3(grid)
+    gmem = GlobalMemory()
+    params: dict[str, int] = {}
+    write_backs = []
+    for i, (p, a) in enumerate(zip(k.params, args)):
+        name = arg_names[i] if arg_names else p.name
+        if a is None:
+            params[p.name] = 0
+            continue
+        if isinstance(a, (bool, int, float, np.generic)) or (isinstance(a, np.ndarray) and a.ndim == 0):
+            params[p.name] = _scalar_bits(kernel, name, p.type, arg_kinds[i] if arg_kinds else None, a)
+            continue
+        host, back = to_host(a)
+        if not isinstance(host, np.ndarray):
+            raise EmulatorError(kernel, f"argument '{name}' is a {type(a).__name__}: pass an array or a number")
+        params[p.name] = gmem.add(name, host, bool(host.flags.writeable))
+        if back is not None:
+            write_backs.append((back, host))
+    symbols: dict[str, tuple[str, int]] = {}
+    for gname, data in module.globals.items():
+        symbols[gname] = ("global", gmem.add_bytes(gname, data.data))
+    for sname, off in k.shared_symbols.items():
+        symbols[sname] = ("shared", off)
+    static = k.static_shared_bytes
+    if module.dynamic_shared is not None:
+        align = module.dynamic_shared_align
+        static = -(-static // align) * align
+        symbols[module.dynamic_shared] = ("shared", static)
+    for lname, off in k.local_symbols.items():
+        symbols[lname] = ("local", off)
+    kinds, handlers = _handlers(k)
+    total = g[0] * g[1] * g[2]
+    per_batch = max(1, BATCH_THREADS // ntid)
+    with np.errstate(all="ignore"):
+        for start in range(0, total, per_batch):
+            ctas = np.arange(start, min(total, start + per_batch), dtype=np.int64)
+            machine = Machine(k, ctas, g, ntid, params, gmem, static + shared_bytes, symbols, max_steps)
+            machine.run(kinds, handlers)
+    for back, host in write_backs:
+        back(host)
+
+
+# ------------------------------------------------------------------ tile kernels
+
+
+class EmulatorBackend:
+    """The backend of a kernel compiled for a PTX target and run on the emulator."""
+
+    def __init__(self, ptx: str, metadata: dict[str, Any], max_steps: int = DEFAULT_MAX_STEPS):
+        self.ptx, self.metadata, self.max_steps = ptx, metadata, max_steps
+        decode_module(ptx)  # decode errors surface at compile time
+
+    def run(self, grid: Any, args: Sequence[Any]) -> None:
+        md = self.metadata
+        run_ptx(self.ptx, grid, args, md["name"], md["threads"], md["shared_bytes"], md["arg_kinds"],
+                max_steps=self.max_steps)
+
+    def make_entry(self, positions: tuple[int, ...], value_count: int, compiled: Any = None) -> Callable[..., Any]:
+        def entry(grid: Any, values: tuple, args: tuple, stream: Optional[int]) -> Any:
+            self.run(grid, [args[i] for i in positions])
+            return compiled
+
+        return entry
+
+
+def compile_for_emulator(fn: Any, spec: Any, options: dict[str, Any], target: str,
+                         max_steps: int = DEFAULT_MAX_STEPS) -> Any:
+    """Compile `fn` under `spec` for PTX `target` ("sm_80", or "emulator:sm_80") and give the
+    CompiledKernel an EmulatorBackend."""
+    from .. import compiler
+
+    ptx_target = target[len(EMULATOR_PREFIX):] if target.startswith(EMULATOR_PREFIX) else target
+    kernel = compiler.compile_kernel(fn, spec, options, ptx_target, until="ptx")
+    kernel.backend = EmulatorBackend(kernel.stages["ptx"], kernel.launch_info, max_steps)
+    return kernel
+
+
+class Emulated:
+    """`tile.emulate(kernel, target)`: index with a grid, call with the kernel's arguments."""
+
+    def __init__(self, fn: Any, target: str, max_steps: int):
+        from ..frontend.jit import JITFunction
+
+        while not isinstance(fn, JITFunction) and hasattr(fn, "fn"):  # autotune / heuristics wrappers
+            fn = fn.fn
+        if not isinstance(fn, JITFunction):
+            raise TypeError(f"tile.emulate needs a @tile.jit kernel, got {type(fn).__name__}")
+        from ..codegen.ptx import TARGETS
+
+        if target not in TARGETS:
+            raise ValueError(f"unknown PTX target {target!r}; expected one of {', '.join(TARGETS)}")
+        self.fn, self.target, self.max_steps = fn, target, max_steps
+        self.cache: dict[tuple, Any] = {}
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return functools.partial(self.run, grid)
+
+    def run(self, grid: Any, *args: Any, **kwargs: Any) -> Any:
+        from ..frontend.binder import KEYED_OPTIONS, LAUNCH_OPTIONS
+
+        options = {name: kwargs.pop(name, default) for name, default in LAUNCH_OPTIONS if name not in self.fn._index}
+        spec, values = self.fn.specialize(args, kwargs)
+        keyed = {name: options[name] for name in KEYED_OPTIONS if name != "num_ctas"}
+        key = (spec.key, tuple(sorted(keyed.items(), key=str)))
+        compiled = self.cache.get(key)
+        if compiled is None:
+            compiled = self.cache[key] = compile_for_emulator(self.fn, spec, keyed, self.target, self.max_steps)
+        if callable(grid):
+            meta = dict(zip(self.fn.arg_names, self.fn._bind(args, kwargs)))
+            grid = grid(meta)
+        compiled.backend.run(grid, values)
+        return compiled
+
+
+def emulate(kernel: Any, target: str = "sm_80", max_steps: int = DEFAULT_MAX_STEPS) -> Emulated:
+    """Run `kernel` (a @tile.jit function) as the PTX tile compiles for `target`, on the CPU.
+
+    `tile.emulate(kernel, target="sm_80")[grid](*args, **constexprs)` compiles the kernel for
+    `target` exactly as a GPU launch would and executes that PTX on tile's emulator
+    (tile.emulator): arrays are NumPy arrays (or CPU torch tensors, DeviceArrays...) written in
+    place like a launch. Errors a GPU would not report (an access outside every argument, a
+    misaligned address, a barrier only part of a CTA reaches, a kernel that never finishes
+    within `max_steps` instruction steps) raise `tile.emulator.EmulatorError` naming the PTX
+    line, the tile source line, the thread and the CTA.
+
+        out = np.empty_like(x)
+        tile.emulate(add_kernel)[(tile.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+        np.testing.assert_array_equal(out, x + y)
+
+    Returns the CompiledKernel (its `asm["ptx"]` is what ran).
+    """
+    return Emulated(kernel, target, max_steps)
+
+
+__all__ = ["run_ptx", "emulate", "Emulated", "EmulatorBackend", "compile_for_emulator", "EMULATOR_PREFIX"]
