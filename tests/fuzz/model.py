@@ -42,8 +42,8 @@ def is_float(t: str) -> bool:
 
 
 def kind(t: str) -> int:
-    """Triton's kind order: bool < uint < int < float."""
-    return 0 if t == "i1" else 1 if t.startswith("u") else 2 if t.startswith("i") else 3
+    """Triton's kind order: bool < integer < float."""
+    return 0 if t == "i1" else 2 if is_float(t) else 1
 
 
 def integer_promote(a: str, b: str) -> str:

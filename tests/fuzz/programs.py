@@ -218,6 +218,8 @@ class Generator:
     def binary_model(self, op: str, a: Val, b: Val | int | float) -> Optional[tuple[np.ndarray, str, float]]:
         """(model, dtype, error bound) of `a op b`, or None where it is undefined or unmodelled."""
         literal = not isinstance(b, Val)
+        if literal and a.dtype.startswith("u") and b < 0:
+            return None  # tile refuses to combine an unsigned value with a negative constant
         bt = M.literal_type(b) if literal else b.dtype
         bshape = () if literal else b.shape
         try:
@@ -415,6 +417,8 @@ class Generator:
         if b is None or a.dtype == "i1":
             return False
         literal = not isinstance(b, Val)
+        if literal and a.dtype.startswith("u") and b < 0:
+            return False
         bt = M.literal_type(b) if literal else b.dtype
         t = M.computation_type(a.dtype, bt, literal)
         shape = np.broadcast_shapes(a.shape, c.shape, () if literal else b.shape)
