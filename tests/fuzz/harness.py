@@ -70,7 +70,7 @@ def mismatches(program: Program, results: list[np.ndarray]) -> list[str]:
 
 def run_interpreter(program: Program, kernel: Any) -> list[np.ndarray]:
     args = arguments(program)
-    kernel[(program.grid,)](*args)
+    kernel[(program.grid,)](*args, num_warps=program.num_warps)
     return [contents(a, b) for a, b in zip(args, program.buffers)]
 
 
@@ -80,13 +80,18 @@ def check_interpreter(program: Program) -> None:
     assert not problems, "interpreter differs from the model:\n" + "\n".join(problems) + f"\n{program}"
 
 
-def compile_to_ptx(program: Program, target: str) -> str:
+def assemble(program: Program, target: str) -> None:
+    """Compile to PTX for `target` and assemble it with ptxas (what tests/conftest.py does for
+    every kernel a test runs on the interpreter; for runs outside pytest)."""
+    from ptxas_util import assemble_ok
+
     kernel = load_module(program.source).kernel
-    return str(tile.dump(kernel, *arguments(program), stage="ptx", target=target))
+    ptx = str(tile.dump(kernel, *arguments(program), stage="ptx", target=target, num_warps=program.num_warps))
+    assemble_ok(ptx, target)
 
 
-def run_simt(program: Program) -> list[np.ndarray]:
-    """Lower for sm_90a and run the simt IR on tests/simt_interp.py."""
+def run_simt(program: Program, target: str = "sm_90a") -> list[np.ndarray]:
+    """Lower for `target` and run the simt IR on tests/simt_interp.py."""
     from codegen_util import result, run
     from tile.codegen.lower import lower_to_simt
     from tile.opt.gpu_pipeline import gpu_passes
@@ -98,7 +103,7 @@ def run_simt(program: Program) -> list[np.ndarray]:
     spec, runtime = kernel.specialize(args, {})
     func = kernel.build_ir(spec)
     PassManager(tile_passes()).run(func)
-    PassManager(gpu_passes(4, "sm_90a")).run(func)
+    PassManager(gpu_passes(program.num_warps, target)).run(func)
     simt = lower_to_simt(func)
     host = [a.host_view() if isinstance(a, tile.DeviceArray) else a for a in runtime]
     machine, dev = run(simt, (program.grid, 1, 1), host)

@@ -27,6 +27,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from fuzz import model as M
+from fuzz.control import ControlAndMemoryOps
+from fuzz.values import Buffer, Val, aligned, broadcastable, factor, offsets
 
 HEADER = '''import tile
 import tile.language as tl
@@ -44,36 +46,6 @@ def fz_max(a, b):
 
 @tile.jit
 '''
-DOT_TYPES = ("f16", "bf16", "f32", "i8")
-ATOMIC_TYPES = {"add": ("i32", "u32", "i64", "u64", "f32"), "max": ("i32", "u32", "i64", "u64"),
-                "min": ("i32", "u32", "i64", "u64"), "xchg": ("i32", "u32", "i64", "u64", "f32"),
-                "cas": ("i32", "i64", "u32")}  # fmt: skip
-
-
-@dataclass
-class Val:
-    """A tensor of the kernel: its variable, dtype, block shape and model (programs first)."""
-
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    model: np.ndarray
-    err: float = 0.0  # absolute error bound of a float value; 0 means bit exact
-
-    @property
-    def exact(self) -> bool:
-        return self.err == 0.0
-
-
-@dataclass
-class Buffer:
-    """A pointer argument: initial memory, and the memory the model expects after the launch."""
-
-    name: str
-    dtype: str
-    init: np.ndarray  # storage dtype (bf16 as bits), flat
-    expected: Optional[np.ndarray] = None  # model values (float64 for floats), flat; None: not checked
-    err: float = 0.0
 
 
 @dataclass
@@ -83,31 +55,14 @@ class Program:
     buffers: list[Buffer]
     scalars: dict[str, Any]
     params: list[str]
+    num_warps: int = 4
     ops: list[str] = field(default_factory=list)  # op kinds used, for statistics
 
     def __str__(self) -> str:
-        return f"# grid=({self.grid},) scalars={self.scalars}\n{self.source}"
+        return f"# grid=({self.grid},) num_warps={self.num_warps} scalars={self.scalars}\n{self.source}"
 
 
-def offsets(shape: tuple[int, ...]) -> str:
-    """Row-major element offsets of a block of `shape`, as a kernel expression."""
-    if not shape:
-        return "0"
-    terms = []
-    for axis, size in enumerate(shape):
-        index = ", ".join(":" if i == axis else "None" for i in range(len(shape)))
-        stride = int(np.prod(shape[axis + 1:], dtype=np.int64))
-        ar = f"tl.arange(0, {size})" + (f"[{index}]" if len(shape) > 1 else "")
-        terms.append(ar if stride == 1 else f"{ar} * {stride}")
-    return " + ".join(terms)
-
-
-def aligned(v: Val, rank: int) -> np.ndarray:
-    """v's model with unit axes inserted after the program axis up to `rank` block axes."""
-    return v.model.reshape((v.model.shape[0],) + (1,) * (rank - len(v.shape)) + v.shape)
-
-
-class Generator:
+class Generator(ControlAndMemoryOps):
     """Draws one program op by op, keeping source lines and model values in step."""
 
     def __init__(self, draw: Callable[[st.SearchStrategy], Any], grid: int, seed: int):
@@ -322,7 +277,7 @@ class Generator:
             b = self.draw(st.integers(0, 7)) if op in ("<<", ">>") else self.literal(self.choose(("i32", "f32")))
         else:
             b = self.pick(lambda v: v.shape == a.shape and v is not a) if self.draw(st.booleans()) else None
-            b = b or self.pick(lambda v: _broadcastable(v.shape, a.shape))
+            b = b or self.pick(lambda v: broadcastable(v.shape, a.shape))
         if b is None:
             return False
         result = self.binary_model(op, a, b)
@@ -408,12 +363,12 @@ class Generator:
 
     def op_where(self) -> bool:
         a = self.pick()
-        c = self.pick(lambda v: v.dtype == "i1" and _broadcastable(v.shape, a.shape))
+        c = self.pick(lambda v: v.dtype == "i1" and broadcastable(v.shape, a.shape))
         if c is None:
             return False
         use_literal = self.draw(st.booleans())
         b: Val | int | float | None = self.literal(self.choose(("i32", "f32"))) if use_literal else \
-            self.pick(lambda v: _broadcastable(v.shape, a.shape) and v.dtype != "i1")
+            self.pick(lambda v: broadcastable(v.shape, a.shape) and v.dtype != "i1")
         if b is None or a.dtype == "i1":
             return False
         literal = not isinstance(b, Val)
@@ -571,7 +526,7 @@ class Generator:
         if kind == "reshape":
             numel = int(np.prod(a.shape))
             new_rank = self.draw(st.integers(1, 3))
-            shape = _factor(numel, new_rank, self.draw(st.integers(0, 1 << 20)))
+            shape = factor(numel, new_rank, self.draw(st.integers(0, 1 << 20)))
             dims = ", ".join(map(str, shape))
             form = self.draw(st.integers(0, 1))
             expr = f"tl.reshape({a.name}, ({dims},))" if form else f"{a.name}.reshape({dims})"
@@ -625,176 +580,6 @@ class Generator:
             self.pool.append(Val(hi, a.dtype, shape, a.model[..., 1].copy(), a.err))
         return True
 
-    # ------------------------------------------------------------- control flow
-    def carried_step(self, acc: Val) -> Optional[tuple[str, Val | int | float]]:
-        """An op and operand that keep acc's dtype and shape: acc = acc op operand."""
-        op = self.choose(("+", "-", "*", "^", "max", "min"))
-        if self.draw(st.booleans()):
-            b: Val | int | float | None = self.pick(lambda v: v.dtype == acc.dtype and v.shape == acc.shape)
-        else:
-            b = self.literal(acc.dtype)
-        if b is None:
-            return None
-        return op, b
-
-    def op_loop(self) -> bool:
-        init = self.pick(lambda v: v.dtype != "i1" and v.name != "alpha")
-        if init is None:
-            return False
-        step = self.carried_step(init)
-        if step is None:
-            return False
-        op, b = step
-        kind = self.choose(("range", "static_range", "while", "range_literal"))
-        trips = self.iters if kind in ("range", "while") else self.draw(st.integers(0, 3))
-        acc = Val(init.name, init.dtype, init.shape, init.model, init.err)
-        for _ in range(trips):
-            res = self.binary_model(op, acc, b)
-            if res is None or res[1] != init.dtype:
-                return False
-            acc = Val(init.name, init.dtype, init.shape, np.broadcast_to(res[0], init.model.shape).copy(), res[2])
-        if trips == 0 and self.binary_model(op, acc, b) is None:
-            return False
-        name = self.fresh("acc")
-        bs = b.name if isinstance(b, Val) else repr(b)
-        body = f"tl.{op}imum({name}, {bs})" if op in ("max", "min") else f"{name} {op} {bs}"
-        self.emit(f"{name} = {init.name}")
-        if kind == "while":
-            k = self.fresh("k")
-            self.emit(f"{k} = 0")
-            self.emit(f"while {k} < iters:")
-            self.emit(f"    {name} = {body}")
-            self.emit(f"    {k} += 1")
-        else:
-            head = {"range": "range(0, iters)", "static_range": f"tl.static_range({trips})",
-                    "range_literal": f"range({trips})"}[kind]
-            self.emit(f"for _ in {head}:")
-            self.emit(f"    {name} = {body}")
-        self.pool.append(Val(name, init.dtype, init.shape, acc.model, acc.err))
-        return True
-
-    def op_if(self) -> bool:
-        init = self.pick(lambda v: v.dtype != "i1" and v.name != "alpha")
-        if init is None:
-            return False
-        step = self.carried_step(init)
-        if step is None:
-            return False
-        op, b = step
-        res = self.binary_model(op, init, b)
-        if res is None or res[1] != init.dtype:
-            return False
-        kind = self.draw(st.integers(0, 2))
-        pids = np.arange(self.grid)
-        if kind == 0:
-            cond, taken = "tl.program_id(0) == 0", pids == 0
-        elif kind == 1:
-            cond, taken = "tl.program_id(0) % 2 == 1", pids % 2 == 1
-        else:
-            limit = self.choose((0, 5, 50))
-            cond, taken = f"n > {limit}", np.full(self.grid, self.n > limit)
-        name = self.fresh("c")
-        bs = b.name if isinstance(b, Val) else repr(b)
-        body = f"tl.{op}imum({name}, {bs})" if op in ("max", "min") else f"{name} {op} {bs}"
-        self.emit(f"{name} = {init.name}")
-        self.emit(f"if {cond}:")
-        self.emit(f"    {name} = {body}")
-        stepped = np.broadcast_to(res[0], init.model.shape)
-        model = np.where(taken.reshape((self.grid,) + (1,) * len(init.shape)), stepped, init.model)
-        self.pool.append(Val(name, init.dtype, init.shape, model, max(res[2], init.err)))
-        return True
-
-    # -------------------------------------------------------------------- dot
-    def op_dot(self) -> bool:
-        t = self.choose(DOT_TYPES)
-        m, n, k = (self.choose((16, 32)) for _ in range(3))
-        a = self.pick(lambda v: v.dtype == t and len(v.shape) == 2 and v.shape[0] >= 16 and v.shape[1] >= 16
-                      and v.exact and M.max_abs(v.model) <= 8) or self.load(t, (m, k), small=True)
-        k = a.shape[1]
-        b = self.pick(lambda v: v.dtype == t and len(v.shape) == 2 and v.shape[0] == k and v.shape[1] >= 16
-                      and v.exact and M.max_abs(v.model) <= 8) or self.load(t, (k, n), small=True)
-        out_t = "i32" if t == "i8" else "f32"
-        precision = ""
-        if t == "f32":
-            tf32 = M.fraction_bits(np.concatenate([a.model.ravel(), b.model.ravel()]))
-            precision = ', input_precision="ieee"' if tf32 is None or tf32 > 4 or self.draw(st.booleans()) else ""
-        if t == "i8":
-            prod = np.matmul(a.model.astype(np.int64), b.model.astype(np.int64))
-            out = M.wrap(prod.astype(object), "i32")
-            err = 0.0
-        else:
-            terms = a.model[:, :, :, None] * b.model[:, None, :, :]
-            exact = np.matmul(a.model, b.model)
-            err = 0.0 if M.order_free_sum(terms, 2, "f32") else \
-                k * M.EPS["f32"] * M.max_abs(np.abs(a.model) @ np.abs(b.model))
-            out = M.round_float(exact, "f32")
-        acc = self.pick(lambda v: v.dtype == out_t and v.shape == (a.shape[0], b.shape[1]) and v.exact) \
-            if self.draw(st.booleans()) else None
-        args = f"{a.name}, {b.name}"
-        if acc is not None:
-            if t == "i8":
-                out = M.wrap(M.as_objects(out) + M.as_objects(acc.model), "i32")
-            else:
-                exact = exact + acc.model
-                if err or not M.order_free_sum(np.concatenate([terms, acc.model[:, :, None, :]], axis=2), 2, "f32"):
-                    err = (k + 1) * M.EPS["f32"] * (M.max_abs(np.abs(a.model) @ np.abs(b.model)) + M.max_abs(acc.model))
-                out = M.round_float(exact, "f32")
-            args += f", {acc.name}"
-        self.add(f"tl.dot({args}{precision})", out_t, (a.shape[0], b.shape[1]), out, err)
-        return True
-
-    # ----------------------------------------------------------------- atomics
-    def op_atomic(self) -> bool:
-        kind = self.choose(tuple(ATOMIC_TYPES))
-        t = self.choose(ATOMIC_TYPES[kind])
-        v = self.pick(lambda x: x.dtype == t and len(x.shape) in (1, 2) and x.exact) or self.load(t, (self.choose(
-            (4, 32, 128)),))
-        shape, numel = v.shape, int(np.prod(v.shape))
-        offs = offsets(shape)
-        init = self.random_data(t, self.grid * numel)
-        old = M.from_storage(init, t).reshape((self.grid,) + shape)
-        cmp = None
-        if kind == "cas":
-            cmp = self.pick(lambda x: x.dtype == t and x.shape == shape and x.exact)
-            if cmp is None:
-                return False
-            hit = self.rng.random(old.shape) < 0.5
-            old = np.where(hit, cmp.model, old)
-            init = M.to_storage(old.reshape(-1), t)
-        buf = self.new_buffer(t, init.size, init)
-        masked = kind != "cas" and self.draw(st.booleans())
-        keep = np.broadcast_to(np.arange(numel).reshape(shape) < self.n, old.shape) if masked else \
-            np.ones(old.shape, bool)
-        if kind == "add":
-            if t == "f32":
-                new = M.round_float(old + v.model, t)
-            else:
-                new = M.wrap(M.as_objects(old) + M.as_objects(v.model), t)
-        elif kind == "max":
-            new = np.maximum(old, v.model)
-        elif kind == "min":
-            new = np.minimum(old, v.model)
-        elif kind == "xchg":
-            new = v.model.copy()
-        else:
-            new = np.where(old == cmp.model, v.model, old)
-        final = np.where(keep, new, old)
-        buf.expected = final.reshape(-1)
-        ptr = f"{buf.name} + tl.program_id(0) * {numel} + ({offs})"
-        mask = f", mask=({offs}) < n" if masked else ""
-        if kind == "cas":
-            expr = f"tl.atomic_cas({ptr}, {cmp.name}, {v.name})"
-        else:
-            expr = f"tl.atomic_{kind}({ptr}, {v.name}{mask})"
-        returned = self.add(expr, t, shape, old.copy())
-        if masked:
-            # Masked-off lanes return no defined value: keep only the lanes that ran.
-            zero = "0.0" if t == "f32" else "0"
-            returned.model = np.where(keep, old, np.zeros((), old.dtype))
-            self.add(f"tl.where(({offs}) < n, {returned.name}, {zero})", t, shape, returned.model)
-            self.pool.remove(returned)
-        return True
-
     # ------------------------------------------------------------------ stores
     def store(self, v: Val) -> None:
         numel = int(np.prod(v.shape, dtype=np.int64))
@@ -816,25 +601,10 @@ class Generator:
         buf.err = v.err
 
 
-def _broadcastable(small: tuple[int, ...], big: tuple[int, ...]) -> bool:
-    try:
-        return np.broadcast_shapes(small, big) == big
-    except ValueError:
-        return False
-
-
-def _factor(numel: int, rank: int, seed: int) -> tuple[int, ...]:
-    """A shape of `rank` power-of-two dims with product `numel`."""
-    bits = int(numel).bit_length() - 1
-    rng = np.random.default_rng(seed)
-    cuts = sorted(rng.integers(0, bits + 1, rank - 1).tolist())
-    edges = [0] + cuts + [bits]
-    return tuple(1 << (edges[i + 1] - edges[i]) for i in range(rank))
-
-
 OPS = {"binary": Generator.op_binary, "unary": Generator.op_unary, "cast": Generator.op_cast,
        "where": Generator.op_where, "reduce": Generator.op_reduce, "scan": Generator.op_scan,
        "shape": Generator.op_shape, "loop": Generator.op_loop, "if": Generator.op_if, "dot": Generator.op_dot,
+       "load_loop": Generator.op_load_loop,
        "atomic": Generator.op_atomic}  # fmt: skip
 
 
@@ -859,4 +629,5 @@ def programs(draw: Callable[[st.SearchStrategy], Any], max_ops: int = 14, kinds:
         gen.store(v)
     params = [b.name for b in gen.buffers] + ["n", "iters", "alpha"]
     source = HEADER + f"def kernel({', '.join(params)}):\n" + "\n".join(gen.lines) + "\n"
-    return Program(source, grid, gen.buffers, {"n": gen.n, "iters": gen.iters, "alpha": gen.alpha}, params, gen.ops)
+    scalars = {"n": gen.n, "iters": gen.iters, "alpha": gen.alpha}
+    return Program(source, grid, gen.buffers, scalars, params, draw(st.sampled_from([4, 1, 2, 8])), gen.ops)
