@@ -46,8 +46,10 @@ class ControlAndMemoryOps:
         if step is None:
             return False
         op, b = step
-        kind = self.choose(("range", "static_range", "while", "range_literal"))
-        trips = self.iters if kind in ("range", "while") else self.draw(st.integers(0, 3))
+        kind = self.choose(("range", "static_range", "while", "range_literal", "nested"))
+        inner = self.draw(st.integers(1, 2))
+        trips = {"range": self.iters, "while": self.iters, "nested": self.iters * inner}.get(kind) \
+            if kind in ("range", "while", "nested") else self.draw(st.integers(0, 3))
         acc = Val(init.name, init.dtype, init.shape, init.model, init.err)
         for _ in range(trips):
             res = self.binary_model(op, acc, b)
@@ -66,6 +68,11 @@ class ControlAndMemoryOps:
             self.emit(f"while {k} < iters:")
             self.emit(f"    {name} = {body}")
             self.emit(f"    {k} += 1")
+        elif kind == "nested":
+            self.emit("for _ in range(0, iters):")
+            self.emit(f"    for _ in tl.static_range({inner}):")
+            self.emit("        if iters > 0:")
+            self.emit(f"            {name} = {body}")
         else:
             head = {"range": "range(0, iters)", "static_range": f"tl.static_range({trips})",
                     "range_literal": f"range({trips})"}[kind]
@@ -190,8 +197,15 @@ class ControlAndMemoryOps:
         offs = offsets(shape)
         ptr = f"{buf.name} + (tl.program_id(0) * {trips} + {k}) * {numel} + ({offs})"
         self.emit(f"{acc_name} = {init.name}")
-        self.emit(f"for {k} in range(0, iters):")
-        self.emit(f"    {acc_name} += tl.load({ptr}, mask=({offs}) < n, other=0)")
+        if self.draw(st.booleans()):
+            self.emit(f"for {k} in range(0, iters):")
+            self.emit(f"    {acc_name} += tl.load({ptr}, mask=({offs}) < n, other=0)")
+        else:  # the pointer itself is carried and advanced
+            cursor = self.fresh("ptr")
+            self.emit(f"{cursor} = {buf.name} + tl.program_id(0) * {trips * numel} + ({offs})")
+            self.emit(f"for {k} in range(0, iters):")
+            self.emit(f"    {acc_name} += tl.load({cursor}, mask=({offs}) < n, other=0)")
+            self.emit(f"    {cursor} += {numel}")
         self.pool.append(Val(acc_name, t, shape, model))
         return True
 

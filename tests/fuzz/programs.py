@@ -580,6 +580,61 @@ class Generator(ControlAndMemoryOps):
             self.pool.append(Val(hi, a.dtype, shape, a.model[..., 1].copy(), a.err))
         return True
 
+    # ------------------------------------------------------------- more tl ops
+    def op_extra(self) -> bool:
+        """fma, clamp, umulhi, flip, ravel, interleave, sort and topk."""
+        kind = self.choose(("fma", "clamp", "umulhi", "flip", "ravel", "interleave", "sort", "topk"))
+        a = self.pick(lambda v: v.exact and v.dtype != "i1" and len(v.shape) >= 1)
+        if a is None:
+            return False
+        t = a.dtype
+        same = self.pick(lambda v: v.dtype == t and v.shape == a.shape and v.exact)
+        if kind == "fma":
+            c = self.pick(lambda v: v.dtype == t and v.shape == a.shape and v.exact)
+            if t not in ("f32", "f64") or same is None or c is None:
+                return False
+            res = self.checked_float(M.round_float(a.model * same.model + c.model, t), t, 0.0)
+            if res is None:
+                return False
+            self.add(f"tl.fma({a.name}, {same.name}, {c.name})", t, a.shape, res[0])
+        elif kind == "clamp":
+            if not M.is_float(t):
+                return False
+            lo, hi = sorted((self.literal(t), self.literal(t)))
+            model = np.minimum(np.maximum(a.model, M.round_float(np.float64(lo), t)), M.round_float(np.float64(hi), t))
+            self.add(f"tl.clamp({a.name}, {lo}, {hi})", t, a.shape, model)
+        elif kind == "umulhi":
+            if t not in ("i32", "u32", "i64", "u64") or same is None:
+                return False
+            bits = M.BITS[t]
+            unsigned = "u" + t[1:] if t.startswith("i") else t  # the high half of the unsigned product
+            high = (M.as_objects(M.wrap(M.as_objects(a.model), unsigned)) *
+                    M.as_objects(M.wrap(M.as_objects(same.model), unsigned))) >> bits
+            self.add(f"tl.umulhi({a.name}, {same.name})", t, a.shape, M.wrap(high, t))
+        elif kind == "flip":
+            dim = self.draw(st.integers(0, len(a.shape) - 1))
+            self.add(f"tl.flip({a.name}, {dim})", t, a.shape, np.flip(a.model, dim + 1).copy())
+        elif kind == "ravel":
+            numel = int(np.prod(a.shape))
+            self.add(f"tl.ravel({a.name})", t, (numel,), a.model.reshape(self.grid, numel))
+        elif kind == "interleave":
+            if same is None:
+                return False
+            shape = a.shape[:-1] + (2 * a.shape[-1],)
+            model = np.stack([a.model, same.model], -1).reshape((self.grid,) + shape)
+            self.add(f"tl.interleave({a.name}, {same.name})", t, shape, model)
+        else:
+            descending = self.draw(st.booleans())
+            ordered = np.sort(a.model, axis=-1)
+            ordered = np.flip(ordered, -1).copy() if descending or kind == "topk" else ordered
+            if kind == "sort":
+                self.add(f"tl.sort({a.name}, descending={descending})", t, a.shape, ordered)
+            else:
+                k = 1 << self.draw(st.integers(0, int(a.shape[-1]).bit_length() - 1))
+                shape = a.shape[:-1] + (k,)
+                self.add(f"tl.topk({a.name}, {k})", t, shape, ordered[..., :k].copy())
+        return True
+
     # ------------------------------------------------------------------ stores
     def store(self, v: Val) -> None:
         numel = int(np.prod(v.shape, dtype=np.int64))
@@ -604,7 +659,7 @@ class Generator(ControlAndMemoryOps):
 OPS = {"binary": Generator.op_binary, "unary": Generator.op_unary, "cast": Generator.op_cast,
        "where": Generator.op_where, "reduce": Generator.op_reduce, "scan": Generator.op_scan,
        "shape": Generator.op_shape, "loop": Generator.op_loop, "if": Generator.op_if, "dot": Generator.op_dot,
-       "load_loop": Generator.op_load_loop,
+       "load_loop": Generator.op_load_loop, "extra": Generator.op_extra,
        "atomic": Generator.op_atomic}  # fmt: skip
 
 
