@@ -68,6 +68,17 @@ CASES: dict[str, list[str]] = {
     "undefined_name": ["z = x + w"],
     "call_non_jit": ["z = len(x)"],
     "keyword_typo": ["z = tl.sum(x, axes=0)"],
+    "sort_not_last_dim": ["z = tl.sort(m, dim=0)"],
+    "flip_dim_out_of_range": ["z = tl.flip(x, 2)"],
+    "topk_k_not_power_of_two": ["z = tl.topk(x, 3)"],
+    "atomic_bad_sem": ["z = tl.atomic_add(i_ptr + offs, i, sem=\"bogus\")"],
+    "load_bad_cache_modifier": ["z = tl.load(x_ptr + offs, cache_modifier=\".zz\")"],
+    "dot_bad_precision": ["z = tl.dot(m, m, input_precision=\"bogus\")"],
+    "static_assert_fails": ["tl.static_assert({B} < 8, \"block too small\")"],
+    "interleave_shape_mismatch": ["z = tl.interleave(x, tl.load(y_ptr + tl.arange(0, {H})))"],
+    "umulhi_of_floats": ["z = tl.umulhi(x, y)"],
+    "store_value_shape": ["tl.store(out_ptr + offs, m)"],
+    "reshape_runtime_shape": ["z = tl.reshape(x, (n,))"],
 }
 
 
