@@ -104,12 +104,47 @@ class ControlAndMemoryOps:
         name = self.fresh("c")
         bs = b.name if isinstance(b, Val) else repr(b)
         body = f"tl.{op}imum({name}, {bs})" if op in ("max", "min") else f"{name} {op} {bs}"
+        other = self.carried_step(init) if self.draw(st.booleans()) else None
+        otherwise = self.binary_model(other[0], init, other[1]) if other is not None else None
+        if otherwise is not None and otherwise[1] != init.dtype:
+            otherwise = None
         self.emit(f"{name} = {init.name}")
         self.emit(f"if {cond}:")
         self.emit(f"    {name} = {body}")
+        not_taken, err = init.model, max(res[2], init.err)
+        if otherwise is not None:
+            op2, b2 = other
+            bs2 = b2.name if isinstance(b2, Val) else repr(b2)
+            self.emit("else:")
+            self.emit(f"    {name} = " + (f"tl.{op2}imum({name}, {bs2})" if op2 in ("max", "min") else
+                                         f"{name} {op2} {bs2}"))
+            not_taken, err = np.broadcast_to(otherwise[0], init.model.shape), max(err, otherwise[2])
         stepped = np.broadcast_to(res[0], init.model.shape)
-        model = np.where(taken.reshape((self.grid,) + (1,) * len(init.shape)), stepped, init.model)
-        self.pool.append(Val(name, init.dtype, init.shape, model, max(res[2], init.err)))
+        model = np.where(taken.reshape((self.grid,) + (1,) * len(init.shape)), stepped, not_taken)
+        self.pool.append(Val(name, init.dtype, init.shape, model, err))
+        return True
+
+    def op_while_data(self) -> bool:
+        """A while loop whose trip count depends on the data (and so differs between programs):
+        w = s; while w > limit: w = w - step, for a scalar integer s."""
+        s = self.pick(lambda v: v.shape == () and M.is_int(v.dtype))
+        if s is None:
+            return False
+        limit, step = self.draw(st.integers(0, 20)), self.draw(st.integers(1, 7))
+        trips = []
+        for value in s.model.tolist():
+            count = 0
+            while value > limit and count <= 8:
+                value, count = value - step, count + 1
+            trips.append(count)
+        if max(trips) > 8:
+            return False
+        name = self.fresh("w")
+        wrapped = M.wrap(M.as_objects(s.model) - np.array(trips, dtype=object) * step, s.dtype)
+        self.emit(f"{name} = {s.name}")
+        self.emit(f"while {name} > {limit}:")
+        self.emit(f"    {name} = {name} - {step}")
+        self.pool.append(Val(name, s.dtype, (), wrapped))
         return True
 
     # -------------------------------------------------------------------- dot

@@ -103,9 +103,13 @@ class Generator(ControlAndMemoryOps):
         return self.draw(st.sampled_from(list(options)))
 
     def random_data(self, dtype: str, count: int, small: bool = False) -> np.ndarray:
-        """Storage contents: floats are multiples of 1/4 (exact in every float dtype), integers
-        span their dtype's range (or [-4, 4] when `small`)."""
+        """Storage contents: floats are multiples of 1/4 (exact in every float dtype) or, half
+        the time unless `small`, random values with full mantissas; integers span their dtype's
+        range or [-100, 100] (or [-4, 4] when `small`)."""
         if M.is_float(dtype):
+            if not small and self.rng.random() < 0.5:  # full mantissas: every op rounds
+                fine = self.rng.standard_normal(count) * np.exp2(self.rng.integers(-4, 5, count))
+                return M.to_storage(M.round_float(fine, dtype), dtype)
             lim = 8 if small else 32
             return M.to_storage(self.rng.integers(-lim, lim + 1, count) / 4.0, dtype)
         if dtype == "i1":
@@ -660,6 +664,7 @@ OPS = {"binary": Generator.op_binary, "unary": Generator.op_unary, "cast": Gener
        "where": Generator.op_where, "reduce": Generator.op_reduce, "scan": Generator.op_scan,
        "shape": Generator.op_shape, "loop": Generator.op_loop, "if": Generator.op_if, "dot": Generator.op_dot,
        "load_loop": Generator.op_load_loop, "extra": Generator.op_extra,
+       "while_data": Generator.op_while_data,
        "atomic": Generator.op_atomic}  # fmt: skip
 
 
