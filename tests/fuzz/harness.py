@@ -73,7 +73,7 @@ def mismatches(program: Program, results: list[np.ndarray], slack_ulps: float = 
 
 def run_interpreter(program: Program, kernel: Any) -> list[np.ndarray]:
     args = arguments(program)
-    kernel[(program.grid,)](*args, num_warps=program.num_warps)
+    kernel[(program.grid,)](*args, num_warps=program.num_warps, num_stages=program.num_stages)
     return [contents(a, b) for a, b in zip(args, program.buffers)]
 
 
@@ -89,7 +89,8 @@ def assemble(program: Program, target: str) -> None:
     from ptxas_util import assemble_ok
 
     kernel = load_module(program.source).kernel
-    ptx = str(tile.dump(kernel, *arguments(program), stage="ptx", target=target, num_warps=program.num_warps))
+    ptx = str(tile.dump(kernel, *arguments(program), stage="ptx", target=target, num_warps=program.num_warps,
+                         num_stages=program.num_stages))
     assemble_ok(ptx, target)
 
 
@@ -106,7 +107,7 @@ def run_simt(program: Program, target: str = "sm_90a") -> list[np.ndarray]:
     spec, runtime = kernel.specialize(args, {})
     func = kernel.build_ir(spec)
     PassManager(tile_passes()).run(func)
-    PassManager(gpu_passes(program.num_warps, target)).run(func)
+    PassManager(gpu_passes(program.num_warps, target, num_stages=program.num_stages)).run(func)
     simt = lower_to_simt(func)
     host = [a.host_view() if isinstance(a, tile.DeviceArray) else a for a in runtime]
     machine, dev = run(simt, (program.grid, 1, 1), host)

@@ -56,10 +56,11 @@ class Program:
     scalars: dict[str, Any]
     params: list[str]
     num_warps: int = 4
+    num_stages: int = 3
     ops: list[str] = field(default_factory=list)  # op kinds used, for statistics
 
     def __str__(self) -> str:
-        return f"# grid=({self.grid},) num_warps={self.num_warps} scalars={self.scalars}\n{self.source}"
+        return f"# grid=({self.grid},) num_warps={self.num_warps} num_stages={self.num_stages} scalars={self.scalars}\n{self.source}"
 
 
 class Generator(ControlAndMemoryOps):
@@ -690,4 +691,5 @@ def programs(draw: Callable[[st.SearchStrategy], Any], max_ops: int = 14, kinds:
     params = [b.name for b in gen.buffers] + ["n", "iters", "alpha"]
     source = HEADER + f"def kernel({', '.join(params)}):\n" + "\n".join(gen.lines) + "\n"
     scalars = {"n": gen.n, "iters": gen.iters, "alpha": gen.alpha}
-    return Program(source, grid, gen.buffers, scalars, params, draw(st.sampled_from([4, 1, 2, 8])), gen.ops)
+    return Program(source, grid, gen.buffers, scalars, params, draw(st.sampled_from([4, 1, 2, 8])),
+                   draw(st.sampled_from([3, 1, 2, 4])), gen.ops)
