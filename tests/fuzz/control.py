@@ -196,9 +196,8 @@ class ControlAndMemoryOps:
             t = self.choose(DOT_TYPES)
             m, n, kk = (self.choose((16, 32, 64)) for _ in range(3))
             out_t = "i32" if t == "i8" else "f32"
-            a = self.new_buffer(t, self.grid * trips * m * kk)
-            b = self.new_buffer(t, self.grid * trips * kk * n)
-            a.init, b.init = self.random_data(t, a.init.size, small=True), self.random_data(t, b.init.size, small=True)
+            a = self.new_buffer(t, 0, self.random_data(t, self.grid * trips * m * kk, small=True))
+            b = self.new_buffer(t, 0, self.random_data(t, self.grid * trips * kk * n, small=True))
             am = M.from_storage(a.init, t).reshape(self.grid, trips, m, kk)[:, :self.iters]
             bm = M.from_storage(b.init, t).reshape(self.grid, trips, kk, n)[:, :self.iters]
             prod = np.einsum("gimk,gikn->gmn", am.astype(np.float64), bm.astype(np.float64))
@@ -216,8 +215,7 @@ class ControlAndMemoryOps:
             return False
         t, shape = init.dtype, init.shape
         numel = int(np.prod(shape))
-        buf = self.new_buffer(t, self.grid * trips * numel)
-        buf.init = self.random_data(t, buf.init.size, small=True)
+        buf = self.new_buffer(t, 0, self.random_data(t, self.grid * trips * numel, small=True))
         data = M.from_storage(buf.init, t).reshape((self.grid, trips) + shape)[:, :self.iters]
         keep = np.arange(numel).reshape(shape) < self.n
         data = np.where(keep, data, np.zeros((), data.dtype))

@@ -132,8 +132,7 @@ class Generator(ControlAndMemoryOps):
         return shape
 
     def new_buffer(self, dtype: str, count: int, init: Optional[np.ndarray] = None) -> Buffer:
-        prefix = "p"
-        buf = Buffer(f"{prefix}{len(self.buffers)}", dtype, init if init is not None else self.random_data(dtype, count))
+        buf = Buffer(f"p{len(self.buffers)}", dtype, init if init is not None else self.random_data(dtype, count))
         self.buffers.append(buf)
         return buf
 
@@ -152,8 +151,8 @@ class Generator(ControlAndMemoryOps):
             shape = like.shape if like is not None else self.random_shape()
         numel = int(np.prod(shape, dtype=np.int64))
         shift = self.draw(st.sampled_from([0, 0, 1, 7]))
-        buf = self.new_buffer(dtype, self.grid * numel + shift)
-        buf.init = self.random_data(dtype, self.grid * numel + shift, small)
+        count = self.grid * numel + shift
+        buf = self.new_buffer(dtype, count, self.random_data(dtype, count, small))
         data = M.from_storage(buf.init[shift:], dtype).reshape((self.grid,) + shape)
         ptr = f"{buf.name} + tl.program_id(0) * {numel}" + (f" + {shift}" if shift else "")
         offs = offsets(shape)
@@ -209,11 +208,10 @@ class Generator(ControlAndMemoryOps):
                 return None
             t = a.dtype
         x = M.convert(am, a.dtype, t)
-        y = M.convert(np.asarray(bm), "i32" if literal and M.is_int(t) and bt == "i32" else bt, t) \
-            if not (literal and M.is_float(t)) else M.round_float(np.asarray(bm, dtype=np.float64), t)
-        if literal and M.is_int(t):
-            y = np.asarray(b).astype(object)
-            y = M.wrap(y, t)
+        if literal:  # a Python number becomes a constant of the computation type
+            y = M.wrap(np.asarray(b).astype(object), t) if M.is_int(t) else M.round_float(np.asarray(float(b)), t)
+        else:
+            y = M.convert(bm, bt, t)
         if x is None or y is None:
             return None
         cmp = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
@@ -228,7 +226,9 @@ class Generator(ControlAndMemoryOps):
             if op in ("//", "%"):
                 if np.any(yo == 0):
                     return None
-                q = np.vectorize(lambda p, d: abs(p) // abs(d) * (1 if (p < 0) == (d < 0) else -1), otypes=[object])(xo, yo)
+                # C's division truncates toward zero; the remainder takes the dividend's sign
+                q = np.vectorize(lambda p, d: abs(p) // abs(d) * (1 if (p < 0) == (d < 0) else -1),
+                                 otypes=[object])(xo, yo)
                 if M.is_signed(t) and np.any(q >= 2 ** (M.BITS[t] - 1)):
                     return None
                 r = xo - q * yo
@@ -298,7 +298,7 @@ class Generator(ControlAndMemoryOps):
         return True
 
     def op_unary(self) -> bool:
-        a = self.pick(lambda v: v.dtype != "i1" or True)
+        a = self.pick()
         op = self.choose(("-", "~", "abs", "exp", "sqrt", "sin", "floor", "ceil"))
         t = a.dtype
         if op == "~":
