@@ -436,6 +436,29 @@ def required_operand_types(op: Operation, result_types: Optional[list[Type]] = N
     return out
 
 
+def scan_layout_ok(layout: DistributedLayout, shape: tuple[int, ...], axis: int) -> bool:
+    """Whether tt.scan's lowering (tile.codegen.lower_scan) can scan `axis` of a tensor in
+    `layout`: the axis coordinate's bits come, from least significant up, from registers, then
+    consecutive lanes, then warps, then registers again, and no bit moves along another axis too
+    (an #mma accumulator, or a blocked layout after trans, may not)."""
+    ll = layout.to_linear(shape)
+    digits = []
+    for kind, bases in (("r", ll.register_bases), ("l", ll.lane_bases), ("w", ll.warp_bases)):
+        for i, basis in enumerate(bases):
+            if basis[axis]:
+                if any(c for d, c in enumerate(basis) if d != axis):
+                    return False
+                digits.append((basis[axis], kind, i))
+    digits.sort()
+    if [v for v, _, _ in digits] != [1 << j for j in range(len(digits))]:
+        return False
+    kinds = "".join(k for _, k, _ in digits)
+    if kinds.lstrip("r").lstrip("l").lstrip("w").lstrip("r"):
+        return False
+    lanes = [i for _, k, i in digits if k == "l"]
+    return lanes == list(range(lanes[0], lanes[0] + len(lanes))) if lanes else True
+
+
 def forward_result_layouts(op: Operation, index: int, layout: DistributedLayout) -> Optional[list[Optional[Layout]]]:
     """The layouts `op`'s results take when operand `index` has `layout` and the op adapts to it
     (None where the op keeps its own layouts: memory ops, control flow, dot...)."""
@@ -445,8 +468,10 @@ def forward_result_layouts(op: Operation, index: int, layout: DistributedLayout)
         return [layout if isinstance(t, TensorType) else None for t in results]
     if name == "gpu.convert_layout" and isinstance(results[0].layout, DotOperandLayout):
         return None  # a dot's operand fragments: the conversion stays where it is (maybe hoisted)
-    if name == "gpu.convert_layout" or name == "tt.scan":
+    if name == "gpu.convert_layout":
         return [layout] * len(results)
+    if name == "tt.scan":
+        return [layout] * len(results) if scan_layout_ok(layout, results[0].shape, op.attrs["axis"]) else None
     if name == "tt.broadcast":
         return [layout] if layout.shape_generic else None
     if name == "tt.expand_dims":

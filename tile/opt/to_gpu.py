@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import Block, Operation, TensorType, Value
-from ..ir.gpu_ops import is_elementwise, layout_of, legalize, with_layout
+from ..ir.gpu_ops import is_elementwise, layout_of, legalize, scan_layout_ok, with_layout
 from ..ir.layouts import (DistributedLayout, SliceLayout, default_blocked, join_layout, reshape_layout, split_layout,
                           trans_layout)
 from .pass_manager import Pass
@@ -99,6 +99,8 @@ class ConvertToGpu(Pass):
         elif name in ("tt.reduce", "tt.scan"):
             layout = layout_of(op.operand(0))
             if not layout.shape_generic:  # a #slice needs its parent at another shape
+                layout = self._default(op.operand(0))
+            elif name == "tt.scan" and not scan_layout_ok(layout, op.operand(0).type.shape, op.attrs["axis"]):
                 layout = self._default(op.operand(0))
             for r in op.results:
                 self._set(r, SliceLayout(op.attrs["axis"], layout) if name == "tt.reduce" else layout)
