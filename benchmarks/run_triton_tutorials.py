@@ -170,7 +170,7 @@ def _side_by_side(ours: Table, theirs: Optional[Table]) -> list[str]:
             if other is None or not other[j] or not mine:
                 cells += [_cell(mine), _cell(other[j]) if other is not None else "", ""]
                 continue
-            is_time = re.search(r"\((ms|us|s)\)$", ours.columns[j]) is not None
+            is_time = re.search(r"\((ms|us|s)\)", ours.columns[j]) is not None  # "(ms)", "(runtime(ms))"
             cells += [_cell(mine), _cell(other[j]), _cell(other[j] / mine if is_time else mine / other[j])]
         out.append("| " + " | ".join(cells) + " |")
     return out

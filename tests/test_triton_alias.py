@@ -122,8 +122,8 @@ vector-add-performance:
      4096.0    1.25       2.5
      8192.0    2.0        4.0
 matmul-time:
-          M       N   Triton (ms)
-      256.0   128.0      2.0
+          M       N   Triton (ms)   cuBLAS (runtime(ms))
+      256.0   128.0      2.0      4.0
 done
 """
 PANDAS_OUTPUT = """vector-add-performance:
@@ -131,8 +131,8 @@ PANDAS_OUTPUT = """vector-add-performance:
 0    4096.0   2.500000   2.500000
 1    8192.0   4.000000   4.000000
 matmul-time:
-          M       N   Triton (ms)
-0     256.0   128.0      1.0
+          M       N   Triton (ms)   cuBLAS (runtime(ms))
+0     256.0   128.0      1.0      1.0
 """
 
 
@@ -156,7 +156,7 @@ def test_markdown_summary_side_by_side():
     assert "| 4096 | 1.25 | 2.5 | 0.5 | 2.5 | 2.5 | 1 |" in text
     # N is a further x value, shown once; a time in ms is inverted so the ratio stays a speed
     assert "| M | N | Triton (ms) (tile) | Triton (ms) (Triton) | Triton (ms) (tile/Triton speed) |" in text
-    assert "| 256 | 128 | 2 | 1 | 0.5 |" in text
+    assert "| 256 | 128 | 2 | 1 | 0.5 | 4 | 1 | 0.25 |" in text
 
 
 def test_last_error_line():
