@@ -40,6 +40,23 @@ def tma_matmul_kernel(a_desc, b_desc, c_desc, K):
 
 
 @tile.jit
+def persistent_matmul_kernel(a_desc, b_desc, c_desc, M, N, K, NUM_SMS: tl.constexpr):
+    """Triton's persistent-matmul shape: NUM_SMS programs, each looping over output tiles."""
+    BM: tl.constexpr = a_desc.block_shape[0]
+    BK: tl.constexpr = a_desc.block_shape[1]
+    BN: tl.constexpr = b_desc.block_shape[1]
+    tiles_n = tl.cdiv(N, BN)
+    num_tiles = tl.cdiv(M, BM) * tiles_n
+    for tile_id in range(tl.program_id(0), num_tiles, NUM_SMS):
+        off_m = (tile_id // tiles_n) * BM
+        off_n = (tile_id % tiles_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            acc = tl.dot(a_desc.load([off_m, k]), b_desc.load([k, off_n]), acc)
+        c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
+@tile.jit
 def tma_one_step_matmul_kernel(a_desc, b_desc, c_desc):
     BM: tl.constexpr = a_desc.block_shape[0]
     BN: tl.constexpr = b_desc.block_shape[1]

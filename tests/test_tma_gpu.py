@@ -9,6 +9,7 @@ import pytest
 import tile
 import tile.language as tl
 from tile.tools.tensor_descriptor import TensorDescriptor
+from test_tma import persistent_matmul_kernel, tma_matmul_kernel
 
 pytestmark = pytest.mark.gpu
 RNG = np.random.default_rng(11)
@@ -75,18 +76,6 @@ def test_out_of_bounds_reads(padding: str) -> None:
     np.testing.assert_array_equal(out.numpy(), want)
 
 
-@tile.jit
-def tma_matmul_kernel(a_desc, b_desc, c_desc, K):
-    BM: tl.constexpr = a_desc.block_shape[0]
-    BK: tl.constexpr = a_desc.block_shape[1]
-    BN: tl.constexpr = b_desc.block_shape[1]
-    off_m, off_n = tl.program_id(0) * BM, tl.program_id(1) * BN
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        acc = tl.dot(a_desc.load([off_m, k]), b_desc.load([k, off_n]), acc)
-    c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
-
-
 @pytest.mark.parametrize("m,n,k,stages,warps", [(4096, 4096, 4096, 3, 4), (1000, 1032, 520, 3, 4),
                                                  (1000, 1032, 520, 2, 8), (1000, 1032, 520, 4, 4),
                                                  (256, 256, 40, 3, 4), (256, 256, 136, 4, 8)])
@@ -101,22 +90,6 @@ def test_tma_matmul(m: int, n: int, k: int, stages: int, warps: int) -> None:
     tma_matmul_kernel[(tile.cdiv(m, 128), tile.cdiv(n, 128))](*descs, k, num_warps=warps, num_stages=stages)
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c.numpy().astype(np.float64), want, rtol=1e-2, atol=2e-3 * np.sqrt(k))
-
-
-@tile.jit
-def persistent_matmul_kernel(a_desc, b_desc, c_desc, M, N, K, NUM_SMS: tl.constexpr):
-    BM: tl.constexpr = a_desc.block_shape[0]
-    BK: tl.constexpr = a_desc.block_shape[1]
-    BN: tl.constexpr = b_desc.block_shape[1]
-    tiles_n = tl.cdiv(N, BN)
-    num_tiles = tl.cdiv(M, BM) * tiles_n
-    for tile_id in range(tl.program_id(0), num_tiles, NUM_SMS):
-        off_m = (tile_id // tiles_n) * BM
-        off_n = (tile_id % tiles_n) * BN
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in range(0, K, BK):
-            acc = tl.dot(a_desc.load([off_m, k]), b_desc.load([k, off_n]), acc)
-        c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
 
 
 @pytest.mark.parametrize("k,stages", [(640, 3), (600, 4), (104, 2)])

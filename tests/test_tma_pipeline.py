@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 from ptxas_util import assemble_ok
-from test_tma import _matmul_args, tma_matmul_kernel
+from test_tma import _matmul_args, persistent_matmul_kernel, tma_matmul_kernel
 
 import tile
 import tile.language as tl
@@ -18,22 +18,6 @@ from tile.ir import parse_op, print_op, verify
 from tile.tools.tensor_descriptor import TensorDescriptor
 
 COPY = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-
-
-@tile.jit
-def persistent_kernel(a_desc, b_desc, c_desc, M, N, K, NUM_SMS: tl.constexpr):
-    BM: tl.constexpr = a_desc.block_shape[0]
-    BK: tl.constexpr = a_desc.block_shape[1]
-    BN: tl.constexpr = b_desc.block_shape[1]
-    tiles_n = tl.cdiv(N, BN)
-    num_tiles = tl.cdiv(M, BM) * tiles_n
-    for tile_id in range(tl.program_id(0), num_tiles, NUM_SMS):
-        off_m = (tile_id // tiles_n) * BM
-        off_n = (tile_id % tiles_n) * BN
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in range(0, K, BK):
-            acc = tl.dot(a_desc.load([off_m, k]), b_desc.load([k, off_n]), acc)
-        c_desc.store([off_m, off_n], acc.to(tl.float16))
 
 
 @tile.jit
@@ -53,7 +37,7 @@ def _persistent_args():
 
 
 KERNELS = {"k_loop": (tma_matmul_kernel, _matmul_args, {}),
-           "persistent": (persistent_kernel, _persistent_args, {"NUM_SMS": 132})}
+           "persistent": (persistent_matmul_kernel, _persistent_args, {"NUM_SMS": 132})}
 
 
 def _dump(name: str, stage: str, stages: int) -> str:

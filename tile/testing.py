@@ -430,6 +430,23 @@ def perf_report(benchmarks: Benchmark | list[Benchmark]) -> Callable[[Callable[.
 
 
 # Triton's testing helpers that tile lacks, and what to use instead.
+def triton_twin(kernel: Any) -> Any:
+    """The same kernel source compiled by Triton (for benchmarks side by side): the function
+    of a `@tile.jit` kernel with `tl` bound to triton.language, under `triton.jit`. Triton
+    finds constexpr parameters by their annotations, so the twin's are Triton's constexpr.
+    The kernel's own module must use only names both compilers share."""
+    import types
+
+    import triton
+    import triton.language
+
+    fn = kernel.fn
+    scope = dict(fn.__globals__, tl=triton.language)
+    twin = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    twin.__annotations__ = {name: triton.language.constexpr for name in kernel.constexpr_names}
+    return triton.jit(twin)
+
+
 _TRITON_ONLY = {
     "get_dram_gbps": "compute bandwidth from your own timings (tile.testing.do_bench) and the bytes moved",
     "get_max_tensorcore_tflops": "use the device's datasheet figure",

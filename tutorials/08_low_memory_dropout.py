@@ -21,7 +21,6 @@ Run it:  python tutorials/08_low_memory_dropout.py
 GB/s table for tile, Triton and PyTorch when they are installed).
 """
 import importlib.util
-import types
 
 import numpy as np
 
@@ -113,25 +112,12 @@ def check_interpreter_matches_gpu(n: int) -> None:
     print(f"GPU and interpreter outputs identical bit for bit ({n} elements, seed 2024)")
 
 
-def triton_twin(kernel):
-    """The same kernel source compiled by Triton: its `tl` bound to triton.language."""
-    import triton
-    import triton.language
-
-    fn = kernel.fn
-    scope = dict(fn.__globals__, tl=triton.language)
-    twin = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
-    # Triton finds constexpr parameters by their annotations: give it its own constexpr.
-    twin.__annotations__ = {name: triton.language.constexpr for name in kernel.constexpr_names}
-    return triton.jit(twin)
-
-
 def benchmark() -> None:
     """GB/s (bytes read + written once) of tile, Triton and PyTorch dropout, fp32, p = 0.5."""
     import torch
 
     providers = ["tile"] + (["triton"] if importlib.util.find_spec("triton") else []) + ["torch"]
-    triton_kernel = triton_twin(seeded_dropout_kernel) if "triton" in providers else None
+    triton_kernel = tile.testing.triton_twin(seeded_dropout_kernel) if "triton" in providers else None
 
     @tile.testing.perf_report(tile.testing.Benchmark(
         x_names=["size"], x_vals=[2**i for i in range(16, 29, 2)], x_log=True, line_arg="provider",

@@ -34,7 +34,6 @@ Run it:  python tutorials/09_layer_norm_backward.py
 table of the backward pass for tile, Triton and PyTorch when they are installed).
 """
 import importlib.util
-import types
 
 import numpy as np
 
@@ -225,19 +224,6 @@ def check(n_rows: int, n_cols: int, group_size_m: int = 0) -> None:
     np.testing.assert_allclose(db.numpy(), db_ref, rtol=2 * fp16, atol=sums_atol)
 
 
-def triton_twin(kernel):
-    """The same kernel source compiled by Triton: its `tl` bound to triton.language."""
-    import triton
-    import triton.language
-
-    fn = kernel.fn
-    scope = dict(fn.__globals__, tl=triton.language)
-    twin = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
-    # Triton finds constexpr parameters by their annotations: give it its own constexpr.
-    twin.__annotations__ = {name: triton.language.constexpr for name in kernel.constexpr_names}
-    return triton.jit(twin)
-
-
 def benchmark() -> None:
     """GB/s of the backward pass (x, dy read and dx written once, as Triton's tutorial counts it)
     for M = 4096 fp16 rows: tile's two kernels, the same kernels compiled by Triton, PyTorch."""
@@ -246,7 +232,8 @@ def benchmark() -> None:
     providers = ["tile"] + (["triton"] if importlib.util.find_spec("triton") else []) + ["torch"]
     kernels = {"tile": (layer_norm_bwd_dx_fused_kernel, layer_norm_bwd_dwdb_kernel)}
     if "triton" in providers:
-        kernels["triton"] = (triton_twin(layer_norm_bwd_dx_fused_kernel), triton_twin(layer_norm_bwd_dwdb_kernel))
+        twin = tile.testing.triton_twin
+        kernels["triton"] = (twin(layer_norm_bwd_dx_fused_kernel), twin(layer_norm_bwd_dwdb_kernel))
 
     @tile.testing.perf_report(tile.testing.Benchmark(
         x_names=["N"], x_vals=[512 * i for i in range(2, 32, 2)], line_arg="provider", line_vals=providers,
