@@ -11,8 +11,9 @@ On the first call for a new key (the values of the arguments named in `key`, plu
 of every array argument) each config is benchmarked and the fastest is kept, in memory and
 on disk (`DiskCache`), so the next process skips the tuning. `TILE_PRINT_AUTOTUNING=1`
 prints what was chosen. A config that fails to compile or does not fit the device (a
-tile.OutOfResources from the compiler, runtime.resources) is skipped with a warning, and
-listed with its reason under TILE_PRINT_AUTOTUNING.
+tile.OutOfResources from the compiler, runtime.resources) is skipped (a failure to compile with
+a warning, a config too big for the device silently, as Triton does), and listed with its
+reason under TILE_PRINT_AUTOTUNING.
 
 Triton's options all work: `reset_to_zero`, `restore_value`, `pre_hook(kwargs, reset_only)` and
 `post_hook(kwargs, exception)` around every timed run (replacing the reset/restore defaults,
@@ -300,8 +301,9 @@ class Autotuner(_KernelWrapper):
                 failures.append(f"  [{config}] {reason}")
                 if os.environ.get("TILE_PRINT_AUTOTUNING", "0") == "1":
                     print(f"tile autotuning {self.__name__}: skipped config {config}: {reason}")
-                warnings.warn(f"autotune of {self.__name__}: skipping config [{config}]: {reason}",
-                              RuntimeWarning, stacklevel=4)
+                if not isinstance(exc, OutOfResources):  # a config too big for the device is routine, as in Triton
+                    warnings.warn(f"autotune of {self.__name__}: skipping config [{config}]: {reason}",
+                                  RuntimeWarning, stacklevel=4)
         self.bench_time = time.perf_counter() - start
         self.configs_timings = timings
         if not timings:
