@@ -9,10 +9,8 @@ checked against torch before timing; the table gives TFLOP/s and tile / Triton.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
-import types
 from typing import Any
 
 import torch
@@ -25,22 +23,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import tile  # noqa: E402
 import tile.language as tile_tl  # noqa: E402
 from tile.tools.tensor_descriptor import TensorDescriptor as TileDescriptor  # noqa: E402
+from load_kernels import load_kernels  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+KERNELS = "kernels_tma.py"
 CONFIGS = [(128, 128, 64, 4), (128, 256, 64, 8), (128, 128, 32, 4)]  # (BM, BN, BK, num_warps)
 
 
-def load(name: str, jit: Any, tl: Any) -> types.ModuleType:
-    backend = types.ModuleType("_backend")
-    backend.jit, backend.tl = jit, tl
-    sys.modules["_backend"] = backend
-    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, "kernels_tma.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def runner(module: types.ModuleType, descriptor: Any, a, b, c, cfg, sms: int):
+def runner(module: Any, descriptor: Any, a, b, c, cfg, sms: int):
     bm, bn, bk, warps = cfg
     m, k = a.shape
     n = b.shape[1]
@@ -69,7 +58,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[4096, 8192])
     args = parser.parse_args()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    tile_k, triton_k = load("tma_tile", tile.jit, tile_tl), load("tma_triton", triton.jit, ttl)
+    tile_k = load_kernels("tma_tile", tile.jit, tile_tl, KERNELS)
+    triton_k = load_kernels("tma_triton", triton.jit, ttl, KERNELS)
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     print(f"{'size':>6} {'tile TFLOP/s':>13} {'Triton TFLOP/s':>15} {'cuBLAS TFLOP/s':>15} {'tile/Triton':>12}  configs")
     for s in args.sizes:

@@ -3,31 +3,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from typing import Optional
 
 import pytest
 
-
-def find_ptxas() -> Optional[str]:
-    """ptxas on PATH, else the one in the `nvidia-cuda-nvcc` wheel (nvidia/cu13/bin for CUDA 13
-    wheels, nvidia/cuda_nvcc/bin for CUDA 12 ones)."""
-    path = shutil.which("ptxas")
-    if path:
-        return path
-    try:
-        import nvidia  # type: ignore[import-not-found]  (the wheels' namespace package)
-    except ImportError:
-        return None
-    for root in getattr(nvidia, "__path__", []):
-        for sub in ("cu13", "cuda_nvcc"):
-            candidate = os.path.join(root, sub, "bin", "ptxas")
-            if os.access(candidate, os.X_OK):
-                return candidate
-    return None
+from tile.runtime.ptxas import find_ptxas
 
 
 PTXAS = find_ptxas()
