@@ -250,8 +250,32 @@ def test_bad_axis():
         s = tl.sum(a, axis=2)  # E17
 
     err = compile_error(k, X)
-    assert "reduce: axis 2 is out of range for a tensor of rank 2" in err.message
-    assert err.call_sites and err.call_sites[-1].line == marked_line("E17")
+    check(err, "E17", "tl.sum", "reduce: axis 2 is out of range for a tensor of rank 2")
+    assert "raised inside tile's library at " in str(err) and "standard.py" in str(err)
+
+
+def test_library_error_names_the_user_line_first():
+    @tile.jit
+    def k(x_ptr):
+        a = tl.load(x_ptr + tl.arange(0, 8))
+        tl.store(x_ptr, tl.argmax(a, axis=3))  # E17b
+
+    err = compile_error(k, X)
+    check(err, "E17b", "tl.argmax", "axis 3 is out of range for a tensor of rank 1")
+    first, library = str(err).splitlines()[0], str(err).splitlines()[3]
+    assert "standard.py" not in first
+    assert library.startswith("  raised inside tile's library at ") and "standard.py" in library
+
+
+def test_atomic_cas_refuses_a_tensor_of_another_type():
+    @tile.jit
+    def k(x_ptr, lock_ptr):
+        old = tl.atomic_cas(lock_ptr, tl.load(x_ptr), 1)  # E17c
+
+    locks = np.zeros(1, np.int32)
+    check(compile_error(k, X, locks), "E17c", "tl.atomic_cas",
+          "tl.atomic_cas: cmp is tl.float32 but the pointer points to tl.int32; convert it first with "
+          ".to(tl.int32)")
 
 
 def test_store_of_uncastable_value():

@@ -8,14 +8,30 @@ A `CompilationError` names the place in the user's file and shows the line with 
       in a function called from /home/me/kernels.py:20:9:
         out = helper(x, z)
               ^
+
+When the failing code is inside tile's own library (tl.argmax is written in tile/language/
+standard.py), the user's call is named first and the library lines follow it, so the first line
+points at the user's code:
+
+    /home/me/kernels.py:5:17: static_assert failed: axis 3 is out of range for a tensor of rank 1
+        tl.store(y, tl.argmax(a, axis=3))
+                    ^
+      raised inside tile's library at .../tile/language/standard.py:169:9, called from ...
 """
 from __future__ import annotations
 
 import linecache
+import os
 from dataclasses import dataclass
 from typing import Optional
 
 from ..runtime.errors import TritonError
+
+_TILE_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _in_tile(point: SourcePoint) -> bool:
+    return os.path.abspath(point.file).startswith(_TILE_PACKAGE)
 
 
 @dataclass(frozen=True)
@@ -48,17 +64,27 @@ class CompilationError(TritonError):
         self.where = where
         self.call_sites: list[SourcePoint] = []
 
+    def _user_point(self) -> Optional[SourcePoint]:
+        """Where the user's code is involved: `where`, or the innermost call site outside tile's
+        library when the failure is inside it."""
+        if self.where is None or not _in_tile(self.where):
+            return self.where
+        return next((site for site in self.call_sites if not _in_tile(site)), self.where)
+
     @property
     def file(self) -> Optional[str]:
-        return self.where.file if self.where else None
+        point = self._user_point()
+        return point.file if point else None
 
     @property
     def line(self) -> Optional[int]:
-        return self.where.line if self.where else None
+        point = self._user_point()
+        return point.line if point else None
 
     @property
     def col(self) -> Optional[int]:
-        return self.where.col if self.where else None
+        point = self._user_point()
+        return point.col if point else None
 
     def add_call_site(self, site: SourcePoint) -> None:
         """Record that the failing code was reached through a call of an inlined function at `site`."""
@@ -67,10 +93,18 @@ class CompilationError(TritonError):
     def __str__(self) -> str:
         if self.where is None:
             return self.message
-        parts = [f"{self.where.file}:{self.where.line}:{self.where.col}: {self.message}"]
-        if self.where.text:
-            parts.append(self.where.render())
-        for site in self.call_sites:
+        user = self._user_point()
+        parts = [f"{user.file}:{user.line}:{user.col}: {self.message}"]
+        if user.text:
+            parts.append(user.render())
+        if user is not self.where:
+            library = [self.where] + self.call_sites[:self.call_sites.index(user)]
+            parts.append("  raised inside tile's library at " +
+                         ", called from ".join(f"{p.file}:{p.line}:{p.col}" for p in library))
+            outer = self.call_sites[self.call_sites.index(user) + 1:]
+        else:
+            outer = self.call_sites
+        for site in outer:
             parts.append(f"  in a function called from {site.file}:{site.line}:{site.col}:")
             if site.text:
                 parts.append(site.render("    "))

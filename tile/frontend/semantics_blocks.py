@@ -181,6 +181,12 @@ class BlockOps:
             raise TypeError(f"tl.atomic_cas supports 16-, 32- and 64-bit elements, got {to_dtype(elt)!r}")
         sem = _choice("sem", sem or "acq_rel", SEMANTICS)
         scope = _choice("scope", scope or "gpu", SCOPES)
+        for name, operand in (("cmp", cmp), ("val", value)):
+            # Triton refuses a tensor of another type here rather than converting it: a compare
+            # after an implicit cast can never match (1.5 cast to int), so say so instead.
+            if isinstance(operand, tensor) and operand.element != elt:
+                raise TypeError(f"tl.atomic_cas: {name} is {to_dtype(operand.element)!r} but the pointer points "
+                                f"to {to_dtype(elt)!r}; convert it first with .to({to_dtype(elt)!r})")
         operands = [ptr, self._value_for(cmp, elt, ptr.shape, "tl.atomic_cas"),
                     self._value_for(value, elt, ptr.shape, "tl.atomic_cas")]
         return self.op("tt.atomic_cas", operands, with_element(ptr.ir_type, elt), sem=sem, scope=scope)

@@ -166,6 +166,8 @@ def _reduce_with_indices(input, axis: constexpr, combine_fn: constexpr, keep_dim
             value = core.expand_dims(value, tuple(range(len(input.shape))))
             index = core.expand_dims(index, tuple(range(len(input.shape))))
     else:
+        core.static_assert(-len(input.shape) <= axis < len(input.shape),
+                           f"axis {axis} is out of range for a tensor of rank {len(input.shape)}")
         index = core.arange(0, input.shape[axis])
         for d in core.static_range(len(input.shape)):
             if d != axis % len(input.shape):
