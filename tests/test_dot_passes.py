@@ -312,19 +312,23 @@ def test_pipeline_three_stages():
             %23 = tt.addptr %p0, %22 : tensor<16x16xptr<f16>, #L>
             %24 = arith.add %pk, %0 : i64
             %25 = arith.add %stage, %18 : i32
-            %26 = arith.rem %25, %19 : i32
-            %27 = arith.cmp %21, %n {predicate = "lt"} : i1
-            %28 = tt.splat %27 : tensor<16x16xi1, #L>
-            %29 = gpu.local_view %2, %26 : tensor<16x16xf16, #SA>
+            %26 = arith.cmp %25, %19 {predicate = "ge"} : i1
+            %27 = arith.sub %25, %19 : i32
+            %28 = arith.select %26, %27, %25 : i32
+            %29 = arith.cmp %21, %n {predicate = "lt"} : i1
+            %30 = tt.splat %29 : tensor<16x16xi1, #L>
+            %31 = gpu.local_view %2, %28 : tensor<16x16xf16, #SA>
             gpu.barrier
-            gpu.async_copy %29, %23, %28 {vector = 8}
+            gpu.async_copy %31, %23, %30 {vector = 8}
             gpu.async_commit
-            %30 = gpu.local_view %2, %stage : tensor<16x16xf16, #SA>
-            %fa = gpu.local_load %30 : tensor<16x16xf16, #EA>
+            %32 = gpu.local_view %2, %stage : tensor<16x16xf16, #SA>
+            %fa = gpu.local_load %32 : tensor<16x16xf16, #EA>
             %d = tt.dot %fa, %fb, %acc {input_precision = "tf32", max_num_imprecise_acc = 0} : tensor<16x16xf32, #N>
-            %31 = arith.add %stage, %10 : i32
-            %32 = arith.rem %31, %19 : i32
-            scf.yield %d, %24, %32
+            %33 = arith.add %stage, %10 : i32
+            %34 = arith.cmp %33, %19 {predicate = "ge"} : i1
+            %35 = arith.sub %33, %19 : i32
+            %36 = arith.select %34, %35, %33 : i32
+            scf.yield %d, %24, %36
           }
           gpu.async_wait {pending = 0}
           tt.store %out, %r
@@ -403,9 +407,21 @@ def test_pointer_results_used_after_the_loop_are_rebuilt():
 # ------------------------------------------------------------------------- barriers and allocation
 
 
-def test_barriers_distinguish_stages_of_one_buffer():
-    """Reads of stage %s and the copy into stage (%s + 2) rem 3 need no barrier between them;
-    reading what a copy wrote needs the wait and then a barrier."""
+WRAP_BY_REM = """%w = arith.rem %t, %three : i32"""
+WRAP_BY_SELECT = """%over = arith.cmp %t, %three {predicate = "ge"} : i1
+          %less = arith.sub %t, %three : i32
+          %w = arith.select %over, %less, %t : i32"""
+WRAP_BY_FOLDED_SELECT = """%over = arith.cmp %t, %three {predicate = "ge"} : i1
+          %minus1 = arith.constant {value = -1} : i32
+          %less = arith.add %s, %minus1 : i32
+          %w = arith.select %over, %less, %t : i32"""
+
+
+@pytest.mark.parametrize("wrap", [WRAP_BY_REM, WRAP_BY_SELECT, WRAP_BY_FOLDED_SELECT])
+def test_barriers_distinguish_stages_of_one_buffer(wrap: str):
+    """Reads of stage %s and the copy into stage (%s + 2) rem 3 (written as the pipeliner writes
+    it, or as arith.rem) need no barrier between them; reading what a copy wrote needs the wait and
+    then a barrier."""
     out = run([InsertBarriers()], head(3, 1) + """
         ^bb(%p: tensor<16x16xptr<f16>, #L>, %s: i32):
           %three = arith.constant {value = 3} : i32
@@ -414,7 +430,7 @@ def test_barriers_distinguish_stages_of_one_buffer():
           %cur = gpu.local_view %buf, %s : tensor<16x16xf16, #SA>
           %x = gpu.local_load %cur : tensor<16x16xf16, #EA>
           %t = arith.add %s, %two : i32
-          %w = arith.rem %t, %three : i32
+          WRAP
           %next = gpu.local_view %buf, %w : tensor<16x16xf16, #SA>
           gpu.async_copy %next, %p {vector = 8}
           gpu.async_commit
@@ -424,7 +440,7 @@ def test_barriers_distinguish_stages_of_one_buffer():
           gpu.async_copy %cur, %p {vector = 8}
           gpu.async_copy %next, %p {vector = 8}
           tt.return
-        }""")
+        }""".replace("WRAP", wrap))
     lines = [line.strip() for line in out.splitlines()]
     assert lines.count("gpu.barrier") == 2
     assert lines[lines.index("gpu.async_wait {pending = 0}") + 1] == "gpu.barrier"  # RAW of the copy

@@ -72,7 +72,7 @@ def test_ring_ptx(name: str, stages: int) -> None:
     retire = loop.index("wgmma.wait_group.sync.aligned 1")
     assert loop.index("bar.sync 0", retire) < loop.index(COPY)
     # the phase parity flips when the stage index wraps to 0
-    assert re.search(rf"rem\.s32 %r\d+, %r\d+, {stages};", loop)
+    assert re.search(rf"setp\.ge\.s32 %p\d+, %r\d+, {stages};", loop) and "rem.s32" not in loop
     assert re.search(r"xor\.b32 %r\d+, %r\d+, 1;", loop) and "selp.b32" in loop
     assemble_ok(ptx, "sm_90a")
 

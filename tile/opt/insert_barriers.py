@@ -24,7 +24,8 @@ asynchronous dot still reads gets a gpu.dot_wait {pending = 0} and a barrier.
 
 Where the bytes are: a gpu.local_alloc's [offset, offset + bytes); a gpu.local_view of stage s
 of a rank-3 buffer: that stage's bytes when s is a constant, else the whole buffer, tagged
-with s written as (base, k) for s = (base + k) rem S (the pipeliner's stage indices). Two views
+with s written as (base, k) for s = (base + k) rem S (the pipeliner's stage indices, also in the
+compare-and-select form it emits: base + k - S where base + k >= S). Two views
 of one buffer (the same gpu.local_alloc, not merely the same bytes) whose stages have the same
 base and different k are different stages, hence disjoint. Inside a loop, base values defined in the loop mean something else in the next
 iteration: accesses carried around the back edge (or out of the loop) lose their tags.
@@ -134,6 +135,17 @@ def _constant(v: Value) -> Optional[int]:
 def _stage_tag(stage: Value, stages: int) -> tuple[Value, int]:
     """(base, k) with stage = (base + k) rem stages, following arith.rem and arith.add of constants."""
     op = stage.owner_op
+    if op is not None and op.name == "arith.select":  # the pipeliner's wrap: sum >= S ? sum - S : sum
+        total, wrapped = op.operand(2).owner_op, op.operand(1).owner_op
+        if (total is not None and total.name == "arith.add" and isinstance(_constant(total.operand(1)), int)
+                and wrapped is not None):
+            base, k = total.operand(0), _constant(total.operand(1))
+            subtracts = wrapped.name == "arith.sub" and wrapped.operand(0) is op.operand(2) \
+                and _constant(wrapped.operand(1)) == stages
+            folded = wrapped.name == "arith.add" and wrapped.operand(0) is base \
+                and _constant(wrapped.operand(1)) == k - stages  # canonicalize's (base + k) - S
+            if subtracts or folded:
+                return base, k % stages
     if op is not None and op.name == "arith.rem" and _constant(op.operand(1)) == stages:
         inner = op.operand(0).owner_op
         if inner is not None and inner.name == "arith.add" and isinstance(_constant(inner.operand(1)), int):

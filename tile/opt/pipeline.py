@@ -15,7 +15,10 @@ num_stages < 2, the loop keeps its synchronous staging (store, barrier, load eac
 With S = num_stages, each buffer becomes a rank-3 allocation of S stages before the loop. A
 prologue computes stage 0 for iterations 0 .. S-2 and issues their copies into stages 0 .. S-2
 (one commit group per iteration); the copies of iterations that do not exist (iv >= ub) are
-masked off entirely. In the loop, iteration i (stage index %s = i mod S, an i32 iter arg):
+masked off entirely. In the loop, iteration i (stage index %s = i mod S, an i32 iter arg; every
+"(%s + k) rem S" below is emitted as a compare and select, %s + k - S where %s + k >= S, since
+0 <= %s, k < S: a division by a constant S that is not a power of two costs several instructions
+per iteration):
     gpu.async_wait {pending = S-2}          iteration i's group has landed (for this thread)
     (gpu.barrier, placed by insert-barriers: the other threads' copies too; and every warp has
      finished reading stage (i-1) mod S, which is overwritten next)
@@ -277,6 +280,14 @@ class _Emitter:
             self.anchor.parent.insert_before(self.anchor, op.clone(mapping))
 
 
+def _next_stage(em: _Emitter, stage: Value, ahead: int, stages: int) -> Value:
+    """(stage + ahead) mod stages for 0 <= stage, ahead < stages, without a division."""
+    total = em.value("arith.add", [stage, em.const(ahead)], i32)
+    wraps = em.value("arith.cmp", [total, em.const(stages)], i1, predicate="ge")
+    wrapped = em.value("arith.sub", [total, em.const(stages)], i32)
+    return em.value("arith.select", [wraps, wrapped, total], i32)
+
+
 def _issue(em: _Emitter, candidates: list[_Candidate], mapping: dict[Value, Value], iv: Value, ub: Value,
            stage: Value, barriers: Optional[Value]) -> None:
     """The copies of one iteration (stage-0 values in `mapping`, induction variable `iv`) into `stage`:
@@ -459,7 +470,7 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
     ahead = em.value("arith.add", [new_body.args[0], em.const((stages - 1) * step, iv_type)], iv_type)
     mapping = {new_body.args[0]: ahead}
     em.clone(stage0_ops, mapping)
-    write = em.value("arith.rem", [em.value("arith.add", [stage, em.const(stages - 1)], i32), em.const(stages)], i32)
+    write = _next_stage(em, stage, stages - 1, stages)
     _issue(em, candidates, mapping, ahead, ub, write, barriers)
     views = [top.value("gpu.local_view", [c.buffers, stage], c.alloc.result.type) for c in candidates]
     for c, view in zip(candidates, views):
@@ -471,7 +482,7 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
                 op.erase()
     term = new_body.terminator
     em = _Emitter(term, new, constants)
-    following = em.value("arith.rem", [em.value("arith.add", [stage, em.const(1)], i32), em.const(stages)], i32)
+    following = _next_stage(em, stage, 1, stages)
     yields = [mapping.get(v, v) if i in stage0.carried else v for i, v in enumerate(term.operands)] + [following]
     if ring:  # the ring wraps: the next use of each mbarrier waits for its next phase
         wraps = em.value("arith.cmp", [following, em.const(0)], i1, predicate="eq")
