@@ -63,8 +63,8 @@ def _triton_twin() -> Callable[..., Any]:
     source = source[:source.index(HOST_SIDE)]
     source = (source.replace("import tile.language as tl", "import triton.language as tl")
               .replace("import tile\n", "import triton\n").replace("@tile.jit", "@triton.jit")
-              .replace("from tile.compiler import INTERPRETER, current_target\n", "")
-              .replace("ON_GPU = current_target() != INTERPRETER\n", ""))
+              .replace("from tile.compiler import INTERPRETER, current_target\n", "\n")
+              .replace("ON_GPU = current_target() != INTERPRETER\n", "\n"))  # blank lines keep line numbers for inspect
     twin = types.ModuleType("triton_twin_of_tutorial_07")
     twin.__file__ = str(TUTORIAL)
     exec(compile(source, str(TUTORIAL), "exec"), twin.__dict__)
