@@ -9,7 +9,8 @@ stage is a compiler bug.
 
 The default run is a fixed-seed slice sized for CI. TILE_FUZZ_EXAMPLES=N runs N programs per
 test (a nightly-sized run), and the `gpu` test runs the same programs on the GPU against the
-interpreter.
+interpreter; TILE_FUZZ_SHARDS=K splits that run into K tests (random programs each) that
+pytest-xdist spreads over the cores, compiling being the slow part.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from fuzz.near_miss import near_misses
 from fuzz.programs import programs
 
 SCALE = int(os.environ.get("TILE_FUZZ_EXAMPLES", "0"))
+SHARDS = int(os.environ.get("TILE_FUZZ_SHARDS", "1"))
 GPU_SLACK_ULPS = 64
 
 
@@ -79,9 +81,10 @@ def test_near_miss_programs_name_their_line(interpret, case):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("shard", range(SHARDS))
 @fuzz_settings(60)
 @given(program=programs())
-def test_programs_on_the_gpu_match_the_interpreter(monkeypatch, program):
+def test_programs_on_the_gpu_match_the_interpreter(monkeypatch, shard, program):
     """The same programs on the GPU: integers and booleans bit for bit with the interpreter;
     floats within the model's error bound, plus a few ulps for the fma contractions ptxas makes."""
     kernel = harness.load_module(program.source).kernel
