@@ -16,7 +16,7 @@ from test_layouts import blocked_layouts, shapes
 import tile
 import tile.language as tl
 from codegen_util import check_ptx
-from ptxas_util import needs_ptxas
+from ptxas_util import assemble_ok, needs_ptxas
 from tile.codegen.ptx import emit_ptx
 from tile.ir.layouts import (BlockedLayout, LinearEncoding, LinearLayout, SliceLayout, conversion_kind, default_blocked,
                              gather_in_warp, join_layout, split_layout, store_layout_like, trans_layout)
@@ -503,3 +503,21 @@ def test_on_the_gpu(num_warps, monkeypatch):
     got = _on_device(shapes_kernel, [s, np.full(9 * 1024, -12345, np.int32)], {"M": 16, "N": 64}, num_warps)[1]
     np.testing.assert_array_equal(got[1024:3 * 1024], np.stack([s, -s], -1).ravel())
     np.testing.assert_array_equal(got[3 * 1024:5 * 1024], np.concatenate([s, s + 1]).ravel())
+
+
+@tile.jit
+def _dot_epilogue_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    m, n, k = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + m[:, None] * K + k[None, :])
+    b = tl.load(b_ptr + k[:, None] * N + n[None, :])
+    tl.store(c_ptr + m[:, None] * N + n[None, :], tl.dot(a, b).to(tl.float16))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_halves_cross_shared_memory_in_16_byte_words(target):
+    # the f16 epilogue reads its coalesced rows back as ld.shared.v4.b32 (8 halves), not v4.b16
+    a, b, c = np.ones((64, 32), np.float16), np.ones((32, 128), np.float16), np.ones((64, 128), np.float16)
+    ptx = str(tile.dump(_dot_epilogue_kernel, a, b, c, M=64, N=128, K=32, num_warps=4, stage="ptx", target=target))
+    assert "ld.shared.v4.b32" in ptx and "ld.shared.v4.b16" not in ptx
+    assemble_ok(ptx, target)

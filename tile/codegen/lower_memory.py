@@ -47,13 +47,28 @@ def vector_groups(info: LayoutInfo, vector: int) -> tuple[int, list[list[int]]]:
     return vector, [list(range(r, r + vector)) for r in range(0, n, vector)]
 
 
-def _split_access(el, vector: int) -> tuple[object, int, int]:
-    """(type moved, count moved, elements per moved value) for a group of `vector` elements."""
+def split_access(el, vector: int) -> tuple[object, int, int]:
+    """(type moved, count moved, elements per moved value) for a group of `vector` elements: more
+    than four go as 32-bit words (PTX vectors have at most four values)."""
     bits = 64 if isinstance(el, PointerType) else el.bits
     if vector <= 4:
         return el, vector, 1
     per_word = 32 // bits
     return i32, vector // per_word, per_word
+
+
+def pack_words(ctx: Lowering, vals: list[Value], word_t, per: int) -> list[Value]:
+    """`vals` in words of `per` elements; a word that simt.unpack split is taken back whole
+    (a global load's words stored to shared memory are not repacked)."""
+    words = []
+    for i in range(0, len(vals), per):
+        group = vals[i:i + per]
+        unpack = group[0].owner_op
+        if unpack is not None and unpack.name == "simt.unpack" and list(unpack.results) == group:
+            words.append(unpack.operand(0))
+        else:
+            words.append(ctx.op("simt.pack", group, word_t))
+    return words
 
 
 def emit_load(ctx: Lowering, addr: Value, pred: Value, others: Optional[list[Value]], el, vector: int,
@@ -62,9 +77,9 @@ def emit_load(ctx: Lowering, addr: Value, pred: Value, others: Optional[list[Val
     mem_el = u8 if el == i1 else el
     if others is not None and el == i1:
         others = [select(ctx, o, ctx.const(1, u8), ctx.const(0, u8)) for o in others]
-    moved_t, count, per = _split_access(mem_el, vector)
+    moved_t, count, per = split_access(mem_el, vector)
     if others is not None and per > 1:
-        others = [ctx.op("simt.pack", others[i:i + per], moved_t) for i in range(0, vector, per)]
+        others = pack_words(ctx, others, moved_t, per)
     base, off = ctx.split(addr)
     operands = [base, pred] + (others or [])
     op = ctx.effect("simt.ld_global", operands, [moved_t] * count, vector=count, offset=off, **attrs)
@@ -80,9 +95,9 @@ def emit_store(ctx: Lowering, addr: Value, pred: Value, vals: list[Value], el, a
     mem_el = u8 if el == i1 else el
     if el == i1:
         vals = [select(ctx, v, ctx.const(1, u8), ctx.const(0, u8)) for v in vals]
-    moved_t, count, per = _split_access(mem_el, len(vals))
+    moved_t, count, per = split_access(mem_el, len(vals))
     if per > 1:
-        vals = [ctx.op("simt.pack", vals[i:i + per], moved_t) for i in range(0, len(vals), per)]
+        vals = pack_words(ctx, vals, moved_t, per)
     base, off = ctx.split(addr)
     ctx.effect("simt.st_global", [base, pred] + vals, vector=count, offset=off, **attrs)
 

@@ -33,6 +33,7 @@ from ..ir.layouts import SharedLayout
 from ..ir.types import TensorType, element_type, i1, i32, u8
 from .lower_core import LayoutInfo, Lowering, LoweringError, lowers
 from .lower_elementwise import select
+from .lower_memory import pack_words, split_access
 
 Coord = tuple[int, ...]
 
@@ -156,10 +157,10 @@ def _lower_convert_layout(ctx: Lowering, op: Operation) -> None:
 # ------------------------------------------------------------------------------ shared memory
 
 
-def shared_vector(offsets: Sequence[int], thread_span: int, elem_bytes: int) -> int:
-    """Largest V (<= 4 values, <= 16 bytes) such that aligned groups of V registers have offsets
+def shared_vector(offsets: Sequence[int], thread_span: int, elem_bytes: int, max_values: int = 4) -> int:
+    """Largest V (<= max_values, <= 16 bytes) such that aligned groups of V registers have offsets
     o, o+1, ..., o+V-1 with o a multiple of V that T(tid) does not disturb."""
-    v = 4
+    v = max_values
     while v > 1:
         ok = v * elem_bytes <= 16 and len(offsets) % v == 0 and thread_span & (v - 1) == 0 and all(
             offsets[r] % v == 0 and all(offsets[r + j] == offsets[r] + j for j in range(v))
@@ -232,14 +233,18 @@ def _lower_local_store(ctx: Lowering, op: Operation) -> None:
         vals = [select(ctx, v, ctx.const(1, u8), ctx.const(0, u8)) for v in vals]
     owner = ctx.owner_pred(info)
     canon = info.canonical_regs()
-    vec = shared_vector(offsets, span, nbytes)
+    vec = shared_vector(offsets, span, nbytes, max_values=16)
+    moved_t, count, per = split_access(u8 if el == i1 else el, vec)
     _guard_pending_scratch(ctx)
     for r in range(0, info.num_regs, vec):
         if canon[r] != r:
             continue
         addr = _address(ctx, base, thread_bytes, span, offsets[r], nbytes)
         b, off = ctx.split(addr)
-        ctx.effect("simt.st_shared", [b, owner] + vals[r:r + vec], vector=vec, offset=off)
+        group = vals[r:r + vec]
+        if per > 1:
+            group = pack_words(ctx, group, moved_t, per)
+        ctx.effect("simt.st_shared", [b, owner] + group, vector=count, offset=off)
     ctx.smem_pending = True
 
 
@@ -250,15 +255,19 @@ def lower_local_load(ctx: Lowering, op: Operation) -> None:
     el = element_type(t)
     info, offsets, span, thread_bytes, nbytes = _shared_access(ctx, buf, t)
     base = ctx.get(buf)[0]
-    vec = shared_vector(offsets, span, nbytes)
+    vec = shared_vector(offsets, span, nbytes, max_values=16)
     mem_el = u8 if el == i1 else el
+    moved_t, count, per = split_access(mem_el, vec)
     _guard_pending_scratch(ctx)
     out: list[Value] = []
     for r in range(0, info.num_regs, vec):
         addr = _address(ctx, base, thread_bytes, span, offsets[r], nbytes)
         b, off = ctx.split(addr)
-        ld = ctx.effect("simt.ld_shared", [b, ctx.const(True, i1)], [mem_el] * vec, vector=vec, offset=off)
-        out += ld.results
+        ld = ctx.effect("simt.ld_shared", [b, ctx.const(True, i1)], [moved_t] * count, vector=count, offset=off)
+        if per > 1:
+            out += [x for w in ld.results for x in ctx.ops("simt.unpack", [w], [mem_el] * per)]
+        else:
+            out += ld.results
     if el == i1:
         out = [ctx.op("arith.cmp", [v, ctx.const(0, u8)], i1, predicate="ne") for v in out]
     ctx.set(op.result, out)
