@@ -140,7 +140,13 @@ def _disk_key(fn: Any, spec: Any, options: dict[str, Any], target: str, ptx_vers
     from .runtime.cache import cache_key, compiler_fingerprint
 
     return cache_key("kernel", fn.cache_key, repr(spec.key), spec.tensor_maps, options, target, ptx_version,
-                     compiler_fingerprint())
+                     compiler_fingerprint(), _registered_passes_key())
+
+
+def _registered_passes_key() -> str:
+    """The passes of tile.register_pass (none unless that module was imported)."""
+    user_passes = sys.modules.get("tile.opt.user_passes")
+    return user_passes.registry_fingerprint() if user_passes is not None else ""
 
 
 def _with_tensor_maps(fn: Any, spec: Any, target: str) -> Any:
@@ -248,7 +254,7 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
                     until: Optional[str]) -> CompiledKernel:
     from .ir import print_op
     from .opt.pass_manager import PassManager
-    from .opt.tile_pipeline import tile_passes
+    from .opt.user_passes import tile_pipeline
 
     timings: dict[str, float] = {}
     func = _timed(timings, "frontend", fn.build_ir, spec, target, options)
@@ -258,7 +264,7 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     if until == "tile":
         return kernel
 
-    manager = PassManager(tile_passes(), verify_each=record_passes, record=record_passes)
+    manager = PassManager(tile_pipeline(getattr(fn, "extra_passes", ())), verify_each=record_passes, record=record_passes)
     _timed(timings, "tile passes", manager.run, func)
     stages["tile-opt"] = print_op(func)
     records = list(manager.records) if record_passes else []

@@ -77,8 +77,14 @@ class JITFunction:
     """A kernel (or a helper inlined into kernels) written in tile language."""
 
     def __init__(self, fn: Callable[..., Any], do_not_specialize: Iterable[Any] = (), debug: Optional[bool] = None,
-                 noinline: Optional[bool] = None, launch_metadata: Optional[Callable[..., dict]] = None):
+                 noinline: Optional[bool] = None, launch_metadata: Optional[Callable[..., dict]] = None,
+                 extra_passes: Iterable[Any] = ()):
         self.fn = fn
+        self.extra_passes: tuple[Any, ...] = ()  # UserPass objects, run after the tile passes
+        if extra_passes:
+            from ..opt.user_passes import as_pass
+
+            self.extra_passes = tuple(as_pass(p) for p in extra_passes)
         self.launch_metadata = launch_metadata
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
@@ -186,6 +192,8 @@ class JITFunction:
             digest = hashlib.sha256()
             self._hash_into(digest, set())
             digest.update(f"debug={bool(self.debug)}".encode())  # debug adds overflow checks
+            for p in self.extra_passes:
+                digest.update(f"pass={p.fingerprint()};".encode())
             self._cache_key = digest.hexdigest()
         return self._cache_key
 
@@ -495,7 +503,8 @@ def _nospec_key(v: Any) -> tuple:
 
 def jit(fn: Optional[Callable[..., Any]] = None, *, do_not_specialize: Iterable[Any] = (),
         do_not_specialize_on_alignment: Iterable[Any] = (), debug: Optional[bool] = None,
-        noinline: Optional[bool] = None, launch_metadata: Optional[Callable[..., dict]] = None) -> Any:
+        noinline: Optional[bool] = None, launch_metadata: Optional[Callable[..., dict]] = None,
+        extra_passes: Iterable[Any] = ()) -> Any:
     """Decorate a function written in tile language: `@tile.jit` or `@tile.jit(do_not_specialize=["n"])`.
 
     do_not_specialize: parameters (names or indices) whose values are not part of the
@@ -506,11 +515,14 @@ def jit(fn: Optional[Callable[..., Any]] = None, *, do_not_specialize: Iterable[
     while a profiler session with hook="triton" is active (tile.profiler); `kernel` has
     `.name`, `args` maps every parameter name to its argument; the dict's "name" names the
     launch and its "flops8/16/32/64", "flops" and "bytes" are recorded as metrics.
+    extra_passes: your own passes over tile IR (functions of a tt.func, or objects with
+    run(func)), run in order after the tile passes, each followed by the verifier
+    (tile.opt.user_passes).
     """
 
     def wrap(f: Callable[..., Any]) -> JITFunction:
         return JITFunction(f, do_not_specialize=do_not_specialize, debug=debug, noinline=noinline,
-                           launch_metadata=launch_metadata)
+                           launch_metadata=launch_metadata, extra_passes=extra_passes)
 
     return wrap(fn) if fn is not None else wrap
 
