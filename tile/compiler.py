@@ -73,6 +73,7 @@ class CompiledKernel(TritonKernelSurface):
     fn: Any = None  # the JITFunction and the Specialization compiled
     spec: Any = None
     launch_info: dict[str, Any] = field(default_factory=dict)  # cuda_launch.launch_metadata, GPU targets
+    pass_records: list[tuple[str, str]] = field(default_factory=list)  # (pass, IR after it), record_passes only
 
     def make_entry(self, positions: tuple[int, ...], value_count: int):
         """The function the launch binders call: entry(grid, values, args, stream), where
@@ -271,6 +272,7 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     if target == INTERPRETER:
         if record_passes:
             stages["passes"] = _format_records(records)
+            kernel.pass_records = records
         kernel.backend = InterpreterBackend(func, name)
         return kernel
     if until == "tile-opt" and not record_passes:
@@ -284,7 +286,8 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
                               verify_each=record_passes, record=record_passes)
     _timed(timings, "gpu passes", gpu_manager.run, func)
     if record_passes:
-        stages["passes"] = _format_records(records + list(gpu_manager.records))
+        kernel.pass_records = records + list(gpu_manager.records)
+        stages["passes"] = _format_records(kernel.pass_records)
     stages["gpu"] = print_op(func)
     from .runtime.resources import check_resources
 
@@ -335,35 +338,25 @@ def _format_records(records: list[tuple[str, str]]) -> str:
 # ------------------------------------------------------------------------------ dump
 
 
-class Dump:
-    """The text of a compiler stage; prints as text and renders as code in Jupyter."""
-
-    def __init__(self, title: str, text: str):
-        self.title = title
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
-
-    def __repr__(self) -> str:
-        return f"// {self.title}\n{self.text}"
-
-    def _repr_markdown_(self) -> str:
-        return f"**{self.title}**\n\n```\n{self.text}\n```"
-
-
 def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str] = None,
-         num_warps: int = 4, num_stages: int = 3, maxnreg: Optional[int] = None, **constexprs: Any) -> Dump:
+         num_warps: int = 4, num_stages: int = 3, maxnreg: Optional[int] = None, **constexprs: Any) -> Any:
     """Show what tile compiles for `kernel`.
 
     With arguments: compile for their types (arrays or scalars; only types and alignment
     matter) without launching, and return the text of `stage` (one of STAGES). `target` is
     "interpreter" or a PTX target such as "sm_90a"; GPU stages need no GPU. Without
-    arguments: the stages of what earlier launches compiled.
+    arguments: the stages of what earlier launches compiled. The result prints as the stage's
+    text and renders in Jupyter with colours, per-pass diffs and source links (tile.display.Dump).
     """
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; choose one of {', '.join(STAGES)}")
+    from .codegen.ptx import TARGETS
+    from .display import Dump
     from .frontend.jit import JITFunction
+
+    if target is not None and target != INTERPRETER and target not in TARGETS:
+        raise ValueError(f"tile cannot compile for target {target!r}; choose 'interpreter' or one of "
+                         f"{', '.join(TARGETS)}")
 
     while not isinstance(kernel, JITFunction) and hasattr(kernel, "fn"):  # autotune / heuristics wrappers
         kernel = kernel.fn
@@ -375,7 +368,7 @@ def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str]
         for c in compiled:
             available = stage if stage in c.stages else "tile-opt"
             parts.append(f"// {c.name} for {c.target} ({available})\n{c.stages[available]}")
-        return Dump(f"{kernel.__name__}: {stage}", "\n\n".join(parts))
+        return Dump(f"{kernel.__name__}: {stage}", "\n\n".join(parts), stage)
     if target is None:
         target = current_target()
         if target == INTERPRETER and stage in ("gpu", "simt", "ptx"):
@@ -386,7 +379,20 @@ def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str]
     options = {"num_warps": num_warps, "num_stages": num_stages, "maxnreg": maxnreg}
     until = {"tile": "tile", "tile-opt": "tile-opt", "passes": "passes", "gpu": "gpu"}.get(stage, "ptx")
     compiled = compile_kernel(kernel, spec, options, target, record_passes=(stage == "passes"), until=until)
-    return Dump(f"{kernel.__name__}: {stage} ({target})", compiled.stage(stage))
+    return _rich_dump(kernel, compiled, stage, target)
+
+
+def _rich_dump(kernel: Any, compiled: CompiledKernel, stage: str, target: str) -> Any:
+    """The Dump of `stage` of a fresh compilation, with what its HTML needs: the IR with
+    locations, the pass records, the kernel's source."""
+    from .display import Dump, KernelSource
+    from .ir import print_op
+
+    located = print_op(compiled.func, locs=True) if stage in ("tile", "tile-opt", "gpu", "simt") else None
+    passes = (compiled.stages["tile"], compiled.pass_records) if stage == "passes" else None
+    lines = kernel._source_lines()
+    source = KernelSource(kernel.file, kernel.line_offset + 1, lines)
+    return Dump(f"{kernel.__name__}: {stage} ({target})", compiled.stage(stage), stage, located, passes, source)
 
 
 from .runtime.aot import ASTSource, compile  # noqa: E402  (Triton's triton.compiler names)
