@@ -265,7 +265,8 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     if until == "tile":
         return kernel
 
-    manager = PassManager(tile_pipeline(getattr(fn, "extra_passes", ())), verify_each=record_passes, record=record_passes)
+    manager = PassManager(tile_pipeline(getattr(fn, "extra_passes", ())), verify_each=record_passes,
+                          record=record_passes)
     _timed(timings, "tile passes", manager.run, func)
     stages["tile-opt"] = print_op(func)
     records = list(manager.records) if record_passes else []

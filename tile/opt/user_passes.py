@@ -110,7 +110,8 @@ def register_pass(p: Optional[PassLike] = None, *, after: str = "dce") -> Any:
     `@tile.register_pass` or `@tile.register_pass(after="cse")`."""
     names = _tile_pass_names()
     if after not in names:
-        raise ValueError(f"register_pass: no tile pass named {after!r}; choose one of {', '.join(dict.fromkeys(names))}")
+        choices = ", ".join(dict.fromkeys(names))
+        raise ValueError(f"register_pass: no tile pass named {after!r}; choose one of {choices}")
     if p is None:
         return lambda q: register_pass(q, after=after)
     wrapped = as_pass(p)
