@@ -18,7 +18,7 @@
 # shift (`i * 8` → `i << 3`), and plugs it into the compiler with the public pass API:
 #
 # - `@tile.jit(extra_passes=[my_pass])` runs it for one kernel, after the tile passes;
-# - `tile.register_pass(my_pass, after="cse")` runs it for every kernel compiled afterwards.
+# - `tile.register_pass(my_pass, after="cse")` runs it for every kernel.
 #
 # The compiler runs the IR verifier right after a user pass, shows the pass in
 # `tile.dump(..., stage="passes")`, and includes it in cache keys, so a kernel compiled with the
@@ -189,7 +189,8 @@ assert counter.rewrites == 2
 # ## For every kernel: `tile.register_pass`
 #
 # Registering places the pass in the global pipeline, right after the last run of the tile pass
-# named by `after`; every kernel compiled from then on gets it, until `tile.unregister_pass`.
+# named by `after`. Every kernel gets it from then on, until `tile.unregister_pass`: kernels
+# already launched compile again at their next launch.
 
 # %%
 from tile.opt.user_passes import tile_pipeline

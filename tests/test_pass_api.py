@@ -158,3 +158,19 @@ def test_cache_keys_include_the_passes(tmp_path, monkeypatch):
     finally:
         tile.unregister_pass(strength_reduce)
     assert compile_to_ptx(plain, spec, {}, "sm_90a").from_disk_cache
+
+
+def test_registering_recompiles_kernels_already_launched(monkeypatch):
+    monkeypatch.setenv("TILE_INTERPRET", "1")
+    kernel = tile.jit(scale)
+    first = _run(kernel)
+    _run(kernel)  # the fast launch path is in place now
+    assert "arith.shl" not in str(tile.dump(kernel))
+    tile.register_pass(strength_reduce)
+    try:
+        np.testing.assert_array_equal(_run(kernel), first)
+        assert "arith.shl" in str(tile.dump(kernel))  # what the launch compiled
+    finally:
+        tile.unregister_pass(strength_reduce)
+    np.testing.assert_array_equal(_run(kernel), first)
+    assert "arith.shl" not in str(tile.dump(kernel))

@@ -22,6 +22,7 @@ import os
 import textwrap
 import threading
 import types
+import weakref
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Sequence
 
 from .constexpr_function import ConstexprFunction
@@ -73,6 +74,16 @@ class KernelParam(NamedTuple):
     default: Any
 
 
+_ALL_KERNELS: "weakref.WeakSet[JITFunction]" = weakref.WeakSet()  # for forget_all_compiled
+
+
+def forget_all_compiled() -> None:
+    """Make every kernel compile again at its next launch (tile.register_pass changes what
+    compiling produces)."""
+    for kernel in list(_ALL_KERNELS):
+        kernel.forget_compiled()
+
+
 class JITFunction:
     """A kernel (or a helper inlined into kernels) written in tile language."""
 
@@ -118,6 +129,7 @@ class JITFunction:
         self._fast_tried = False
         self._grid_and_bound: tuple[Any, Any] = (_MISSING, None)  # the last kernel[grid], see __getitem__
         self._lock = threading.RLock()
+        _ALL_KERNELS.add(self)
         start_driver_import()
         self._ast: Optional[ast.FunctionDef] = None
         self._cache_key: Optional[str] = None
@@ -316,6 +328,14 @@ class JITFunction:
             return mode.submit((id(self), key), compile_it)
         self._compile(key, values)
         return self.cache[key]
+
+    def forget_compiled(self) -> None:
+        """Drop the compiled specializations: the next launch of each compiles again (the
+        launch binders look their entries up in these dictionaries, so clearing them is enough)."""
+        with self._lock:
+            self.cache.clear()
+            self._launchers.clear()
+            self._fast_entries.clear()
 
     @property
     def params(self) -> list[KernelParam]:

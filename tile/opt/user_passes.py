@@ -17,8 +17,8 @@ What the compiler guarantees around a user pass:
 - cache keys include every user pass (its name and code): a kernel compiled with a pass never
   reuses a disk-cache entry compiled without it, nor the other way round.
 
-Registered passes apply to compilations that start after registration; a kernel already
-launched in this process keeps the binary it has (compile it again with `kernel.cache.clear()`).
+Registering or unregistering a pass makes every kernel compile again at its next launch
+(the disk cache still serves kernels compiled earlier with the same passes).
 
 Example, a pass that doubles every float constant:
 
@@ -37,6 +37,7 @@ import inspect
 import types
 from typing import Any, Callable, Iterable, Optional, Union
 
+from ..frontend.jit import forget_all_compiled
 from ..ir import Operation, VerificationError, print_op, verify
 from .pass_manager import Pass, PassVerificationError
 from .tile_pipeline import tile_passes
@@ -105,8 +106,8 @@ def _tile_pass_names() -> list[str]:
 
 
 def register_pass(p: Optional[PassLike] = None, *, after: str = "dce") -> Any:
-    """Run pass `p` in every kernel compiled from now on, right after the last run of tile
-    pass `after` (default "dce", the last). Returns `p`, so it also works as a decorator:
+    """Run pass `p` in every kernel from now on (launched kernels compile again), right after
+    the last run of tile pass `after` (default "dce", the last). Returns `p`, so it also works as a decorator:
     `@tile.register_pass` or `@tile.register_pass(after="cse")`."""
     names = _tile_pass_names()
     if after not in names:
@@ -118,6 +119,7 @@ def register_pass(p: Optional[PassLike] = None, *, after: str = "dce") -> Any:
     if any(r.target is wrapped.target for r, _ in _REGISTERED):
         raise ValueError(f"register_pass: pass {wrapped.name!r} is already registered")
     _REGISTERED.append((wrapped, after))
+    forget_all_compiled()
     return p
 
 
@@ -126,6 +128,7 @@ def unregister_pass(p: PassLike) -> None:
     for i, (r, _) in enumerate(_REGISTERED):
         if r.target is p or r is p:
             del _REGISTERED[i]
+            forget_all_compiled()
             return
     raise ValueError(f"unregister_pass: {p!r} is not registered")
 
