@@ -109,3 +109,11 @@ def test_a_kernel_the_target_cannot_compile_names_the_target_and_line():
     with pytest.raises(LoweringError, match=rf"needs sm_89 or newer \(target sm_80\).*test_display.py:{line}"):
         tile.dump(fp8_kernel, X, stage="ptx", target="sm_80")
     assert ".target sm_89" in str(tile.dump(fp8_kernel, X, stage="ptx", target="sm_89"))
+
+
+@pytest.mark.parametrize("stage", ["tile", "passes", "gpu", "simt", "ptx"])
+def test_the_html_is_well_formed(stage):
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(_dump(stage)._repr_html_())  # unbalanced tags or raw '<' would not parse
+    assert root.tag == "div" and root.find(".//pre") is not None
