@@ -174,3 +174,30 @@ def test_registering_recompiles_kernels_already_launched(monkeypatch):
         tile.unregister_pass(strength_reduce)
     np.testing.assert_array_equal(_run(kernel), first)
     assert "arith.shl" not in str(tile.dump(kernel))
+
+
+def _scaling_pass(factor: float):
+    def scale_constants(func: Operation) -> None:
+        for op in func.walk():
+            if op.name == "arith.constant" and isinstance(op.attrs["value"], float):
+                op.attrs["value"] *= factor
+
+    return scale_constants
+
+
+def test_a_pass_fingerprint_covers_its_closure_and_helpers():
+    by_two, by_three = tile.jit(extra_passes=[_scaling_pass(2.0)])(scale), tile.jit(
+        extra_passes=[_scaling_pass(3.0)])(scale)
+    assert by_two.cache_key != by_three.cache_key
+    assert "value = 6.0" in str(tile.dump(by_two, X, X, N, BLOCK=128, target="interpreter"))
+
+    def calls_helper(func: Operation) -> None:
+        strength_reduce(func)
+
+    before = tile.jit(extra_passes=[calls_helper])(scale).cache_key
+    original = strength_reduce.__code__
+    strength_reduce.__code__ = break_dominance.__code__  # the helper changes, the pass itself does not
+    try:
+        assert tile.jit(extra_passes=[calls_helper])(scale).cache_key != before
+    finally:
+        strength_reduce.__code__ = original

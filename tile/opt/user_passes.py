@@ -63,20 +63,43 @@ class UserPass(Pass):
             raise PassVerificationError(self.name, e, print_op(func)) from e
 
     def fingerprint(self) -> str:
-        """The pass's name and code (and a pass object's attributes): what cache keys hold."""
+        """The pass's name and code (with the Python functions it calls, its closure and defaults,
+        and a pass object's attributes): what cache keys hold."""
         digest = hashlib.sha256(self.name.encode())
-        code = self.target if isinstance(self.target, types.FunctionType) else type(self.target).run
-        _hash_function(digest, code)
-        if not isinstance(self.target, types.FunctionType):
-            digest.update(repr(sorted((k, repr(v)) for k, v in vars(self.target).items())).encode())
+        if isinstance(self.target, types.FunctionType):
+            _hash_function(digest, self.target, set())
+        else:
+            _hash_function(digest, type(self.target).run, set())
+            settings = getattr(self.target, "__dict__", {})
+            digest.update(repr(sorted((k, repr(v)) for k, v in settings.items())).encode())
         return digest.hexdigest()
 
 
-def _hash_function(digest: Any, fn: Any) -> None:
+def _hash_function(digest: Any, fn: types.FunctionType, seen: set[int]) -> None:
+    """Feed `fn`'s code, defaults and closure to `digest`, then those of the module-level Python
+    functions its code names (helpers it calls), once each."""
     from ..frontend.jit import _hash_code
 
+    if id(fn) in seen:
+        return
+    seen.add(id(fn))
     _hash_code(digest, fn.__code__)
-    digest.update(repr(fn.__qualname__).encode())
+    cells = _closure_values(fn)
+    digest.update(repr((fn.__qualname__, fn.__defaults__, [v for v in cells if not callable(v)])).encode())
+    called = [fn.__globals__.get(name) for name in fn.__code__.co_names] + [v for v in cells if callable(v)]
+    for helper in called:
+        if isinstance(helper, types.FunctionType):
+            _hash_function(digest, helper, seen)
+
+
+def _closure_values(fn: types.FunctionType) -> list[Any]:
+    values = []
+    for cell in fn.__closure__ or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # a cell whose variable is not assigned yet
+            continue
+    return values
 
 
 def as_pass(p: PassLike) -> UserPass:
