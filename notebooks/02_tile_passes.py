@@ -116,14 +116,16 @@ shown
 #
 # Common-subexpression elimination replaces a pure op by an equal op that dominates it (same
 # name, same operands, same attributes). Here the address `x_ptr + offs` is written twice in
-# Python; after CSE it is computed once.
+# Python; after CSE it is computed once. The two loads stay: a load is not pure (memory may
+# change between two reads, for example through another program's store), so CSE never merges
+# loads, stores or atomics.
 
 # %%
 @tile.jit
 def twice(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     a = tl.load(x_ptr + offs)
-    b = tl.load(x_ptr + offs, cache_modifier=".cg")
+    b = tl.load(x_ptr + offs)
     tl.store(out_ptr + offs, a * b)
 
 
@@ -132,6 +134,8 @@ show(cse)
 
 # %%
 assert len(removed(cse, "tt.splat %x_ptr")) == 1 and len(removed(cse, "tt.addptr")) == 1
+after_cse = str(passes_of(twice, x, out, BLOCK=128)).split("after cse")[1].split("after licm")[0]
+assert after_cse.count("tt.load") == 2
 
 # %% [markdown]
 # ## licm: hoist loop-invariant code

@@ -18,7 +18,7 @@ def twice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     a = tl.load(x_ptr + offs, mask=mask)
-    b = tl.load(x_ptr + offs, mask=mask)  # the same load again: cse merges it
+    b = tl.load(x_ptr + offs, mask=mask)  # the same address again: cse merges it (not the load)
     tl.store(out_ptr + offs, a + b, mask=mask)
 
 
@@ -71,7 +71,7 @@ def test_passes_render_as_collapsible_diffs():
     assert "after licm: no change" in summaries
     cse = next(s for s in summaries if s.startswith("after cse"))
     added, removed_count = map(int, re.fullmatch(r"after cse: \+(\d+) −(\d+) lines", cse).groups())
-    assert removed_count > added  # the second load and its address go (the rest is renumbered)
+    assert removed_count > added  # the second address goes (the rest is renumbered)
     removed = page.split("after cse")[1].split("</details>")[0]
     assert '<span style="background:#ffebe9">-' in removed and _span("op", "tt.load") in removed
 
