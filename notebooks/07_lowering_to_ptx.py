@@ -200,6 +200,59 @@ print("\n".join(located_loads))
 assert len(located_loads) == 2 and all(f":{first + 4}:" in line for line in located_loads)  # the tl.load line
 
 # %% [markdown]
+# ## Loops and reductions
+#
+# Control flow stays structured through the simt IR: a runtime loop is still an `scf.for`, now
+# carrying each thread's own values (here two partial sums, since each thread holds 2 of the
+# 256 elements). Only the PTX emitter turns it into labels and branches: a first branch skips
+# the loop when it runs zero times, and one at the bottom jumps back to the head while iterations
+# remain. `bra.uni` tells the hardware that all threads of a warp take the branch together.
+#
+# `tl.sum` over a block shows the three levels of a GPU reduction, in order:
+# 1. within a thread: add the values it holds;
+# 2. within a warp: 5 **butterfly shuffles** (`simt.shfl {mode = "bfly"}`, `shfl.sync.bfly` in
+#    PTX) exchange registers between lanes at distance 1, 2, 4, 8, 16, so after log2(32) steps
+#    every lane has the warp's sum;
+# 3. across warps: lane 0 of each warp writes its sum to **shared memory**, a **barrier**
+#    (`bar.sync`) waits for all warps, and each thread reads back and adds the 4 partial sums.
+
+# %%
+@tile.jit
+def row_sums(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for start in range(0, cols, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * cols + offs, mask=offs < cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+rows, cols = 4, 1000
+matrix = np.random.default_rng(1).standard_normal((rows, cols)).astype(np.float32)
+sums = np.full(rows, np.nan, np.float32)
+loop_simt = tile.dump(row_sums, matrix, sums, cols, BLOCK=256, stage="simt", target="sm_90a")
+loop_simt
+
+# %%
+loop_simt_text = str(loop_simt)
+loop_line = next(line for line in loop_simt_text.splitlines() if "scf.for" in line)
+print(loop_line)
+assert loop_line.rstrip().endswith(": f32, f32 {")  # two loop-carried partial sums per thread
+assert loop_simt_text.count('simt.shfl') == 5 and loop_simt_text.count("simt.barrier") == 1
+assert "simt.st_shared" in loop_simt_text and "simt.ld_shared" in loop_simt_text
+
+loop_ptx = str(tile.dump(row_sums, matrix, sums, cols, BLOCK=256, stage="ptx", target="sm_90a"))
+control = [line.strip() for line in loop_ptx.splitlines()
+           if re.search(r"\bbra\b|^\$|shfl|bar\.sync", line.strip())]
+print("\n".join(control))
+assert sum(line.endswith(":") for line in control) == 2  # the loop's head and exit labels
+assert sum("bra.uni" in line for line in control) == 2
+assert sum("shfl.sync.bfly" in line for line in control) == 5
+
+row_sums[(rows,)](matrix, sums, cols, BLOCK=256)
+np.testing.assert_allclose(sums, matrix.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-4)
+
+# %% [markdown]
 # ## Launch options change the per-thread program
 #
 # `num_warps` sets the threads per block. With 8 warps, 256 threads share the 1024 elements:

@@ -156,7 +156,7 @@ class JITFunction:
                 lines, first = inspect.getsourcelines(self.fn)
             except (OSError, TypeError) as e:
                 raise CompilationError(f"cannot read the source of {self.__qualname__}: {e}; @tile.jit functions "
-                                       f"must be defined in a file") from e
+                                       f"must be defined in a file or a notebook cell") from e
             self._lines = lines
             self.line_offset = max(first - 1, 0)
             self.col_offset = len(lines[0]) - len(lines[0].lstrip())
