@@ -226,13 +226,17 @@ assert divisibility(1000) == "[16, 16, 16, 1, 1]" and divisibility(1024) == "[16
 # %% [markdown]
 # ## Running the IR
 #
-# Without a GPU, a launch runs the tile IR on NumPy, one program at a time. The result is the
-# same as NumPy's, which is how most of tile's tests check the frontend.
+# Without a GPU, a launch runs the tile IR on NumPy, one program at a time; with one, it runs
+# the compiled PTX. `tile.to_device` puts the arrays where the kernel runs (GPU memory, or host
+# memory for the interpreter), so the same cell works on both. The result is the same as
+# NumPy's, which is how most of tile's tests check the frontend.
 
 # %%
-axpy[(tile.cdiv(n, 256),)](x, y, out, n, 2.0, BLOCK=256)
-np.testing.assert_allclose(out, 2.0 * x.astype(np.float64) + y, rtol=1e-6)
-print("max error:", np.abs(out - (2.0 * x.astype(np.float64) + y)).max())
+x_dev, y_dev, out_dev = tile.to_device(x), tile.to_device(y), tile.to_device(out)
+axpy[(tile.cdiv(n, 256),)](x_dev, y_dev, out_dev, n, 2.0, BLOCK=256)
+result = out_dev.numpy()
+np.testing.assert_allclose(result, 2.0 * x.astype(np.float64) + y, rtol=1e-6)
+print("max error:", np.abs(result - (2.0 * x.astype(np.float64) + y)).max())
 
 # %% [markdown]
 # **Next:** notebook 02 runs the tile passes over this IR and shows what each one changes.

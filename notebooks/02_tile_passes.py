@@ -199,12 +199,13 @@ assert "arith.select" not in after_all.split("after canonicalize")[0]
 # tensor cores do by default: hence the tolerance.)
 
 # %%
-y = np.full(1024, np.nan, np.float32)
-mm = np.full(256, np.nan, np.float32)
-fused[(1,)](a, b, c, mm, x, y, 100, BLOCK=128)
+a_dev, b_dev, c_dev, x_dev = (tile.to_device(v) for v in (a, b, c, x))
+y_dev = tile.to_device(np.full(1024, np.nan, np.float32))
+mm_dev = tile.to_device(np.full(256, np.nan, np.float32))
+fused[(1,)](a_dev, b_dev, c_dev, mm_dev, x_dev, y_dev, 100, BLOCK=128)
 expected = c.reshape(16, 16) + a.reshape(16, 16).astype(np.float64) @ b.reshape(16, 16)
-np.testing.assert_allclose(mm.reshape(16, 16), expected, rtol=1e-2, atol=2e-2)
-np.testing.assert_array_equal(y[:128], np.where(np.arange(128) < 100, x[:128], -1.0))
+np.testing.assert_allclose(mm_dev.numpy().reshape(16, 16), expected, rtol=1e-2, atol=2e-2)
+np.testing.assert_array_equal(y_dev.numpy()[:128], np.where(np.arange(128) < 100, x[:128], -1.0))
 
 # %% [markdown]
 # ## dce: remove what nobody uses

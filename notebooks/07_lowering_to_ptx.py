@@ -249,8 +249,9 @@ assert sum(line.endswith(":") for line in control) == 2  # the loop's head and e
 assert sum("bra.uni" in line for line in control) == 2
 assert sum("shfl.sync.bfly" in line for line in control) == 5
 
-row_sums[(rows,)](matrix, sums, cols, BLOCK=256)
-np.testing.assert_allclose(sums, matrix.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-4)
+sums_dev = tile.to_device(sums)
+row_sums[(rows,)](tile.to_device(matrix), sums_dev, cols, BLOCK=256)
+np.testing.assert_allclose(sums_dev.numpy(), matrix.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-4)
 
 # %% [markdown]
 # ## Launch options change the per-thread program
@@ -284,15 +285,17 @@ else:
 # ## And it runs
 #
 # On a machine without a GPU the launch below runs the tile IR on NumPy; on a GPU it runs the PTX
-# shown above. `tile.emulate` also runs that PTX on NumPy, instruction by instruction, which is
-# how tile's tests check the emitter without a GPU.
+# shown above (`tile.to_device` puts the arrays where the kernel runs). `tile.emulate` also
+# runs that PTX on NumPy, instruction by instruction, which is how tile's tests check the
+# emitter without a GPU.
 
 # %%
-relu_scale[(n // 1024,)](x, out, n, 2.0, BLOCK=1024)
+out_dev = tile.to_device(out)
+relu_scale[(n // 1024,)](tile.to_device(x), out_dev, n, 2.0, BLOCK=1024)
 expected = np.where(x > 0, x.astype(np.float64) * 2.0, 0.0)
-np.testing.assert_allclose(out, expected, rtol=1e-6)
+np.testing.assert_allclose(out_dev.numpy(), expected, rtol=1e-6)
 
 emulated = np.full(n, np.nan, np.float32)
 tile.emulate(relu_scale, target="sm_90a")[(n // 1024,)](x, emulated, n, 2.0, BLOCK=1024)
 np.testing.assert_allclose(emulated, expected, rtol=1e-6)
-print("interpreter and PTX emulator agree with NumPy")
+print("the launch and the PTX emulator agree with NumPy")

@@ -145,19 +145,21 @@ assert "mul.lo.s32 %r3, %r2, 256;" in plain_ptx and "shl.b32 %r3, %r2, 8;" in fa
 # %% [markdown]
 # ## Is it still right?
 #
-# A pass must not change what a kernel computes. Run both kernels on random data (on the
-# interpreter here; `tile.emulate` runs the PTX itself on NumPy) and compare with NumPy.
+# A pass must not change what a kernel computes. Run both kernels on random data (on the GPU if
+# there is one, else on the interpreter; `tile.emulate` runs the PTX itself on NumPy) and
+# compare with NumPy.
 
 # %%
 expected = x[: 8 * n : 8].astype(np.float64)
+x_dev = tile.to_device(x)
 for kernel in (gather, fast_gather):
-    result = np.full(n, np.nan, np.float32)
-    kernel[(tile.cdiv(n, 256),)](x, result, n, BLOCK=256, STRIDE=8)
-    np.testing.assert_array_equal(result, expected)
+    result = tile.to_device(np.full(n, np.nan, np.float32))
+    kernel[(tile.cdiv(n, 256),)](x_dev, result, n, BLOCK=256, STRIDE=8)
+    np.testing.assert_array_equal(result.numpy(), expected)
     emulated = np.full(n, np.nan, np.float32)
     tile.emulate(kernel, target="sm_90a")[(tile.cdiv(n, 256),)](x, emulated, n, BLOCK=256, STRIDE=8)
     np.testing.assert_array_equal(emulated, expected)
-print("both kernels match NumPy, on the interpreter and on the PTX emulator")
+print("both kernels match NumPy, launched and on the PTX emulator")
 
 # %% [markdown]
 # ## A pass as a class

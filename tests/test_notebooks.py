@@ -53,6 +53,14 @@ def test_notebook_runs_top_to_bottom(path, notebook_env):
     _execute(notebook, NOTEBOOK_DIR)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_on_a_gpu(path, notebook_env, monkeypatch):
+    """The same notebooks with their launches on the GPU (the dumps are the same)."""
+    monkeypatch.delenv("TILE_INTERPRET")
+    _execute(jupytext.read(path), NOTEBOOK_DIR)
+
+
 def test_every_notebook_is_listed_in_the_readmes():
     listing = (NOTEBOOK_DIR / "README.md").read_text()
     top = (ROOT / "README.md").read_text()
