@@ -8,7 +8,8 @@
 - for stage="passes", one collapsible section per pass with the diff against the IR before it
   (added lines green, removed lines red; passes that changed nothing say so and stay closed);
 - source links: each IR op's location (printed with `locs=True`) and each PTX `// file:line`
-  comment links to that line of the kernel's source, listed below the code (hover shows the line).
+  comment links to that line of the kernel's source, listed below the code (hovering a link
+  shows the line).
 
     text:  %2 = arith.mul %0, %1 : i32
     html:  <span op>arith.mul</span> ... <a href="#...-L4" title="offs = ...">kernel.py:4</a>
@@ -171,7 +172,8 @@ class Dump:
             rows.append(f'<span id="{self._anchor}-L{number}"><span style="color:{COLOURS["comment"]}">'
                         f"{number:4d} </span>{html.escape(line.rstrip())}</span>")
         name = html.escape(os.path.basename(self.source.file))
-        return f"<details><summary>source: {name}</summary>{_pre(chr(10).join(rows))}</details>"
+        listing = _pre("\n".join(rows))
+        return f'<details open="open"><summary>source: {name}</summary>{listing}</details>'  # links land in it
 
 
 def _pre(inner: str) -> str:
