@@ -10,7 +10,7 @@ import pytest
 import tile
 import tile.language as tl
 from tile.codegen.lower_core import LoweringError
-from tile.display import COLOURS, Dump, highlight
+from tile.display import COLOURS, Dump, KernelSource, highlight
 
 
 @tile.jit
@@ -85,9 +85,13 @@ def test_highlight_escapes_html_and_keeps_the_text():
 
 
 def test_a_location_outside_the_kernel_is_not_a_link():
-    shown = Dump("t", "x", "tile", located='  tt.return loc("/elsewhere/lib.py":3:0)')
-    page = shown._repr_html_()
-    assert "lib.py:3" in page and "<a " not in page
+    source = KernelSource("/home/me/kernels.py", 1, ["def k():\n", "    pass\n"])
+    inside = Dump("t", "x", "tile", located='  tt.return loc("/home/me/kernels.py":2:0)', source=source)
+    assert '<a href="#' in inside._repr_html_()
+    elsewhere = Dump("t", "x", "tile", located='  tt.return loc("/elsewhere/kernels.py":2:0)', source=source)
+    assert "kernels.py:2" in elsewhere._repr_html_() and "<a " not in elsewhere._repr_html_()
+    past_the_end = Dump("t", "x", "tile", located='  tt.return loc("/home/me/kernels.py":3:0)', source=source)
+    assert "<a " not in past_the_end._repr_html_()
 
 
 def test_unknown_stage_and_targets_are_clear_errors():

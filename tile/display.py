@@ -142,7 +142,9 @@ class Dump:
         """`file:line` linked to the source listing when it is a line of the kernel."""
         shown = f"{os.path.basename(file)}:{line}"
         source = self.source
-        if source is None or os.path.basename(file) != os.path.basename(source.file) or source.text(line) is None:
+        same_file = source is not None and (file == source.file or  # PTX comments name the file without its path
+                                            (file == os.path.basename(file) == os.path.basename(source.file)))
+        if not same_file or source.text(line) is None:
             return f'<span style="color:{COLOURS["comment"]}">{html.escape(shown)}</span>'
         title = html.escape(source.text(line).strip(), quote=True)
         return f'<a href="#{self._anchor}-L{line}" title="{title}" style="color:{COLOURS["comment"]}">' \
