@@ -94,11 +94,12 @@ print(tile.dump(good_kernel, x, BLOCK=16, stage="ptx", target="sm_80"))
 '''
 
 
-def test_a_kernel_defined_in_a_cell_compiles_and_its_errors_name_the_cell(notebook_env, tmp_path):
+def test_a_kernel_defined_in_a_cell_compiles_renders_and_its_errors_name_the_cell(notebook_env, tmp_path):
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell("import numpy as np\nimport tile\nimport tile.language as tl"),
                       nbformat.v4.new_code_cell(CELL_KERNEL), nbformat.v4.new_code_cell(CELL_DUMP),
-                      nbformat.v4.new_code_cell(CELL_GOOD)]
+                      nbformat.v4.new_code_cell(CELL_GOOD),
+                      nbformat.v4.new_code_cell('tile.dump(good_kernel, x, BLOCK=16, stage="tile")')]
     _execute(notebook, tmp_path)
     error = _stdout(notebook.cells[2])
     assert error.startswith("Cell In[2]:4:28: undefined name 'undefined_name'\n"), error
@@ -106,3 +107,6 @@ def test_a_kernel_defined_in_a_cell_compiles_and_its_errors_name_the_cell(notebo
     printed = _stdout(notebook.cells[3])
     assert printed.startswith(str([3.0 * i for i in range(16)]))
     assert re.search(r"// \S+\.py:4  tl\.store\(x_ptr \+ offs, tl\.load\(x_ptr \+ offs\) \* 3\.0\)", printed)
+    page = notebook.cells[4].outputs[0]["data"]["text/html"]  # the rich display, links to the cell's lines
+    assert re.search(r'<a href="#tile-dump-\d+-L4" title="tl.store\(x_ptr \+ offs, tl.load\(x_ptr \+ offs\) \* 3.0\)"',
+                     page)
