@@ -28,6 +28,7 @@ from .runtime.compiled_kernel import TritonKernelSurface
 from .utils import check_grid_limits, grid3
 
 if TYPE_CHECKING:  # the IR stays unimported on a warm start (disk-cache hit)
+    from .display import Dump
     from .ir import Operation
 
 INTERPRETER = "interpreter"
@@ -340,7 +341,7 @@ def _format_records(records: list[tuple[str, str]]) -> str:
 
 
 def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str] = None,
-         num_warps: int = 4, num_stages: int = 3, maxnreg: Optional[int] = None, **constexprs: Any) -> Any:
+         num_warps: int = 4, num_stages: int = 3, maxnreg: Optional[int] = None, **constexprs: Any) -> Dump:
     """Show what tile compiles for `kernel`.
 
     With arguments: compile for their types (arrays or scalars; only types and alignment
@@ -383,7 +384,7 @@ def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str]
     return _rich_dump(kernel, compiled, stage, target)
 
 
-def _rich_dump(kernel: Any, compiled: CompiledKernel, stage: str, target: str) -> Any:
+def _rich_dump(kernel: Any, compiled: CompiledKernel, stage: str, target: str) -> Dump:
     """The Dump of `stage` of a fresh compilation, with what its HTML needs: the IR with
     locations, the pass records, the kernel's source."""
     from .display import Dump, KernelSource
