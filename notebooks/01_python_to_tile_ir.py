@@ -211,8 +211,9 @@ assert tile.ir.print_op(reparsed) == tile.ir.print_op(func)
 #
 # The function's attributes record what tile learned from the arguments: `arg_divisibility`
 # says which integers (and pointer addresses, in bytes) are divisible by 16. Like Triton, tile
-# compiles one variant per such fact, so `n = 1024` and `n = 1000` give two kernels, and the
-# first one can drop checks that 16 divides.
+# compiles one variant per such fact, so `n = 1024` and `n = 1000` give two kernels. In the
+# first, the mask `offs < n` is the same for any aligned group of consecutive elements, so a
+# thread can load them with one wide, predicated instruction (notebook 07 shows it in PTX).
 
 # %%
 def divisibility(n_value):
