@@ -46,6 +46,9 @@ _EXPORTS = {
     "reinterpret": "tile.runtime.wrappers",
     "MockTensor": "tile.runtime.wrappers",
     "emulate": "tile.emulator",
+    "register_pass": "tile.opt.user_passes",
+    "unregister_pass": "tile.opt.user_passes",
+    "Pass": "tile.opt.pass_manager",
 }
 _SUBMODULES = ("ir", "language", "frontend", "opt", "codegen", "runtime", "testing", "compiler", "knobs", "triton",
                "tools", "emulator")

@@ -28,6 +28,7 @@ from .runtime.compiled_kernel import TritonKernelSurface
 from .utils import check_grid_limits, grid3
 
 if TYPE_CHECKING:  # the IR stays unimported on a warm start (disk-cache hit)
+    from .display import Dump
     from .ir import Operation
 
 INTERPRETER = "interpreter"
@@ -73,6 +74,7 @@ class CompiledKernel(TritonKernelSurface):
     fn: Any = None  # the JITFunction and the Specialization compiled
     spec: Any = None
     launch_info: dict[str, Any] = field(default_factory=dict)  # cuda_launch.launch_metadata, GPU targets
+    pass_records: list[tuple[str, str]] = field(default_factory=list)  # (pass, IR after it), record_passes only
 
     def make_entry(self, positions: tuple[int, ...], value_count: int):
         """The function the launch binders call: entry(grid, values, args, stream), where
@@ -140,7 +142,13 @@ def _disk_key(fn: Any, spec: Any, options: dict[str, Any], target: str, ptx_vers
     from .runtime.cache import cache_key, compiler_fingerprint
 
     return cache_key("kernel", fn.cache_key, repr(spec.key), spec.tensor_maps, options, target, ptx_version,
-                     compiler_fingerprint())
+                     compiler_fingerprint(), _registered_passes_key())
+
+
+def _registered_passes_key() -> str:
+    """The passes of tile.register_pass (none unless that module was imported)."""
+    user_passes = sys.modules.get("tile.opt.user_passes")
+    return user_passes.registry_fingerprint() if user_passes is not None else ""
 
 
 def _with_tensor_maps(fn: Any, spec: Any, target: str) -> Any:
@@ -248,7 +256,7 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
                     until: Optional[str]) -> CompiledKernel:
     from .ir import print_op
     from .opt.pass_manager import PassManager
-    from .opt.tile_pipeline import tile_passes
+    from .opt.user_passes import tile_pipeline
 
     timings: dict[str, float] = {}
     func = _timed(timings, "frontend", fn.build_ir, spec, target, options)
@@ -258,13 +266,15 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     if until == "tile":
         return kernel
 
-    manager = PassManager(tile_passes(), verify_each=record_passes, record=record_passes)
+    manager = PassManager(tile_pipeline(getattr(fn, "extra_passes", ())), verify_each=record_passes,
+                          record=record_passes)
     _timed(timings, "tile passes", manager.run, func)
     stages["tile-opt"] = print_op(func)
     records = list(manager.records) if record_passes else []
     if target == INTERPRETER:
         if record_passes:
             stages["passes"] = _format_records(records)
+            kernel.pass_records = records
         kernel.backend = InterpreterBackend(func, name)
         return kernel
     if until == "tile-opt" and not record_passes:
@@ -278,7 +288,8 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
                               verify_each=record_passes, record=record_passes)
     _timed(timings, "gpu passes", gpu_manager.run, func)
     if record_passes:
-        stages["passes"] = _format_records(records + list(gpu_manager.records))
+        kernel.pass_records = records + list(gpu_manager.records)
+        stages["passes"] = _format_records(kernel.pass_records)
     stages["gpu"] = print_op(func)
     from .runtime.resources import check_resources
 
@@ -329,23 +340,6 @@ def _format_records(records: list[tuple[str, str]]) -> str:
 # ------------------------------------------------------------------------------ dump
 
 
-class Dump:
-    """The text of a compiler stage; prints as text and renders as code in Jupyter."""
-
-    def __init__(self, title: str, text: str):
-        self.title = title
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
-
-    def __repr__(self) -> str:
-        return f"// {self.title}\n{self.text}"
-
-    def _repr_markdown_(self) -> str:
-        return f"**{self.title}**\n\n```\n{self.text}\n```"
-
-
 def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str] = None,
          num_warps: int = 4, num_stages: int = 3, maxnreg: Optional[int] = None, **constexprs: Any) -> Dump:
     """Show what tile compiles for `kernel`.
@@ -353,11 +347,18 @@ def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str]
     With arguments: compile for their types (arrays or scalars; only types and alignment
     matter) without launching, and return the text of `stage` (one of STAGES). `target` is
     "interpreter" or a PTX target such as "sm_90a"; GPU stages need no GPU. Without
-    arguments: the stages of what earlier launches compiled.
+    arguments: the stages of what earlier launches compiled. The result prints as the stage's
+    text and renders in Jupyter with colours, per-pass diffs and source links (tile.display.Dump).
     """
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; choose one of {', '.join(STAGES)}")
+    from .codegen.ptx import TARGETS
+    from .display import Dump
     from .frontend.jit import JITFunction
+
+    if target is not None and target != INTERPRETER and target not in TARGETS:
+        raise ValueError(f"tile cannot compile for target {target!r}; choose 'interpreter' or one of "
+                         f"{', '.join(TARGETS)}")
 
     while not isinstance(kernel, JITFunction) and hasattr(kernel, "fn"):  # autotune / heuristics wrappers
         kernel = kernel.fn
@@ -369,7 +370,7 @@ def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str]
         for c in compiled:
             available = stage if stage in c.stages else "tile-opt"
             parts.append(f"// {c.name} for {c.target} ({available})\n{c.stages[available]}")
-        return Dump(f"{kernel.__name__}: {stage}", "\n\n".join(parts))
+        return Dump(f"{kernel.__name__}: {stage}", "\n\n".join(parts), stage)
     if target is None:
         target = current_target()
         if target == INTERPRETER and stage in ("gpu", "simt", "ptx"):
@@ -380,7 +381,20 @@ def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str]
     options = {"num_warps": num_warps, "num_stages": num_stages, "maxnreg": maxnreg}
     until = {"tile": "tile", "tile-opt": "tile-opt", "passes": "passes", "gpu": "gpu"}.get(stage, "ptx")
     compiled = compile_kernel(kernel, spec, options, target, record_passes=(stage == "passes"), until=until)
-    return Dump(f"{kernel.__name__}: {stage} ({target})", compiled.stage(stage))
+    return _rich_dump(kernel, compiled, stage, target)
+
+
+def _rich_dump(kernel: Any, compiled: CompiledKernel, stage: str, target: str) -> Dump:
+    """The Dump of `stage` of a fresh compilation, with what its HTML needs: the IR with
+    locations, the pass records, the kernel's source."""
+    from .display import Dump, KernelSource
+    from .ir import print_op
+
+    located = print_op(compiled.func, locs=True) if stage in ("tile", "tile-opt", "gpu", "simt") else None
+    passes = (compiled.stages["tile"], compiled.pass_records) if stage == "passes" else None
+    lines = kernel._source_lines()
+    source = KernelSource(kernel.file, kernel.line_offset + 1, lines)
+    return Dump(f"{kernel.__name__}: {stage} ({target})", compiled.stage(stage), stage, located, passes, source)
 
 
 from .runtime.aot import ASTSource, compile  # noqa: E402  (Triton's triton.compiler names)

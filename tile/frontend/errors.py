@@ -17,11 +17,16 @@ points at the user's code:
         tl.store(y, tl.argmax(a, axis=3))
                     ^
       raised inside tile's library at .../tile/language/standard.py:169:9, called from ...
+
+A kernel defined in a Jupyter cell is named as IPython names the cell in its tracebacks:
+
+    Cell In[3]:4:28: undefined name 'undefined_name'
 """
 from __future__ import annotations
 
 import linecache
 import os
+import sys
 from dataclasses import dataclass
 from typing import Optional
 
@@ -32,6 +37,17 @@ _TILE_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os
 
 def _in_tile(point: SourcePoint) -> bool:
     return os.path.abspath(point.file).startswith(_TILE_PACKAGE)
+
+
+def _place(point: SourcePoint) -> str:
+    """`file:line:col`, with a notebook cell's file named as IPython names it ("Cell In[3]")."""
+    ipython = sys.modules.get("IPython")  # only when already imported: a kernel runs in a notebook
+    shell = ipython.get_ipython() if ipython is not None else None
+    cell = shell.compile.format_code_name(point.file) if shell is not None and hasattr(shell, "compile") else None
+    if cell is None:
+        return f"{point.file}:{point.line}:{point.col}"
+    label, name = cell
+    return f"{label} {name}:{point.line}:{point.col}"
 
 
 @dataclass(frozen=True)
@@ -94,18 +110,18 @@ class CompilationError(TritonError):
         if self.where is None:
             return self.message
         user = self._user_point()
-        parts = [f"{user.file}:{user.line}:{user.col}: {self.message}"]
+        parts = [f"{_place(user)}: {self.message}"]
         if user.text:
             parts.append(user.render())
         if user is not self.where:
             library = [self.where] + self.call_sites[:self.call_sites.index(user)]
             parts.append("  raised inside tile's library at " +
-                         ", called from ".join(f"{p.file}:{p.line}:{p.col}" for p in library))
+                         ", called from ".join(_place(p) for p in library))
             outer = self.call_sites[self.call_sites.index(user) + 1:]
         else:
             outer = self.call_sites
         for site in outer:
-            parts.append(f"  in a function called from {site.file}:{site.line}:{site.col}:")
+            parts.append(f"  in a function called from {_place(site)}:")
             if site.text:
                 parts.append(site.render("    "))
         return "\n".join(parts)

@@ -22,6 +22,7 @@ import os
 import textwrap
 import threading
 import types
+import weakref
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Sequence
 
 from .constexpr_function import ConstexprFunction
@@ -73,12 +74,28 @@ class KernelParam(NamedTuple):
     default: Any
 
 
+_ALL_KERNELS: "weakref.WeakSet[JITFunction]" = weakref.WeakSet()  # for forget_all_compiled
+
+
+def forget_all_compiled() -> None:
+    """Make every kernel compile again at its next launch (tile.register_pass changes what
+    compiling produces)."""
+    for kernel in list(_ALL_KERNELS):
+        kernel.forget_compiled()
+
+
 class JITFunction:
     """A kernel (or a helper inlined into kernels) written in tile language."""
 
     def __init__(self, fn: Callable[..., Any], do_not_specialize: Iterable[Any] = (), debug: Optional[bool] = None,
-                 noinline: Optional[bool] = None, launch_metadata: Optional[Callable[..., dict]] = None):
+                 noinline: Optional[bool] = None, launch_metadata: Optional[Callable[..., dict]] = None,
+                 extra_passes: Iterable[Any] = ()):
         self.fn = fn
+        self.extra_passes: tuple[Any, ...] = ()  # UserPass objects, run after the tile passes
+        if extra_passes:
+            from ..opt.user_passes import as_pass
+
+            self.extra_passes = tuple(as_pass(p) for p in extra_passes)
         self.launch_metadata = launch_metadata
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
@@ -112,6 +129,7 @@ class JITFunction:
         self._fast_tried = False
         self._grid_and_bound: tuple[Any, Any] = (_MISSING, None)  # the last kernel[grid], see __getitem__
         self._lock = threading.RLock()
+        _ALL_KERNELS.add(self)
         start_driver_import()
         self._ast: Optional[ast.FunctionDef] = None
         self._cache_key: Optional[str] = None
@@ -138,7 +156,7 @@ class JITFunction:
                 lines, first = inspect.getsourcelines(self.fn)
             except (OSError, TypeError) as e:
                 raise CompilationError(f"cannot read the source of {self.__qualname__}: {e}; @tile.jit functions "
-                                       f"must be defined in a file") from e
+                                       f"must be defined in a file or a notebook cell") from e
             self._lines = lines
             self.line_offset = max(first - 1, 0)
             self.col_offset = len(lines[0]) - len(lines[0].lstrip())
@@ -186,6 +204,8 @@ class JITFunction:
             digest = hashlib.sha256()
             self._hash_into(digest, set())
             digest.update(f"debug={bool(self.debug)}".encode())  # debug adds overflow checks
+            for p in self.extra_passes:
+                digest.update(f"pass={p.fingerprint()};".encode())
             self._cache_key = digest.hexdigest()
         return self._cache_key
 
@@ -308,6 +328,14 @@ class JITFunction:
             return mode.submit((id(self), key), compile_it)
         self._compile(key, values)
         return self.cache[key]
+
+    def forget_compiled(self) -> None:
+        """Drop the compiled specializations: the next launch of each compiles again (the
+        launch binders look their entries up in these dictionaries, so clearing them is enough)."""
+        with self._lock:
+            self.cache.clear()
+            self._launchers.clear()
+            self._fast_entries.clear()
 
     @property
     def params(self) -> list[KernelParam]:
@@ -495,7 +523,8 @@ def _nospec_key(v: Any) -> tuple:
 
 def jit(fn: Optional[Callable[..., Any]] = None, *, do_not_specialize: Iterable[Any] = (),
         do_not_specialize_on_alignment: Iterable[Any] = (), debug: Optional[bool] = None,
-        noinline: Optional[bool] = None, launch_metadata: Optional[Callable[..., dict]] = None) -> Any:
+        noinline: Optional[bool] = None, launch_metadata: Optional[Callable[..., dict]] = None,
+        extra_passes: Iterable[Any] = ()) -> Any:
     """Decorate a function written in tile language: `@tile.jit` or `@tile.jit(do_not_specialize=["n"])`.
 
     do_not_specialize: parameters (names or indices) whose values are not part of the
@@ -506,11 +535,14 @@ def jit(fn: Optional[Callable[..., Any]] = None, *, do_not_specialize: Iterable[
     while a profiler session with hook="triton" is active (tile.profiler); `kernel` has
     `.name`, `args` maps every parameter name to its argument; the dict's "name" names the
     launch and its "flops8/16/32/64", "flops" and "bytes" are recorded as metrics.
+    extra_passes: your own passes over tile IR (functions of a tt.func, or objects with
+    run(func)), run in order after the tile passes, each followed by the verifier
+    (tile.opt.user_passes).
     """
 
     def wrap(f: Callable[..., Any]) -> JITFunction:
         return JITFunction(f, do_not_specialize=do_not_specialize, debug=debug, noinline=noinline,
-                           launch_metadata=launch_metadata)
+                           launch_metadata=launch_metadata, extra_passes=extra_passes)
 
     return wrap(fn) if fn is not None else wrap
 
