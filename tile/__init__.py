@@ -46,6 +46,7 @@ _EXPORTS = {
     "reinterpret": "tile.runtime.wrappers",
     "MockTensor": "tile.runtime.wrappers",
     "emulate": "tile.emulator",
+    "show_layout": "tile.viz",
 }
 _SUBMODULES = ("ir", "language", "frontend", "opt", "codegen", "runtime", "testing", "compiler", "knobs", "triton",
                "tools", "emulator")

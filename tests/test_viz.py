@@ -1,0 +1,157 @@
+"""tile.viz: the pictures hold the facts of the objects they draw (ownership from the layout's index
+math, bank conflicts from the shared layout's addresses, the pipeline schedule from gpu IR), and
+render as well-formed SVG and as text."""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tile
+from tile.ir.dot_layouts import DotOperandLayout, MmaLayout, shared_for_dot, wgmma_shared
+from tile.ir.layouts import BlockedLayout, SharedLayout, SliceLayout, blocked_layout
+from tile.viz import show_layout
+from tile.viz.swizzle import show_swizzle
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg_root(figure) -> ET.Element:
+    root = ET.fromstring(figure.svg())
+    assert root.tag == SVG + "svg"
+    return root
+
+
+def test_show_layout_is_exported() -> None:
+    assert tile.show_layout is show_layout
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_blocked_ownership_matches_the_layout(data) -> None:
+    spt = tuple(data.draw(st.sampled_from([1, 2, 4])) for _ in range(2))
+    lanes_row = data.draw(st.sampled_from([1, 2, 4, 8, 16, 32]))
+    warps_row = data.draw(st.sampled_from([1, 2]))
+    order = data.draw(st.sampled_from([(1, 0), (0, 1)]))
+    layout = BlockedLayout(spt, (lanes_row, 32 // lanes_row), (warps_row, 2 // warps_row), order)
+    shape = (data.draw(st.sampled_from([4, 8, 16])), data.draw(st.sampled_from([4, 8, 16, 32])))
+    fig = show_layout(layout, shape)
+    linear = layout.to_linear(shape)
+    for warp in range(linear.num_warps):
+        for lane in range(linear.num_lanes):
+            for reg in range(linear.num_registers):
+                i, j = linear.apply(reg, lane, warp)
+                assert (warp, lane, reg) in fig.owners[i][j]
+    slots = sum(fig.holders(i, j) for i in range(shape[0]) for j in range(shape[1]))
+    assert slots == linear.num_warps * linear.num_lanes * linear.num_registers
+    assert fig.registers_per_thread == linear.num_registers
+
+
+def test_blocked_picture_text_and_svg() -> None:
+    fig = show_layout(BlockedLayout((1, 2), (4, 8), (1, 1), (1, 0)), (4, 16))
+    rows = str(fig).splitlines()
+    assert rows[2].split()[1:5] == ["T0:0", "T0:1", "T1:0", "T1:1"]  # thread 0 holds two columns
+    assert rows[3].split()[1] == "T8:0"  # the next row starts at lane 8
+    root = svg_root(fig)
+    assert len(root.findall(SVG + "rect")) == 1 + 4 * 16  # background and one box per element
+
+
+def test_mma_accumulator_fragment() -> None:
+    fig = show_layout(MmaLayout(2, (1, 1)), (16, 8))
+    # lane l holds row l // 4 (+8), columns 2 (l % 4) + {0, 1}: PTX's m16n8 C fragment
+    for lane in range(32):
+        g, t = divmod(lane, 4)
+        assert fig.owners[g][2 * t] == [(0, lane, 0)] and fig.owners[g][2 * t + 1] == [(0, lane, 1)]
+        assert fig.owners[g + 8][2 * t] == [(0, lane, 2)] and fig.owners[g + 8][2 * t + 1] == [(0, lane, 3)]
+
+
+def test_dot_operand_is_replicated_over_warp_columns() -> None:
+    parent = MmaLayout(2, (1, 2))
+    fig = show_layout(DotOperandLayout(0, parent, 2), (16, 16))
+    assert all(fig.holders(i, j) == 2 for i in range(16) for j in range(16))  # both warp columns hold A
+    assert "+1" in str(fig)
+
+
+def test_wgmma_accumulator_covers_64_rows_per_warp_group() -> None:
+    fig = show_layout(MmaLayout(3, (4, 1), (16, 16)), (64, 16))
+    warps_of_row = [{w for w, _, _ in fig.owners[i][0]} for i in range(64)]
+    assert warps_of_row == [{i // 16} for i in range(64)]
+
+
+def test_slice_layout_replicates_along_the_removed_dimension() -> None:
+    parent = BlockedLayout((1, 1), (4, 8), (1, 1), (1, 0))
+    fig = show_layout(SliceLayout(1, parent), (4,))
+    assert [fig.holders(0, j) for j in range(4)] == [8, 8, 8, 8]  # the 8 lanes of a row hold it
+
+
+def test_shared_layout_banks() -> None:
+    fig = show_layout(SharedLayout(8, 1, 8, (1, 0)), (8, 64), element_bytes=2)
+    assert sorted(fig.offsets.ravel().tolist()) == list(range(8 * 64))
+    assert fig.banks[1, 0] == 4  # row 1's first chunk is swizzled to chunk 1 (bytes 16..31 of its line)
+    svg_root(fig)
+
+
+@pytest.mark.parametrize("bad", [42, "#blocked<...>", np.zeros((4, 4))])
+def test_show_layout_rejects_what_is_not_a_layout(bad) -> None:
+    with pytest.raises(TypeError, match=f"show_layout expects a tile layout.*not {type(bad).__name__}"):
+        show_layout(bad, (4, 4))
+
+
+def test_show_layout_rejects_rank_3() -> None:
+    with pytest.raises(ValueError, match="rank 1 or 2"):
+        show_layout(BlockedLayout((1, 1, 1), (1, 1, 32), (1, 1, 1), (2, 1, 0)), (2, 2, 32))
+
+
+def test_unswizzled_ldmatrix_conflicts_eight_ways() -> None:
+    fig = show_swizzle(SharedLayout(1, 1, 1, (1, 0)), (32, 64), 2)  # f16 rows of 128 bytes
+    assert {p.wavefronts for p in fig.phases["ldmatrix"]} == {8}
+    assert fig.conflicts["ldmatrix"] == len(fig.phases["ldmatrix"]) * 7 == 32 * 7
+    assert fig.conflicts["store"] == 0  # row-major 16-byte stores fill whole lines
+
+
+@pytest.mark.parametrize("shape,element_bytes,op_idx", [((32, 64), 2, 0), ((64, 32), 2, 0), ((32, 128), 1, 0),
+                                                         ((64, 32), 4, 0), ((32, 64), 2, 1)])
+def test_swizzled_operand_buffer_is_conflict_free(shape, element_bytes, op_idx) -> None:
+    layout = shared_for_dot(shape, element_bytes, op_idx, (1, 0))
+    fig = show_swizzle(layout, shape, element_bytes)
+    assert fig.conflicts == {"ldmatrix": 0, "store": 0}
+
+
+def test_narrow_rows_conflict_when_unswizzled() -> None:
+    # f16 rows of 64 bytes: an ldmatrix matrix's 8 rows fall in two 128-byte lines, 4-way conflicts
+    fig = show_swizzle(SharedLayout(1, 1, 1, (1, 0)), (16, 32), 2)
+    assert {p.wavefronts for p in fig.phases["ldmatrix"]} == {4}
+
+
+def test_wgmma_swizzle_is_conflict_free() -> None:
+    layout = wgmma_shared((64, 64), 2, (1, 0))
+    assert show_swizzle(layout, (64, 64), 2).conflicts == {"ldmatrix": 0, "store": 0}
+
+
+def test_swizzle_picture_outlines_first_phases() -> None:
+    fig = show_swizzle(SharedLayout(1, 1, 1, (1, 0)), (8, 64), 2)
+    root = svg_root(fig)
+    outlined = [r for r in root.findall(SVG + "rect") if r.get("fill") == "none"]
+    assert len(outlined) == 8 + 8  # one ldmatrix phase (8 rows) and one store phase (8 lanes)
+    assert "8 wavefronts" in str(fig)
+
+
+def test_swizzle_errors() -> None:
+    with pytest.raises(TypeError, match="show_swizzle expects a shared layout"):
+        show_swizzle(blocked_layout((8, 8), (1, 1), (1, 0), 1), (8, 8))
+    with pytest.raises(ValueError, match="multiple of 8 rows"):
+        show_swizzle(SharedLayout(1, 1, 1, (1, 0)), (4, 64))
+    with pytest.raises(ValueError, match="not contiguous"):
+        show_swizzle(SharedLayout(2, 1, 8, (1, 0)), (8, 64))  # 4-byte swizzle groups break 16-byte rows
+
+
+def test_save_writes_svg_and_text(tmp_path) -> None:
+    fig = show_layout(BlockedLayout((1, 1), (1, 32), (1, 1), (1, 0)), (2, 32))
+    ET.parse(fig.save(tmp_path / "layout.svg"))
+    assert (tmp_path / "layout.txt").exists() is False
+    assert fig.save(tmp_path / "layout.txt").read_text().startswith("#blocked")
+    with pytest.raises(ValueError, match="use .svg"):
+        fig.save(tmp_path / "layout.jpg")
