@@ -11,10 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tile
+import tile.language as tl
 from tile.ir.dot_layouts import DotOperandLayout, MmaLayout, shared_for_dot, wgmma_shared
 from tile.ir.layouts import BlockedLayout, SharedLayout, SliceLayout, blocked_layout
 from tile.viz import show_layout
 from tile.viz.swizzle import show_swizzle
+from tile.viz.timeline import PipelineFigure, show_pipeline
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -155,3 +157,79 @@ def test_save_writes_svg_and_text(tmp_path) -> None:
     assert fig.save(tmp_path / "layout.txt").read_text().startswith("#blocked")
     with pytest.raises(ValueError, match="use .svg"):
         fig.save(tmp_path / "layout.jpg")
+
+
+# ----------------------------------------------------------------------------- pipeline timeline
+
+
+@tile.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr):
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * K + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] * N + offs_n[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, tl.cdiv(K, BLOCK_K)):
+        acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K * N
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc)
+
+
+def matmul_gpu_ir(target: str, num_stages: int):
+    a, c = np.ones((128, 128), np.float16), np.ones((128, 128), np.float32)
+    return tile.dump(matmul_kernel, a, a, c, 128, 128, 128, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, stage="gpu",
+                     target=target, num_stages=num_stages)
+
+
+def check_schedule(fig: PipelineFigure) -> None:
+    """Each copy lands in the buffer its iteration's dot reads, and no buffer holds two copies at once."""
+    for c in fig.copies:
+        assert fig.reads[c.iteration] == c.buffer and c.issued < c.read
+    for b in range(fig.num_stages):
+        spans = sorted((c.issued, c.read) for c in fig.copies if c.buffer == b)
+        assert all(end < start for (_, end), (start, _) in zip(spans, spans[1:]))
+
+
+@pytest.mark.parametrize("num_stages", [2, 3, 4])
+def test_timeline_of_a_cp_async_matmul(num_stages: int) -> None:
+    fig = show_pipeline(matmul_gpu_ir("sm_80", num_stages))
+    assert fig.num_stages == num_stages and fig.lookahead == num_stages - 1
+    assert fig.prologue_buffers == list(range(num_stages - 1))
+    assert fig.copy_kind == "cp.async" and fig.wait == f"gpu.async_wait {{pending = {num_stages - 2}}}"
+    assert fig.async_dots == 0 and len(fig.buffers) == 2  # A and B
+    assert len(fig.copies) == 2 * num_stages
+    check_schedule(fig)
+    grid = fig.buffer_grid()
+    assert len(grid) == num_stages and grid[0][:num_stages] == ["c0"] + ["~"] * (num_stages - 2) + ["M0"]
+    root = svg_root(fig)
+    assert sum(t.text.startswith("dot ") for t in root.iter(SVG + "text")) == len(fig.copies)
+
+
+def test_timeline_of_a_wgmma_matmul() -> None:
+    fig = show_pipeline(matmul_gpu_ir("sm_90a", 3), iterations=7)
+    assert fig.num_stages == 3 and fig.async_dots == 1 and len(fig.slots) == 2 + 7
+    check_schedule(fig)
+    assert "async wgmma" in str(fig)
+
+
+def test_timeline_of_a_tma_ring() -> None:
+    from tile.tools.tensor_descriptor import TensorDescriptor
+
+    from test_tma import tma_matmul_kernel
+
+    a, b, c = np.ones((256, 192), np.float16), np.ones((192, 256), np.float16), np.zeros((256, 256), np.float16)
+    descs = [TensorDescriptor.from_tensor(x, s) for x, s in ((a, [128, 64]), (b, [64, 128]), (c, [128, 128]))]
+    ir = tile.dump(tma_matmul_kernel, *descs, 192, stage="gpu", target="sm_90a", num_stages=4)
+    fig = show_pipeline(ir)
+    assert (fig.copy_kind, fig.num_stages, fig.lookahead, fig.wait) == ("TMA", 4, 3, "gpu.mbarrier_wait")
+    check_schedule(fig)
+
+
+def test_timeline_errors() -> None:
+    with pytest.raises(ValueError, match="no pipelined loop"):
+        show_pipeline(matmul_gpu_ir("sm_80", 1))
+    with pytest.raises(TypeError, match="show_pipeline expects gpu IR"):
+        show_pipeline(42)

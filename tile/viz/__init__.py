@@ -4,5 +4,8 @@ their bank conflicts (tile.viz.swizzle), and the schedule of a software-pipeline
 and `save` writes as .svg, .txt or (with matplotlib) .png."""
 from .layout import LayoutFigure, SharedLayoutFigure, show_layout
 from .picture import Figure, Picture
+from .swizzle import SwizzleFigure, show_swizzle
+from .timeline import PipelineFigure, show_pipeline
 
-__all__ = ["show_layout", "LayoutFigure", "SharedLayoutFigure", "Figure", "Picture"]
+__all__ = ["show_layout", "show_swizzle", "show_pipeline", "LayoutFigure", "SharedLayoutFigure", "SwizzleFigure",
+           "PipelineFigure", "Figure", "Picture"]
