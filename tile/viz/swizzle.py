@@ -133,8 +133,8 @@ class SwizzleFigure(Figure):
         for access in ACCESSES:  # outline the words of each access's first phase
             for s in self.phases[access][0].starts:
                 r, c = s[self.row], s[self.inner]
-                pic.box(MARGIN + c // per_word * CELL + 1, MARGIN + r * CELL + 1, self.chunk // per_word * CELL - 2,
-                        CELL - 2, "none", OUTLINES[access], 1.5)
+                pic.box(MARGIN + c // per_word * CELL + 2, MARGIN + r * CELL + 2, self.chunk // per_word * CELL - 4,
+                        CELL - 4, "none", OUTLINES[access], 1.5)
         for i, access in enumerate(ACCESSES):
             pic.label(4, MARGIN + rows * CELL + 14 + 16 * i, self.summary(access) + f" (first phase outlined in "
                       f"{'black' if access == 'ldmatrix' else 'red'})", size=9, anchor="start")
