@@ -83,7 +83,8 @@ def loop_text(ir_text):
 
 passes = after_each_pass(num_stages=3)
 print(list(passes))
-before = passes["tma"]  # the pass that runs just before pipeline
+names = list(passes)
+before = passes[names[names.index("pipeline") - 1]]  # the IR that the pipeline pass receives
 print(loop_text(before))
 
 # %%

@@ -3,6 +3,7 @@ math, bank conflicts from the shared layout's addresses, the pipeline schedule f
 render as well-formed SVG and as text."""
 from __future__ import annotations
 
+import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -233,3 +234,25 @@ def test_timeline_errors() -> None:
         show_pipeline(matmul_gpu_ir("sm_80", 1))
     with pytest.raises(TypeError, match="show_pipeline expects gpu IR"):
         show_pipeline(42)
+
+
+def test_timeline_refuses_stage_arithmetic_it_cannot_evaluate() -> None:
+    text = str(matmul_gpu_ir("sm_80", 3))
+    loop = text.index("scf.for")
+    with pytest.raises(ValueError, match="cannot evaluate arith.max in a stage index"):
+        show_pipeline(text[:loop] + text[loop:].replace("arith.sub", "arith.max"))
+
+
+# ----------------------------------------------------------------------------- PNG
+
+
+def test_png_needs_matplotlib(tmp_path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ImportError, match="needs matplotlib"):
+        show_layout(MmaLayout(2, (1, 1)), (16, 8)).save(tmp_path / "c.png")
+
+
+def test_png_with_matplotlib(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    path = show_swizzle(SharedLayout(1, 1, 1, (1, 0)), (8, 64), 2).save(tmp_path / "banks.png")
+    assert path.read_bytes().startswith(b"\x89PNG")
