@@ -22,7 +22,7 @@ import numpy as np
 
 from ..ir.dot_layouts import BANKS
 from ..ir.layouts import DistributedLayout, SharedLayout
-from .picture import Figure, Picture, hsl, palette, text_grid
+from .picture import Figure, Picture, hsl, palette, text_grid, text_width
 
 CELL = 34  # user units per drawn element
 MARGIN = 28
@@ -85,7 +85,10 @@ class LayoutFigure(Figure):
                   f"cell = T<thread>:<register>")
         cells = [[self._cell(i, j) for j in range(cols)] for i in range(rows)]
         text = header + "\n" + text_grid(cells, [str(i) for i in range(rows)], [str(j) for j in range(cols)])
-        width, height = MARGIN + cols * CELL + 8, MARGIN + rows * CELL + 40
+        footer = (f"colour: warp (hue), lane (lightness); {threads} threads, "
+                  f"{self.registers_per_thread} registers each")
+        width = max(MARGIN + cols * CELL + 8, text_width(str(self.layout)) + 8, text_width(footer) + 8)
+        height = MARGIN + rows * CELL + 40
         pic = Picture(width, height, text)
         pic.label(4, 10, str(self.layout), size=9, anchor="start")
         labelled = rows * cols <= MAX_LABELLED_CELLS
@@ -103,8 +106,7 @@ class LayoutFigure(Figure):
             pic.label(MARGIN + j * CELL + CELL / 2, MARGIN - 6, str(j), size=7)
         for i in range(rows):
             pic.label(MARGIN - 4, MARGIN + i * CELL + CELL / 2, str(i), size=7, anchor="end")
-        pic.label(4, height - 14, f"colour: warp (hue), lane (lightness); {threads} threads, "
-                  f"{self.registers_per_thread} registers each", size=9, anchor="start")
+        pic.label(4, height - 14, footer, size=9, anchor="start")
         return pic
 
 
@@ -122,7 +124,9 @@ class SharedLayoutFigure(Figure):
         text = (f"{layout} on {'x'.join(map(str, shape))} ({element_bytes}-byte elements); cell = offset/bank\n"
                 + text_grid(cells, [str(i) for i in range(rows)], [str(j) for j in range(cols)]))
         colours = palette(BANKS)
-        width, height = MARGIN + cols * CELL + 8, MARGIN + rows * CELL + 40
+        footer = "cell: offset (elements) and bank; colour: bank"
+        width = max(MARGIN + cols * CELL + 8, text_width(str(layout)) + 8, text_width(footer) + 8)
+        height = MARGIN + rows * CELL + 40
         pic = Picture(width, height, text)
         pic.label(4, 10, str(layout), size=9, anchor="start")
         for i in range(rows):
@@ -132,7 +136,7 @@ class SharedLayoutFigure(Figure):
                 if rows * cols <= MAX_LABELLED_CELLS:
                     pic.label(x + CELL / 2, y + CELL / 3, str(full[i, j]), size=8)
                     pic.label(x + CELL / 2, y + 2 * CELL / 3, f"b{self.banks[i, j]}", size=7)
-        pic.label(4, height - 14, "cell: offset (elements) and bank; colour: bank", size=9, anchor="start")
+        pic.label(4, height - 14, footer, size=9, anchor="start")
         self.picture = pic
 
 

@@ -36,6 +36,11 @@ class Label:
     color: str = "#000000"
 
 
+def text_width(text: str, size: float = 9.0) -> float:
+    """The width of `text` in the monospace font at `size` (a character is about 0.6 em)."""
+    return 0.6 * size * len(text)
+
+
 def hsl(hue: float, saturation: float = 0.55, lightness: float = 0.72) -> str:
     """An SVG colour from hue, saturation and lightness, each in [0, 1]."""
     r, g, b = colorsys.hls_to_rgb(hue % 1.0, lightness, saturation)
@@ -68,7 +73,8 @@ class Picture:
     def svg(self) -> str:
         """The picture as a standalone SVG document."""
         out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width:g}" height="{self.height:g}" '
-               f'viewBox="0 0 {self.width:g} {self.height:g}" font-family="{FONT}">',
+               f'viewBox="0 0 {self.width:g} {self.height:g}" font-family="{FONT}" '
+               f'style="max-width: 100%; height: auto">',
                f'<rect x="0" y="0" width="{self.width:g}" height="{self.height:g}" fill="#ffffff"/>']
         for b in self.boxes:
             out.append(f'<rect x="{b.x:g}" y="{b.y:g}" width="{b.width:g}" height="{b.height:g}" '

@@ -26,7 +26,7 @@ from typing import Sequence
 
 from ..ir.dot_layouts import BANKS, shared_wavefronts
 from ..ir.layouts import SharedLayout, blocked_layout
-from .picture import Figure, Picture, palette, text_grid
+from .picture import Figure, Picture, palette, text_grid, text_width
 
 CELL = 18
 MARGIN = 30
@@ -122,7 +122,10 @@ class SwizzleFigure(Figure):
                           "bank of each 4-byte word (rows along order[1], words along order[0]):",
                           text_grid([[str(b) for b in row] for row in banks], [str(r) for r in range(rows)],
                                     [str(w) for w in range(words)])])
-        width, height = MARGIN + words * CELL + 10, MARGIN + rows * CELL + 56
+        footers = [self.summary(a) + f" (first phase outlined in {'black' if a == 'ldmatrix' else 'red'})"
+                   for a in ACCESSES]
+        width = max([MARGIN + words * CELL + 10, text_width(str(self.layout)) + 8] + [text_width(f) + 8 for f in footers])
+        height = MARGIN + rows * CELL + 56
         pic = Picture(width, height, text)
         pic.label(4, 10, str(self.layout), size=9, anchor="start")
         colours = palette(BANKS)
@@ -135,9 +138,8 @@ class SwizzleFigure(Figure):
                 r, c = s[self.row], s[self.inner]
                 pic.box(MARGIN + c // per_word * CELL + 2, MARGIN + r * CELL + 2, self.chunk // per_word * CELL - 4,
                         CELL - 4, "none", OUTLINES[access], 1.5)
-        for i, access in enumerate(ACCESSES):
-            pic.label(4, MARGIN + rows * CELL + 14 + 16 * i, self.summary(access) + f" (first phase outlined in "
-                      f"{'black' if access == 'ldmatrix' else 'red'})", size=9, anchor="start")
+        for i, footer in enumerate(footers):
+            pic.label(4, MARGIN + rows * CELL + 14 + 16 * i, footer, size=9, anchor="start")
         return pic
 
 

@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 from ..ir import Operation, parse_op
 from ..ir.core import Block, BlockArgument, Value
-from .picture import Figure, Picture, hsl, text_grid
+from .picture import Figure, Picture, hsl, text_grid, text_width
 
 COPY_OPS = ("gpu.async_copy", "gpu.tma_load_async")
 WAIT_OPS = ("gpu.async_wait", "gpu.mbarrier_wait")
@@ -172,7 +172,8 @@ class PipelineFigure(Figure):
         grid = self.buffer_grid()
         text = "\n".join([self._title(), *(f"buffer: {b}" for b in self.buffers),
                           text_grid(grid, [f"buffer {b}" for b in range(self.num_stages)], self.slots)])
-        width = LEFT + SLOT * len(self.slots) + 10
+        footer = "light: copy in flight (issued at its left end); dark: the iteration's dot reads the buffer"
+        width = max(LEFT + SLOT * len(self.slots) + 10, text_width(self._title()) + 8, text_width(footer) + 8)
         height = 60 + ROW * self.num_stages + 30
         pic = Picture(width, height, text)
         pic.label(4, 12, self._title(), size=9, anchor="start")
@@ -191,8 +192,7 @@ class PipelineFigure(Figure):
             pic.box(LEFT + c.read * SLOT + 2, y, SLOT - 4, ROW - 6, hsl(hue, lightness=0.5))
             pic.label(LEFT + c.read * SLOT + SLOT / 2, y + (ROW - 6) / 2, f"dot {c.iteration}", size=8,
                       color="#ffffff")
-        pic.label(4, height - 14, "light: copy in flight (issued at its left end); dark: the iteration's dot reads "
-                  "the buffer", size=9, anchor="start")
+        pic.label(4, height - 14, footer, size=9, anchor="start")
         return pic
 
 
