@@ -3,6 +3,7 @@ math, bank conflicts from the shared layout's addresses, the pipeline schedule f
 render as well-formed SVG and as text."""
 from __future__ import annotations
 
+import re
 import sys
 import xml.etree.ElementTree as ET
 
@@ -256,3 +257,44 @@ def test_png_with_matplotlib(tmp_path) -> None:
     pytest.importorskip("matplotlib")
     path = show_swizzle(SharedLayout(1, 1, 1, (1, 0)), (8, 64), 2).save(tmp_path / "banks.png")
     assert path.read_bytes().startswith(b"\x89PNG")
+
+
+def edit_loop_copy(ir_text: str, copy_index: int, edit) -> str:
+    """`ir_text` with the gpu.local_view written by the loop's `copy_index`-th copy edited by
+    edit(view_line, copy_line) -> (view_line, copy_line)."""
+    lines = ir_text.splitlines()
+    loop = next(i for i, line in enumerate(lines) if "scf.for" in line)
+    copies = [i for i in range(loop, len(lines)) if "gpu.async_copy" in lines[i]]
+    at = copies[copy_index]
+    dest = re.search(r"async_copy (%\w+)", lines[at]).group(1)
+    view = next(i for i in range(at, loop, -1) if lines[i].lstrip().startswith(dest + " = gpu.local_view"))
+    lines[view], lines[at] = edit(lines[view], lines[at])
+    return "\n".join(lines)
+
+
+def test_timeline_refuses_copies_at_different_offsets() -> None:
+    text = edit_loop_copy(str(matmul_gpu_ir("sm_80", 3)), 1,
+                          lambda view, copy: (re.sub(r"(local_view %\w+), %\w+", r"\1, %stage", view), copy))
+    with pytest.raises(ValueError, match=r"copies write stages at offsets \[0, 2\]"):
+        show_pipeline(text)
+
+
+def test_timeline_refuses_a_stage_not_computed_from_the_stage_argument() -> None:
+    text = edit_loop_copy(str(matmul_gpu_ir("sm_80", 3)), 0,
+                          lambda view, copy: (re.sub(r"(local_view %\w+), %\w+", r"\1, %_", view), copy))
+    with pytest.raises(ValueError, match="is not computed from the loop's stage"):
+        show_pipeline(text)
+
+
+def test_timeline_refuses_a_copy_into_something_else_than_a_view() -> None:
+    text = edit_loop_copy(str(matmul_gpu_ir("sm_80", 3)), 0,
+                          lambda view, copy: (view, re.sub(r"async_copy %\w+", "async_copy %a_ptrs", copy)))
+    with pytest.raises(ValueError, match="gpu.async_copy does not write a gpu.local_view"):
+        show_pipeline(text)
+
+
+def test_swizzle_refuses_other_ranks_and_element_sizes() -> None:
+    with pytest.raises(ValueError, match="2-D buffers of 1, 2 or 4-byte elements"):
+        show_swizzle(SharedLayout(1, 1, 1, (2, 1, 0)), (2, 8, 64))
+    with pytest.raises(ValueError, match="2-D buffers of 1, 2 or 4-byte elements"):
+        show_swizzle(SharedLayout(1, 1, 1, (1, 0)), (8, 64), element_bytes=8)

@@ -81,8 +81,8 @@ class LayoutFigure(Figure):
     def _draw(self, rows: int, cols: int) -> Picture:
         threads = self.warp_size * self.num_warps
         header = (f"{self.layout} on {'x'.join(map(str, self.shape))}: {threads} threads "
-                  f"({self.num_warps} warp{'s' if self.num_warps != 1 else ''} of {self.warp_size}), {self.registers_per_thread} registers each; "
-                  f"cell = T<thread>:<register>")
+                  f"({self.num_warps} warp{'s' if self.num_warps != 1 else ''} of {self.warp_size}), "
+                  f"{self.registers_per_thread} registers each; cell = T<thread>:<register>")
         cells = [[self._cell(i, j) for j in range(cols)] for i in range(rows)]
         text = header + "\n" + text_grid(cells, [str(i) for i in range(rows)], [str(j) for j in range(cols)])
         footer = (f"colour: warp (hue), lane (lightness); {threads} threads, "

@@ -124,7 +124,8 @@ class SwizzleFigure(Figure):
                                     [str(w) for w in range(words)])])
         footers = [self.summary(a) + f" (first phase outlined in {'black' if a == 'ldmatrix' else 'red'})"
                    for a in ACCESSES]
-        width = max([MARGIN + words * CELL + 10, text_width(str(self.layout)) + 8] + [text_width(f) + 8 for f in footers])
+        width = max([MARGIN + words * CELL + 10, text_width(str(self.layout)) + 8]
+                    + [text_width(f) + 8 for f in footers])
         height = MARGIN + rows * CELL + 56
         pic = Picture(width, height, text)
         pic.label(4, 10, str(self.layout), size=9, anchor="start")
@@ -143,7 +144,8 @@ class SwizzleFigure(Figure):
         return pic
 
 
-def show_swizzle(layout: SharedLayout, shape: Sequence[int], element_bytes: int = 2, num_warps: int = 4) -> SwizzleFigure:
+def show_swizzle(layout: SharedLayout, shape: Sequence[int], element_bytes: int = 2,
+                 num_warps: int = 4) -> SwizzleFigure:
     """Banks and bank conflicts of a 2-D `shape` buffer of `element_bytes`-byte elements in `layout`."""
     if not isinstance(layout, SharedLayout):
         raise TypeError(f"show_swizzle expects a shared layout (tile.ir.layouts.SharedLayout), "

@@ -125,12 +125,13 @@ class PipelineFigure(Figure):
             if op.name != "scf.for":
                 continue
             body = op.regions[0].block
-            for copy in (o for o in body.ops if o.name in COPY_OPS):
-                for view in (o for o in body.ops if o.name == "gpu.local_view"):
-                    index = view.operands[1]
-                    if isinstance(index, BlockArgument) and index.block is body and \
-                            view.operands[0] is _view_index(copy)[0].results[0]:
-                        return op, index
+            copies = [o for o in body.ops if o.name in COPY_OPS]
+            written = {c.operands[0] for c in copies}
+            filled = {_view_index(c)[0].results[0] for c in copies}
+            for view in (o for o in body.ops if o.name == "gpu.local_view" and o.results[0] not in written):
+                index = view.operands[1]  # the stage the dot reads: a loop-carried block argument
+                if isinstance(index, BlockArgument) and index.block is body and view.operands[0] in filled:
+                    return op, index
         raise ValueError("pipeline timeline: no pipelined loop (a scf.for issuing async copies into buffers it "
                          "reads by a stage index) in this IR; compile with num_stages >= 2 and a dot fed by loads")
 
@@ -138,7 +139,8 @@ class PipelineFigure(Figure):
         offsets = {(evaluate(_view_index(c)[1], {stage_arg: s}) - s) % self.num_stages
                    for c in copies for s in range(self.num_stages)}
         if len(offsets) != 1:
-            raise ValueError(f"pipeline timeline: the copies write stages at offsets {sorted(offsets)} from the stage read")
+            raise ValueError(f"pipeline timeline: the copies write stages at offsets {sorted(offsets)} "
+                             f"from the stage read")
         return offsets.pop()
 
     @staticmethod
