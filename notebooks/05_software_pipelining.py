@@ -156,11 +156,19 @@ assert "cp.async.wait_group 1" in ptx and "cp.async.commit_group" in ptx
 assert "cp.async.cg.shared.global" in ptx
 
 # %% [markdown]
-# On Hopper (`sm_90a`) the dot itself becomes asynchronous (`wgmma`), so the schedule also
-# overlaps one iteration's tensor-core work with the next copies; notebook 06 looks at it, and
-# at the TMA version of the same ring.
+# On Hopper (`sm_90a`) the dot itself becomes asynchronous (`wgmma`): iteration `i`'s dot keeps
+# running while iteration `i + 1` starts, until the `gpu.dot_wait {pending = 1}` after dot
+# `i + 1` retires it (the `dots` row: `D1 r0` = dot 1 starts, dot 0 is done). Only then may the
+# copies overwrite the stage dot `i` read, which is why they come after that wait in the body.
+# Notebook 06 looks at the TMA version of the same ring.
 
 # %%
 hopper = show_pipeline(tile.dump(matmul, *ARGS, stage="gpu", target="sm_90a", num_stages=3, **BLOCKS))
 print(hopper)
-assert hopper.async_dots == 1
+hopper
+
+# %%
+assert hopper.async_dots == 1 and hopper.dots_in_flight == 1
+assert hopper.dot_retired[:3] == [1, 2, 3]  # dot i is retired in iteration i + 1
+for copy in hopper.copies[3:]:  # a stage is refilled only after the dot that read it is retired
+    assert hopper.dot_retired[copy.iteration - 3] <= copy.issued - len(hopper.prologue_buffers)

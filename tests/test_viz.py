@@ -193,6 +193,9 @@ def check_schedule(fig: PipelineFigure) -> None:
     for b in range(fig.num_stages):
         spans = sorted((c.issued, c.read) for c in fig.copies if c.buffer == b)
         assert all(end < start for (_, end), (start, _) in zip(spans, spans[1:]))
+    pro = len(fig.prologue_buffers)
+    for c in fig.copies[fig.num_stages:]:  # the dot that read the stage before is retired first
+        assert fig.dot_retired[c.iteration - fig.num_stages] <= c.issued - pro
 
 
 @pytest.mark.parametrize("num_stages", [2, 3, 4])
@@ -202,17 +205,21 @@ def test_timeline_of_a_cp_async_matmul(num_stages: int) -> None:
     assert fig.prologue_buffers == list(range(num_stages - 1))
     assert fig.copy_kind == "cp.async" and fig.wait == f"gpu.async_wait {{pending = {num_stages - 2}}}"
     assert fig.async_dots == 0 and len(fig.buffers) == 2  # A and B
+    assert fig.dots_in_flight == 0 and fig.dot_retired == list(range(2 * num_stages))
     assert len(fig.copies) == 2 * num_stages
     check_schedule(fig)
     grid = fig.buffer_grid()
     assert len(grid) == num_stages and grid[0][:num_stages] == ["c0"] + ["~"] * (num_stages - 2) + ["M0"]
     root = svg_root(fig)
-    assert sum(t.text.startswith("dot ") for t in root.iter(SVG + "text")) == len(fig.copies)
+    # each dot is labelled where it reads its buffer and on the dots row
+    assert sum(t.text.startswith("dot ") for t in root.iter(SVG + "text")) == 2 * len(fig.copies)
 
 
 def test_timeline_of_a_wgmma_matmul() -> None:
     fig = show_pipeline(matmul_gpu_ir("sm_90a", 3), iterations=7)
     assert fig.num_stages == 3 and fig.async_dots == 1 and len(fig.slots) == 2 + 7
+    assert fig.dots_in_flight == 1 and fig.dot_retired == [1, 2, 3, 4, 5, 6, 7]
+    assert fig.dot_row()[2:5] == ["D0", "D1 r0", "D2 r1"]
     check_schedule(fig)
     assert "async wgmma" in str(fig)
 

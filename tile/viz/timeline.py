@@ -20,7 +20,12 @@ else in iteration j - lookahead, and read by iteration j's dot. With S = 3:
     buffer 1           c1 ~~~~~~~~~~ M1     c4 ~~~~~
     buffer 2                  c2 ~~~~~~~~~~ M2     c5
 
-(cN: copy of iteration N issued; ~: in flight; MN: iteration N's dot reads the buffer.)
+    dots                      D0     D1     D2     D3
+
+(cN: copy of iteration N issued; ~: in flight; MN: iteration N's dot reads the buffer; DN: the
+dot of iteration N starts.) Asynchronous wgmma dots stay in flight until the gpu.dot_wait
+{pending = p} of iteration N + p retires them ("D1 r0": dot 1 starts, dot 0 is retired), and a
+copy may only overwrite a stage whose dot has been retired.
 """
 from __future__ import annotations
 
@@ -89,7 +94,9 @@ class PipelineFigure(Figure):
     num_stages, lookahead, prologue_buffers (stage of each prologue copy group), copy_kind
     ("cp.async" or "TMA"), wait (the body's wait op as text), async_dots (dots marked is_async),
     slots (names of the time slots), copies (one Copy per iteration), reads[i] (the buffer
-    iteration i's dot reads).
+    iteration i's dot reads), dots_in_flight (the body's gpu.dot_wait pending count, 0 for
+    synchronous dots) and dot_retired[i] (the iteration whose dot_wait completes iteration i's dot;
+    `iterations` for the wait after the loop).
     """
 
     def __init__(self, func: Operation, iterations: int):
@@ -102,6 +109,7 @@ class PipelineFigure(Figure):
         self.copy_kind = "TMA" if copies[0].name == "gpu.tma_load_async" else "cp.async"
         self.wait = next(self._describe(op) for op in body.ops if op.name in WAIT_OPS)
         self.async_dots = sum(1 for op in body.ops if op.name == "tt.dot" and op.attrs.get("is_async"))
+        self.dots_in_flight = next((op.attrs["pending"] for op in body.ops if op.name == "gpu.dot_wait"), 0)
         self.lookahead = self._lookahead(copies, stage_arg)
         self.prologue_buffers = self._prologue(loop, allocs)
         first = evaluate(loop.operands[3 + stage_arg.index - 1], {})
@@ -112,6 +120,9 @@ class PipelineFigure(Figure):
         self.reads = [(first + i) % s for i in range(iterations)]
         self.copies = [Copy(j, self.prologue_buffers[j] if j < pro else (self.reads[j - ahead] + ahead) % s,
                             j if j < pro else pro + j - ahead, pro + j) for j in range(iterations)]
+        # iteration i's dot is complete after the gpu.dot_wait of iteration i + dots_in_flight
+        # (at the loop's end, the gpu.dot_wait {pending = 0} after it: iteration `iterations`)
+        self.dot_retired = [min(i + self.dots_in_flight, iterations) for i in range(iterations)]
         self.picture = self._draw()
 
     @staticmethod
@@ -165,6 +176,16 @@ class PipelineFigure(Figure):
             grid[c.buffer][c.read] = f"M{c.iteration}" if c.read != c.issued else f"c{c.iteration}M"
         return grid
 
+    def dot_row(self) -> list[str]:
+        """Per slot: DN the dot of iteration N starts, rM the dot of iteration M is retired there."""
+        pro = len(self.prologue_buffers)
+        row = ["." for _ in self.slots]
+        for i, done in enumerate(self.dot_retired):
+            row[pro + i] = f"D{i}" if row[pro + i] == "." else f"D{i} {row[pro + i]}"
+            if done != i and done < self.iterations:
+                row[pro + done] = f"r{i}"
+        return row
+
     def _title(self) -> str:
         dots = f"{self.async_dots} async wgmma dot(s)" if self.async_dots else "synchronous dots"
         return (f"{self.num_stages} stages, {self.copy_kind} copies issued {self.lookahead} iteration(s) ahead, "
@@ -173,10 +194,11 @@ class PipelineFigure(Figure):
     def _draw(self) -> Picture:
         grid = self.buffer_grid()
         text = "\n".join([self._title(), *(f"buffer: {b}" for b in self.buffers),
-                          text_grid(grid, [f"buffer {b}" for b in range(self.num_stages)], self.slots)])
+                          text_grid(grid + [self.dot_row()], [f"buffer {b}" for b in range(self.num_stages)] + ["dots"],
+                                    self.slots)])
         footer = "light: copy in flight (issued at its left end); dark: the iteration's dot reads the buffer"
         width = max(LEFT + SLOT * len(self.slots) + 10, text_width(self._title()) + 8, text_width(footer) + 8)
-        height = 60 + ROW * self.num_stages + 30
+        height = 60 + ROW * (self.num_stages + 1) + 30
         pic = Picture(width, height, text)
         pic.label(4, 12, self._title(), size=9, anchor="start")
         top = 44
@@ -193,6 +215,17 @@ class PipelineFigure(Figure):
             pic.label(LEFT + c.issued * SLOT + 6, y + (ROW - 6) / 2, f"copy {c.iteration}", size=8, anchor="start")
             pic.box(LEFT + c.read * SLOT + 2, y, SLOT - 4, ROW - 6, hsl(hue, lightness=0.5))
             pic.label(LEFT + c.read * SLOT + SLOT / 2, y + (ROW - 6) / 2, f"dot {c.iteration}", size=8,
+                      color="#ffffff")
+        dots_top = top + self.num_stages * ROW
+        pic.label(LEFT - 6, dots_top + ROW / 2, "dots", size=9, anchor="end")
+        pro = len(self.prologue_buffers)
+        for i, done in enumerate(self.dot_retired):  # from its start to the slot that retires it
+            hue = i / max(self.iterations, 1)
+            half = (ROW - 4) / 2 if self.dots_in_flight else ROW - 6
+            y = dots_top + 3 + (half * (i % 2) if self.dots_in_flight else 0)
+            end = min(done, self.iterations - 1) + pro
+            pic.box(LEFT + (pro + i) * SLOT + 2, y, (end - pro - i + 1) * SLOT - 4, half, hsl(hue, lightness=0.5))
+            pic.label(LEFT + (pro + i) * SLOT + 6, y + half / 2, f"dot {i}", size=7, anchor="start",
                       color="#ffffff")
         pic.label(4, height - 14, footer, size=9, anchor="start")
         return pic
