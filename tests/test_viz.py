@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import tile
 import tile.language as tl
 from tile.ir.dot_layouts import DotOperandLayout, MmaLayout, shared_for_dot, wgmma_shared
-from tile.ir.layouts import BlockedLayout, SharedLayout, SliceLayout, blocked_layout
+from tile.ir.layouts import BlockedLayout, LinearEncoding, SharedLayout, SliceLayout, blocked_layout
 from tile.viz import show_layout
 from tile.viz.swizzle import show_swizzle
 from tile.viz.timeline import PipelineFigure, show_pipeline
@@ -42,16 +42,38 @@ def test_blocked_ownership_matches_the_layout(data) -> None:
     order = data.draw(st.sampled_from([(1, 0), (0, 1)]))
     layout = BlockedLayout(spt, (lanes_row, 32 // lanes_row), (warps_row, 2 // warps_row), order)
     shape = (data.draw(st.sampled_from([4, 8, 16])), data.draw(st.sampled_from([4, 8, 16, 32])))
+    check_ownership(layout, shape)
+
+
+def check_ownership(layout, shape) -> None:
+    """The figure lists exactly the (warp, lane, register) slots the layout maps to each element."""
     fig = show_layout(layout, shape)
     linear = layout.to_linear(shape)
     for warp in range(linear.num_warps):
         for lane in range(linear.num_lanes):
             for reg in range(linear.num_registers):
-                i, j = linear.apply(reg, lane, warp)
+                i, j = (0, *linear.apply(reg, lane, warp)) if len(shape) == 1 else linear.apply(reg, lane, warp)
                 assert (warp, lane, reg) in fig.owners[i][j]
-    slots = sum(fig.holders(i, j) for i in range(shape[0]) for j in range(shape[1]))
+    rows, cols = (1, shape[0]) if len(shape) == 1 else shape
+    slots = sum(fig.holders(i, j) for i in range(rows) for j in range(cols))
     assert slots == linear.num_warps * linear.num_lanes * linear.num_registers
     assert fig.registers_per_thread == linear.num_registers
+    assert len(str(fig).splitlines()) == 2 + rows  # header, column numbers, one line per row
+
+
+MMA2 = MmaLayout(2, (2, 2))
+MMA3 = MmaLayout(3, (4, 1), (16, 32))
+
+
+@pytest.mark.parametrize("layout,shape", [
+    (MMA2, (64, 32)), (DotOperandLayout(0, MMA2, 2), (32, 32)), (DotOperandLayout(1, MMA2, 4), (64, 16)),
+    (MMA3, (64, 32)), (DotOperandLayout(0, MMA3, 2), (64, 16)),
+    (SliceLayout(0, BlockedLayout((1, 4), (4, 8), (2, 2), (1, 0))), (64,)),
+    (BlockedLayout((2, 1), (8, 8), (1, 1), (0, 1)), (16, 8)),  # a 64-lane wave (AMD)
+    (LinearEncoding(BlockedLayout((1, 2), (4, 8), (1, 1), (1, 0)).to_linear((8, 16)).transpose((1, 0))), (16, 8)),
+])
+def test_ownership_of_every_layout_kind(layout, shape) -> None:
+    check_ownership(layout, shape)
 
 
 def test_blocked_picture_text_and_svg() -> None:
