@@ -107,16 +107,13 @@ class Picture:
 
     def _save_png(self, path: Path) -> None:
         try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
+            from matplotlib.figure import Figure as MatplotlibFigure
             from matplotlib.patches import Rectangle
         except ImportError as e:
             raise ImportError("saving a picture as PNG needs matplotlib (pip install matplotlib); "
                               "save it as .svg instead") from e
         dpi = 100
-        fig = plt.figure(figsize=(self.width / dpi, self.height / dpi), dpi=dpi)
+        fig = MatplotlibFigure(figsize=(self.width / dpi, self.height / dpi), dpi=dpi)  # no pyplot: no backend
         ax = fig.add_axes((0, 0, 1, 1))
         ax.set_xlim(0, self.width)
         ax.set_ylim(self.height, 0)
@@ -129,7 +126,6 @@ class Picture:
             ax.text(t.x, t.y, t.text, fontsize=t.size * 72 / dpi, ha=align[t.anchor], va="center",
                     color=t.color, family=FONT)
         fig.savefig(path, dpi=dpi)
-        plt.close(fig)
 
 
 def text_grid(cells: list[list[str]], row_names: list[str], col_names: list[str]) -> str:

@@ -99,7 +99,7 @@ class PipelineFigure(Figure):
     `iterations` for the wait after the loop).
     """
 
-    def __init__(self, func: Operation, iterations: int):
+    def __init__(self, func: Operation, iterations: Optional[int] = None):
         loop, stage_arg = self._find_loop(func)
         body = loop.regions[0].block
         copies = [op for op in body.ops if op.name in COPY_OPS]
@@ -113,7 +113,7 @@ class PipelineFigure(Figure):
         self.lookahead = self._lookahead(copies, stage_arg)
         self.prologue_buffers = self._prologue(loop, allocs)
         first = evaluate(loop.operands[3 + stage_arg.index - 1], {})
-        self.iterations = iterations
+        self.iterations = iterations = iterations or 2 * self.num_stages
         ahead, s = self.lookahead, self.num_stages
         self.slots = [f"pro{p}" for p in range(len(self.prologue_buffers))] + [f"it{i}" for i in range(iterations)]
         pro = len(self.prologue_buffers)
@@ -242,7 +242,4 @@ def show_pipeline(ir: Any, iterations: Optional[int] = None) -> PipelineFigure:
     else:
         raise TypeError(f"show_pipeline expects gpu IR (an Operation, its text or a tile.dump of stage 'gpu'), "
                         f"not {type(ir).__name__}")
-    figure = PipelineFigure(func, iterations or 1)
-    if iterations is None:
-        figure = PipelineFigure(func, 2 * figure.num_stages)
-    return figure
+    return PipelineFigure(func, iterations)
