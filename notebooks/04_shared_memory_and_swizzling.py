@@ -87,7 +87,7 @@ assert a_type.shape == (64, 64) and isinstance(a_type.layout, SharedLayout)
 
 # %%
 swizzled = a_type.layout
-first_rows = tile.show_layout(swizzled, (64, 64), element_bytes=2)
+first_rows = tile.show_layout(a_type)  # a gpu tensor type brings its layout, shape and element size
 print(first_rows.offsets[:8, :16])
 print(first_rows.banks[:8, :16])
 # the 16-byte chunk of row r at columns 0..7 is stored at chunk r ^ 0 = r of its 128-byte line

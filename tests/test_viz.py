@@ -327,3 +327,23 @@ def test_swizzle_refuses_other_ranks_and_element_sizes() -> None:
         show_swizzle(SharedLayout(1, 1, 1, (2, 1, 0)), (2, 8, 64))
     with pytest.raises(ValueError, match="2-D buffers of 1, 2 or 4-byte elements"):
         show_swizzle(SharedLayout(1, 1, 1, (1, 0)), (8, 64), element_bytes=8)
+
+
+def test_show_layout_of_a_gpu_tensor_type() -> None:
+    from tile.ir import parse_type
+
+    fig = show_layout(parse_type("tensor<16x8xf32, #mma<version = 2, wpc = [1, 1], instr = [16, 8]>>"))
+    assert fig.shape == (16, 8) and fig.owners[8][0] == [(0, 0, 2)]
+    shared = show_layout(parse_type("tensor<8x32xf32, #shared<vec = 4, per_phase = 1, max_phase = 8, order = [1, 0]>>"))
+    assert shared.element_bytes == 4 and shared.banks[1, 0] == 4  # row 1's first 16 bytes moved to bytes 16..31
+
+
+def test_show_layout_needs_a_shape() -> None:
+    from tile.ir import parse_type
+
+    with pytest.raises(TypeError, match="needs the shape"):
+        show_layout(MmaLayout(2, (1, 1)))
+    with pytest.raises(TypeError, match="needs a gpu-level type"):
+        show_layout(parse_type("tensor<16x8xf32>"))
+    with pytest.raises(TypeError, match=r"and shape \(16, 8\)"):
+        show_layout(parse_type("tensor<16x8xf32, #mma<version = 2, wpc = [1, 1], instr = [16, 8]>>"), (16, 8))

@@ -9,19 +9,21 @@ the compiler uses:
            0     1     2     3 ...
       0 T0:0  T0:1  T1:0  T1:1 ...         thread 0 holds (0, 0) and (0, 1) in registers 0 and 1
 
-A cell reads `T<thread>:<register>` (thread = warp * 32 + lane); an element held by several
+A cell reads `T<thread>:<register>` (thread = warp * warp size + lane); an element held by several
 threads (replication) shows its first holder and `+n` for the others. Colours: one hue per
 warp, lighter and darker by lane. A shared layout's cells show the element's offset and are
 coloured by the 4-byte bank the offset falls in.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from ..ir.dot_layouts import BANKS
+from ..ir.gpu_ops import element_bytes as gpu_element_bytes
 from ..ir.layouts import DistributedLayout, SharedLayout
+from ..ir.types import TensorType
 from .picture import Figure, Picture, hsl, palette, text_grid, text_width
 
 CELL = 34  # user units per drawn element
@@ -140,11 +142,19 @@ class SharedLayoutFigure(Figure):
         self.picture = pic
 
 
-def show_layout(layout: Any, shape: Sequence[int], element_bytes: int = 2) -> Figure:
+def show_layout(layout: Any, shape: Optional[Sequence[int]] = None, element_bytes: Optional[int] = None) -> Figure:
     """Draw `layout` on a tensor of `shape` (rank 1 or 2): thread and register ownership for a
     register layout (blocked, slice, linear, mma, dot_op), offsets and banks for a shared layout
-    (elements of `element_bytes` bytes)."""
+    (elements of `element_bytes` bytes, default 2). A gpu-level tensor type (`value.type` in gpu
+    IR) stands for its layout, shape and element size."""
+    if isinstance(layout, TensorType):
+        if layout.layout is None or shape is not None:
+            raise TypeError(f"show_layout of a tensor type needs a gpu-level type (with a layout) and no shape; "
+                            f"got {layout}" + (f" and shape {tuple(shape)}" if shape is not None else ""))
+        layout, shape, element_bytes = layout.layout, layout.shape, element_bytes or gpu_element_bytes(layout)
+    if shape is None:
+        raise TypeError(f"show_layout({layout!r}) needs the shape of the tensor to draw")
     shape = _check(layout, shape)
     if isinstance(layout, SharedLayout):
-        return SharedLayoutFigure(layout, shape, element_bytes)
+        return SharedLayoutFigure(layout, shape, element_bytes or 2)
     return LayoutFigure(layout, shape)
