@@ -49,6 +49,7 @@ _EXPORTS = {
     "register_pass": "tile.opt.user_passes",
     "unregister_pass": "tile.opt.user_passes",
     "Pass": "tile.opt.pass_manager",
+    "show_layout": "tile.viz",
 }
 _SUBMODULES = ("ir", "language", "frontend", "opt", "codegen", "runtime", "testing", "compiler", "knobs", "triton",
                "tools", "emulator")
