@@ -50,7 +50,9 @@ def scale_rows(src, dst, n_cols, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
 
 x = np.random.rand(64, 64).astype(np.float32)
 y = np.full_like(x, np.nan)
-scale_rows[(4,)](x, y, 64, BLOCK_M=16, BLOCK_N=64)  # no GPU here: the NumPy interpreter runs it
+y_dev = tile.to_device(y)  # GPU memory on a GPU machine, host memory for the NumPy interpreter
+scale_rows[(4,)](tile.to_device(x), y_dev, 64, BLOCK_M=16, BLOCK_N=64)
+y = y_dev.numpy()
 assert np.allclose(y, 2 * x.astype(np.float64))
 
 

@@ -56,7 +56,9 @@ rng = np.random.default_rng(0)
 a = rng.standard_normal((128, 128)).astype(np.float16)
 b = rng.standard_normal((128, 128)).astype(np.float16)
 c = np.full((128, 128), np.nan, np.float32)
-matmul[(2, 2)](a, b, c, 128, 128, 128, BLOCK_M=64, BLOCK_N=64, BLOCK_K=64)  # the interpreter, no GPU
+c_dev = tile.to_device(c)  # runs on the GPU when there is one, else on the NumPy interpreter
+matmul[(2, 2)](tile.to_device(a), tile.to_device(b), c_dev, 128, 128, 128, BLOCK_M=64, BLOCK_N=64, BLOCK_K=64)
+c = c_dev.numpy()
 assert np.allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2, atol=1e-2)
 
 # %% [markdown]
