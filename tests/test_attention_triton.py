@@ -45,7 +45,8 @@ def tri():
 
 
 def reference(q, k, v, do, sm_scale):
-    """Causal attention and its gradients in float64 (the tutorial's backward is causal)."""
+    """Causal attention and its gradients in float64 (the tutorial's backward is causal, or takes
+    CAUSAL in later versions)."""
     import importlib.util
 
     path = Path(__file__).resolve().parent.parent / "tutorials" / "07_fused_attention.py"
@@ -72,7 +73,8 @@ def test_triton_tutorial_forward_and_backward_on_interpreter(tri, head_dim):
     strides = [s // q.itemsize for s in q.strides]
     tri._attn_bwd[(N // 128, 1, Z * H)](q, arg_k, v, sm_scale, do, dq, dk, dv, M, delta, *strides, H, N,
                                          BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2,
-                                         HEAD_DIM=head_dim, num_warps=4, num_stages=5)
+                                         HEAD_DIM=head_dim, num_warps=4, num_stages=5,
+                                         **({"CAUSAL": True} if "CAUSAL" in tri._attn_bwd.arg_names else {}))
     want = reference(*(x.astype(np.float64) for x in (q, k, v, do)), sm_scale)
     for name, got, exact in zip(("o", "dq", "dk", "dv"), (o, dq, dk, dv), want):
         np.testing.assert_allclose(got.astype(np.float64), exact, atol=1e-2, rtol=1e-2, err_msg=name)

@@ -277,7 +277,8 @@ def test_timeline_refuses_stage_arithmetic_it_cannot_evaluate() -> None:
 
 
 def test_png_needs_matplotlib(tmp_path, monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")] + ["matplotlib"]:
+        monkeypatch.setitem(sys.modules, name, None)  # also where matplotlib was imported already
     with pytest.raises(ImportError, match="needs matplotlib"):
         show_layout(MmaLayout(2, (1, 1)), (16, 8)).save(tmp_path / "c.png")
 
