@@ -324,15 +324,17 @@ class JITFunction:
     def device_caches(self) -> dict[int, tuple]:
         """Triton's `JITFunction.device_caches`: per device, (compiled kernels by key, launch
         entries by key, target, backend (None), binder). tile keeps one cache whose keys end
-        with the device (None on the interpreter, shown as device 0); each device's view
-        holds its own entries."""
+        with the device (None on the interpreter, shown as device 0): with one device its
+        caches are tile's own, with several each device's view holds its own entries."""
         from tile.runtime.driver import driver
 
         target = driver.active.get_current_target()
-        devices = {key[-1] for key in self.cache} | {driver.active.get_current_device()}
-        return {device or 0: ({k: v for k, v in self.cache.items() if (k[-1] or 0) == (device or 0)},
-                              {k: v for k, v in self._launchers.items() if (k[-1] or 0) == (device or 0)},
-                              target, None, self._launch) for device in devices}
+        devices = {key[-1] or 0 for key in self.cache} | {driver.active.get_current_device()}
+        if len(devices) == 1:
+            return {devices.pop(): (self.cache, self._launchers, target, None, self._launch)}
+        return {device: ({k: v for k, v in self.cache.items() if (k[-1] or 0) == device},
+                         {k: v for k, v in self._launchers.items() if (k[-1] or 0) == device},
+                         target, None, self._launch) for device in devices}
 
     def _make_launch(self) -> Callable[..., None]:
         kinds = tuple(("runtime", "nospec", "constexpr")[k] for k in self._kinds)
