@@ -270,6 +270,10 @@ class Autotuner(_KernelWrapper):
             key = self.tuning_key(args, kwargs)
             config = self.cache.get(key)
             if config is None:
+                from .cuda_driver import CaptureError, capturing
+
+                if capturing():
+                    raise CaptureError(self.__name__, "tuned (timing its configs synchronizes the GPU)")
                 group = _distributed() if self.tune_on_rank_zero else None
                 if group is None:
                     config, from_cache = self._tune(key, args, nargs, grid, kwargs)

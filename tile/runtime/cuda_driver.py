@@ -355,6 +355,22 @@ def loading_device() -> int:
     return current_device() if device is None else device
 
 
+def capturing() -> bool:
+    """Whether PyTorch is capturing a CUDA graph on its current stream (torch.cuda.graph)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing()
+
+
+class CaptureError(RuntimeError):
+    """A kernel had to be compiled, loaded or tuned while a CUDA graph was being captured."""
+
+    def __init__(self, kernel: str, work: str = "compiled and loaded") -> None:
+        super().__init__(
+            f"kernel '{kernel}' is launched for the first time (with these argument types and options) while a CUDA "
+            f"graph is being captured: it would have to be {work}, which a capture cannot record. "
+            f"Warm up first: launch it once with the same arguments before torch.cuda.graph(...), then capture")
+
+
 def current_device() -> int:
     """The device a launch without device-bound arguments runs on: PyTorch's current CUDA
     device when PyTorch has initialized CUDA, else 0."""

@@ -1,10 +1,12 @@
-"""The CUDA backend of a compiled kernel: loads its PTX once and launches it with packed arguments."""
+"""The CUDA backend of a compiled kernel: loads its PTX once per device and launches it with
+packed arguments. Inside a CUDA graph capture nothing is loaded: the first launch of a kernel
+must come before the capture (cuda_driver.CaptureError says so)."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from ..ir import Operation, PointerType
-from .cuda_driver import CudaDevice, loading_device
+from .cuda_driver import CaptureError, CudaDevice, capturing, loading_device
 from .errors import OutOfResources
 
 
@@ -26,6 +28,8 @@ class CudaBackend:
 
     def __init__(self, ptx: str, metadata: dict[str, Any], device_index: int | None = None):
         self.name = metadata["name"]
+        if capturing():  # loading a module is no stream work: a graph could not replay it
+            raise CaptureError(self.name)
         device = CudaDevice.of(loading_device() if device_index is None else device_index)
         self.device = device.ordinal
         self.shared_bytes = metadata["shared_bytes"]
