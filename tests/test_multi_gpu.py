@@ -95,7 +95,8 @@ def test_without_gpu_arrays_the_current_device():
 
 def test_a_tensor_off_the_current_device_is_named_with_both_devices():
     expected = ("k: argument 'y' is on cuda:1, but this launch runs on cuda:0, PyTorch's current device "
-                "(torch.cuda.current_device()); run it under `with torch.cuda.device(1):` or move the tensors to cuda:0")
+                "(torch.cuda.current_device()); run it under `with torch.cuda.device(1):` or move the tensors to "
+                "cuda:0")
     with pytest.raises(ValueError, match=re.escape(expected)):
         resolve(["x", "y"], [Tensor(0), Tensor(1)], torch_current=0)
     with pytest.raises(ValueError, match=re.escape("argument 'x' is on cuda:1, but this launch runs on cuda:0")):

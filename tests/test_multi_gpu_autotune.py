@@ -43,22 +43,27 @@ def stub_distributed(monkeypatch, rank: int, world_size: int = 2, received=None)
     return dist
 
 
+def record(block: int, num_warps: int) -> dict:
+    return {"kwargs": {"BLOCK": block}, "num_warps": num_warps, "num_stages": 3, "num_ctas": 1, "maxnreg": None}
+
+
+KEY_8 = [8, "float32", "float32"]  # n, then the dtype of each array
+
+
 def test_rank_zero_tunes_and_broadcasts_its_choice(monkeypatch):
     dist = stub_distributed(monkeypatch, rank=0)
     tuned, kernel, timer = make(tune_on_rank_zero=True)
     x, out = arrays()
     tuned[(1,)](x, out, np.int64(8))
     assert sorted(kw["BLOCK"] for kw in timer.timed) == [64, 128, 256]
-    assert dist.sent == [([8, "float32", "float32"], {"kwargs": {"BLOCK": 128}, "num_warps": 4, "num_stages": 3, "num_ctas": 1,
-                                "maxnreg": None})]
+    assert dist.sent == [(KEY_8, record(128, 4))]
     tuned[(1,)](x, out, 8)  # the same key: from memory, no second collective
     assert len(dist.sent) == 1
 
 
 def test_other_ranks_take_rank_zeros_choice_without_timing(monkeypatch, capsys):
     monkeypatch.setenv("TILE_PRINT_AUTOTUNING", "1")
-    message = ([8, "float32", "float32"], {"kwargs": {"BLOCK": 256}, "num_warps": 8, "num_stages": 3, "num_ctas": 1, "maxnreg": None})
-    stub_distributed(monkeypatch, rank=1, received=message)
+    stub_distributed(monkeypatch, rank=1, received=(KEY_8, record(256, 8)))
     tuned, kernel, timer = make(tune_on_rank_zero=True)
     x, out = arrays()
     tuned[(1,)](x, out, 8)
@@ -68,12 +73,12 @@ def test_other_ranks_take_rank_zeros_choice_without_timing(monkeypatch, capsys):
 
 
 def test_a_rank_tuning_another_key_than_rank_zero_raises(monkeypatch):
-    stub_distributed(monkeypatch, rank=1, received=([16, "float32", "float32"], {"kwargs": {"BLOCK": 64}, "num_warps": 2,
-                                                          "num_stages": 3, "num_ctas": 1, "maxnreg": None}))
+    stub_distributed(monkeypatch, rank=1, received=([16, "float32", "float32"], record(64, 2)))
     tuned, kernel, timer = make(tune_on_rank_zero=True)
     x, out = arrays()
     with pytest.raises(RuntimeError, match=r"autotune of scale \(tune_on_rank_zero\): rank 1 tunes key \(8, 'float32', "
-                                           r"'float32'\) but rank 0 tuned \(16, 'float32', 'float32'\); with tune_on_rank_zero every rank must launch"):
+                                           r"'float32'\) but rank 0 tuned \(16, 'float32', 'float32'\); with "
+                                           r"tune_on_rank_zero every rank must launch"):
         tuned[(1,)](x, out, 8)
     assert kernel.launches == []
 
