@@ -401,3 +401,22 @@ def test_the_general_entry_launches_in_the_kernels_context(contexts):
     contexts.stack = [0]
     entry((1,), (7,), (7,), None)
     assert contexts.calls == [("push", 0x101), ("launch", 0x101, "f1", 0), ("pop", 0x101)]
+
+
+def test_without_torch_the_thread_chooses_its_device(monkeypatch):
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.setattr(cuda_driver, "_thread", type(cuda_driver._thread)())
+    monkeypatch.setattr(cuda_driver, "device_count", lambda: 2)
+    assert cuda_driver.current_device() == 0
+    cuda_driver.set_current_device(1)
+    assert cuda_driver.current_device() == 1
+    from tile.runtime.driver import CudaDriver
+
+    assert CudaDriver.get_current_device() == 1
+    with pytest.raises(ValueError, match="there is no CUDA device 2: this process sees 2 CUDA devices"):
+        cuda_driver.set_current_device(2)
+    seen = []
+    thread = __import__("threading").Thread(target=lambda: seen.append(cuda_driver.current_device()))
+    thread.start()
+    thread.join()
+    assert seen == [0]  # a choice per thread, as CUDA's current device

@@ -193,9 +193,9 @@ def _device_name() -> str:
     target = current_target()
     if target == INTERPRETER:
         return target
-    from .cuda_driver import get_device
+    from .cuda_driver import CudaDevice, current_device
 
-    return f"{target}:{get_device(0).name}"
+    return f"{target}:{CudaDevice.of(current_device()).name}"
 
 
 class Autotuner(_KernelWrapper):

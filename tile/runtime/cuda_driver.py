@@ -139,7 +139,8 @@ _TARGET_MIN_PTX: dict[str, tuple[int, int]] = {
 
 _devices: dict[int, CudaDevice] = {}
 _devices_lock = threading.Lock()
-# .has_context: this thread has had a current context checked or set; .loading: see loading_on
+# .has_context: this thread has had a current context checked or set; .loading: see loading_on;
+# .device: the current device of a program without PyTorch (set_current_device)
 _thread = threading.local()
 
 _LOG_BYTES = 64 * 1024
@@ -372,12 +373,19 @@ class CaptureError(RuntimeError):
 
 
 def current_device() -> int:
-    """The device a launch without device-bound arguments runs on: PyTorch's current CUDA
-    device when PyTorch has initialized CUDA, else 0."""
+    """The device a launch without device-bound arguments runs on, and where new DeviceArrays
+    go: PyTorch's current CUDA device when PyTorch has initialized CUDA, else this thread's
+    choice (`set_current_device`, default 0)."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         return int(torch.cuda.current_device())
-    return 0
+    return getattr(_thread, "device", 0)
+
+
+def set_current_device(index: int) -> None:
+    """Choose this thread's current device, for programs without PyTorch (with PyTorch, use
+    torch.cuda.set_device: tile follows it)."""
+    _thread.device = check_device_index(index)
 
 
 class CudaKernel:
