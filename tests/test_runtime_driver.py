@@ -169,7 +169,7 @@ class FakeDriver:
 
 FAKE_DEVICE = SimpleNamespace(
     max_threads_per_block=1024, max_shared_memory_per_block_optin=227 * 1024, max_grid_dims=(2**31 - 1, 65535, 65535),
-    activated=contextlib.nullcontext,  # the context switches are tested in test_multi_gpu.py
+    is_current=lambda: True, activated=contextlib.nullcontext,  # contexts are tested in test_multi_gpu.py
 )
 
 

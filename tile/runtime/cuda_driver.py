@@ -228,13 +228,17 @@ class CudaDevice:
                 _check(_drv().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
             _thread.has_context = True
 
+    def is_current(self) -> bool:
+        """Whether this device's primary context is the calling thread's current context."""
+        return _current_context() == self._context_address
+
     @contextlib.contextmanager
     def activated(self) -> Iterator[None]:
         """This device's primary context current in the calling thread while the block runs
         (pushed when another one, or none, is current, and popped after), so that loads,
         allocations, copies and launches for this device work whatever device PyTorch or the
         caller has made current, and leave it current afterwards."""
-        if _current_context() == self._context_address:
+        if self.is_current():
             yield
             return
         _check(_drv().cuCtxPushCurrent(self.context), "cuCtxPushCurrent")
@@ -644,8 +648,12 @@ class Launcher:
         def entry(grid: Any, values: tuple, args: tuple, stream: Any) -> Any:
             # The general path: the kernel's device may not be the current one (a DeviceArray
             # on cuda:1 while cuda:0 is current), so its context is made current for the launch.
+            if stream is None:
+                stream = current_stream_of(args)
+            if device.is_current():
+                return fast(grid, stream, *values)
             with device.activated():
-                return fast(grid, current_stream_of(args) if stream is None else stream, *values)
+                return fast(grid, stream, *values)
 
         entry.fast = fast  # type: ignore[attr-defined]
         return entry
