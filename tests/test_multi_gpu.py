@@ -420,3 +420,55 @@ def test_without_torch_the_thread_chooses_its_device(monkeypatch):
     thread.start()
     thread.join()
     assert seen == [0]  # a choice per thread, as CUDA's current device
+
+
+# ------------------------------------------------------------------------------ one disk cache, many ranks
+
+
+@tile.jit
+def shift_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+
+RANK_KERNELS = {"scale": scale_kernel, "shift": shift_kernel}
+RANK_SIGNATURE = ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 256})
+
+
+def _compile_as_rank(directory: str, name: str, start, results) -> None:
+    import os
+
+    os.environ["TILE_CACHE_DIR"] = directory
+    start.wait()  # every rank misses the empty cache at the same moment
+    kernel = tile.compile(tile.compiler.ASTSource(RANK_KERNELS[name], *RANK_SIGNATURE), target="sm_90a")
+    results.put((name, kernel.asm["ptx"], kernel.from_disk_cache))
+
+
+def test_eight_ranks_compiling_at_once_share_one_cache_directory(tmp_path, monkeypatch):
+    """Eight processes start together on an empty TILE_CACHE_DIR, six compiling one kernel and
+    two another (ranks of a job compile the same kernels): each kernel is compiled once, the
+    other ranks read its entry, every PTX is the one compiled alone, and no partial file stays."""
+    import multiprocessing
+
+    monkeypatch.setenv("TILE_ALWAYS_COMPILE", "1")
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path / "reference"))
+    reference = {name: tile.compile(tile.compiler.ASTSource(kernel, *RANK_SIGNATURE), target="sm_90a").asm["ptx"]
+                 for name, kernel in RANK_KERNELS.items()}
+    monkeypatch.delenv("TILE_ALWAYS_COMPILE")
+    directory = tmp_path / "shared"
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    start, results = context.Barrier(8), context.Queue()
+    names = ["scale"] * 6 + ["shift"] * 2
+    processes = [context.Process(target=_compile_as_rank, args=(str(directory), name, start, results))
+                 for name in names]
+    for process in processes:
+        process.start()
+    outputs = [results.get(timeout=300) for _ in processes]
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    assert all(ptx == reference[name] for name, ptx, _ in outputs)
+    compiled = sorted(name for name, _, from_disk in outputs if not from_disk)
+    assert compiled == ["scale", "shift"]
+    files = sorted(p.suffix for p in directory.rglob("*") if p.is_file())
+    assert files == [".entry", ".entry", ".lock", ".lock"]
