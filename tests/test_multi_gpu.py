@@ -161,8 +161,8 @@ def test_host_arrays_have_the_one_device_of_the_interpreter(monkeypatch):
 class FakeGpuCompiled:
     """A compiled kernel for the fake GPU: remembers the device it was loaded on."""
 
-    def __init__(self, log: list) -> None:
-        self.log = log
+    def __init__(self, log: list, target: str) -> None:
+        self.log, self.target = log, target
         self.device = cuda_driver.loading_device()
 
     def make_entry(self, positions, value_count):
@@ -181,14 +181,15 @@ def two_gpus(monkeypatch):
     """A fake GPU compiler and a fake torch whose current device `state.device` a test sets."""
     from tile import compiler
 
-    state = SimpleNamespace(device=0, log=[], compiled=[])
+    state = SimpleNamespace(device=0, log=[], compiled=[], targets={0: "sm_90a", 1: "sm_90a"})
 
     def compile_kernel(fn, spec, options, target):
-        compiled = FakeGpuCompiled(state.log)
+        compiled = FakeGpuCompiled(state.log, target)
         state.compiled.append(compiled.device)
         return compiled
 
     monkeypatch.setattr(compiler, "compile_kernel", compile_kernel)
+    monkeypatch.setattr(cuda_driver, "device_target", lambda device: state.targets[device])
     monkeypatch.setattr(compiler, "current_target", lambda: "sm_90a")
     monkeypatch.delenv("TILE_INTERPRET", raising=False)
     monkeypatch.delenv("TILE_EMULATE", raising=False)
@@ -220,6 +221,15 @@ def test_each_device_gets_its_own_kernel_and_stream(two_gpus):
     assert sorted(caches) == [0, 1]
     assert [[key[-1] for key in caches[d][0]] for d in (0, 1)] == [[0], [1]]
     assert [[key[-1] for key in caches[d][1]] for d in (0, 1)] == [[0], [1]]
+
+
+def test_a_device_of_another_architecture_gets_its_own_code(two_gpus):
+    two_gpus.targets[1] = "sm_80"
+    k = tile.jit(scale_kernel.fn)
+    k[(1,)](Tensor(0), Tensor(0), 64, BLOCK=32)
+    two_gpus.device = 1
+    k[(1,)](Tensor(1), Tensor(1), 64, BLOCK=32)
+    assert {key[-1]: compiled.target for key, compiled in k.cache.items()} == {0: "sm_90a", 1: "sm_80"}
 
 
 def test_the_fast_binder_refuses_tensors_off_the_current_device(two_gpus):

@@ -33,6 +33,7 @@ from ..runtime.wrappers import MockTensor
 from .binder import KEYED_OPTIONS, LAUNCH_OPTIONS, check_launch_options, constexpr_key, make_binder, make_fast_binder
 from .specialize import (FAST_ARGS, Specialization, arg_key, fast_arg, flattening_entry, launch_arg, launch_arg_nospec,
                          leaf_keys, leaf_values, python_value)
+from ..runtime import cuda_driver
 from ..runtime.cuda_driver import current_device, loading_on, torch_stream_getter
 from ..runtime.devices import resolver, torch_device_getter
 
@@ -416,6 +417,8 @@ class JITFunction:
             del options["num_ctas"]
             compiler = _compiler()
             target, device = key[-2], key[-1]
+            if device:  # a GPU other than device 0 (whose target is current_target()): compile for its architecture
+                target = cuda_driver.device_target(device)
             spec = Specialization(self.arg_names, key[:-trailing], tensor_maps=_uses_tensor_maps(target))
             if target.startswith(_EMULATOR_PREFIX):  # TILE_EMULATE=1: the target's PTX runs on tile.emulator
                 from ..emulator.launch import compile_for_emulator

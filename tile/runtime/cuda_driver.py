@@ -335,6 +335,11 @@ def check_device_index(index: Any, count: int | None = None) -> int:
     return index
 
 
+def device_target(device: int) -> str:
+    """The PTX target of GPU `device` (e.g. "sm_90a"), what kernels launched there compile for."""
+    return CudaDevice.of(device).ptx_target()
+
+
 def loading_on(device: int | None) -> contextlib.AbstractContextManager[None]:
     """Kernels compiled in the block are loaded on GPU `device` (`loading_device()`); None
     keeps the current device."""

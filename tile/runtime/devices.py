@@ -19,16 +19,18 @@ Array arguments inside tuples, TensorDescriptors and TensorWrappers count as wel
 
 The launch device is the last item of the launch key, so each device has its own compiled
 kernel, module and launcher (`JITFunction.cache` keeps one entry per device); the disk cache
-is shared by the devices of one architecture, whose PTX is the same.
+is shared by the devices of one architecture, whose PTX is the same. A device of another
+architecture than device 0 gets a kernel compiled for its own (cuda_driver.device_target).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Optional
 
+from tile.tools.tensor_descriptor import TensorDescriptor
+
 from .arrays import DeviceArray
 from .cuda_driver import is_torch_tensor
 from .wrappers import TensorWrapper
-from tile.tools.tensor_descriptor import TensorDescriptor
 
 _DLPACK_CUDA = 2  # DLPack's kDLCUDA device type
 
