@@ -1,8 +1,17 @@
-"""CUDA through cuda-python's driver bindings: device, PTX module loading, fast launches, memory.
+"""CUDA through cuda-python's driver bindings: devices, PTX module loading, fast launches, memory.
 
 cuda-python is imported on first use, so `import tile` works on machines without it.
 Each CUDA call here returns a `(CUresult, *values)` tuple; `_check` turns a failing result
 into a `DriverError` that names the call.
+
+Every GPU is used through its primary context (the one PyTorch uses). tile never takes the
+calling thread's current context for itself: PyTorch's current device is the device of that
+context, so work for a given device (loading, allocating, copying, a launch off the fast
+path) runs inside `CudaDevice.activated()`, which pushes the device's context when another one
+is current and pops it afterwards. The fast path launches in the current context, which is
+the kernel's when its device is PyTorch's current one; when the launch fails for want of it
+(a thread without a context), the checked path makes the kernel's context current and
+launches again.
 
 The hot path is `Launcher.__call__`: one `struct.pack_into` writes every argument into
 storage allocated once per (kernel, argument kinds), then one `cuLaunchKernel` call receives
