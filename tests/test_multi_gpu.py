@@ -413,13 +413,14 @@ def test_the_general_entry_launches_in_the_kernels_context(contexts):
     assert contexts.calls == [("push", 0x101), ("launch", 0x101, "f1", 0), ("pop", 0x101)]
 
 
-def test_without_torch_the_thread_chooses_its_device(monkeypatch):
+def test_without_torch_the_thread_chooses_its_device(monkeypatch, contexts):
     monkeypatch.delitem(sys.modules, "torch", raising=False)
-    monkeypatch.setattr(cuda_driver, "_thread", type(cuda_driver._thread)())
     monkeypatch.setattr(cuda_driver, "device_count", lambda: 2)
     assert cuda_driver.current_device() == 0
+    contexts.stack = [0x100]
     cuda_driver.set_current_device(1)
     assert cuda_driver.current_device() == 1
+    assert contexts.stack == [0x101]  # as cudaSetDevice: the fast path launches in device 1's context
     from tile.runtime.driver import CudaDriver
 
     assert CudaDriver.get_current_device() == 1

@@ -402,8 +402,11 @@ def current_device() -> int:
 
 def set_current_device(index: int) -> None:
     """Choose this thread's current device, for programs without PyTorch (with PyTorch, use
-    torch.cuda.set_device: tile follows it)."""
-    _thread.device = check_device_index(index)
+    torch.cuda.set_device: tile follows it). As cudaSetDevice, it makes the device's context
+    current, so fast-path launches on it run in their own context."""
+    device = CudaDevice.of(check_device_index(index))
+    _check(_drv().cuCtxSetCurrent(device.context), "cuCtxSetCurrent")
+    _thread.device, _thread.has_context = index, True
 
 
 class CudaKernel:
