@@ -1,4 +1,5 @@
-"""Test configuration: GPU tests run only where a CUDA device is found."""
+"""Test configuration: GPU tests run only where a CUDA device is found, multi-GPU tests only
+where two or more are."""
 from __future__ import annotations
 
 import os
@@ -18,13 +19,27 @@ def _gpu_available() -> bool:
     return cuda_available()
 
 
+def _gpu_count() -> int:
+    try:
+        from tile.runtime.cuda_driver import device_count
+    except ImportError:
+        return 0
+    return device_count()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "multigpu: needs two or more NVIDIA GPUs (skipped when fewer are found)")
+
+
 def pytest_collection_modifyitems(config, items):
-    if _gpu_available():
-        return
-    skip = pytest.mark.skip(reason="no CUDA device found")
+    gpus = _gpu_count() if _gpu_available() else 0
+    no_gpu = pytest.mark.skip(reason="no CUDA device found")
+    one_gpu = pytest.mark.skip(reason=f"needs two CUDA devices, found {gpus}")
     for item in items:
-        if item.get_closest_marker("gpu") is not None:
-            item.add_marker(skip)
+        if item.get_closest_marker("multigpu") is not None and gpus < 2:
+            item.add_marker(one_gpu if gpus else no_gpu)
+        elif item.get_closest_marker("gpu") is not None and gpus < 1:
+            item.add_marker(no_gpu)
 
 
 ASSEMBLE_TARGETS = ("sm_80", "sm_90", "sm_90a")

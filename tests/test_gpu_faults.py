@@ -4,6 +4,7 @@ than failing in some unrelated way. CPU: the messages, with a fake driver. GPU (
 each fault in its own process, since a fault leaves the process's CUDA context unusable."""
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -30,6 +31,8 @@ def fresh_context(monkeypatch):
     monkeypatch.setattr(cuda_driver, "_pooled", lambda device: False)
     monkeypatch.setattr(cuda_driver, "recent_launch", [None])
     monkeypatch.setattr(cuda_driver.CudaDevice, "get", staticmethod(lambda ordinal=0: None))
+    monkeypatch.setattr(cuda_driver.CudaDevice, "of", staticmethod(
+        lambda ordinal: SimpleNamespace(ordinal=ordinal, activated=contextlib.nullcontext)))
     monkeypatch.delenv("CUDA_LAUNCH_BLOCKING", raising=False)
 
 

@@ -137,15 +137,19 @@ def gpu_compiler(monkeypatch):
     monkeypatch.setattr(compiler, "current_target", lambda: "sm_90a")
     monkeypatch.delenv("TILE_INTERPRET", raising=False)
     fake_torch = type(__import__("sys"))("torch")
-    fake_torch._C = type("C", (), {"_cuda_getCurrentRawStream": staticmethod(lambda index: 0x5000 + index)})
+    fake_torch._C = type("C", (), {"_cuda_getCurrentRawStream": staticmethod(lambda index: 0x5000 + index),
+                                   "_cuda_getDevice": staticmethod(lambda: 0)})
+    fake_torch.cuda = type("cuda", (), {"current_device": staticmethod(lambda: 0),
+                                        "is_initialized": staticmethod(lambda: True)})
     monkeypatch.setitem(__import__("sys").modules, "torch", fake_torch)
     return log
 
 
 def test_a_tensor_on_another_gpu_is_named(gpu_compiler):
     k = tile.jit(fill_kernel.fn)
-    expected = re.escape("fill_kernel: argument 'out_ptr' (torch.Tensor): is on cuda:1, but tile launches kernels "
-                         "on cuda:0; move it there (tensor.to('cuda:0')) or choose the GPU with CUDA_VISIBLE_DEVICES")
+    expected = re.escape("fill_kernel: argument 'out_ptr' is on cuda:1, but this launch runs on cuda:0, PyTorch's "
+                         "current device (torch.cuda.current_device()); run it under `with torch.cuda.device(1):` "
+                         "or move the tensors to cuda:0")
     with pytest.raises(ValueError, match=expected):  # the first launch (general binder)
         k[(1,)](Tensor(1), 1.0, 64, BLOCK=32)
     assert gpu_compiler == []

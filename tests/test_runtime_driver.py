@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import ctypes
 import statistics
 import struct
@@ -166,7 +168,8 @@ class FakeDriver:
 
 
 FAKE_DEVICE = SimpleNamespace(
-    max_threads_per_block=1024, max_shared_memory_per_block_optin=227 * 1024, max_grid_dims=(2**31 - 1, 65535, 65535)
+    max_threads_per_block=1024, max_shared_memory_per_block_optin=227 * 1024, max_grid_dims=(2**31 - 1, 65535, 65535),
+    is_current=lambda: True, activated=contextlib.nullcontext,  # contexts are tested in test_multi_gpu.py
 )
 
 

@@ -7,8 +7,10 @@ Two binders exist per kernel. The general one accepts every argument tile accept
     def lookup(x_ptr, y_ptr, out_ptr, n, BLOCK, _opt_num_warps, _opt_num_stages, ...):
         h = fast_args.get(type(x_ptr))
         k0, v0 = h(x_ptr) if h is not None else arg(x_ptr)       (the same for y_ptr, out_ptr, n)
+        launch_target = target()
         key = (k0, k1, k2, k3, ("c", type(BLOCK), BLOCK), _opt_num_warps, _opt_num_stages, _opt_num_ctas,
-               _opt_maxnreg, _opt_launch_cooperative_grid, _opt_launch_pdl, target())
+               _opt_maxnreg, _opt_launch_cooperative_grid, _opt_launch_pdl, launch_target,
+               device(launch_target, (x_ptr, y_ptr, out_ptr, n)))
         entry = entries.get(key)
         if entry is None:
             entry = compile(key, (x_ptr, y_ptr, out_ptr, n, BLOCK))
@@ -38,21 +40,24 @@ launch passed (specialize.fast_arg): when they are CUDA tensors and Python numbe
 almost every program, it reads
 
     def add(grid, x_ptr=_missing, ..., *extra, num_warps=4, ..., stream=None):
+        _launch_device = current_device()
         if (type(x_ptr) is _type0 and ... and type(n) is int and type(BLOCK) is int and not extra
-                and x_ptr.is_cuda and ... and -2147483648 <= n <= 2147483647):
+                and x_ptr.get_device() == _launch_device and ... and -2147483648 <= n <= 2147483647):
             v0 = x_ptr.data_ptr(); v1 = y_ptr.data_ptr(); v2 = out_ptr.data_ptr(); v3 = n
             key = (x_ptr.dtype, v0 & 15, ..., v3 == 1, not v3 & 15, BLOCK, num_warps, ..., launch_pdl,
-                   environ.get(INTERPRET))
+                   environ.get(INTERPRET), _launch_device)
             entry = fast.get(key)
             if entry is None:
                 entry = fast_miss(key, lookup(x_ptr, y_ptr, out_ptr, n, BLOCK, num_warps, ...)[0])
             if entry is not None:
                 if type(grid) is not tuple: grid = grid({...}) if callable(grid) else grid
-                return entry(grid, torch_stream(x_ptr.get_device()) if stream is None else stream, v0, v1, v2, v3)
+                return entry(grid, torch_stream(_launch_device) if stream is None else stream, v0, v1, v2, v3)
         return general(grid, x_ptr, y_ptr, out_ptr, n, BLOCK, *extra, num_warps=num_warps, ...)
 
 Its key is finer than the specialization key (a dtype object for its name, the low address
-bits for the 16-byte alignment) and maps to the same compiled kernel; `fast_miss` stores the
+bits for the 16-byte alignment) and maps to the same compiled kernel. Both keys end with the
+launch device (tile/runtime/devices.py): arrays on another device than PyTorch's current one
+fail the fast checks, and the general binder names the argument; `fast_miss` stores the
 entry's fast form (`entry.fast(grid, stream, *values)`, which packs and launches), or None
 for backends without one (the interpreter), which then take the general path.
 """
@@ -134,7 +139,8 @@ def make_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], d
                 missing: Any, namespace: dict[str, Any]) -> tuple[Callable[..., None], Callable[..., Any]]:
     """Generate the general binder and its `lookup` (see the module docstring); returns both.
     `kinds[i]` is "runtime", "nospec" or "constexpr"; `namespace` supplies arg, fast_args,
-    arg_nospec, constexpr, constexpr_key, entries, compile, target, missing_argument,
+    arg_nospec, constexpr, constexpr_key, entries, compile, target, device(target, runtime
+    arguments) (the launch device, runtime.devices.resolver), missing_argument,
     too_many_arguments (raise the TypeErrors of a bad call), argument_error(exc, args)
     (re-raises `exc`, an argument that cannot be passed, with the argument's name), and
     kernel, hooks and hooked (the JITFunction, and tile/runtime/launch_hooks.py's HOOKS and
@@ -158,7 +164,9 @@ def make_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ...], d
     # A try costs nothing until it catches (Python 3.11): only a bad argument pays for its name.
     lookup.append("    except (TypeError, ValueError) as exc:")
     lookup.append(f"        argument_error(exc, ({_items(arg_names)}))")
-    lookup.append(f"    key = ({_items(key_parts)}{option_params}target())")
+    lookup.append("    launch_target = target()")
+    lookup.append(f"    key = ({_items(key_parts)}{option_params}launch_target, "
+                  f"device(launch_target, ({_items(runtime_args)})))")
     lookup.append("    entry = entries.get(key)")
     lookup.append("    if entry is None:")
     lookup.append(f"        entry = compile(key, ({_items(arg_names)}))")
@@ -187,8 +195,9 @@ def make_fast_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ..
     specialize.FastArg) says how parameter i is checked, passed and keyed, and where the
     stream comes from, with `{a}` for the argument and `{v}` for its launch value.
     `namespace` supplies what make_binder's does, plus lookup, general (the general binder),
-    fast (the dict of fast entries), fast_miss, environ, interpret_key and torch_stream (the
-    current stream of a device index)."""
+    fast (the dict of fast entries), fast_miss, environ, interpret_key, current_device (the
+    device the fast checks compare array devices with: PyTorch's current device) and
+    torch_stream (the current stream of a device index)."""
     type_checks, value_checks, assigns, key_parts, values = ["not extra"], [], [], [], []
     stream = "0"
     for i, (arg, kind, spec) in enumerate(zip(arg_names, kinds, fast_args)):
@@ -206,9 +215,10 @@ def make_fast_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ..
     options = option_values(arg_names)
     stream_option = option_values(arg_names, ("stream",))[:-2]
     lines = [_signature(name, arg_names, defaults, missing, namespace)]
+    lines.append("    _launch_device = current_device()")
     lines.append(f"    if {' and '.join(type_checks + value_checks)}:")
     lines += [f"        {a}" for a in assigns]
-    lines.append(f"        key = ({''.join(key_parts)}{options}environ.get(interpret_key))")
+    lines.append(f"        key = ({''.join(key_parts)}{options}environ.get(interpret_key), _launch_device)")
     lines.append("        entry = fast.get(key)")
     lines.append("        if entry is None:")
     lines.append(f"            entry = fast_miss(key, lookup({_items(arg_names)}{options})[0])")

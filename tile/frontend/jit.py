@@ -34,7 +34,9 @@ from ..runtime.wrappers import MockTensor
 from .binder import KEYED_OPTIONS, LAUNCH_OPTIONS, check_launch_options, constexpr_key, make_binder, make_fast_binder
 from .specialize import (FAST_ARGS, Specialization, arg_key, fast_arg, flattening_entry, launch_arg, launch_arg_nospec,
                          leaf_keys, leaf_values, python_value)
-from ..runtime.cuda_driver import torch_stream_getter
+from ..runtime import cuda_driver
+from ..runtime.cuda_driver import current_device, loading_on, torch_stream_getter
+from ..runtime.devices import resolver, torch_device_getter
 
 _MISSING = object()
 _RUNTIME, _NO_SPECIALIZE, _CONSTEXPR = 0, 1, 2
@@ -119,8 +121,9 @@ class JITFunction:
         self._defaults = tuple(unwrap(p.default) if p.default is not inspect.Parameter.empty else _MISSING
                                for p in params)
         self._index = {n: i for i, n in enumerate(self.arg_names)}
+        self._device = resolver(self.__name__, tuple(n for n, k in zip(self.arg_names, self._kinds) if k != _CONSTEXPR))
         self.file = inspect.getsourcefile(fn) or fn.__code__.co_filename
-        self.cache: dict[tuple, Any] = {}  # (key, *KEYED_OPTIONS values, target) -> CompiledKernel
+        self.cache: dict[tuple, Any] = {}  # (key, *KEYED_OPTIONS values, target, device) -> CompiledKernel
         self._launchers: dict[tuple, Callable[..., None]] = {}  # full launch key -> entry
         self._fast_entries: dict[tuple, Callable[..., None]] = {}  # fast binder key -> entry.fast
         self._launch: Optional[Callable[..., None]] = None  # the fast binder once made, else the general one
@@ -316,7 +319,10 @@ class JITFunction:
                 options[name] = value
         args = tuple(MockTensor.wrap_dtype(a) for a in args)
         values = self._bind(args, {k: v for k, v in kwargs.items() if k in self._index})
-        key = self._key(values) + tuple(options[n] for n in KEYED_OPTIONS) + (_compiler().current_target(),)
+        target = _compiler().current_target()
+        runtime_values = tuple(v for v, kind in zip(values, self._kinds) if kind != _CONSTEXPR)
+        key = self._key(values) + tuple(options[n] for n in KEYED_OPTIONS) + (target,
+                                                                               self._device(target, runtime_values))
         from ..runtime.async_compile import active_mode
 
         mode = active_mode.get()
@@ -346,18 +352,25 @@ class JITFunction:
     @property
     def device_caches(self) -> dict[int, tuple]:
         """Triton's `JITFunction.device_caches`: per device, (compiled kernels by key, launch
-        entries by key, target, backend (None), binder). tile keeps one cache for all devices."""
+        entries by key, target, backend (None), binder). tile keeps one cache whose keys end
+        with the device (None on the interpreter, shown as device 0): with one device its
+        caches are tile's own, with several each device's view holds its own entries."""
         from tile.runtime.driver import driver
 
-        caches = (self.cache, self._launchers, driver.active.get_current_target(), None, self._launch)
-        return {driver.active.get_current_device(): caches}
+        target = driver.active.get_current_target()
+        devices = {key[-1] or 0 for key in self.cache} | {driver.active.get_current_device()}
+        if len(devices) == 1:
+            return {devices.pop(): (self.cache, self._launchers, target, None, self._launch)}
+        return {device: ({k: v for k, v in self.cache.items() if (k[-1] or 0) == device},
+                         {k: v for k, v in self._launchers.items() if (k[-1] or 0) == device},
+                         target, None, self._launch) for device in devices}
 
     def _make_launch(self) -> Callable[..., None]:
         kinds = tuple(("runtime", "nospec", "constexpr")[k] for k in self._kinds)
         namespace = {"arg": launch_arg, "fast_args": FAST_ARGS, "arg_nospec": launch_arg_nospec, "constexpr": constexpr,
                      "constexpr_key": constexpr_key,
                      "entries": self._launchers, "compile": self._compile,
-                     "target": _launch_target, "missing_argument": self._missing_argument,
+                     "target": _launch_target, "device": self._device, "missing_argument": self._missing_argument,
                      "too_many_arguments": self._too_many_arguments, "argument_error": self._argument_error,
                      **self._hook_names()}
         self._general, self._lookup = make_binder(self.__name__, self.arg_names, kinds, self._defaults, _MISSING,
@@ -379,6 +392,9 @@ class JITFunction:
                      **self._hook_names()}
         if any(f.stream for f in fast_args):
             namespace["torch_stream"] = torch_stream_getter()
+            namespace["current_device"] = torch_device_getter()
+        else:
+            namespace["current_device"] = current_device
         self._launch = make_fast_binder(self.__name__, self.arg_names, kinds, self._defaults, _MISSING, fast_args,
                                         namespace)
         self._grid_and_bound = (_MISSING, None)
@@ -417,17 +433,20 @@ class JITFunction:
 
     def _compile(self, key: tuple, values: tuple) -> Callable[..., None]:
         """Compile one specialization (once, even when several threads launch it at once).
-        `key` ends with the values of binder.KEYED_OPTIONS and the target."""
+        `key` ends with the values of binder.KEYED_OPTIONS, the target and the launch device
+        (None on the host), which the kernel is loaded on."""
         with self._lock:
             entry = self._launchers.get(key)
             if entry is not None and key in self.cache:  # a user may have cleared the cache to recompile
                 return entry
-            trailing = len(KEYED_OPTIONS) + 1
-            options = dict(zip(KEYED_OPTIONS, key[-trailing:-1]))
+            trailing = len(KEYED_OPTIONS) + 2
+            options = dict(zip(KEYED_OPTIONS, key[-trailing:-2]))
             check_launch_options(self.__name__, options)
             del options["num_ctas"]
             compiler = _compiler()
-            target = key[-1]
+            target, device = key[-2], key[-1]
+            if device:  # a GPU other than device 0 (whose target is current_target()): compile for its architecture
+                target = cuda_driver.device_target(device)
             spec = Specialization(self.arg_names, key[:-trailing], tensor_maps=_uses_tensor_maps(target))
             if target.startswith(_EMULATOR_PREFIX):  # TILE_EMULATE=1: the target's PTX runs on tile.emulator
                 from ..emulator.launch import compile_for_emulator
@@ -436,7 +455,8 @@ class JITFunction:
             else:
                 if target != compiler.INTERPRETER:
                     self._check_device_arrays(spec, values)
-                compiled = compiler.compile_kernel(self, spec, options, target)
+                with loading_on(device):
+                    compiled = compiler.compile_kernel(self, spec, options, target)
             self.cache[key] = compiled
             runtime_args = [i for i, k in enumerate(self._kinds) if k != _CONSTEXPR]
             entry = compiled.make_entry(*spec.launch_positions(set(runtime_args)))

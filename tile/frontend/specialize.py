@@ -198,23 +198,10 @@ def _int_arg(v: int) -> tuple[tuple, int]:
     return _int_key(v, True), v
 
 
-# tile launches every kernel on CUDA device 0 of the process (runtime.cuda_driver.CudaDevice.get()).
-LAUNCH_DEVICE = 0
-
-
-def wrong_device(device: int) -> ValueError:
-    """The error for an array on another GPU than the one kernels launch on."""
-    return ValueError(f"is on cuda:{device}, but tile launches kernels on cuda:{LAUNCH_DEVICE}; move it there "
-                      f"(tensor.to('cuda:{LAUNCH_DEVICE}')) or choose the GPU with CUDA_VISIBLE_DEVICES")
-
-
 def _torch_arg(t: Any) -> tuple[tuple, int]:
     address = t.data_ptr()
     name = TORCH_DTYPE_NAMES.get(t.dtype) or torch_dtype_name(t.dtype)
-    on_gpu = t.is_cuda
-    if on_gpu and t.get_device() != LAUNCH_DEVICE:
-        raise wrong_device(t.get_device())
-    return ("ptr", name, 16 if address & 15 == 0 else 1, on_gpu), address
+    return ("ptr", name, 16 if address & 15 == 0 else 1, t.is_cuda), address
 
 
 FAST_ARGS: dict[type, Any] = {int: _int_arg, float: lambda v: (("f32", 1), v), bool: lambda v: (("i1", 1), v)}
@@ -251,9 +238,10 @@ class FastArg(NamedTuple):
     stream: str = ""
 
 
-# get_device() is -1 on the CPU: one call checks both "on a GPU" and "on the launch device".
-_TORCH_ARRAY = FastArg(object, f"{{a}}.get_device() == {LAUNCH_DEVICE}", "{a}.data_ptr()", "{a}.dtype, {v} & 15, ",
-                       f"torch_stream({LAUNCH_DEVICE})")
+# get_device() is -1 on the CPU: one call checks both "on a GPU" and "on the launch device"
+# (`_launch_device`, the fast binder's reading of PyTorch's current device).
+_TORCH_ARRAY = FastArg(object, "{a}.get_device() == _launch_device", "{a}.data_ptr()", "{a}.dtype, {v} & 15, ",
+                       "torch_stream(_launch_device)")
 _I32_ARG = FastArg(int, "-2147483648 <= {a} <= 2147483647", key="{v} == 1, not {v} & 15, ")
 
 
@@ -280,7 +268,7 @@ def fast_arg(v: Any, kind: str) -> Optional[FastArg]:
     if is_torch_tensor(v) and v.is_cuda:
         fast = _TORCH_ARRAY._replace(type=t)
     elif t is DeviceArray and v.is_device:
-        fast = FastArg(t, "{a}.is_device", "{a}.data_ptr()", "{a}.dtype, {v} & 15, ")
+        fast = FastArg(t, "{a}.is_device and {a}.device == _launch_device", "{a}.data_ptr()", "{a}.dtype, {v} & 15, ")
     else:
         return None
     return fast._replace(key="{a}.dtype, ") if nospec else fast

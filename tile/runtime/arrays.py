@@ -111,22 +111,33 @@ def _use_gpu() -> bool:
     return os.environ.get("TILE_INTERPRET") != "1" and cuda_driver.cuda_available()
 
 
-def _release(address: int) -> None:
+def _release(address: int, device: int) -> None:
     """Free GPU memory of a collected DeviceArray."""
     try:
-        cuda_driver.mem_free(address)
+        cuda_driver.mem_free(address, device)
     except Exception:  # runs inside the garbage collector: nobody could handle the error
         pass
+
+
+def _device_index(device: Any, on_gpu: bool) -> int:
+    """The GPU a new DeviceArray lives on: `device` checked against the devices there are, or
+    the current device for None. Without a GPU the only device is 0."""
+    if device is None:
+        return cuda_driver.current_device() if on_gpu else 0
+    return cuda_driver.check_device_index(device, cuda_driver.device_count() if on_gpu else 1)
 
 
 class DeviceArray:
     """A C-contiguous array in GPU memory, or in host memory when no GPU is used.
 
-    `DeviceArray(shape, dtype)` allocates it uninitialized; `dtype` is a tile dtype name or
-    a NumPy dtype. `strides` are in bytes, as in NumPy.
+    `DeviceArray(shape, dtype, device=None)` allocates it uninitialized; `dtype` is a tile
+    dtype name or a NumPy dtype; `device` is the index of the GPU that holds it (default: the
+    current device, PyTorch's when PyTorch uses CUDA, else 0), and 0 without a GPU (the
+    interpreter has one device). `strides` are in bytes, as in NumPy. Kernels given
+    DeviceArrays of GPU n run on GPU n.
     """
 
-    def __init__(self, shape: int | tuple[int, ...], dtype: Any) -> None:
+    def __init__(self, shape: int | tuple[int, ...], dtype: Any, device: int | None = None) -> None:
         self.shape: tuple[int, ...] = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
         if any(s < 0 for s in self.shape):
             raise ValueError(f"negative dimension in shape {self.shape}")
@@ -140,11 +151,12 @@ class DeviceArray:
             step *= dim
         self.strides: tuple[int, ...] = tuple(reversed(strides))
         self.is_device = _use_gpu()
+        self.device: int = _device_index(device, self.is_device)
         self._host: np.ndarray | None = None
         if self.is_device:
-            self._address = cuda_driver.mem_alloc(self.nbytes)
+            self._address = cuda_driver.mem_alloc(self.nbytes, self.device)
             # Not at exit: the driver may already be torn down, and the process frees it all.
-            weakref.finalize(self, _release, self._address).atexit = False
+            weakref.finalize(self, _release, self._address, self.device).atexit = False
         else:
             self._host = np.empty(self.shape, self.dtype)
             self._address = self._host.ctypes.data
@@ -165,8 +177,8 @@ class DeviceArray:
             return self._host.copy()
         out = np.empty(self.shape, self.dtype)
         # Kernels run asynchronously, possibly on other streams: wait for all of them.
-        cuda_driver.synchronize()
-        cuda_driver.memcpy_dtoh(out.ctypes.data, self._address, self.nbytes)
+        cuda_driver.synchronize(self.device)
+        cuda_driver.memcpy_dtoh(out.ctypes.data, self._address, self.nbytes, self.device)
         return out
 
     def copy_from(self, array: Any) -> None:
@@ -181,8 +193,8 @@ class DeviceArray:
             return
         source = np.ascontiguousarray(source, dtype=self.dtype)
         # Kernels still running may read this memory: let them finish before overwriting it.
-        cuda_driver.synchronize()
-        cuda_driver.memcpy_htod(self._address, source.ctypes.data, self.nbytes)
+        cuda_driver.synchronize(self.device)
+        cuda_driver.memcpy_htod(self._address, source.ctypes.data, self.nbytes, self.device)
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
@@ -202,22 +214,26 @@ class DeviceArray:
         }
 
     def __repr__(self) -> str:
-        where = "cuda" if self.is_device else "host"
+        where = f"cuda:{self.device}" if self.is_device else "host"
         return f"DeviceArray(shape={self.shape}, dtype={self.tile_dtype}, on={where})"
 
 
-def empty(shape: int | tuple[int, ...], dtype: Any) -> DeviceArray:
-    """An uninitialized DeviceArray; `dtype` is a tile dtype name or a NumPy dtype."""
-    return DeviceArray(shape, dtype)
+def empty(shape: int | tuple[int, ...], dtype: Any, device: int | None = None) -> DeviceArray:
+    """An uninitialized DeviceArray on GPU `device` (default: the current device); `dtype` is a
+    tile dtype name or a NumPy dtype."""
+    return DeviceArray(shape, dtype, device)
 
 
-def empty_like(array: Any) -> DeviceArray:
-    """An uninitialized DeviceArray with the shape and dtype of `array` (DeviceArray or NumPy)."""
-    return DeviceArray(array.shape, getattr(array, "tile_dtype", array.dtype))
+def empty_like(array: Any, device: int | None = None) -> DeviceArray:
+    """An uninitialized DeviceArray with the shape and dtype of `array` (DeviceArray or NumPy),
+    on `device`, by default the device of `array` when it is a DeviceArray."""
+    if device is None and isinstance(array, DeviceArray) and array.is_device:
+        device = array.device
+    return DeviceArray(array.shape, getattr(array, "tile_dtype", array.dtype), device)
 
 
-def to_device(array: Any, dtype: str | None = None) -> DeviceArray:
-    """A DeviceArray holding a copy of `array`.
+def to_device(array: Any, dtype: str | None = None, device: int | None = None) -> DeviceArray:
+    """A DeviceArray on GPU `device` (default: the current device) holding a copy of `array`.
 
     `dtype` names a tile dtype whose bits `array` already holds, e.g. `to_device(bits, "bf16")`
     for a uint16 array of bfloat16 bits; its item size must match.
@@ -228,7 +244,7 @@ def to_device(array: Any, dtype: str | None = None) -> DeviceArray:
         if storage.itemsize != source.dtype.itemsize:
             raise TypeError(f"cannot reinterpret {source.dtype} data as {dtype}: item sizes differ")
         source = source.view(storage)
-    out = DeviceArray(source.shape, dtype if dtype is not None else source.dtype)
+    out = DeviceArray(source.shape, dtype if dtype is not None else source.dtype, device)
     out.copy_from(source)
     return out
 
@@ -354,10 +370,7 @@ _DL_TO_TILE: dict[tuple[int, int], str] = {
 
 
 def _describe_dlpack(obj: Any) -> ArgInfo:
-    device_type, device_id = obj.__dlpack_device__()
-    if device_type == _DL_CUDA and device_id != 0:  # tile launches on CUDA device 0
-        raise ValueError(f"{type(obj).__qualname__} is on cuda:{device_id}, but tile launches kernels on cuda:0; "
-                         f"move it there or choose the GPU with CUDA_VISIBLE_DEVICES")
+    device_type = obj.__dlpack_device__()[0]
     if device_type not in _DL_GPU_DEVICES and device_type != _DL_CPU:
         raise TypeError(
             f"{type(obj).__qualname__} lives on DLPack device type {device_type}; "

@@ -193,9 +193,9 @@ def _device_name() -> str:
     target = current_target()
     if target == INTERPRETER:
         return target
-    from .cuda_driver import get_device
+    from .cuda_driver import CudaDevice, current_device
 
-    return f"{target}:{get_device(0).name}"
+    return f"{target}:{CudaDevice.of(current_device()).name}"
 
 
 class Autotuner(_KernelWrapper):
@@ -206,8 +206,10 @@ class Autotuner(_KernelWrapper):
                  reset_to_zero: Optional[Sequence[str]] = None, restore_value: Optional[Sequence[str]] = None,
                  warmup: float = 25, rep: float = 100, do_bench: Optional[Callable[..., Any]] = None,
                  cache_results: bool = True, pre_hook: Optional[Callable[..., Any]] = None,
-                 post_hook: Optional[Callable[..., Any]] = None, use_cuda_graph: bool = False) -> None:
+                 post_hook: Optional[Callable[..., Any]] = None, use_cuda_graph: bool = False,
+                 tune_on_rank_zero: bool = False) -> None:
         super().__init__(fn)
+        self.tune_on_rank_zero = tune_on_rank_zero
         self.configs = list(configs) if configs else [Config({})]
         self.keys = list(key)
         self.reset_to_zero = list(reset_to_zero or [])
@@ -268,13 +270,22 @@ class Autotuner(_KernelWrapper):
             key = self.tuning_key(args, kwargs)
             config = self.cache.get(key)
             if config is None:
-                config, from_cache = self._tune(key, args, nargs, grid, kwargs)
+                from .cuda_driver import CaptureError, capturing
+
+                if capturing():
+                    raise CaptureError(self.__name__, "tuned (timing its configs synchronizes the GPU)")
+                group = _distributed() if self.tune_on_rank_zero else None
+                if group is None:
+                    config, from_cache = self._tune(key, args, nargs, grid, kwargs)
+                else:
+                    config, from_cache = self._tune_on_rank_zero(group, key, args, nargs, grid, kwargs)
                 self.cache[key] = config
         else:
             config = self.configs[0]
         self.best_config = config
         if from_cache != "memory" and os.environ.get("TILE_PRINT_AUTOTUNING", "0") == "1":
-            how = "loaded from the disk cache" if from_cache == "disk" else f"tuned in {self.bench_time:.2f}s"
+            how = {"disk": "loaded from the disk cache", "rank 0": "received from rank 0"}.get(
+                from_cache, f"tuned in {self.bench_time:.2f}s")
             print(f"tile autotuning for {self.__name__} with key {key}: {how}; best config: {config}")
         full = {**nargs, **kwargs, **config.all_kwargs()}
         if config.pre_hook is not None:
@@ -315,6 +326,28 @@ class Autotuner(_KernelWrapper):
         if disk_key is not None:
             self._store(disk_key, best, timings)
         return best, "tuned"
+
+    def _tune_on_rank_zero(self, dist: Any, key: tuple, args: Sequence[Any], nargs: dict[str, Any], grid: Any,
+                           kwargs: dict[str, Any]) -> tuple[Config, str]:
+        """`tune_on_rank_zero` under torch.distributed: rank 0 tunes (or reads its disk cache)
+        and broadcasts the winner with its key; the other ranks wait for it instead of timing.
+        Every rank must tune the same keys in the same order (each tuning is one collective);
+        a rank whose key differs from rank 0's raises instead of using a config tuned for
+        other arguments."""
+        rank = dist.get_rank()
+        payload: list[Any] = [None]
+        if rank == 0:
+            config, from_cache = self._tune(key, args, nargs, grid, kwargs)
+            payload = [(_jsonable_key(key), _config_record(config))]
+        dist.broadcast_object_list(payload, src=0)
+        tuned_key, record = payload[0]
+        if rank == 0:
+            return config, from_cache
+        if tuned_key != _jsonable_key(key):
+            raise RuntimeError(f"autotune of {self.__name__} (tune_on_rank_zero): rank {rank} tunes key {key} but "
+                               f"rank 0 tuned {tuple(tuned_key)}; with tune_on_rank_zero every rank must launch "
+                               f"with the same tuning keys in the same order")
+        return self._config_from_record(record), "rank 0"
 
     def _bench(self, config: Config, args: Sequence[Any], nargs: dict[str, Any], grid: Any,
                kwargs: dict[str, Any]) -> Any:
@@ -393,7 +426,7 @@ class Autotuner(_KernelWrapper):
         except (OSError, TypeError):
             return None  # no source (e.g. defined in a REPL): nothing stable to key on
         try:
-            values = [v.item() if isinstance(v, np.generic) else v for v in key]
+            values = _jsonable_key(key)
             return cache_key("autotune", source, [repr(c) for c in self.configs], values,
                              _device_name(), compiler_fingerprint())
         except TypeError:
@@ -404,25 +437,49 @@ class Autotuner(_KernelWrapper):
         if entry is None:
             return None
         try:
-            stored = json.loads(entry["best.json"])
-            chosen = Config(stored["kwargs"], num_warps=stored["num_warps"], num_stages=stored["num_stages"],
-                            num_ctas=stored.get("num_ctas", 1), maxnreg=stored.get("maxnreg"))
+            return self._config_from_record(json.loads(entry["best.json"]))
         except (KeyError, TypeError, ValueError):
             return None
+
+    def _config_from_record(self, stored: dict[str, Any]) -> Config:
+        """The config a `_config_record` describes: one of this kernel's configs when one
+        matches (so its pre_hook runs), else a new Config."""
+        chosen = Config(stored["kwargs"], num_warps=stored["num_warps"], num_stages=stored["num_stages"],
+                        num_ctas=stored.get("num_ctas", 1), maxnreg=stored.get("maxnreg"))
         for config in self.configs:
             if config.all_kwargs() == chosen.all_kwargs():
                 return config
         return chosen
 
     def _store(self, disk_key: str, best: Config, timings: dict[Config, Any]) -> None:
-        record = {"kwargs": best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages,
-                  "num_ctas": best.num_ctas, "maxnreg": best.maxnreg,
-                  "timings": [[str(c), _jsonable(t)] for c, t in timings.items()]}
+        record = {**_config_record(best), "timings": [[str(c), _jsonable(t)] for c, t in timings.items()]}
         try:
             text = json.dumps(record)
         except (TypeError, ValueError):
             return  # constexpr values JSON cannot hold: keep the result in memory only
         self._disk.put(disk_key, {"best.json": text})
+
+
+def _config_record(config: Config) -> dict[str, Any]:
+    """What identifies a config's launch, as plain data (for the disk cache and broadcasts)."""
+    return {"kwargs": config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages,
+            "num_ctas": config.num_ctas, "maxnreg": config.maxnreg}
+
+
+def _jsonable_key(key: tuple) -> list[Any]:
+    """A tuning key as plain values, equal on every rank for equal keys."""
+    return [v.item() if isinstance(v, np.generic) else v for v in key]
+
+
+def _distributed() -> Any:
+    """torch.distributed when this process is one of several ranks of an initialized process
+    group, else None (torch is not imported for this: a job that uses it has imported it)."""
+    import sys
+
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    return dist if dist.get_world_size() > 1 else None
 
 
 def _sort_key(timing: Any) -> tuple:
@@ -439,7 +496,8 @@ def autotune(configs: Sequence[Config], key: Sequence[str], prune_configs_by: Op
              reset_to_zero: Optional[Sequence[str]] = None, restore_value: Optional[Sequence[str]] = None,
              pre_hook: Optional[Callable[..., Any]] = None, post_hook: Optional[Callable[..., Any]] = None,
              warmup: float = 25, rep: float = 100, use_cuda_graph: bool = False,
-             do_bench: Optional[Callable[..., Any]] = None, cache_results: bool = True) -> Callable[[Any], Autotuner]:
+             do_bench: Optional[Callable[..., Any]] = None, cache_results: bool = True,
+             tune_on_rank_zero: bool = False) -> Callable[[Any], Autotuner]:
     """Decorate a @tile.jit kernel so each new `key` benchmarks `configs` and keeps the fastest.
 
     `key`: argument names whose values (for arrays: dtypes) select a tuning; every array's
@@ -454,6 +512,11 @@ def autotune(configs: Sequence[Config], key: Sequence[str], prune_configs_by: Op
     list of times, smallest wins. `cache_results`: keep results on disk, keyed by the kernel
     source, the configs, the key and the device.
 
+    Under torch.distributed every rank tunes on its own GPU by default. `tune_on_rank_zero=True`
+    has rank 0 tune and broadcast its choice (torch.distributed.broadcast_object_list on the
+    default group), so all ranks run one config and only one GPU spends time benchmarking;
+    every rank must then tune the same keys in the same order.
+
         @tile.autotune(configs=[tile.Config({"BLOCK": 128}, num_warps=4),
                                 tile.Config({"BLOCK": 1024}, num_warps=8)],
                        key=["n"], reset_to_zero=["out_ptr"])
@@ -465,7 +528,7 @@ def autotune(configs: Sequence[Config], key: Sequence[str], prune_configs_by: Op
         return Autotuner(fn, configs, key, prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
                          restore_value=restore_value, warmup=warmup, rep=rep, do_bench=do_bench,
                          cache_results=cache_results, pre_hook=pre_hook, post_hook=post_hook,
-                         use_cuda_graph=use_cuda_graph)
+                         use_cuda_graph=use_cuda_graph, tune_on_rank_zero=tune_on_rank_zero)
 
     return decorator
 

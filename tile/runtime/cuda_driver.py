@@ -1,8 +1,17 @@
-"""CUDA through cuda-python's driver bindings: device, PTX module loading, fast launches, memory.
+"""CUDA through cuda-python's driver bindings: devices, PTX module loading, fast launches, memory.
 
 cuda-python is imported on first use, so `import tile` works on machines without it.
 Each CUDA call here returns a `(CUresult, *values)` tuple; `_check` turns a failing result
 into a `DriverError` that names the call.
+
+Every GPU is used through its primary context (the one PyTorch uses). tile never takes the
+calling thread's current context for itself: PyTorch's current device is the device of that
+context, so work for a given device (loading, allocating, copying, a launch off the fast
+path) runs inside `CudaDevice.activated()`, which pushes the device's context when another one
+is current and pops it afterwards. The fast path launches in the current context, which is
+the kernel's when its device is PyTorch's current one; when the launch fails for want of it
+(a thread without a context), the checked path makes the kernel's context current and
+launches again.
 
 The hot path is `Launcher.__call__`: one `struct.pack_into` writes every argument into
 storage allocated once per (kernel, argument kinds), then one `cuLaunchKernel` call receives
@@ -11,11 +20,13 @@ the address of a pre-built `void*[]` array that points at that storage.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import struct
+import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import cache
 from types import ModuleType
 from typing import Any, Callable
@@ -137,7 +148,9 @@ _TARGET_MIN_PTX: dict[str, tuple[int, int]] = {
 
 _devices: dict[int, CudaDevice] = {}
 _devices_lock = threading.Lock()
-_thread = threading.local()  # .ordinal: the device whose context is current in this thread
+# .has_context: this thread has had a current context checked or set; .loading: see loading_on;
+# .device: the current device of a program without PyTorch (set_current_device)
+_thread = threading.local()
 
 _LOG_BYTES = 64 * 1024
 # Load failures that mean the PTX itself is wrong (or targets what the driver cannot run),
@@ -162,16 +175,25 @@ class CudaDevice:
 
     @classmethod
     def get(cls, ordinal: int = 0) -> CudaDevice:
-        """The device `ordinal`, created on first use, with its context current in this thread."""
+        """The device `ordinal`, created on first use; a context is current in this thread
+        afterwards (this device's, when the thread had none: see `make_current`)."""
+        device = cls.of(ordinal)
+        device.make_current()
+        return device
+
+    @classmethod
+    def of(cls, ordinal: int) -> CudaDevice:
+        """The device `ordinal`, created on first use, leaving the thread's current context as
+        it is. ValueError for an index this process has no device for."""
         device = _devices.get(ordinal)
         if device is None:
             if not cuda_available():
                 raise DriverError("cuInit", "CUDA_ERROR_NO_DEVICE", description="no CUDA driver or GPU found")
+            check_device_index(ordinal)
             with _devices_lock:
                 device = _devices.get(ordinal)
                 if device is None:
                     device = _devices[ordinal] = cls(ordinal)
-        device.make_current()
         return device
 
     def __init__(self, ordinal: int) -> None:
@@ -181,6 +203,7 @@ class CudaDevice:
         # The primary context is the one the CUDA runtime uses, so memory and streams from
         # PyTorch or CuPy on this device are valid in tile's launches and vice versa.
         self.context = _check(drv.cuDevicePrimaryCtxRetain(self.handle), "cuDevicePrimaryCtxRetain")
+        self._context_address = int(self.context)
         self.name: str = _check(drv.cuDeviceGetName(256, self.handle), "cuDeviceGetName").split(b"\0")[0].decode()
         a = drv.CUdevice_attribute
         self.compute_capability: tuple[int, int] = (
@@ -204,19 +227,45 @@ class CudaDevice:
         return _check(_drv().cuDeviceGetAttribute(attribute, self.handle), "cuDeviceGetAttribute")
 
     def make_current(self) -> None:
-        """Make this device's primary context current in the calling thread (once per thread)."""
-        # A context is current per thread: a new thread must set it before it allocates or loads.
-        if getattr(_thread, "ordinal", None) != self.ordinal:
-            _check(_drv().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
-            _thread.ordinal = self.ordinal
+        """Make this device's primary context current in the calling thread if the thread has
+        none (checked once per thread). A context someone else made current stays: PyTorch's
+        current device is the device of the current context, and `torch.cuda.set_device(1)`
+        must survive tile's first use of device 0. Work on a given device goes through
+        `activated()`."""
+        if not getattr(_thread, "has_context", False):
+            if not _current_context():
+                _check(_drv().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+            _thread.has_context = True
+
+    def is_current(self) -> bool:
+        """Whether this device's primary context is the calling thread's current context."""
+        return _current_context() == self._context_address
+
+    @contextlib.contextmanager
+    def activated(self) -> Iterator[None]:
+        """This device's primary context current in the calling thread while the block runs
+        (pushed when another one, or none, is current, and popped after), so that loads,
+        allocations, copies and launches for this device work whatever device PyTorch or the
+        caller has made current, and leave it current afterwards."""
+        if self.is_current():
+            yield
+            return
+        _check(_drv().cuCtxPushCurrent(self.context), "cuCtxPushCurrent")
+        try:
+            yield
+        finally:
+            _check(_drv().cuCtxPopCurrent(), "cuCtxPopCurrent")
 
     def load_module(self, ptx: str, kernel_name: str) -> CudaKernel:
         """JIT-compile `ptx` with the driver and return its kernel `kernel_name`.
 
         Raises CompilerBugError (with the JIT log) when the driver rejects the PTX.
         """
+        with self.activated():
+            return self._load_module(ptx, kernel_name)
+
+    def _load_module(self, ptx: str, kernel_name: str) -> CudaKernel:
         drv = _drv()
-        self.make_current()
         opt = drv.CUjit_option
         info, error = bytearray(_LOG_BYTES), bytearray(_LOG_BYTES)
         options = [
@@ -262,8 +311,102 @@ class CudaDevice:
 
 
 def get_device(ordinal: int = 0) -> CudaDevice:
-    """`CudaDevice.get(ordinal)`: the device, with its context current in this thread."""
+    """`CudaDevice.get(ordinal)`: the device, with a context current in this thread."""
     return CudaDevice.get(ordinal)
+
+
+def _current_context() -> int:
+    """The address of the calling thread's current context (0: none)."""
+    context = _check(_drv().cuCtxGetCurrent(), "cuCtxGetCurrent")
+    return int(context) if context is not None else 0
+
+
+@cache
+def device_count() -> int:
+    """How many CUDA devices this process sees (0 without a driver or GPU)."""
+    if not cuda_available():
+        return 0
+    return int(_check(_drv().cuDeviceGetCount(), "cuDeviceGetCount"))
+
+
+def check_device_index(index: Any, count: int | None = None) -> int:
+    """`index` as a device ordinal: TypeError when it is not an int, ValueError naming the
+    devices there are when this process has no device of that index. `count` defaults to
+    `device_count()`."""
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise TypeError(f"a CUDA device index is an int, got {index!r}")
+    count = device_count() if count is None else count
+    if not 0 <= index < count:
+        seen = "no CUDA device" if count == 0 else f"{count} CUDA device{'s' if count > 1 else ''} " \
+                                                   f"(cuda:0{f' to cuda:{count - 1}' if count > 1 else ''})"
+        raise ValueError(f"there is no CUDA device {index}: this process sees {seen}; CUDA_VISIBLE_DEVICES "
+                         f"chooses which GPUs a process sees")
+    return index
+
+
+def device_target(device: int) -> str:
+    """The PTX target of GPU `device` (e.g. "sm_90a"), what kernels launched there compile for."""
+    return CudaDevice.of(device).ptx_target()
+
+
+def loading_on(device: int | None) -> contextlib.AbstractContextManager[None]:
+    """Kernels compiled in the block are loaded on GPU `device` (`loading_device()`); None
+    keeps the current device."""
+    if device is None:
+        return contextlib.nullcontext()
+    return _loading_on(device)
+
+
+@contextlib.contextmanager
+def _loading_on(device: int) -> Iterator[None]:
+    previous = getattr(_thread, "loading", None)
+    _thread.loading = device
+    try:
+        yield
+    finally:
+        _thread.loading = previous
+
+
+def loading_device() -> int:
+    """The GPU a kernel compiled now is loaded on: the launch's device inside `loading_on`,
+    else the current device."""
+    device = getattr(_thread, "loading", None)
+    return current_device() if device is None else device
+
+
+def capturing() -> bool:
+    """Whether PyTorch is capturing a CUDA graph on its current stream (torch.cuda.graph)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing()
+
+
+class CaptureError(RuntimeError):
+    """A kernel had to be compiled, loaded or tuned while a CUDA graph was being captured."""
+
+    def __init__(self, kernel: str, work: str = "compiled and loaded") -> None:
+        super().__init__(
+            f"kernel '{kernel}' is launched for the first time (with these argument types and options) while a CUDA "
+            f"graph is being captured: it would have to be {work}, which a capture cannot record. "
+            f"Warm up first: launch it once with the same arguments before torch.cuda.graph(...), then capture")
+
+
+def current_device() -> int:
+    """The device a launch without device-bound arguments runs on, and where new DeviceArrays
+    go: PyTorch's current CUDA device when PyTorch has initialized CUDA, else this thread's
+    choice (`set_current_device`, default 0)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return int(torch.cuda.current_device())
+    return getattr(_thread, "device", 0)
+
+
+def set_current_device(index: int) -> None:
+    """Choose this thread's current device, for programs without PyTorch (with PyTorch, use
+    torch.cuda.set_device: tile follows it). As cudaSetDevice, it makes the device's context
+    current, so fast-path launches on it run in their own context."""
+    device = CudaDevice.of(check_device_index(index))
+    _check(_drv().cuCtxSetCurrent(device.context), "cuCtxSetCurrent")
+    _thread.device, _thread.has_context = index, True
 
 
 class CudaKernel:
@@ -307,7 +450,8 @@ class CudaKernel:
                 f"minus {self.shared_size_bytes} of static shared memory",
             )
         attribute = _drv().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        _check(_drv().cuFuncSetAttribute(self.function, attribute, nbytes), "cuFuncSetAttribute", self.name)
+        with self.device.activated():
+            _check(_drv().cuFuncSetAttribute(self.function, attribute, nbytes), "cuFuncSetAttribute", self.name)
         self.max_dynamic_shared_bytes = nbytes
 
     def launcher(self, arg_kinds: tuple[str, ...], attributes: tuple[str, ...] = ()) -> Launcher:
@@ -454,9 +598,12 @@ class Launcher:
             self._pack(self._slots, 0, *(self._convert_bf16(values) if self._bf16_positions else values))
         except (struct.error, OverflowError, TypeError) as exc:
             raise self._argument_error(values, exc) from exc
-        err = self._launch(
-            self._function, gx, gy, gz, block_x, 1, 1, shared_bytes, stream, self._params_address, 0
-        )[0]
+        # The fast path launches in whatever context is current; here the kernel's own is made
+        # current for the launch (a thread without a context, a device not the current one).
+        with self.kernel.device.activated():
+            err = self._launch(
+                self._function, gx, gy, gz, block_x, 1, 1, shared_bytes, stream, self._params_address, 0
+            )[0]
         if err is not _SUCCESS:
             raise _error(err, "cuLaunchKernel", self.kernel.name, launching=(self.kernel, grid))
         recent_launch[0] = (self.kernel, grid)
@@ -513,8 +660,17 @@ class Launcher:
         exec(compile(source, f"<tile launch of {self.kernel.name}>", "exec"), namespace)  # noqa: S102
         fast = namespace["fast"]
 
+        device = self.kernel.device
+
         def entry(grid: Any, values: tuple, args: tuple, stream: Any) -> Any:
-            return fast(grid, current_stream_of(args) if stream is None else stream, *values)
+            # The general path: the kernel's device may not be the current one (a DeviceArray
+            # on cuda:1 while cuda:0 is current), so its context is made current for the launch.
+            if stream is None:
+                stream = current_stream_of(args)
+            if device.is_current():
+                return fast(grid, stream, *values)
+            with device.activated():
+                return fast(grid, stream, *values)
 
         entry.fast = fast  # type: ignore[attr-defined]
         return entry
@@ -608,8 +764,8 @@ def current_stream_of(args: Iterable[object]) -> int:
     return 0
 
 
-def mem_alloc(nbytes: int) -> int:
-    """Allocate `nbytes` of device memory on device 0; returns its address (0 for 0 bytes).
+def mem_alloc(nbytes: int, device: int = 0) -> int:
+    """Allocate `nbytes` of memory on GPU `device`; returns its address (0 for 0 bytes).
 
     Memory comes from the device's stream-ordered pool (cuMemAllocAsync on the legacy default
     stream, which every blocking stream waits for), kept by the pool when freed: cuMemFree
@@ -617,20 +773,22 @@ def mem_alloc(nbytes: int) -> int:
     `tile.empty` in a benchmark loop) would otherwise wait for the GPU at every free."""
     if nbytes == 0:
         return 0
-    device = CudaDevice.get()
-    if _pooled(device):
-        return int(_check(_drv().cuMemAllocAsync(nbytes, 0), "cuMemAllocAsync"))
-    return int(_check(_drv().cuMemAlloc(nbytes), "cuMemAlloc"))
+    gpu = CudaDevice.of(device)
+    with gpu.activated():
+        if _pooled(gpu):
+            return int(_check(_drv().cuMemAllocAsync(nbytes, 0), "cuMemAllocAsync"))
+        return int(_check(_drv().cuMemAlloc(nbytes), "cuMemAlloc"))
 
 
-def mem_free(address: int) -> None:
-    """Free device memory from `mem_alloc` (ordered after the work queued before it)."""
+def mem_free(address: int, device: int = 0) -> None:
+    """Free memory that `mem_alloc` gave on `device` (ordered after the work queued before it)."""
     if address:
-        device = CudaDevice.get()
-        if _pooled(device):
-            _check(_drv().cuMemFreeAsync(address, 0), "cuMemFreeAsync")
-        else:
-            _check(_drv().cuMemFree(address), "cuMemFree")
+        gpu = CudaDevice.of(device)
+        with gpu.activated():
+            if _pooled(gpu):
+                _check(_drv().cuMemFreeAsync(address, 0), "cuMemFreeAsync")
+            else:
+                _check(_drv().cuMemFree(address), "cuMemFree")
 
 
 _pool_ready: dict[int, bool] = {}
@@ -652,21 +810,21 @@ def _pooled(device: "CudaDevice") -> bool:
     return ready
 
 
-def memcpy_htod(dst: int, src: int, nbytes: int) -> None:
-    """Copy `nbytes` from host address `src` to device address `dst`."""
+def memcpy_htod(dst: int, src: int, nbytes: int, device: int = 0) -> None:
+    """Copy `nbytes` from host address `src` to address `dst` on GPU `device`."""
     if nbytes:
-        CudaDevice.get()
-        _check(_drv().cuMemcpyHtoD(dst, src, nbytes), "cuMemcpyHtoD")
+        with CudaDevice.of(device).activated():
+            _check(_drv().cuMemcpyHtoD(dst, src, nbytes), "cuMemcpyHtoD")
 
 
-def memcpy_dtoh(dst: int, src: int, nbytes: int) -> None:
-    """Copy `nbytes` from device address `src` to host address `dst`."""
+def memcpy_dtoh(dst: int, src: int, nbytes: int, device: int = 0) -> None:
+    """Copy `nbytes` from address `src` on GPU `device` to host address `dst`."""
     if nbytes:
-        CudaDevice.get()
-        _check(_drv().cuMemcpyDtoH(dst, src, nbytes), "cuMemcpyDtoH")
+        with CudaDevice.of(device).activated():
+            _check(_drv().cuMemcpyDtoH(dst, src, nbytes), "cuMemcpyDtoH")
 
 
-def synchronize() -> None:
-    """Wait for all work on device 0, on every stream."""
-    CudaDevice.get()
-    _check(_drv().cuCtxSynchronize(), "cuCtxSynchronize")
+def synchronize(device: int = 0) -> None:
+    """Wait for all work on GPU `device`, on every stream."""
+    with CudaDevice.of(device).activated():
+        _check(_drv().cuCtxSynchronize(), "cuCtxSynchronize")

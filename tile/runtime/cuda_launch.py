@@ -1,10 +1,12 @@
-"""The CUDA backend of a compiled kernel: loads its PTX once and launches it with packed arguments."""
+"""The CUDA backend of a compiled kernel: loads its PTX once per device and launches it with
+packed arguments. Inside a CUDA graph capture nothing is loaded: the first launch of a kernel
+must come before the capture (cuda_driver.CaptureError says so)."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from ..ir import Operation, PointerType
-from .cuda_driver import CudaDevice
+from .cuda_driver import CaptureError, CudaDevice, capturing, loading_device
 from .errors import OutOfResources
 
 
@@ -21,9 +23,15 @@ def launch_metadata(func: Operation, options: dict[str, Any]) -> dict[str, Any]:
 
 
 class CudaBackend:
-    def __init__(self, ptx: str, metadata: dict[str, Any]):
+    """A kernel loaded on one GPU: `device` (an index), by default `loading_device()`, the
+    launch's device while jit compiles for it."""
+
+    def __init__(self, ptx: str, metadata: dict[str, Any], device_index: int | None = None):
         self.name = metadata["name"]
-        device = CudaDevice.get(0)
+        if capturing():  # loading a module is no stream work: a graph could not replay it
+            raise CaptureError(self.name)
+        device = CudaDevice.of(loading_device() if device_index is None else device_index)
+        self.device = device.ordinal
         self.shared_bytes = metadata["shared_bytes"]
         if self.shared_bytes > device.max_shared_memory_per_block_optin:
             raise OutOfResources(self.shared_bytes, device.max_shared_memory_per_block_optin, "shared memory",

@@ -164,18 +164,23 @@ class CudaDriver(_DriverBase):
     @staticmethod
     def get_current_device() -> int:
         """The ordinal of the current device: PyTorch's current CUDA device when torch is in
-        use, else 0 (tile launches on device 0)."""
+        use, else the one `set_current_device` chose (default 0)."""
         if _torch_cuda_ready():
             return int(_torch().cuda.current_device())
-        return 0
+        from .cuda_driver import current_device
+
+        return current_device()
 
     def set_current_device(self, device: int) -> None:
-        """Make `device` current (PyTorch's current device too when torch is in use)."""
+        """Make `device` current: PyTorch's current device when torch is in use, else tile's
+        (cuda_driver.set_current_device). Launches without device-bound arguments and new
+        DeviceArrays go there."""
         if _torch_cuda_ready():
             _torch().cuda.set_device(device)
-        from .cuda_driver import get_device
+            return
+        from .cuda_driver import set_current_device
 
-        get_device(device)
+        set_current_device(device)
 
     def get_current_stream(self, device: Optional[int] = None) -> int:
         """The handle of the current stream of `device`: PyTorch's current stream when torch
