@@ -11,8 +11,8 @@ A tensormap value is the generic address of its kernel parameter (ptx.py's param
 """
 from __future__ import annotations
 
-from ..ir.core import Operation
-from .ptx import _Emitter, handles
+from ...ir.core import Operation
+from .emit import _Emitter, handles
 
 TMA_TEMPLATES: dict[str, str] = {
     "simt.mbarrier_init": "{guard}mbarrier.init.shared::cta.b64 [{bar}], {count};",
