@@ -267,7 +267,7 @@ def _lower_dot(ctx: Lowering, op: Operation) -> None:
     plan = None
     if atype is not None and acc_t in (f32, f16, i32):
         kw = MMA_SHAPES[atype].k_width
-        plan = mma_plan(ctx.info(a.type), ctx.info(b.type), ctx.info(c.type), kw, 32 * ctx.num_warps)
+        plan = mma_plan(ctx.info(a.type), ctx.info(b.type), ctx.info(c.type), kw, ctx.threads)
     if plan:
         _lower_mma(ctx, op, atype, plan)
         return

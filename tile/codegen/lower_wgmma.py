@@ -145,7 +145,7 @@ class _RegisterA:
         a = op.operand(0)
         info = ctx.info(a.type)
         self.ctx, self.kw = ctx, 4 // element_bytes(a.type)
-        threads = 32 * ctx.num_warps
+        threads = ctx.threads
         found = mma_fragments(info.coords(threads), "a", self.kw)
         if found is None:
             raise LoweringError(op, f"{a.type}: the registers are not wgmma A fragments")
@@ -182,7 +182,7 @@ def lower_wgmma_dot(ctx: Lowering, op: Operation) -> None:
     if acc_t not in (calc, f16) or (acc_t == f16 and (calc != f32 or op.attrs.get("is_async"))):
         raise LoweringError(op, f"wgmma on {atype} accumulates in {calc}, not {acc_t}"
                                 + (" asynchronously" if acc_t == f16 else ""))
-    if ctx.target != "sm_90a":
+    if not ctx.facts.has_matrix_instruction("wgmma"):
         raise LoweringError(op, f"wgmma needs target sm_90a, not {ctx.target}")
     info = ctx.info(c.type)
     n = layout.instr_shape[1]
