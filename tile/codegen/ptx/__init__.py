@@ -9,5 +9,6 @@ The rest of tile reaches this package only through its entry, `emit_ptx` (and th
 target names it accepts); the lowering before it is target independent (tile/codegen/lower*.py).
 """
 from .emit import TARGETS, PtxError, emit_ptx
+from . import tma, wgmma  # noqa: F401  (they register their ops' emission on emit.py's emitter)
 
 __all__ = ["TARGETS", "PtxError", "emit_ptx"]

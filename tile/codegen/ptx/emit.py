@@ -837,7 +837,3 @@ def emit_ptx(simt_func: Operation, target: str = "sm_90a", ptx_version: str = "8
     if simt_func.name != "simt.func":
         raise PtxError(simt_func, "emit_ptx expects a simt.func")
     return _Emitter(simt_func, target, ptx_version).run()
-
-
-from . import wgmma  # noqa: E402,F401  (registers the emission of wgmma, which builds on this module)
-from . import tma  # noqa: E402,F401  (and of TMA copies and mbarriers)
