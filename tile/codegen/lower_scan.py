@@ -97,8 +97,8 @@ def _lower_scan(ctx: Lowering, op: Operation) -> None:
             pos = ctx.op("arith.sub", [ctx.const((1 << nl) - 1, i32), pos], i32)
         mode = "down" if reverse else "up"
         lane_mask = ((1 << nl) - 1) << b0
-        last = ctx.op("arith.or", [ctx.op("arith.and", [ctx.lane(), ctx.const(~lane_mask & (ctx.warp_size - 1), i32)], i32),
-                                   ctx.const(0 if reverse else lane_mask, i32)], i32)
+        group_base = ctx.op("arith.and", [ctx.lane(), ctx.const(~lane_mask & (ctx.warp_size - 1), i32)], i32)
+        last = ctx.op("arith.or", [group_base, ctx.const(0 if reverse else lane_mask, i32)], i32)
         first = ctx.op("arith.cmp", [pos, ctx.const(0, i32)], i1, predicate="gt")
         for key, g in groups.items():
             t = totals[key]

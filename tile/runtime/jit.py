@@ -12,7 +12,8 @@ from typing import Any
 _EXPORTS = {
     "JITFunction": "tile.frontend.jit", "KernelParam": "tile.frontend.jit", "jit": "tile.frontend.jit",
     "KernelInterface": "tile.frontend.kernel_interface",
-    "MockTensor": "tile.runtime.wrappers", "TensorWrapper": "tile.runtime.wrappers", "reinterpret": "tile.runtime.wrappers",
+    "MockTensor": "tile.runtime.wrappers", "TensorWrapper": "tile.runtime.wrappers",
+    "reinterpret": "tile.runtime.wrappers",
 }
 
 __all__ = sorted(_EXPORTS)
