@@ -93,3 +93,10 @@ def test_the_lowering_takes_its_warp_size_from_the_target() -> None:
     wide = text.replace("threads_per_warp = 32", "threads_per_warp = 64")
     with pytest.raises(LoweringError, match="sm_80 needs 32 threads per warp"):
         lower(wide)
+
+
+def test_the_emulator_takes_the_ptx_targets_of_the_table() -> None:
+    assert tile.emulate(_reduce_and_shift, target="sm_89").target == "sm_89"
+    with pytest.raises(ValueError, match=r"unknown PTX target 'sm_75'; expected one of sm_80, sm_86, sm_89, sm_90, "
+                                         r"sm_90a$"):
+        tile.emulate(_reduce_and_shift, target="sm_75")

@@ -6,10 +6,10 @@ number that gates instructions, the address spaces and register classes of the a
 barriers, shuffles and matrix instructions tile emits for it. The emitter of a target lives in
 its own sibling package (tile/codegen/ptx/ today) and is imported only through `emitter`:
 
-    >>> facts = target_facts("sm_90a")
-    >>> facts.isa, facts.arch, facts.warp_size, facts.has_matrix_instruction("wgmma")
-    ('ptx', 90, 32, True)
-    >>> ptx = emitter("sm_90a")(simt_func, "sm_90a", "8.7")
+    facts = target_facts("sm_90a")
+    facts.isa, facts.arch, facts.warp_size             # "ptx", 90, 32
+    facts.has_matrix_instruction("wgmma")              # True (sm_90: False)
+    ptx_text = emitter("sm_90a")(simt_func, "sm_90a", "8.7")
 
 An unknown target name is a ValueError that lists the known ones.
 """
