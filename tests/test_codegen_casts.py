@@ -10,7 +10,7 @@ from codegen_util import blocked, check_ptx, func, lower, result, run
 from ptxas_util import needs_ptxas
 from simt_interp import decode, encode
 from tile.codegen.lower_core import LoweringError
-from tile.codegen.ptx import float_bits
+from tile.codegen.floats import float_bits
 from tile.ir.types import DTYPES
 
 NAMES = ["i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "f8e4nv", "f8e5"]

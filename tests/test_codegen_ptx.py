@@ -7,7 +7,8 @@ import re
 import pytest
 
 from ptxas_util import assemble_ok, needs_ptxas
-from tile.codegen.ptx import INSTR, PtxError, emit_ptx, float_bits
+from tile.codegen.floats import float_bits
+from tile.codegen.ptx.emit import INSTR, PtxError, emit_ptx
 from tile.ir import Location, Operation, parse_op, print_op, verify
 from tile.ir.core import Block, Region
 from tile.ir.ops import ROUNDING_MODES
@@ -302,7 +303,7 @@ def test_simt_ir_prints_and_parses_back() -> None:
 
 
 def test_all_dtypes_have_registers() -> None:
-    from tile.codegen.ptx import reg_class
+    from tile.codegen.ptx.emit import reg_class
 
     classes = {name: reg_class(t) for name, t in DTYPES.items()}
     assert classes["i1"] == "p" and classes["f16"] == classes["i8"] == classes["f8e5"] == "rs"

@@ -281,7 +281,7 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
         return kernel
 
     from .codegen.lower import lower_to_simt
-    from .codegen.ptx import emit_ptx
+    from .codegen.target import emitter
     from .opt.gpu_pipeline import gpu_passes
 
     gpu_manager = PassManager(gpu_passes(options["num_warps"], target, num_stages=options["num_stages"]),
@@ -304,7 +304,7 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
 
     kernel.launch_info = launch_metadata(simt, options)
     check_resources(name, target, kernel.launch_info["shared_bytes"], kernel.launch_info["threads"])  # with the lowering's scratch
-    ptx = _timed(timings, "ptx emission", emit_ptx, simt, target, _ptx_version(target))
+    ptx = _timed(timings, "ptx emission", emitter(target), simt, target, _ptx_version(target))
     stages["ptx"] = ptx if options.get("maxnreg") is None else with_maxnreg(ptx, options["maxnreg"])
     return kernel
 

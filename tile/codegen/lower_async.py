@@ -76,7 +76,7 @@ def _lower_async_copy(ctx: Lowering, op: Operation) -> None:
     info = ctx.info(t)
     el, eb = element_type(view.type), element_bytes(view.type)
     offsets = [layout.offset_of(c, t.shape) for c in info.reg_coords]
-    tid_offsets = [layout.offset_of(b, t.shape) for b in info.tid_bases[:5 + ctx.warp_bits]]
+    tid_offsets = [layout.offset_of(b, t.shape) for b in info.tid_bases[:ctx.lane_bits + ctx.warp_bits]]
     span = 0
     for o in tid_offsets:
         span |= o

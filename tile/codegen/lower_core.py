@@ -36,8 +36,7 @@ from ..ir import simt_ops  # noqa: F401  (registers the simt ops)
 from ..ir.core import Block, Operation, Value
 from ..ir.layouts import DistributedLayout, LinearLayout
 from ..ir.types import DType, PointerType, TensorType, Type, element_type, i1, i32, i64
-
-WARP = 32
+from .target import target_facts
 
 
 class LoweringError(Exception):
@@ -149,9 +148,11 @@ class Lowering:
         self.func = func
         self.num_warps: int = func.attrs["num_warps"]
         self.target: str = func.attrs.get("target", "sm_90a")
-        if func.attrs.get("threads_per_warp", WARP) != WARP:
-            raise LoweringError(func, "the PTX backend needs 32 threads per warp")
-        self.sm = int("".join(ch for ch in self.target[3:] if ch.isdigit()))
+        self.facts = target_facts(self.target)
+        self.warp_size = self.facts.warp_size
+        if func.attrs.get("threads_per_warp", self.warp_size) != self.warp_size:
+            raise LoweringError(func, f"{self.target} needs {self.warp_size} threads per warp")
+        self.sm = self.facts.arch
         self.shared_bytes: int = func.attrs.get("shared_bytes", 0)
         self.entry = entry
         self.block = entry
@@ -180,7 +181,7 @@ class Lowering:
     def info(self, t: Type) -> LayoutInfo:
         """Register tables of a tensor type (a scalar is one register held by every thread)."""
         if not isinstance(t, TensorType):
-            return LayoutInfo(LinearLayout((), (), (), ()), ((),), ((),) * (5 + self.warp_bits))
+            return LayoutInfo(LinearLayout((), (), (), ()), ((),), ((),) * (self.lane_bits + self.warp_bits))
         layout = t.layout
         if not isinstance(layout, DistributedLayout):
             raise LoweringError(self.func, f"tensor {t} has no distributed layout")
@@ -196,6 +197,14 @@ class Lowering:
     @property
     def warp_bits(self) -> int:
         return self.num_warps.bit_length() - 1
+
+    @property
+    def lane_bits(self) -> int:
+        return self.warp_size.bit_length() - 1
+
+    @property
+    def threads(self) -> int:
+        return self.warp_size * self.num_warps
 
     # creating simt ops -------------------------------------------------------------------
     def _insert(self, op: Operation, hoist: bool) -> None:
@@ -364,7 +373,7 @@ class Lowering:
 
     def from_tid(self, images: Sequence[int]) -> Value:
         """XOR over the set bits b of %tid of images[b], as an i32 (bits above the CTA are zero)."""
-        images = [int(x) for x in images[:5 + self.warp_bits]]
+        images = [int(x) for x in images[:self.lane_bits + self.warp_bits]]
         tid = self.tid()
         nonzero = [(b, x) for b, x in enumerate(images) if x]
         if not nonzero:
@@ -381,7 +390,7 @@ class Lowering:
                     n += 1
                 k = x0.bit_length() - 1
                 v = tid if b0 == 0 else self.op("arith.shr", [tid, self.const(b0, i32)], i32)
-                if b0 + n < 5 + self.warp_bits:
+                if b0 + n < self.lane_bits + self.warp_bits:
                     v = self.op("arith.and", [v, self.const((1 << n) - 1, i32)], i32)
                 if k:
                     v = self.op("arith.shl", [v, self.const(k, i32)], i32)
@@ -395,10 +404,10 @@ class Lowering:
         return reduce(lambda a, b: self.op("arith.xor", [a, b], i32), terms)
 
     def lane(self) -> Value:
-        return self.op("arith.and", [self.tid(), self.const(WARP - 1, i32)], i32)
+        return self.op("arith.and", [self.tid(), self.const(self.warp_size - 1, i32)], i32)
 
     def warp(self) -> Value:
-        return self.op("arith.shr", [self.tid(), self.const(5, i32)], i32)
+        return self.op("arith.shr", [self.tid(), self.const(self.lane_bits, i32)], i32)
 
     def and_pred(self, a: Value, b: Value) -> Value:
         """a & b for i1 values, folding constants."""
@@ -415,7 +424,7 @@ class Lowering:
 
     def tid_bits_zero(self, mask: int) -> Value:
         """(%tid & mask) == 0."""
-        mask &= (1 << (5 + self.warp_bits)) - 1
+        mask &= (1 << (self.lane_bits + self.warp_bits)) - 1
         if not mask:
             return self.const(True, i1)
         bits = self.op("arith.and", [self.tid(), self.const(mask, i32)], i32)

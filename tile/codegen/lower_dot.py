@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -44,9 +44,8 @@ from ..ir.simt_ops import MMA_SHAPES
 from ..ir.types import DType, element_type, f16, f32, f64, i32
 from .lower_cast import convert
 from .lower_core import LayoutInfo, Lowering, LoweringError, lowers
-
-Regs = tuple[int, ...]
-
+from .lower_fragments import Regs, mma_fragments, operand_source
+from .lower_wgmma import is_wgmma_dot, lower_wgmma_dot
 
 @dataclass(frozen=True)
 class MmaInstr:
@@ -67,49 +66,6 @@ def mma_type(el: DType, precision: str) -> Optional[str]:
     if el == f32 and precision in ("tf32", "tf32x3"):
         return "tf32"
     return None
-
-
-def fragment_pattern(kind: str, kw: int) -> tuple[np.ndarray, tuple[int, int]]:
-    """(offsets [slots, lanes, 2] of each register slot in each lane, tile shape) of an mma fragment.
-
-    Slots: A q * kw + e (q < 4), B q * kw + e (q < 2), C j (j < 4); e the element in the word."""
-    lane = np.arange(32)
-    g, t = lane >> 2, lane & 3
-    if kind == "a":
-        slots = [(g + 8 * (q & 1), kw * t + e + 4 * kw * (q >> 1)) for q in range(4) for e in range(kw)]
-        tile = (16, 8 * kw)
-    elif kind == "b":
-        slots = [(kw * t + e + 4 * kw * q, g) for q in range(2) for e in range(kw)]
-        tile = (8 * kw, 8)
-    else:
-        slots = [(g + 8 * (j >> 1), 2 * t + (j & 1)) for j in range(4)]
-        tile = (16, 8)
-    return np.array([np.stack(s, -1) for s in slots]), tile
-
-
-def mma_fragments(coords: np.ndarray, kind: str, kw: int) -> Optional[tuple[list[Regs], np.ndarray]]:
-    """Registers grouped into fragments: ([regs by slot] per fragment, origins [fragments, warps, 2]).
-
-    coords: element of every (thread, register) [threads, registers, 2]."""
-    pattern, tile = fragment_pattern(kind, kw)
-    lane0 = pattern[:, 0, :]
-    groups: dict[tuple[int, int], dict[int, int]] = defaultdict(dict)
-    for r, x in enumerate(coords[0]):
-        hits = [(s, tuple(x - lane0[s])) for s in range(len(lane0))
-                if (x[0] - lane0[s, 0]) % tile[0] == 0 and (x[1] - lane0[s, 1]) % tile[1] == 0]
-        if len(hits) != 1 or hits[0][0] in groups[hits[0][1]]:
-            return None
-        groups[hits[0][1]][hits[0][0]] = r
-    if any(len(g) != len(lane0) for g in groups.values()):
-        return None
-    regs = np.array([[g[s] for s in range(len(lane0))] for g in groups.values()])   # [fragments, slots]
-    warps = coords.shape[0] // 32
-    c = coords[:, regs.reshape(-1)].reshape(warps, 32, len(regs), len(lane0), 2)
-    origins = c[:, 0, :, 0, :] - lane0[0]                                          # [warps, fragments, 2]
-    want = origins[:, None, :, None, :] + pattern.transpose(1, 0, 2)[None, :, None, :, :]
-    if (c != want).any() or (origins % np.array(tile)).any():
-        return None
-    return [tuple(int(x) for x in g) for g in regs], origins.transpose(1, 0, 2)
 
 
 def mma_plan(a: LayoutInfo, b: LayoutInfo, c: LayoutInfo, kw: int, threads: int) -> Optional[list[MmaInstr]]:
@@ -147,15 +103,6 @@ def mma_plan(a: LayoutInfo, b: LayoutInfo, c: LayoutInfo, kw: int, threads: int)
 
 def _words(regs: Regs, kw: int) -> tuple[Regs, ...]:
     return tuple(regs[i:i + kw] for i in range(0, len(regs), kw))
-
-
-def operand_source(ctx: Lowering, v: Value) -> Callable[[Sequence[int]], list[Value]]:
-    """A getter of `v`'s registers by index (loads deferred shared operands on first use)."""
-    deferred = ctx.deferred.pop(v, None)
-    if deferred is not None:
-        return deferred.get
-    regs = ctx.get(v)
-    return lambda idx: [regs[i] for i in idx]
 
 
 # ------------------------------------------------------------------------------ mma
@@ -256,8 +203,6 @@ def _lower_fma(ctx: Lowering, op: Operation) -> None:
 
 @lowers("tt.dot")
 def _lower_dot(ctx: Lowering, op: Operation) -> None:
-    from .lower_wgmma import is_wgmma_dot, lower_wgmma_dot  # lower_wgmma builds on this module
-
     if is_wgmma_dot(op):
         lower_wgmma_dot(ctx, op)
         return
@@ -267,7 +212,7 @@ def _lower_dot(ctx: Lowering, op: Operation) -> None:
     plan = None
     if atype is not None and acc_t in (f32, f16, i32):
         kw = MMA_SHAPES[atype].k_width
-        plan = mma_plan(ctx.info(a.type), ctx.info(b.type), ctx.info(c.type), kw, 32 * ctx.num_warps)
+        plan = mma_plan(ctx.info(a.type), ctx.info(b.type), ctx.info(c.type), kw, ctx.threads)
     if plan:
         _lower_mma(ctx, op, atype, plan)
         return

@@ -66,9 +66,9 @@ def _by_shuffles(ctx: Lowering, op: Operation) -> None:
     source_reg: dict[Coord, int] = {}
     for r, c in enumerate(sinfo.reg_coords):
         source_reg.setdefault(off(c), r)
-    lane_of_bit = {b[axis].bit_length() - 1: lane for lane, b in enumerate(sinfo.tid_bases[:5]) if b[axis]}
+    lane_of_bit = {b[axis].bit_length() - 1: lane for lane, b in enumerate(sinfo.tid_bases[:ctx.lane_bits]) if b[axis]}
     axis_lanes = sum(1 << lane for lane in lane_of_bit.values())
-    keep = ctx.op("arith.and", [ctx.lane(), ctx.const(~axis_lanes & 31, i32)], i32)
+    keep = ctx.op("arith.and", [ctx.lane(), ctx.const(~axis_lanes & (ctx.warp_size - 1), i32)], i32)
     size = src.type.shape[axis]
     vals, idxs = ctx.get(src), ctx.get(index)
     canon = rinfo.canonical_regs()

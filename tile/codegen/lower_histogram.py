@@ -44,7 +44,7 @@ def _lower_histogram(ctx: Lowering, op: Operation) -> None:
     four = ctx.const(4, i32)
     if ctx.smem_pending:
         ctx.barrier()
-    threads = 32 * ctx.num_warps
+    threads = ctx.threads
     zero = ctx.const(0, i32)
     for start in range(0, bins, threads):
         slot = ctx.add(ctx.tid(), ctx.const(start, i32))

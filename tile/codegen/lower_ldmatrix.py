@@ -100,8 +100,8 @@ class SharedOperand:
         info = ctx.info(t)
         self.base = ctx.get(buf)[0]
         self.reg_off = np.array([layout.offset_of(c, t.shape) for c in info.reg_coords], dtype=np.int64)
-        threads = 32 * ctx.num_warps
-        self.tid_images = [layout.offset_of(b, t.shape) for b in info.tid_bases[:5 + ctx.warp_bits]]
+        threads = ctx.threads
+        self.tid_images = [layout.offset_of(b, t.shape) for b in info.tid_bases[:ctx.lane_bits + ctx.warp_bits]]
         thr = np.zeros(threads, dtype=np.int64)
         for b, img in enumerate(self.tid_images):
             thr[(np.arange(threads) >> b & 1).astype(bool)] ^= img

@@ -150,7 +150,7 @@ def _across_warps(ctx: Lowering, op: Operation, info: LayoutInfo, partial: dict[
     warp = ctx.warp()
     axis_mask = sum(1 << w for w in warp_bits)
     warp_base = ctx.op("arith.and", [warp, ctx.const(~axis_mask, i32)], i32)
-    lane_mask = sum(1 << b for b in lane_bits) | (info.replicated_tid_mask & 31)
+    lane_mask = sum(1 << b for b in lane_bits) | (info.replicated_tid_mask & (ctx.warp_size - 1))
     writer = ctx.tid_bits_zero(lane_mask)
     if ctx.smem_pending:
         ctx.barrier()

@@ -97,8 +97,8 @@ def _lower_scan(ctx: Lowering, op: Operation) -> None:
             pos = ctx.op("arith.sub", [ctx.const((1 << nl) - 1, i32), pos], i32)
         mode = "down" if reverse else "up"
         lane_mask = ((1 << nl) - 1) << b0
-        last = ctx.op("arith.or", [ctx.op("arith.and", [ctx.lane(), ctx.const(~lane_mask & 31, i32)], i32),
-                                   ctx.const(0 if reverse else lane_mask, i32)], i32)
+        group_base = ctx.op("arith.and", [ctx.lane(), ctx.const(~lane_mask & (ctx.warp_size - 1), i32)], i32)
+        last = ctx.op("arith.or", [group_base, ctx.const(0 if reverse else lane_mask, i32)], i32)
         first = ctx.op("arith.cmp", [pos, ctx.const(0, i32)], i1, predicate="gt")
         for key, g in groups.items():
             t = totals[key]
@@ -144,14 +144,14 @@ def _scan_warps(ctx: Lowering, op: Operation, info: LayoutInfo, plan: _Plan, gro
     span = 0
     for x in images:
         span |= x
-    warps = sorted(plan.warps, key=lambda w: info.tid_bases[5 + w][axis])
+    warps = sorted(plan.warps, key=lambda w: info.tid_bases[ctx.lane_bits + w][axis])
     nw = len(warps)
     warp = ctx.warp()
     warp_base = ctx.op("arith.and", [warp, ctx.const(~sum(1 << w for w in warps), i32)], i32)
-    pos = ctx.from_tid([0] * 5 + [1 << warps.index(w) if w in warps else 0 for w in range(ctx.warp_bits)])
+    pos = ctx.from_tid([0] * ctx.lane_bits + [1 << warps.index(w) if w in warps else 0 for w in range(ctx.warp_bits)])
     if reverse:
         pos = ctx.op("arith.sub", [ctx.const((1 << nw) - 1, i32), pos], i32)
-    writer = ctx.tid_bits_zero(sum(1 << b for b in plan.lanes) | (info.replicated_tid_mask & 31))
+    writer = ctx.tid_bits_zero(sum(1 << b for b in plan.lanes) | (info.replicated_tid_mask & (ctx.warp_size - 1)))
     first = ctx.op("arith.cmp", [pos, ctx.const(0, i32)], i1, predicate="gt")
     chunk_keys: dict[int, list[int]] = {}
     for key in groups:

@@ -33,7 +33,7 @@ bytes between swizzle atoms along M or N, SBO = bytes between 8-row groups along
 mode 1, 2, 3 for 128, 64, 32 bytes (tile.ir.dot_layouts.wgmma_swizzle).
 
 A in registers (#dot_op<op_idx = 0> of the accumulator's layout, f16/bf16): each warp holds
-mma.sync's m16n8k16 A fragments (lower_dot.mma_fragments); the fragment whose origin is the
+mma.sync's m16n8k16 A fragments (lower_fragments.mma_fragments); the fragment whose origin is the
 instruction tile's (m0, k-step) in every warp of a warp group gives the four packed registers
 (wgmma.mma_async ... {d..}, {%r1, %r2, %r3, %r4}, %db, %p, 1, 1, 1;).
 
@@ -56,7 +56,7 @@ from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
 from ..ir.types import TensorType, element_type, f16, f32, i1, i32, u64
 from .lower_cast import convert
 from .lower_core import LayoutInfo, Lowering, LoweringError, lowers
-from .lower_dot import mma_fragments, operand_source
+from .lower_fragments import mma_fragments, operand_source
 
 DESCRIPTOR_MODE = {128: 1, 64: 2, 32: 3}  # the swizzle field (bits 62-63) of a matrix descriptor
 UNUSED_OFFSET = 16  # a byte offset the layout does not use: the PTX ISA's "assumed to be 1" (>> 4)
@@ -145,7 +145,7 @@ class _RegisterA:
         a = op.operand(0)
         info = ctx.info(a.type)
         self.ctx, self.kw = ctx, 4 // element_bytes(a.type)
-        threads = 32 * ctx.num_warps
+        threads = ctx.threads
         found = mma_fragments(info.coords(threads), "a", self.kw)
         if found is None:
             raise LoweringError(op, f"{a.type}: the registers are not wgmma A fragments")
@@ -182,7 +182,7 @@ def lower_wgmma_dot(ctx: Lowering, op: Operation) -> None:
     if acc_t not in (calc, f16) or (acc_t == f16 and (calc != f32 or op.attrs.get("is_async"))):
         raise LoweringError(op, f"wgmma on {atype} accumulates in {calc}, not {acc_t}"
                                 + (" asynchronously" if acc_t == f16 else ""))
-    if ctx.target != "sm_90a":
+    if not ctx.facts.has_matrix_instruction("wgmma"):
         raise LoweringError(op, f"wgmma needs target sm_90a, not {ctx.target}")
     info = ctx.info(c.type)
     n = layout.instr_shape[1]

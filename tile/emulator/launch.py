@@ -161,10 +161,11 @@ class Emulated:
             fn = fn.fn
         if not isinstance(fn, JITFunction):
             raise TypeError(f"tile.emulate needs a @tile.jit kernel, got {type(fn).__name__}")
-        from ..codegen.ptx import TARGETS
+        from ..codegen.target import targets_of
 
-        if target not in TARGETS:
-            raise ValueError(f"unknown PTX target {target!r}; expected one of {', '.join(TARGETS)}")
+        ptx_targets = targets_of("ptx")
+        if target not in ptx_targets:
+            raise ValueError(f"unknown PTX target {target!r}; expected one of {', '.join(ptx_targets)}")
         self.fn, self.target, self.max_steps = fn, target, max_steps
         self.cache: dict[tuple, Any] = {}
 

@@ -11,7 +11,7 @@ Values keep their uses, so passes can `replace_all_uses_with` and ask `has_uses`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .types import Type
 
@@ -236,10 +236,12 @@ class Operation:
                     new_block.append(op.clone(mapping))
         return new
 
-    def __str__(self) -> str:
-        from .printer import print_op
+    # The text of an op: tile.ir.printer, which is built on this module, sets this to its print_op
+    # when it loads (the tile.ir package loads it), so that this module imports nothing of it.
+    text_form: Callable[["Operation"], str]
 
-        return print_op(self)
+    def __str__(self) -> str:
+        return Operation.text_form(self)
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"

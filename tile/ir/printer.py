@@ -111,3 +111,6 @@ def print_op(op: Operation, locs: bool = False) -> str:
     p = Printer(locs)
     p.op(op)
     return "\n".join(p.lines)
+
+
+Operation.text_form = print_op

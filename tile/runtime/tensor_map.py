@@ -22,13 +22,15 @@ testable without a GPU.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from tile.ir.tma_layouts import TMA_MAX_BOX, TMA_MIN_INNER_BYTES, tma_layout
 from tile.ir.types import DTYPES
-from tile.tools.tensor_descriptor import TensorDescriptor
 
 from .arrays import describe_argument
+
+if TYPE_CHECKING:  # tile.tools builds on the runtime; the runtime names its descriptors only in annotations
+    from tile.tools.tensor_descriptor import TensorDescriptor
 
 TMA_TARGETS = ("sm_90a",)
 TENSOR_MAP_BYTES = 128

@@ -27,12 +27,12 @@ import linecache
 import os
 from typing import Callable, Optional, Union
 
-from ..ir import simt_ops  # noqa: F401  (registers the simt ops)
-from ..ir import inline_asm
-from ..ir.core import Operation, Value
-from ..ir.float8 import is_float8_variant
-from ..ir.types import DType, PointerType, TensorMapType, f16, f32, f64, i1, i32
-from .floats import float_bits
+from ...ir import simt_ops  # noqa: F401  (registers the simt ops)
+from ...ir import inline_asm
+from ...ir.core import Operation, Value
+from ...ir.float8 import is_float8_variant
+from ...ir.types import DType, PointerType, TensorMapType, f16, f32, f64, i1, i32
+from ..floats import float_bits
 
 TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 
@@ -837,7 +837,3 @@ def emit_ptx(simt_func: Operation, target: str = "sm_90a", ptx_version: str = "8
     if simt_func.name != "simt.func":
         raise PtxError(simt_func, "emit_ptx expects a simt.func")
     return _Emitter(simt_func, target, ptx_version).run()
-
-
-from . import ptx_wgmma  # noqa: E402,F401  (registers the emission of wgmma, which builds on this module)
-from . import ptx_tma  # noqa: E402,F401  (and of TMA copies and mbarriers)

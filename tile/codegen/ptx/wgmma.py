@@ -13,9 +13,9 @@ used elsewhere too, happens before a wgmma (which reads it) or after a wait:
 """
 from __future__ import annotations
 
-from ..ir import simt_ops
-from ..ir.core import Operation
-from .ptx import _Emitter, _mov_type, handles
+from ...ir import simt_ops
+from ...ir.core import Operation
+from .emit import _Emitter, _mov_type, handles
 
 # wgmma: the immediates after scale-d, by operand type (scale-a, scale-b; transposes for 16-bit types:
 # of A and B, or of B alone where A is in registers)

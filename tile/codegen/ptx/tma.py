@@ -6,13 +6,13 @@
                                                           .mbarrier::complete_tx::bytes [%r2], [%rd1, {%r3, %r4}], [%r1];
     simt.mbarrier_wait %bar, %phase                  ->  $L__k_1:  mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r1], %r5;
                                                           @!%p2 bra.uni $L__k_1;
-A tensormap value is the generic address of its kernel parameter (ptx.py's parameter load:
+A tensormap value is the generic address of its kernel parameter (emit.py's parameter load:
 `mov.b64 %rd1, k_param; cvta.param.u64 %rd1, %rd1;`).
 """
 from __future__ import annotations
 
-from ..ir.core import Operation
-from .ptx import _Emitter, handles
+from ...ir.core import Operation
+from .emit import _Emitter, handles
 
 TMA_TEMPLATES: dict[str, str] = {
     "simt.mbarrier_init": "{guard}mbarrier.init.shared::cta.b64 [{bar}], {count};",
