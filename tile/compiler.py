@@ -352,7 +352,7 @@ def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str]
     """
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; choose one of {', '.join(STAGES)}")
-    from .codegen.ptx import TARGETS
+    from .codegen.target import TARGETS
     from .display import Dump
     from .frontend.jit import JITFunction
 

@@ -37,6 +37,7 @@ from .specialize import (FAST_ARGS, Specialization, arg_key, fast_arg, flattenin
 from ..runtime import cuda_driver
 from ..runtime.cuda_driver import current_device, loading_on, torch_stream_getter
 from ..runtime.devices import resolver, torch_device_getter
+from ..opt.user_passes import hash_code, on_registry_change
 
 _MISSING = object()
 _RUNTIME, _NO_SPECIALIZE, _CONSTEXPR = 0, 1, 2
@@ -84,6 +85,9 @@ def forget_all_compiled() -> None:
     compiling produces)."""
     for kernel in list(_ALL_KERNELS):
         kernel.forget_compiled()
+
+
+on_registry_change(forget_all_compiled)
 
 
 class JITFunction:
@@ -220,7 +224,7 @@ class JITFunction:
         if id(self) in seen:
             return
         seen.add(id(self))
-        _hash_code(digest, self.fn.__code__)
+        hash_code(digest, self.fn.__code__)
         names = self.fn.__code__.co_names + self.fn.__code__.co_freevars
         values = [(name, self._free_value(name)) for name in names]
         modules = [v for _, v in values if isinstance(v, types.ModuleType)]
@@ -229,7 +233,7 @@ class JITFunction:
             if isinstance(value, JITFunction):
                 value._hash_into(digest, seen)
             elif isinstance(value, ConstexprFunction):
-                _hash_code(digest, value.fn.__code__)
+                hash_code(digest, value.fn.__code__)
             elif isinstance(value, (bool, int, float, str, constexpr, dtype)):
                 digest.update(f"{name}={unwrap(value)!r};".encode())
 
@@ -517,19 +521,6 @@ def _launch_target() -> str:
             os.environ.get("TILE_INTERPRET", "0") in ("", "0"):
         return _EMULATOR_PREFIX + os.environ.get("TILE_EMULATE_TARGET", "sm_80")
     return target
-
-
-def _hash_code(digest: Any, code: types.CodeType) -> None:
-    """Feed a code object to `digest`: bytecode, line table, names and constants (nested code
-    objects recursively; their repr would hold a memory address)."""
-    digest.update(code.co_code)
-    digest.update(code.co_linetable)
-    digest.update(repr((code.co_filename, code.co_firstlineno, code.co_names, code.co_varnames)).encode())
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            _hash_code(digest, const)
-        else:
-            digest.update(repr(const).encode())
 
 
 def _describe_value(value: Any) -> str:

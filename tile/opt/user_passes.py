@@ -37,7 +37,6 @@ import inspect
 import types
 from typing import Any, Callable, Iterable, Optional, Union
 
-from ..frontend.jit import forget_all_compiled
 from ..ir import Operation, VerificationError, print_op, verify
 from .pass_manager import Pass, PassVerificationError
 from .tile_pipeline import tile_passes
@@ -75,15 +74,26 @@ class UserPass(Pass):
         return digest.hexdigest()
 
 
+def hash_code(digest: Any, code: types.CodeType) -> None:
+    """Feed a code object to `digest`: bytecode, line table, names and constants (nested code
+    objects recursively; their repr would hold a memory address)."""
+    digest.update(code.co_code)
+    digest.update(code.co_linetable)
+    digest.update(repr((code.co_filename, code.co_firstlineno, code.co_names, code.co_varnames)).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            hash_code(digest, const)
+        else:
+            digest.update(repr(const).encode())
+
+
 def _hash_function(digest: Any, fn: types.FunctionType, seen: set[int]) -> None:
     """Feed `fn`'s code, defaults and closure to `digest`, then those of the module-level Python
     functions its code names (helpers it calls), once each."""
-    from ..frontend.jit import _hash_code
-
     if id(fn) in seen:
         return
     seen.add(id(fn))
-    _hash_code(digest, fn.__code__)
+    hash_code(digest, fn.__code__)
     cells = _closure_values(fn)
     digest.update(repr((fn.__qualname__, fn.__defaults__, [v for v in cells if not callable(v)])).encode())
     called = [fn.__globals__.get(name) for name in fn.__code__.co_names] + [v for v in cells if callable(v)]
@@ -122,6 +132,18 @@ def as_pass(p: PassLike) -> UserPass:
 
 
 _REGISTERED: list[tuple[UserPass, str]] = []  # (pass, the tile pass it runs after), in registration order
+_ON_CHANGE: list[Callable[[], None]] = []  # called when the registry changes (tile.frontend.jit forgets binaries)
+
+
+def on_registry_change(callback: Callable[[], None]) -> None:
+    """Call `callback` whenever a pass is registered or unregistered (the frontend uses it to make
+    launched kernels compile again; opt does not import the frontend)."""
+    _ON_CHANGE.append(callback)
+
+
+def _registry_changed() -> None:
+    for callback in _ON_CHANGE:
+        callback()
 
 
 def _tile_pass_names() -> list[str]:
@@ -142,7 +164,7 @@ def register_pass(p: Optional[PassLike] = None, *, after: str = "dce") -> Any:
     if any(r.target is wrapped.target for r, _ in _REGISTERED):
         raise ValueError(f"register_pass: pass {wrapped.name!r} is already registered")
     _REGISTERED.append((wrapped, after))
-    forget_all_compiled()
+    _registry_changed()
     return p
 
 
@@ -151,7 +173,7 @@ def unregister_pass(p: PassLike) -> None:
     for i, (r, _) in enumerate(_REGISTERED):
         if r.target is p or r is p:
             del _REGISTERED[i]
-            forget_all_compiled()
+            _registry_changed()
             return
     raise ValueError(f"unregister_pass: {p!r} is not registered")
 

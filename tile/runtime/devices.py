@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Optional
 
-from tile.tools.tensor_descriptor import TensorDescriptor
 
 from .arrays import DeviceArray
 from .cuda_driver import is_torch_tensor
@@ -41,6 +40,10 @@ _ARRAY = "array"
 def _devices_in(value: Any) -> Iterator[tuple[str, int]]:
     """(kind, device index) of each GPU array in `value`: kind "torch" for CUDA torch tensors,
     "array" for other arrays whose device is known. Host arrays and scalars give nothing."""
+    from tile.tools.tensor_descriptor import TensorDescriptor  # tile.tools imports the runtime when it loads
+
+    if isinstance(value, (int, float)) or value is None:
+        return
     if is_torch_tensor(value):
         index = value.get_device()
         if index >= 0:
