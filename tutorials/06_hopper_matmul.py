@@ -21,7 +21,11 @@ machinery that makes the H100 fast, and this tutorial opens each piece with `til
    `mbarrier.try_wait.parity`, whose parity flips each time the ring wraps. The wgmma runs
    asynchronously and `wgmma.wait_group 1` keeps one group in flight while the next copies go out.
 5. The persistent schedule. The grid is the number of SMs; each program loops over output
-   tiles (tile_id, tile_id + NUM_SMS, ...), so no program waits for a launch slot.
+   tiles (tile_id, tile_id + NUM_SMS, ...): one wave of resident programs instead of one
+   program per tile.
+
+The stages printed: tile IR (target independent), gpu IR (layouts, buffers, the ring), simt IR
+(what one thread runs) and PTX, all from `tile.dump(..., target="sm_90a")`.
 
 Everything here runs without a GPU: the dumps compile for "sm_90a" on any machine and the
 kernel runs on the NumPy interpreter (which models an H100: 132 SMs). On an H100 the same script
@@ -225,12 +229,25 @@ def tensor_descriptor(descs, ptx: str) -> None:
 # ------------------------------------------------------------------------------ 4. mbarrier ring
 
 
-def mbarrier_ring(gpu_ir: str, ptx: str) -> None:
+def compact_simt(line: str) -> str:
+    """A simt.wgmma line with its 64 accumulator values and types elided."""
+    line = re.sub(r"^(\s*%\w+)(, %\w+){8,}, (%\w+) =", r"\1 .. \3 =", line)
+    line = re.sub(r"(simt\.wgmma %\w+, %\w+, %\w+)(, %\w+){8,}", r"\1, <accumulator>", line)
+    return re.sub(r": f32(, f32){8,}", ": f32 x 64", line)
+
+
+def mbarrier_ring(gpu_ir: str, simt_ir: str, ptx: str) -> None:
     section(f"4. The mbarrier ring: {NUM_STAGES} stages, TMA copies {NUM_STAGES - 1} iterations ahead")
     print("\ngpu IR (excerpt):\n")
     print(excerpt(gpu_ir, ("gpu.local_alloc", "gpu.mbarrier", "gpu.tma_load_async", "tt.dot", "gpu.dot_wait",
                            "scf.for", "gpu.tma_store"), limit=3))
-    print("\nThe schedule read back from that IR (tile.viz.show_pipeline): cN = copy for iteration N issued,\n"
+    start = simt_ir.rindex("\n", 0, simt_ir.index("simt.mbarrier_wait")) + 1
+    body = simt_ir[start:simt_ir.index("simt.wgmma_wait {pending = 1}")]
+    print("\nsimt IR, one thread's K-loop body (excerpt): wait for the stage, build the descriptors (arith.or of\n"
+          "the start address >> 4 with the fixed fields), fence, 4 wgmma, commit:\n")
+    print("\n".join(compact_simt(line) for line in body.splitlines() if "simt." in line or "arith.or" in line))
+    assert body.count("simt.wgmma ") == BK // 16
+    print("\nThe schedule read back from the gpu IR (tile.viz.show_pipeline): cN = copy for iteration N issued,\n"
           "MN = iteration N's wgmma reads the buffer, DN rM = dot N starts and dot M is retired:\n")
     ring = show_pipeline(gpu_ir)
     print(ring)
@@ -316,6 +333,7 @@ def main() -> None:
     M, N, K = (4096 + 64, 4096 + 32, 4096 + 16) if ON_GPU else (200, 192, 160)
     descs, launch = run(M, N, K, num_sms)
     gpu_ir = dump("gpu", descs, M, N, K, num_sms)
+    simt_ir = dump("simt", descs, M, N, K, num_sms)
     ptx = dump("ptx", descs, M, N, K, num_sms)
     print("\n--- tile IR: target independent; descriptor loads and stores, the two loops\n")
     print(tile.dump(persistent_matmul, *descs, M, N, K, NUM_SMS=num_sms, stage="tile", target=TARGET,
@@ -323,7 +341,7 @@ def main() -> None:
     layouts(gpu_ir)
     matrix_descriptors(gpu_ir, ptx)
     tensor_descriptor(descs, ptx)
-    mbarrier_ring(gpu_ir, ptx)
+    mbarrier_ring(gpu_ir, simt_ir, ptx)
     persistent_schedule(gpu_ir, ptx, num_sms)
     if ON_GPU:
         ms = tile.testing.do_bench(launch, warmup=25, rep=100, return_mode="median")
