@@ -192,7 +192,12 @@ def matrix_descriptors(gpu_ir: str, ptx: str) -> None:
               f"transpose-a {imm[2]} transpose-b {imm[3]}")
     assert len(wgmma) == BK // 16 and all(s == f"m64n{BN}k16" for s, *_ in wgmma)
     assert all(w[3:] == ("1", "1", "0", "1") for w in wgmma)  # B is N-major: transposed relative to K-major
-    assert re.search(r"add\.u64 %rd\d+, %rd\d+, 2;", ptx)  # +32 bytes: A's next k16 step
+    # Each k16 step's descriptors are the first one plus (bytes to the step's first element) >> 4.
+    added = {reg: int(x) << 4 for reg, x in re.findall(r"add\.u64 (%rd\d+), %rd\d+, (\d+);", ptx)}
+    steps = [(added.get(da, 0), added.get(db, 0)) for _, da, db, *_ in wgmma]
+    print("  start address advance per k16 step (A, B bytes): " + ", ".join(f"({a}, {b})" for a, b in steps))
+    assert steps == [(a_layout.offset_of((0, 16 * i), (BM, BK)) * 2, b_layout.offset_of((16 * i, 0), (BK, BN)) * 2)
+                     for i in range(BK // 16)]
 
 
 # ------------------------------------------------------------------------------ 3. TMA descriptor
