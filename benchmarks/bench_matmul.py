@@ -134,7 +134,7 @@ def format_row(row: dict[str, Any]) -> str:
 
 
 HEADER = (f"{'dtype':>5}{'M':>6}{'N':>6}{'K':>6}{'tile':>8}{'Triton':>8}{'cuBLAS':>8}{'tile/Triton':>12}"
-          "  tile config / regs / spills / smem (TFLOP/s)")
+          "  (TFLOP/s)  tile config / regs / spills / smem")
 
 
 # ------------------------------------------------------------------------------ on the GPU

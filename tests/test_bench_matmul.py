@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 
+import numpy as np
 import pytest
 from ptxas_util import assemble_ok, needs_ptxas
 
@@ -109,3 +110,22 @@ def test_tile_compiles_candidates_on_tensor_cores(dtype, m, cfg):
     assert "wgmma.mma_async" in ptx or "mma.sync" in ptx
     info = assemble_ok(ptx, "sm_90a")
     assert info.spill_stores == 0 and info.spill_loads == 0, (cfg, info)
+
+
+# skinny configurations with BLOCK_M 16 and 64 that also fit sm_80 (conftest assembles every test kernel for it)
+@pytest.mark.parametrize("cfg", [c for c in bench.SKINNY_CONFIGS if c[:3] in ((16, 32, 256), (64, 64, 128))],
+                         ids=str)
+def test_skinny_config_is_correct_on_the_interpreter(cfg):
+    """A decode-shaped product (M = 16 under the first skinny BLOCK_M = 16 and 64 configurations:
+    rows past M wrap around and are not stored) with the benchmark's grid, against NumPy in float64."""
+    row = bench.Problem("fp16", 16, 64, 512)
+    bm, bn, bk, gm, warps, stages = cfg
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((row.m, row.k)).astype(np.float16)
+    b = rng.standard_normal((row.k, row.n)).astype(np.float16)
+    c = np.full((row.m, row.n), np.nan, np.float16)
+    TILE_KERNELS.matmul_kernel[(bench.grid_size(row, cfg),)](
+        a, b, c, row.m, row.n, row.k, row.k, 1, row.n, 1, row.n, 1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+        GROUP_M=gm, num_warps=warps, num_stages=stages)
+    np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
+                               atol=5e-2)
