@@ -107,8 +107,9 @@ def test_a_graph_captured_on_cuda1_replays_there():
 
 
 @pytest.mark.multigpu
-def test_tile_leaves_pytorchs_current_device_alone():
-    script = textwrap.dedent("""
+def test_tile_leaves_pytorchs_current_device_alone(tmp_path):
+    script = tmp_path / "keeps_device.py"  # a file: tile reads the kernel's source back
+    script.write_text(textwrap.dedent("""
         import torch, numpy as np, tile, tile.language as tl
         torch.cuda.set_device(1)
 
@@ -123,8 +124,8 @@ def test_tile_leaves_pytorchs_current_device_alone():
         assert torch.cuda.current_device() == 1, torch.cuda.current_device()
         assert out.device.index == 1 and bool((out == 2.5).all())
         print("current device kept")
-    """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+    """))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 0, result.stderr
     assert "current device kept" in result.stdout
