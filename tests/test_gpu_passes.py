@@ -21,7 +21,6 @@ ALIASES = {
     "#B2": str(BlockedLayout((2,), (32,), (4,), (0,))),
     "#B4": str(BlockedLayout((4,), (32,), (4,), (0,))),
     "#B8": str(BlockedLayout((8,), (32,), (4,), (0,))),
-    "#B16": str(BlockedLayout((16,), (32,), (4,), (0,))),
     "#D2": str(BlockedLayout((1, 1), (1, 32), (2, 2), (1, 0))),       # default of 4x64 (and 64x64)
     "#C2": str(BlockedLayout((1, 4), (2, 16), (4, 1), (1, 0))),       # coalesced 64x64 f32, row-major
     "#T2": str(BlockedLayout((4, 1), (16, 2), (1, 4), (0, 1))),       # its transpose

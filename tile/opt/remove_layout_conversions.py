@@ -23,12 +23,10 @@ then two more on what is left:
    came out equal are merged (CSE) and what is left unused is deleted (DCE).
 4. Stores follow their values. A tt.store whose value comes through a conversion between
    threads stores in the value's layout instead (its registers reordered, a free renaming) when
-   that is nearly as coalesced, with vectors no longer than coalescing chose and runs at most
-   two vectors long (tile.ir.layouts.store_layout_like), and its pointers and mask can be
-   recomputed in it: a tl.cat of two blocks loaded 2 elements per thread, whose result each
-   thread holds as two runs of 2 where coalescing chose runs of 4, goes out in vector stores of
-   2 rather than through shared memory; f16 loaded 8 per thread and stored as f32 goes out as
-   two 16-byte vectors per thread.
+   that is as coalesced, with vectors no longer than coalescing chose (tile.ir.layouts.
+   store_layout_like), and its pointers and mask can be recomputed in it: a tl.cat of two blocks
+   loaded 2 elements per thread, whose result each thread holds as two runs of 2 where coalescing
+   chose runs of 4, goes out in vector stores of 2 rather than through shared memory.
 5. Narrowing. A conversion that stays moves to the narrow side of an arith.cast, so fewer bytes
    go through shared memory: convert(widening cast(x)) becomes cast(convert(x)), and a
    narrowing cast(convert(y)), the conversion's only use, becomes convert(cast(y)).
@@ -47,12 +45,12 @@ After (%offs and the splats recomputed in #b4, no conversion left):
     %sum = arith.add %x, %y : tensor<1024xf32, #b4>
     tt.store %op, %sum
 
-Narrowing (an i8 load kept in #b16 feeds an f32 store that wants #b4, runs too long to follow):
-    %f = arith.cast %h : tensor<2048xf32, #b16>
-    %0 = gpu.convert_layout %f : tensor<2048xf32, #b4>
+Narrowing (an f16 load kept in #b8 feeds an f32 store that wants #b4):
+    %f = arith.cast %h : tensor<1024xf32, #b8>
+    %0 = gpu.convert_layout %f : tensor<1024xf32, #b4>
 becomes
-    %0 = gpu.convert_layout %h : tensor<2048xi8, #b4>
-    %f = arith.cast %0 : tensor<2048xf32, #b4>
+    %0 = gpu.convert_layout %h : tensor<1024xf16, #b4>
+    %f = arith.cast %0 : tensor<1024xf32, #b4>
 """
 from __future__ import annotations
 
