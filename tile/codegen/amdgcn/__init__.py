@@ -1,0 +1,39 @@
+"""The AMDGCN backend: simt IR -> gfx942 assembly text -> code object.
+
+    simt.func ──isel──▶ MIR (virtual SGPRs/VGPRs) ──regalloc──▶ physical registers
+              ──waitcnt, nops──▶ ──kernel_object──▶ .s text (descriptor, metadata) ──llvm-mc, ld.lld──▶ .hsaco
+
+isa (the instruction table), mir (machine IR and printer), isel (selection and uniformity),
+regalloc (liveness, linear scan), waitcnt (s_waitcnt and wait states), kernel_object (text,
+assembler). `emit_amdgcn` is the entry the compiler calls.
+"""
+from __future__ import annotations
+
+from ...ir.core import Operation
+from .isa import WAVE_SIZE
+from .isel import UnsupportedOnTarget, select
+from .kernel_object import ToolNotFound, assemble, kernel_text
+from .regalloc import allocate
+from .waitcnt import insert_nops, insert_waits
+
+TARGETS = tuple(WAVE_SIZE)
+
+__all__ = ["TARGETS", "UnsupportedOnTarget", "ToolNotFound", "assemble", "emit_amdgcn", "is_amdgcn_target"]
+
+
+def is_amdgcn_target(target: str) -> bool:
+    return target.startswith("gfx")
+
+
+def check_target(target: str) -> None:
+    if target not in TARGETS:
+        raise ValueError(f"unknown AMD target {target!r}; supported: {', '.join(TARGETS)}")
+
+
+def emit_amdgcn(simt: Operation, target: str) -> str:
+    """The gfx assembly text of simt.func `simt` (kernel, descriptor and metadata)."""
+    check_target(target)
+    sel = select(simt, target)
+    assignment = allocate(sel.insts, target, sel.name)
+    insts = insert_nops(insert_waits(sel.insts, assignment), assignment)
+    return kernel_text(sel, insts, assignment, target)

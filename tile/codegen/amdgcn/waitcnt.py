@@ -1,0 +1,78 @@
+"""s_waitcnt insertion, and the wait states the hardware does not interlock.
+
+Memory instructions return their results later: a global load increments vmcnt (stores do
+too on GFX9), an s_load increments lgkmcnt, and each counter falls as results land. Before an
+instruction reads or writes a register that an in-flight load will write, it must wait:
+`s_waitcnt vmcnt(N)` until at most N vector memory ops are outstanding. Vector memory ops
+return in order, so N is the number issued after the needed load; scalar loads may return
+out of order, so a wait for one is lgkmcnt(0) (CDNA3 ISA 4.4).
+
+    global_load_dword v1, v[2:3], off         global_load_dword v1, v[2:3], off
+    global_load_dword v4, v[2:3], off   ->    global_load_dword v4, v[2:3], off
+    v_add_f32 v5, v1, v1                      s_waitcnt vmcnt(1)
+                                              v_add_f32 v5, v1, v1
+
+The pass works on virtual or allocated registers (after allocation it also catches a register
+reused while a dead load result is still in flight). `insert_nops` adds the one wait state
+gfx940+ needs between a transcendental (v_rcp_f32, v_exp_f32...) and a VALU reading its result.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .isa import MAX_VMCNT, info
+from .mir import Imm, MInst, Reg, Sub
+
+Unit = tuple
+
+
+def units(o, assignment: Optional[dict[Reg, int]]) -> list[Unit]:
+    """The 32-bit register cells operand `o` covers (physical where allocated)."""
+    if not isinstance(o, Sub):
+        return []
+    if assignment is None:
+        return [(o.reg.id, o.start + k) for k in range(o.count)]
+    first = assignment[o.reg] + o.start
+    return [(o.bank, first + k) for k in range(o.count)]
+
+
+def insert_waits(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None) -> list[MInst]:
+    """`insts` with the s_waitcnt each first touch of a pending load's result needs."""
+    out: list[MInst] = []
+    vm: list[set[Unit]] = []      # registers each outstanding vector memory op writes, oldest first
+    lgkm: list[set[Unit]] = []
+    for inst in insts:
+        touched = {u for o in inst.defs + inst.uses for u in units(o, assignment)}
+        counts: dict[str, int] = {}
+        needed = [k for k, written in enumerate(vm) if written & touched]
+        if needed:
+            counts["vmcnt"] = min(len(vm) - 1 - needed[-1], MAX_VMCNT)
+            del vm[:needed[-1] + 1]
+        if any(written & touched for written in lgkm):
+            counts["lgkmcnt"] = 0
+            lgkm.clear()
+        if counts:
+            out.append(MInst("s_waitcnt", [], [], counts, "results of earlier loads"))
+        out.append(inst)
+        counter = info(inst.opcode).counter
+        written = {u for o in inst.defs for u in units(o, assignment)}
+        if counter == "vmcnt":
+            vm.append(written)
+        elif counter == "lgkmcnt":
+            lgkm.append(written)
+    return out
+
+
+def insert_nops(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None) -> list[MInst]:
+    """One s_nop between a transcendental VALU op and a VALU op that reads its result
+    (gfx940's "trans use" hazard; the hardware does not interlock it)."""
+    out: list[MInst] = []
+    for inst in insts:
+        if out:
+            last = out[-1]
+            written = {u for o in last.defs for u in units(o, assignment)}
+            read = {u for o in inst.uses for u in units(o, assignment)}
+            if info(last.opcode).latency == "trans" and info(inst.opcode).is_valu and written & read:
+                out.append(MInst("s_nop", [], [Imm.int(0)], comment="a transcendental's result is read next"))
+        out.append(inst)
+    return out
