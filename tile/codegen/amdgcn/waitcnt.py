@@ -13,8 +13,8 @@ out of order, so a wait for one is lgkmcnt(0) (CDNA3 ISA 4.4).
                                               v_add_f32 v5, v1, v1
 
 The pass works on virtual or allocated registers (after allocation it also catches a register
-reused while a dead load result is still in flight). `insert_nops` adds the one wait state
-gfx940+ needs between a transcendental (v_rcp_f32, v_exp_f32...) and a VALU reading its result.
+reused while a dead load result is still in flight). `insert_nops` adds the wait states of the
+hazards the hardware does not interlock (HAZARDS).
 """
 from __future__ import annotations
 
@@ -63,16 +63,47 @@ def insert_waits(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None
     return out
 
 
+def _written(inst: MInst, assignment) -> set[Unit]:
+    return {u for o in inst.defs for u in units(o, assignment)}
+
+
+def _read(inst: MInst, assignment) -> set[Unit]:
+    return {u for o in inst.uses for u in units(o, assignment)}
+
+
+def _trans_use(first: MInst, then: MInst, assignment) -> bool:
+    return (info(first.opcode).latency == "trans" and info(then.opcode).is_valu
+            and bool(_written(first, assignment) & _read(then, assignment)))
+
+
+def _wide_store_data(first: MInst, then: MInst, assignment) -> bool:
+    if not first.opcode.startswith("global_store") or not info(then.opcode).is_valu:
+        return False
+    data = first.uses[1]
+    return data.count > 2 and bool(set(units(data, assignment)) & _written(then, assignment))
+
+
+# (what, wait states, whether `then` after `first` needs them): the hazards of GFX9/gfx940 that
+# the hardware does not check (LLVM's GCNHazardRecognizer lists the same)
+HAZARDS = (
+    ("a transcendental's result is read next", 1, _trans_use),
+    ("a store's data (over 64 bits) is overwritten", 2, _wide_store_data),
+)
+
+
 def insert_nops(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None) -> list[MInst]:
-    """One s_nop between a transcendental VALU op and a VALU op that reads its result
-    (gfx940's "trans use" hazard; the hardware does not interlock it)."""
+    """`insts` with the s_nop each unchecked hazard needs: a VALU op reading a transcendental's
+    result right after it (1 wait state on gfx940), a VALU op overwriting the data VGPRs of a
+    store of more than 64 bits within 2 wait states."""
     out: list[MInst] = []
     for inst in insts:
-        if out:
-            last = out[-1]
-            written = {u for o in last.defs for u in units(o, assignment)}
-            read = {u for o in inst.uses for u in units(o, assignment)}
-            if info(last.opcode).latency == "trans" and info(inst.opcode).is_valu and written & read:
-                out.append(MInst("s_nop", [], [Imm.int(0)], comment="a transcendental's result is read next"))
+        need, why, waited = 0, "", 0
+        for earlier in reversed(out[-2:]):
+            for what, wait_states, applies in HAZARDS:
+                if wait_states - waited > need and applies(earlier, inst, assignment):
+                    need, why = wait_states - waited, what
+            waited += earlier.uses[0].value + 1 if earlier.opcode == "s_nop" else 1
+        if need > 0:
+            out.append(MInst("s_nop", [], [Imm.int(need - 1)], comment=why))
         out.append(inst)
     return out
