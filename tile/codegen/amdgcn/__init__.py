@@ -9,16 +9,31 @@ assembler). `emit_amdgcn` is the entry the compiler calls.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...ir.core import Operation
 from .isa import WAVE_SIZE
-from .isel import UnsupportedOnTarget, select
+from .isel import Selection, UnsupportedOnTarget, select
 from .kernel_object import ToolNotFound, assemble, kernel_text
+from .mir import MInst, Reg
 from .regalloc import allocate
 from .waitcnt import insert_nops, insert_waits
 
 TARGETS = tuple(WAVE_SIZE)
 
-__all__ = ["TARGETS", "UnsupportedOnTarget", "ToolNotFound", "assemble", "emit_amdgcn", "is_amdgcn_target"]
+__all__ = ["TARGETS", "UnsupportedOnTarget", "ToolNotFound", "assemble", "compile_amdgcn", "emit_amdgcn",
+           "is_amdgcn_target"]
+
+
+@dataclass
+class AmdgcnKernel:
+    """A compiled kernel: the selection (arguments, workgroup), the final instructions on
+    physical registers (`assignment`), and the assembly text."""
+
+    selection: Selection
+    insts: list[MInst]
+    assignment: dict[Reg, int]
+    text: str
 
 
 def is_amdgcn_target(target: str) -> bool:
@@ -30,10 +45,14 @@ def check_target(target: str) -> None:
         raise ValueError(f"unknown AMD target {target!r}; supported: {', '.join(TARGETS)}")
 
 
-def emit_amdgcn(simt: Operation, target: str) -> str:
-    """The gfx assembly text of simt.func `simt` (kernel, descriptor and metadata)."""
+def compile_amdgcn(simt: Operation, target: str) -> AmdgcnKernel:
     check_target(target)
     sel = select(simt, target)
     assignment = allocate(sel.insts, target, sel.name)
     insts = insert_nops(insert_waits(sel.insts, assignment), assignment)
-    return kernel_text(sel, insts, assignment, target)
+    return AmdgcnKernel(sel, insts, assignment, kernel_text(sel, insts, assignment, target))
+
+
+def emit_amdgcn(simt: Operation, target: str) -> str:
+    """The gfx assembly text of simt.func `simt` (kernel, descriptor and metadata)."""
+    return compile_amdgcn(simt, target).text
