@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tile
+import tile.language as tl
 
 from amdgcn_sim import SimulationError, Simulator
+from amdgcn_util import needs_llvm
 from test_amdgcn_codegen import add_kernel, axpy_unmasked, convert_kernel, int_kernel, where_kernel
-from tile.codegen.amdgcn import compile_amdgcn
+from tile.codegen.amdgcn import assemble, compile_amdgcn
 from tile.codegen.amdgcn.mir import MInst
 from tile.compiler import compile_kernel
 
@@ -77,3 +83,92 @@ def test_the_model_catches_a_missing_wait():
     with pytest.raises(SimulationError, match="before its load was waited for"):
         Simulator(compiled, [x, x, np.zeros(n, np.float32), n]).run(1)
     assert all(isinstance(i, MInst) for i in compiled.insts)
+
+
+# ------------------------------------------------------------------ every binary op, every type
+
+@tile.jit
+def binary_kernel(x_ptr, y_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1)
+    y = tl.load(y_ptr + offs, mask=m, other=1)
+    if OP == "add":
+        r = x + y
+    elif OP == "sub":
+        r = x - y
+    elif OP == "mul":
+        r = x * y
+    elif OP == "max":
+        r = tl.maximum(x, y)
+    elif OP == "min":
+        r = tl.minimum(x, y)
+    elif OP == "and":
+        r = x & y
+    elif OP == "or":
+        r = x | y
+    elif OP == "xor":
+        r = x ^ y
+    elif OP == "shl":
+        r = x << (y & 15)
+    elif OP == "shr":
+        r = x >> (y & 15)
+    elif OP == "lt":
+        r = tl.where(x < y, x, y + y)
+    else:
+        r = tl.where(x == y, y, x - y)
+    tl.store(out_ptr + offs, r, mask=m)
+
+
+def _reference(op, x, y):
+    """What the kernel computes, in NumPy (integers wrap; f16 arithmetic rounds an f32 result)."""
+    if x.dtype == np.float16:
+        x32, y32 = x.astype(np.float32), y.astype(np.float32)
+        return _reference(op, x32, y32).astype(np.float16)
+    if x.dtype.kind in "iu":
+        wide = np.int64 if x.dtype.itemsize < 8 else x.dtype
+        x, y = x.astype(wide), y.astype(wide)
+    table = {"add": lambda: x + y, "sub": lambda: x - y, "mul": lambda: x * y, "max": lambda: np.maximum(x, y),
+             "min": lambda: np.minimum(x, y), "and": lambda: x & y, "or": lambda: x | y, "xor": lambda: x ^ y,
+             "shl": lambda: x << (y & 15), "shr": lambda: x >> (y & 15), "lt": lambda: np.where(x < y, x, y + y),
+             "eq": lambda: np.where(x == y, y, x - y)}
+    with np.errstate(over="ignore"):
+        return table[op]()
+
+
+INT_OPS = ("add", "sub", "mul", "max", "min", "and", "or", "xor", "shl", "shr", "lt", "eq")
+FLOAT_OPS = ("add", "sub", "mul", "max", "min", "lt", "eq")
+CASES = [(op, t) for t in ("int32", "uint32", "int64") for op in INT_OPS if not (t == "int64" and op == "mul")]
+CASES += [(op, t) for t in ("float32", "float16") for op in FLOAT_OPS]
+
+
+@settings(max_examples=120, deadline=None)
+@given(case=st.sampled_from(CASES), n=st.integers(1, 200), seed=st.integers(0, 2**32 - 1))
+def test_binary_ops_match_numpy(case, n, seed):
+    op, name = case
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(name)
+    if dtype.kind == "f":
+        x, y = (rng.standard_normal(n).astype(dtype) for _ in range(2))
+        y[::7] = x[::7]  # some equal pairs for eq
+    else:
+        info = np.iinfo(dtype)
+        x, y = (rng.integers(max(info.min, -2**40), min(info.max, 2**40), n, endpoint=True).astype(dtype)
+                for _ in range(2))
+        y[::7] = x[::7]
+    out = np.zeros(n, dtype) + (np.array(np.nan, dtype) if dtype.kind == "f" else dtype.type(77))
+    run(binary_kernel, (x, y, out, n), -(-n // 64), num_warps=2, OP=op, BLOCK=64)
+    expected = _reference(op, x, y)
+    if dtype.kind == "f":
+        np.testing.assert_array_equal(out, expected.astype(dtype))  # one f32 (f16) rounding, as NumPy's
+    else:
+        np.testing.assert_array_equal(out, expected.astype(dtype))
+
+
+@needs_llvm
+@pytest.mark.parametrize("case", CASES, ids="-".join)
+def test_binary_ops_assemble(case):
+    op, name = case
+    x = np.ones(100, name)
+    text = str(tile.dump(binary_kernel, x, x, x, 100, OP=op, BLOCK=64, stage="amdgcn", target="gfx942", num_warps=2))
+    assert assemble(text, "gfx942")[:4] == b"\x7fELF"

@@ -431,6 +431,13 @@ class Selector:
                 self.salu(scalar_op, [self.result(op.result, "s")], [self.scalar(a), self.half(self.scalar(b), 0)])
             else:
                 self.valu(vector_op, [self.result(op.result, "v")], [self.half(self.operand(b), 0), self.operand(a)])
+        elif op.name in ("arith.max", "arith.min"):  # no 64-bit min/max instruction: compare and select
+            kind = ("i" if signed else "u") + "64"
+            mask = self.new("s", 2).all()
+            self.valu(f"v_cmp_{'gt' if op.name == 'arith.max' else 'lt'}_{kind}", [mask], [self.operand(a), self.operand(b)])
+            d, x, y = self.result(op.result, "v"), self.operand(a), self.operand(b)
+            for i in range(2):
+                self.valu("v_cndmask_b32", [d.dword(i)], [self.half(y, i), self.half(x, i), mask])
         else:
             raise self.unsupported(op, f"on {op.result.type}")
 
