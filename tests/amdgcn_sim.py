@@ -44,7 +44,7 @@ _CMP = {"eq": np.equal, "ne": np.not_equal, "lg": np.not_equal, "lt": np.less, "
 
 
 class Wave:
-    def __init__(self, sim: "Simulator", workgroup: int, first_thread: int, threads: int):
+    def __init__(self, sim: "Simulator", workgroup: tuple[int, int, int], first_thread: int, threads: int):
         self.sim = sim
         self.s = np.zeros(128, np.uint64)   # each SGPR's 32 bits
         self.v = np.zeros((256, LANES), np.uint64)
@@ -55,7 +55,7 @@ class Wave:
         self.pending: list[tuple[str, list, Any]] = []   # (counter, cells, values) in issue order
         self.s[0], self.s[1] = KERNARG_ADDRESS & 0xFFFFFFFF, KERNARG_ADDRESS >> 32
         for k, axis in enumerate(sim.kernel.selection.workgroup_id_axes):
-            self.s[2 + k] = workgroup if axis == 0 else 0
+            self.s[2 + k] = workgroup[axis]
         self.v[0] = first_thread + lanes
 
     # registers ---------------------------------------------------------------------
@@ -236,7 +236,10 @@ class Wave:
             a, b = self.read(u[0], w), self.read(u[1], w)
             if ty == "f32":
                 a, b = _f32(a), _f32(b)
-                result = np.not_equal(a, b) if pred == "neq" else _CMP[pred](a, b)
+                if pred == "u":
+                    result = np.isnan(a) | np.isnan(b)
+                else:
+                    result = np.not_equal(a, b) if pred == "neq" else _CMP[pred](a, b)
             elif ty.startswith("i"):
                 a = a.astype(np.int64) if w == 2 else _i32(a)
                 b = b.astype(np.int64) if w == 2 else _i32(b)
@@ -322,32 +325,36 @@ _VFLOAT = {"v_add_f32": np.add, "v_sub_f32": np.subtract, "v_mul_f32": np.multip
            "v_min_f32": np.fmin, "v_max_f32": np.fmax,
            "v_fma_f32": lambda a, b, c: (a.astype(np.float64) * b + c).astype(np.float32),
            "v_rcp_f32": lambda a: np.float32(1) / a, "v_rsq_f32": lambda a: np.float32(1) / np.sqrt(a),
-           "v_exp_f32": np.exp2, "v_log_f32": np.log2}
+           "v_exp_f32": np.exp2, "v_log_f32": np.log2, "v_sqrt_f32": np.sqrt}
 _VINT = {"v_add_u32": np.add, "v_sub_u32": np.subtract, "v_mul_lo_u32": np.multiply,
          "v_mul_hi_u32": lambda a, b: (a * b) >> np.uint64(32),
          "v_and_b32": np.bitwise_and, "v_or_b32": np.bitwise_or, "v_xor_b32": np.bitwise_xor,
          "v_lshlrev_b32": lambda n, a: a << (n & np.uint64(31)), "v_lshrrev_b32": lambda n, a: a >> (n & np.uint64(31)),
          "v_min_u32": np.minimum, "v_max_u32": np.maximum,
          "v_bfe_u32": lambda x, o, w: _bfe(x, o, w, False),
-         "v_lshl_or_b32": lambda a, n, b: (a << (n & np.uint64(31))) | b}
+         "v_lshl_or_b32": lambda a, n, b: (a << (n & np.uint64(31))) | b,
+         "v_add3_u32": lambda a, b, c: a + b + c}
 _VSIGNED = {"v_ashrrev_i32": lambda n, a: a.astype(np.int64) >> (n & 31),
             "v_min_i32": np.minimum, "v_max_i32": np.maximum,
             "v_mul_hi_i32": lambda a, b: (a.astype(np.int64) * b) >> 32}
 
 
 class Simulator:
-    """Runs `kernel` over `grid` workgroups on NumPy arrays (pointer arguments) and numbers."""
+    """Runs `kernel` over a `grid` of workgroups (an int or up to three) on NumPy arrays
+    (pointer arguments) and numbers."""
 
-    def __init__(self, kernel: AmdgcnKernel, args: list[Any]):
+    def __init__(self, kernel: AmdgcnKernel, args: list[Any], grid: Any = 1):
         self.kernel = kernel
+        self.grid = tuple(grid) + (1,) * (3 - len(grid)) if isinstance(grid, tuple) else (grid, 1, 1)
         self.buffers: list[np.ndarray] = []
         kernarg = bytearray(max(kernel.selection.kernarg_size, 8))
         pointer_args = [a for a in kernel.selection.kernargs if a.value_kind == "global_buffer"]
         values = iter(args)
         for a in kernel.selection.kernargs:
             if a.value_kind.startswith("hidden_block_count"):
-                continue
-            value = next(values)
+                value = self.grid["xyz".index(a.value_kind[-1])]
+            else:
+                value = next(values)
             if isinstance(value, np.ndarray):
                 self.buffers.append(value.reshape(-1).view(np.uint8))
                 value = BASE * len(self.buffers)
@@ -380,8 +387,8 @@ class Simulator:
             buf, off = self.locate(int(address[lane]), size)
             buf[off:off + size] = np.frombuffer(int(data[lane] & np.uint64((1 << (8 * size)) - 1)).to_bytes(size, "little"), np.uint8)
 
-    def run(self, grid: int) -> None:
+    def run(self) -> None:
         threads = self.kernel.selection.workgroup_size
-        for workgroup in range(grid):
+        for workgroup in np.ndindex(*self.grid[::-1]):
             for first in range(0, threads, LANES):
-                Wave(self, workgroup, first, threads).run()
+                Wave(self, workgroup[::-1], first, threads).run()

@@ -56,6 +56,21 @@ def convert_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @tile.jit
+def math_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, 1.0 / (1.0 + tl.exp(-x)) + tl.sqrt(tl.abs(x)) + x / (x + 3.0), mask=m)
+
+
+@tile.jit
+def bf16_grid_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK) + tl.num_programs(0)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m).to(tl.bfloat16).to(tl.float32), mask=m)
+
+
+@tile.jit
 def sum_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK))))
 
@@ -70,6 +85,8 @@ CASES = {
     "axpy": (axpy_unmasked, (F32, F32, 2.5), {"BLOCK": 256}),
     "int ops": (int_kernel, (I32, I32, 1000, 3), {"BLOCK": 128}),
     "conversions": (convert_kernel, (I32, I32, 1000), {"BLOCK": 256}),
+    "transcendentals": (math_kernel, (F32, F32, 1000), {"BLOCK": 256}),
+    "2-d grid, bf16": (bf16_grid_kernel, (F32, F32, 1000), {"BLOCK": 256}),
 }
 
 
@@ -136,6 +153,12 @@ def test_descriptor_and_metadata():
     assert ".amdhsa_kernarg_size 28" in text
     assert ".name: !str n_elements\n        .offset: 24\n        .size: 4\n        .value_kind: by_value" in text
     assert "test_amdgcn_codegen.py:21" in text  # instructions name the kernel's source line
+
+
+def test_second_grid_axis_and_num_programs():
+    text = amdgcn("2-d grid, bf16")
+    assert ".amdhsa_system_sgpr_workgroup_id_y 1" in text
+    assert ".value_kind: hidden_block_count_x" in text and ".amdhsa_kernarg_size 36" in text
 
 
 @needs_llvm

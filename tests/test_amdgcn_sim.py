@@ -13,7 +13,8 @@ import tile.language as tl
 
 from amdgcn_sim import SimulationError, Simulator
 from amdgcn_util import needs_llvm
-from test_amdgcn_codegen import add_kernel, axpy_unmasked, convert_kernel, int_kernel, where_kernel
+from test_amdgcn_codegen import (add_kernel, axpy_unmasked, bf16_grid_kernel, convert_kernel, int_kernel, math_kernel,
+                                 where_kernel)
 from tile.codegen.amdgcn import assemble, compile_amdgcn
 from tile.codegen.amdgcn.mir import MInst
 from tile.compiler import compile_kernel
@@ -26,7 +27,7 @@ def run(kernel, args, grid, num_warps=4, **constexprs):
     options = {"num_warps": num_warps, "num_stages": 3, "maxnreg": None}
     simt = compile_kernel(kernel, spec, options, "gfx942", until="amdgcn").func
     compiled = compile_amdgcn(simt, "gfx942")
-    Simulator(compiled, list(args)).run(grid)
+    Simulator(compiled, list(args), grid).run()
     return compiled
 
 
@@ -75,13 +76,44 @@ def test_conversions_and_64_bit_offsets():
     np.testing.assert_array_equal(out, np.trunc(x.astype(np.float32) * np.float32(0.25)).astype(np.int32))
 
 
+def test_transcendentals_and_approximate_division():
+    n = 700
+    x = RNG.standard_normal(n).astype(np.float32) * 4
+    out = np.full(n, np.nan, np.float32)
+    run(math_kernel, (x, out, n), 3, BLOCK=256)
+    x64 = x.astype(np.float64)
+    expected = 1 / (1 + np.exp(-x64)) + np.sqrt(np.abs(x64)) + x64 / (x64 + 3)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)  # approximate units, a few ulp each
+
+
+def _bf16_round(x: np.ndarray) -> np.ndarray:
+    bits = x.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return np.where(np.isnan(x), np.float32(np.nan), (rounded & 0xFFFFFFFF).astype(np.uint32).view(np.float32))
+
+
+def test_two_dimensional_grid_num_programs_and_bf16_rounding():
+    n = 2000
+    x = RNG.standard_normal(n).astype(np.float32)
+    x[:4] = [np.nan, np.inf, -np.inf, 3.3895314e38]  # the last rounds up to inf
+    out = np.full(n, -1.0, np.float32)
+    grid = (3, 4)  # program_id(1) picks the block; num_programs(0) = 3 shifts it
+    run(bf16_grid_kernel, (x, out, n), grid, BLOCK=256)
+    covered = np.zeros(n, bool)
+    for pid in range(grid[1]):
+        covered[pid * 256 + 3:(pid + 1) * 256 + 3] = True
+    covered &= np.arange(n) < n
+    np.testing.assert_array_equal(out[covered], _bf16_round(x)[covered])
+    assert (out[~covered] == -1.0).all()
+
+
 def test_the_model_catches_a_missing_wait():
     n = 256
     x = RNG.standard_normal(n).astype(np.float32)
     compiled = run(add_kernel, (x, x, np.zeros(n, np.float32), n), 1, BLOCK=256)
     compiled.insts = [i for i in compiled.insts if i.opcode != "s_waitcnt"]
     with pytest.raises(SimulationError, match="before its load was waited for"):
-        Simulator(compiled, [x, x, np.zeros(n, np.float32), n]).run(1)
+        Simulator(compiled, [x, x, np.zeros(n, np.float32), n]).run()
     assert all(isinstance(i, MInst) for i in compiled.insts)
 
 

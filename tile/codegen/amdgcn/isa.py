@@ -92,7 +92,7 @@ def _rows() -> list[InstrInfo]:
     for name in ("v_cvt_f32_f16", "v_cvt_f16_f32", "v_cvt_f32_i32", "v_cvt_f32_u32", "v_cvt_i32_f32",
                  "v_cvt_u32_f32"):
         add(name, "VOP1", "vdst | src", "valu")
-    for name in ("v_rcp_f32", "v_exp_f32", "v_log_f32", "v_rsq_f32"):
+    for name in ("v_rcp_f32", "v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sqrt_f32"):
         add(name, "VOP1", "vdst | src", "trans")
     for name in ("v_add_u32", "v_sub_u32", "v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32",
                  "v_and_b32", "v_or_b32", "v_xor_b32", "v_lshlrev_b32", "v_lshrrev_b32", "v_ashrrev_i32",
@@ -104,6 +104,7 @@ def _rows() -> list[InstrInfo]:
     add("v_bfe_u32", "VOP3", "vdst | src src src", "valu")
     add("v_readfirstlane_b32", "VOP1", "sdst | vsrc", "valu")
     add("v_lshl_or_b32", "VOP3", "vdst | src src src", "valu")
+    add("v_add3_u32", "VOP3", "vdst | src src src", "valu")
     add("v_cndmask_b32", "VOP3", "vdst | src src ssrc2", "valu")
     add("v_add_co_u32", "VOP2", "vdst vcc | src src", "valu")
     add("v_addc_co_u32", "VOP2", "vdst vcc | src src vcc", "valu")
@@ -116,7 +117,7 @@ def _rows() -> list[InstrInfo]:
         for ty in ("i32", "u32", "i64", "u64"):
             kind = "src2" if ty.endswith("64") else "src"
             add(f"v_cmp_{pred}_{ty}", "VOPC", f"sdst2 | {kind} {kind}", "valu")
-    for pred in ("eq", "neq", "lt", "le", "gt", "ge"):
+    for pred in ("eq", "neq", "lt", "le", "gt", "ge", "u"):   # u: unordered (either is NaN)
         add(f"v_cmp_{pred}_f32", "VOPC", "sdst2 | src src", "valu")
 
     # global memory (the FLAT encoding's global segment): loads and stores both count in vmcnt

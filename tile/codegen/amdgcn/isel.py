@@ -167,6 +167,7 @@ _INT64_SHIFT = {("arith.shl", None): ("s_lshl_b64", "v_lshlrev_b64"),
 _SCALAR_CMP = {"eq": "eq", "ne": "lg", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
 _FLOAT_CMP = {"eq": "eq", "ne": "neq", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}  # ne: true on NaN, as PTX's neu
 _APPROX = {"rcp": "v_rcp_f32", "ex2": "v_exp_f32", "lg2": "v_log_f32", "rsqrt": "v_rsq_f32"}
+BF16_QUIET_NAN = 0x7FC0
 # simt.cvt between these (source, result, rounding) is one instruction
 _CVT = {("f16", "f32", ""): "v_cvt_f32_f16", ("f32", "f16", "rn"): "v_cvt_f16_f32",
         ("i32", "f32", "rn"): "v_cvt_f32_i32", ("u32", "f32", "rn"): "v_cvt_f32_u32",
@@ -475,6 +476,23 @@ class Selector:
             raise self.unsupported(op, f"on {op.result.type}")
         self.valu("v_fma_f32", [self.result(op.result, "v")], [self.operand(v) for v in op.operands])
 
+    def sel_sqrt(self, op: Operation) -> None:
+        if op.result.type.name != "f32" or not op.attrs.get("approx"):
+            raise self.unsupported(op, f"on {op.result.type} (only the approximate f32 square root)")
+        self.valu("v_sqrt_f32", [self.result(op.result, "v")], [self.operand(op.operand(0))])
+
+    def f32_to_bf16(self, result: Value, a: Value) -> None:
+        """Round to nearest even by integer arithmetic on the bits (gfx942 has no bf16
+        conversion): (x + 0x7fff + bit 16 of x) >> 16, and a quiet NaN for NaN."""
+        x = self.operand(a)
+        lsb, biased, rounded = (self.new("v").all() for _ in range(3))
+        nan = self.new("s", 2).all()
+        self.valu("v_bfe_u32", [lsb], [x, Imm.int(16), Imm.int(1)])
+        self.valu("v_add3_u32", [biased], [x, Imm.int(0x7FFF), lsb])
+        self.valu("v_lshrrev_b32", [rounded], [Imm.int(16), biased])
+        self.valu("v_cmp_u_f32", [nan], [x, x])
+        self.valu("v_cndmask_b32", [self.result(result, "v")], [rounded, Imm.int(BF16_QUIET_NAN), nan])
+
     def sel_approx(self, op: Operation) -> None:
         fn = op.attrs["fn"]
         if fn == "div":
@@ -546,6 +564,8 @@ class Selector:
         opcode = _CVT.get((src.name, dst.name, rnd))
         if opcode is not None:
             self.valu(opcode, [self.result(op.result, "v")], [self.operand(a)])
+        elif (src.name, dst.name, rnd) == ("f32", "bf16", "rn"):
+            self.f32_to_bf16(op.result, a)
         elif src.name == "bf16" and dst.name == "f32":
             self.valu("v_lshlrev_b32", [self.result(op.result, "v")], [Imm.int(16), self.operand(a)])
         elif src.is_integer and dst.is_integer and src.bits > 1 and dst.bits > 1:
@@ -744,6 +764,7 @@ _HANDLERS = {
     "arith.not": Selector.sel_unary,
     "math.abs": Selector.sel_unary,
     "math.fma": Selector.sel_fma,
+    "math.sqrt": Selector.sel_sqrt,
     "simt.approx": Selector.sel_approx,
     "simt.cvt": Selector.sel_cvt,
     "simt.addptr": Selector.sel_addptr,
