@@ -10,11 +10,13 @@ from hypothesis import strategies as st
 
 import tile
 import tile.language as tl
+from tile.codegen.amdgcn import ToolNotFound, UnsupportedOnTarget, assemble, emit_amdgcn
 from tile.codegen.amdgcn.isa import INSTRUCTIONS, MAX_VMCNT
 from tile.codegen.amdgcn.isel import uniform_values
 from tile.codegen.amdgcn.mir import OFF, VCC, Imm, MInst, Reg, print_inst, print_mir
 from tile.codegen.amdgcn.regalloc import alignment, allocate, live_intervals
 from tile.codegen.amdgcn.waitcnt import insert_nops, insert_waits
+from tile.ir import parse_op
 from tile.runtime.errors import OutOfResources
 
 
@@ -239,3 +241,37 @@ def test_uniformity_analysis():
     assert muls and all(op.result in uniform for op in muls)  # program_id * BLOCK
     cmps = [op for op in simt.regions[0].block.ops if op.name == "arith.cmp"]
     assert cmps and not any(op.result in uniform for op in cmps)
+
+
+# ------------------------------------------------------------------ selection errors on hand-written simt
+
+
+def _simt(params: str, body: str) -> str:
+    return (f'simt.func {{arg_names = ["p", "q"], num_warps = 1, shared_bytes = 0, sym_name = "k"}} {{\n'
+            f"^bb({params}):\n{body}\n  simt.return\n}}")
+
+
+def test_parameters_narrower_than_32_bits_are_refused_by_name():
+    func = parse_op(_simt("%p: ptr<f16>, %q: f16", "  %t = simt.tid : i32"))
+    with pytest.raises(UnsupportedOnTarget, match="kernel parameter 'q' of type f16"):
+        emit_amdgcn(func, "gfx942")
+
+
+def test_address_scale_must_be_a_power_of_two():
+    body = "  %t = simt.tid : i32\n  %a = simt.addptr %p, %t {scale = 12} : ptr<f32>"
+    func = parse_op(_simt("%p: ptr<f32>, %q: i32", body))
+    with pytest.raises(UnsupportedOnTarget, match=r"simt\.addptr with scale 12"):
+        emit_amdgcn(func, "gfx942")
+
+
+def test_ieee_division_is_not_selected_yet():
+    body = '  %t = simt.tid : i32\n  %f = simt.cvt %t {rnd = "rn"} : f32\n  %d = arith.div %f, %f : f32'
+    func = parse_op(_simt("%p: ptr<f32>, %q: i32", body))
+    with pytest.raises(UnsupportedOnTarget, match=r"arith\.div on f32"):
+        emit_amdgcn(func, "gfx942")
+
+
+def test_missing_assembler_names_the_tool(monkeypatch):
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(ToolNotFound, match="llvm-mc is not installed .*apt-get install llvm-19 lld-19"):
+        assemble("", "gfx942")
