@@ -275,3 +275,20 @@ def test_missing_assembler_names_the_tool(monkeypatch):
     monkeypatch.setenv("PATH", "")
     with pytest.raises(ToolNotFound, match="llvm-mc is not installed .*apt-get install llvm-19 lld-19"):
         assemble("", "gfx942")
+
+
+def test_wait_states_after_a_valu_writes_an_sgpr():
+    p = Program()
+    x, mask, a, b, other = p.reg("v"), p.reg("s", 2), p.reg("v"), p.reg("v"), p.reg("v")
+    p("v_cmp_lt_f32", [mask], [x, Imm.int(0)])
+    p("v_mov_b32", [other], [Imm.int(1)])
+    p("v_cndmask_b32", [a], [x, other, mask])   # one instruction between: one more wait state
+    p("v_cndmask_b32", [b], [a, x, mask])       # two after: none
+    out = insert_nops(p.insts)
+    assert [i.opcode for i in out] == ["v_cmp_lt_f32", "v_mov_b32", "s_nop", "v_cndmask_b32", "v_cndmask_b32"]
+    assert out[2].uses[0].value == 0
+    p = Program()
+    lo, hi, sum_lo, sum_hi = p.reg("v"), p.reg("v"), p.reg("v"), p.reg("v")
+    p("v_add_co_u32", [sum_lo, VCC], [lo, hi])
+    p("v_addc_co_u32", [sum_hi, VCC], [hi, lo, VCC])   # vcc read as a carry: no wait states
+    assert [i.opcode for i in insert_nops(p.insts)] == ["v_add_co_u32", "v_addc_co_u32"]

@@ -83,18 +83,32 @@ def _wide_store_data(first: MInst, then: MInst, assignment) -> bool:
     return data.count > 2 and bool(set(units(data, assignment)) & _written(then, assignment))
 
 
-# (what, wait states, whether `then` after `first` needs them): the hazards of GFX9/gfx940 that
-# the hardware does not check (LLVM's GCNHazardRecognizer lists the same)
+def _valu_sgpr_read(first: MInst, then: MInst, assignment) -> bool:
+    """A VALU op (v_cmp, v_readfirstlane) writes an SGPR that a VALU op reads as a source (vcc
+    as a carry is exempt: Special operands are not register cells here)."""
+    sgprs = {u for o in first.defs if isinstance(o, Sub) and o.bank == "s" for u in units(o, assignment)}
+    return info(first.opcode).is_valu and info(then.opcode).is_valu and bool(sgprs & _read(then, assignment))
+
+
+def _valu_then_readfirstlane(first: MInst, then: MInst, assignment) -> bool:
+    return (then.opcode == "v_readfirstlane_b32" and info(first.opcode).is_valu
+            and bool(_written(first, assignment) & _read(then, assignment)))
+
+
+# (what, wait states, whether `then` after `first` needs them): the hazards of gfx940 that the
+# hardware does not check (CDNA3 ISA 4.5 "Manually Inserted Wait States"; LLVM's
+# GCNHazardRecognizer and rocRoller's wait-state observers list the same)
 HAZARDS = (
     ("a transcendental's result is read next", 1, _trans_use),
     ("a store's data (over 64 bits) is overwritten", 2, _wide_store_data),
+    ("a VALU-written SGPR is read by a VALU", 2, _valu_sgpr_read),
+    ("a VALU result is read by v_readfirstlane", 1, _valu_then_readfirstlane),
 )
 
 
 def insert_nops(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None) -> list[MInst]:
-    """`insts` with the s_nop each unchecked hazard needs: a VALU op reading a transcendental's
-    result right after it (1 wait state on gfx940), a VALU op overwriting the data VGPRs of a
-    store of more than 64 bits within 2 wait states."""
+    """`insts` with the s_nop each hazard of HAZARDS needs (the wait states between two
+    instructions count the instructions between them, s_nop N as N + 1)."""
     out: list[MInst] = []
     for inst in insts:
         need, why, waited = 0, "", 0
