@@ -45,7 +45,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ...ir.core import Operation, Value
-from ...ir.types import DType, PointerType
+from ...ir.types import DType, PointerType, i1
 from .isa import GLOBAL_OFFSET_RANGE, INLINE_FLOATS, info
 from .mir import EXEC, OFF, VCC, Imm, MInst, Operand, Reg, Special, Sub
 
@@ -195,7 +195,7 @@ class Selector:
         self.constants: dict[Value, tuple[Any, DType]] = {}
         self.materialized: dict[tuple[int, int], Sub] = {}
         self.vector_copies: dict[tuple[Reg, int, int], Sub] = {}
-        self.scalar_copies: dict[tuple[Reg, int], Sub] = {}
+        self.scalar_copies: dict[tuple[Reg, int, int], Sub] = {}
         self.deferred_others: dict[Value, tuple[Value, Operand]] = {}
         self.comment = ""
 
@@ -269,7 +269,7 @@ class Selector:
         """`o` of a uniform value in SGPRs (from a VGPR: v_readfirstlane_b32 per dword)."""
         if not isinstance(o, Sub) or o.bank == "s":
             return o
-        key = (o.reg, o.start)
+        key = (o.reg, o.start, o.count)
         if key not in self.scalar_copies:
             reg = self.new("s", o.count)
             for i in range(o.count):
@@ -284,7 +284,7 @@ class Selector:
         if v in self.constants:
             value, t = self.constants[v]
             bits = constant_bits(value, t)
-            if t.name == "f32" and float(value) in INLINE_FLOATS and not (value == 0 and str(value).startswith("-")):
+            if t.name == "f32" and float(value) in INLINE_FLOATS:
                 return Imm(bits, repr(float(value)), True)
             if dwords(t) == 2 and not Imm.int(bits).inline:
                 return self.materialize(bits & ((1 << 64) - 1), 2)
@@ -295,9 +295,6 @@ class Selector:
 
     def scalar(self, v: Value) -> Operand:
         return self.to_sgpr(self.operand(v))
-
-    def vector(self, v: Value) -> Operand:
-        return self.to_vgpr(self.operand(v))
 
     def half(self, o: Operand, i: int) -> Operand:
         """Dword `i` of a 64-bit operand."""
@@ -384,7 +381,7 @@ class Selector:
         t = op.result.type
         a, b = op.operands
         uniform = op.result in self.uniform
-        if t == DType("i1", "int", 1):
+        if t == i1:
             if op.name not in _MASK_BINARY:
                 raise self.unsupported(op, "on i1")
             self.salu(_MASK_BINARY[op.name], [self.result(op.result, "s")], [self.scalar(a), self.scalar(b)])
@@ -546,7 +543,7 @@ class Selector:
 
     def sel_bitcast(self, op: Operation) -> None:
         a = op.operand(0)
-        if dwords(a.type) != dwords(op.result.type) or op.result.type == DType("i1", "int", 1):
+        if dwords(a.type) != dwords(op.result.type) or op.result.type == i1:
             raise self.unsupported(op, f"from {a.type} to {op.result.type}")
         if a in self.constants:
             self.constants[op.result] = self.constants[a][0], a.type
@@ -586,61 +583,54 @@ class Selector:
         low = self.half(x, 0) if src.bits == 64 else x
         if dst.bits == 64 and src.bits == 64 or dst.bits == 32:
             self.values[op.result] = x if dst.bits == 64 else low
-        elif dst.bits == 64 and op.result in self.uniform:
-            d, low = self.result(op.result, "s"), self.to_sgpr(low)
-            self.salu("s_mov_b32", [d.dword(0)], [low])
-            if _signed(src):
-                self.salu("s_ashr_i32", [d.dword(1)], [low, Imm.int(31)])
-            else:
-                self.salu("s_mov_b32", [d.dword(1)], [Imm.int(0)])
         elif dst.bits == 64:
-            d = self.result(op.result, "v")
-            self.valu("v_mov_b32", [d.dword(0)], [low])
-            if _signed(src):
-                self.valu("v_ashrrev_i32", [d.dword(1)], [Imm.int(31), low])
-            else:
-                self.valu("v_mov_b32", [d.dword(1)], [Imm.int(0)])
+            self.values[op.result] = self.widen(low, _signed(src), op.result in self.uniform)
         else:
             self.valu("v_bfe_i32" if _signed(dst) else "v_bfe_u32", [self.result(op.result, "v")],
                       [low, Imm.int(0), Imm.int(dst.bits)])
 
+    def widen(self, low: Operand, signed: bool, scalar: bool) -> Sub:
+        """A register pair holding the 32-bit `low` sign- or zero-extended to 64 bits."""
+        if scalar:
+            pair, low = self.new("s", 2).all(), self.to_sgpr(low)
+            self.salu("s_mov_b32", [pair.dword(0)], [low])
+            if signed:
+                self.salu("s_ashr_i32", [pair.dword(1)], [low, Imm.int(31)])
+            else:
+                self.salu("s_mov_b32", [pair.dword(1)], [Imm.int(0)])
+            return pair
+        pair = self.new("v", 2).all()
+        self.valu("v_mov_b32", [pair.dword(0)], [low])
+        if signed:
+            self.valu("v_ashrrev_i32", [pair.dword(1)], [Imm.int(31), pair.dword(0)])
+        else:
+            self.valu("v_mov_b32", [pair.dword(1)], [Imm.int(0)])
+        return pair
+
     def sel_addptr(self, op: Operation) -> None:
+        """p + ext(i) * scale: the index widened to 64 bits, shifted, added with a carry."""
         p, i = op.operands
         scale = op.attrs["scale"]
         if scale <= 0 or scale & (scale - 1):
             raise self.unsupported(op, f"with scale {scale} (not a power of two)")
         shift = scale.bit_length() - 1
-        signed = _signed(i.type)
-        if op.result in self.uniform:
-            index = self.scalar(i)
-            wide = self.new("s", 2).all()
-            if dwords(i.type) == 2:
-                self.salu("s_lshl_b64", [wide], [index, Imm.int(shift)])
-            else:
-                pair = self.new("s", 2).all()
-                self.salu("s_mov_b32", [pair.dword(0)], [index])
-                if signed:
-                    self.salu("s_ashr_i32", [pair.dword(1)], [index, Imm.int(31)])
-                else:
-                    self.salu("s_mov_b32", [pair.dword(1)], [Imm.int(0)])
-                self.salu("s_lshl_b64", [wide], [pair, Imm.int(shift)])
-            d, base = self.result(op.result, "s"), self.scalar(p)
-            self.salu("s_add_u32", [d.dword(0)], [base.dword(0), wide.dword(0)])
-            self.salu("s_addc_u32", [d.dword(1)], [base.dword(1), wide.dword(1)])
-            return
-        index = self.operand(i)
+        scalar = op.result in self.uniform
+        index = self.scalar(i) if scalar else self.operand(i)
         if dwords(i.type) == 1:
-            pair = self.new("v", 2).all()
-            self.valu("v_mov_b32", [pair.dword(0)], [index])
-            if signed:
-                self.valu("v_ashrrev_i32", [pair.dword(1)], [Imm.int(31), pair.dword(0)])
-            else:
-                self.valu("v_mov_b32", [pair.dword(1)], [Imm.int(0)])
-            index = pair
+            index = self.widen(index, _signed(i.type), scalar)
+        if scalar:
+            if shift:
+                shifted = self.new("s", 2).all()
+                self.salu("s_lshl_b64", [shifted], [index, Imm.int(shift)])
+                index = shifted
+            d, base = self.result(op.result, "s"), self.scalar(p)
+            self.salu("s_add_u32", [d.dword(0)], [self.half(base, 0), self.half(index, 0)])
+            self.salu("s_addc_u32", [d.dword(1)], [self.half(base, 1), self.half(index, 1)])
+            return
         if shift:
-            wide = self.new("v", 2).all()
-            self.valu("v_lshlrev_b64", [wide], [Imm.int(shift), self.to_vgpr(index)])
-            index = wide
+            shifted = self.new("v", 2).all()
+            self.valu("v_lshlrev_b64", [shifted], [Imm.int(shift), self.to_vgpr(index)])
+            index = shifted
         self.add64(self.result(op.result, "v"), self.operand(p), index)
 
     def address(self, op: Operation) -> tuple[Operand, int]:
@@ -668,8 +658,8 @@ class Selector:
         return mask
 
     def sel_load(self, op: Operation) -> None:
-        t, vector = op.result.type if len(op.results) == 1 else op.results[0].type, op.attrs.get("vector", 1)
-        if not (isinstance(t, PointerType) or t.bits in (8, 16, 32, 64)) or getattr(t, "is_fp8", False) and vector > 1:
+        t, vector = op.results[0].type, op.attrs.get("vector", 1)
+        if not (isinstance(t, PointerType) or t.bits in (8, 16, 32, 64)):
             raise self.unsupported(op, f"of {t}")
         addr, offset = self.address(op)
         bits = 64 if isinstance(t, PointerType) else t.bits
