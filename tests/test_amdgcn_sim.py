@@ -31,7 +31,8 @@ def run(kernel, args, grid, num_warps=4, **constexprs):
     return compiled
 
 
-@pytest.mark.parametrize("n, block, num_warps", [(1000, 256, 4), (1024, 512, 4), (77, 64, 1), (300, 128, 2)])
+@pytest.mark.parametrize("n, block, num_warps", [(1000, 256, 4), (1024, 512, 4), (77, 64, 1), (300, 128, 2),
+                                                  (5000, 4096, 4)])  # offsets past the 13-bit immediate
 def test_vector_add(n, block, num_warps):
     x, y = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
     out = np.full(n + 8, np.nan, np.float32)

@@ -32,7 +32,6 @@ WAVE_SIZE = {"gfx942": 64}
 SGPR_LIMIT = {"gfx942": 102}   # s0..s101 are addressable (vcc and xnack_mask live above)
 VGPR_LIMIT = {"gfx942": 256}   # architectural VGPRs v0..v255 (AGPRs are not used)
 MAX_VMCNT = 63                  # the s_waitcnt fields of GFX9 (CDNA3 ISA 4.4)
-MAX_LGKMCNT = 15
 GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1)
 
 

@@ -52,6 +52,7 @@ from .mir import EXEC, OFF, VCC, Imm, MInst, Operand, Reg, Special, Sub
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
 USER_SGPRS = 2
 WORKITEM_ID_BITS = 10      # gfx90a and later pack the x, y, z ids in v0, 10 bits each
+REMAT_WINDOW = 24          # instructions a lane mask or constant SGPR is reused for before it is recomputed
 
 
 class UnsupportedOnTarget(NotImplementedError):
@@ -193,10 +194,12 @@ class Selector:
         self.uniform = uniform_values(func)
         self.values: dict[Value, Operand] = {}
         self.constants: dict[Value, tuple[Any, DType]] = {}
-        self.materialized: dict[tuple[int, int], Sub] = {}
+        self.materialized: dict[tuple[int, int], tuple[Sub, int]] = {}
         self.vector_copies: dict[tuple[Reg, int, int], Sub] = {}
         self.scalar_copies: dict[tuple[Reg, int, int], Sub] = {}
         self.deferred_others: dict[Value, tuple[Value, Operand]] = {}
+        self.compares: dict[Value, Operation] = {}
+        self.recent_masks: dict[Value, tuple[Sub, int]] = {}
         self.comment = ""
 
     # registers and instructions --------------------------------------------------------
@@ -240,14 +243,17 @@ class Selector:
         self.emit(opcode, defs, legal, **mods)
 
     def materialize(self, bits: int, size: int) -> Sub:
-        """An SGPR (pair) holding the constant `bits`, made once per kernel."""
+        """An SGPR (pair) holding the constant `bits`: the last one made if it is at most
+        REMAT_WINDOW instructions old (short live ranges: SGPRs are few)."""
         key = (bits, size)
-        if key not in self.materialized:
-            reg = self.new("s", size)
-            for i in range(size):
-                self.emit("s_mov_b32", [reg.dword(i)], [Imm.int((bits >> (32 * i)) & 0xFFFFFFFF)])
-            self.materialized[key] = reg.all()
-        return self.materialized[key]
+        recent = self.materialized.get(key)
+        if recent is not None and len(self.insts) - recent[1] <= REMAT_WINDOW:
+            return recent[0]
+        reg = self.new("s", size)
+        for i in range(size):
+            self.emit("s_mov_b32", [reg.dword(i)], [Imm.int((bits >> (32 * i)) & 0xFFFFFFFF)])
+        self.materialized[key] = (reg.all(), len(self.insts))
+        return reg.all()
 
     def to_vgpr(self, o: Operand) -> Operand:
         """`o` in VGPRs (SGPRs copied with v_mov_b32, once each)."""
@@ -289,6 +295,8 @@ class Selector:
             if dwords(t) == 2 and not Imm.int(bits).inline:
                 return self.materialize(bits & ((1 << 64) - 1), 2)
             return Imm.int(bits if bits < (1 << 31) or dwords(t) == 2 else bits - (1 << 32))
+        if v in self.compares:
+            return self.compare(v)
         if v in self.deferred_others:
             self.choose_other(v)
         return self.values[v]
@@ -500,9 +508,23 @@ class Selector:
             raise self.unsupported(op, f"fn = {fn}")
 
     def sel_cmp(self, op: Operation) -> None:
+        """Compares are emitted where their masks are used (see `compare`)."""
+        t = op.operand(0).type
+        if not (_is_int(t) or t.name == "f32"):
+            raise self.unsupported(op, f"on {t}")
+        self.compares[op.result] = op
+
+    def compare(self, v: Value) -> Sub:
+        """The lane mask of compare `v`: the one computed last if it is at most REMAT_WINDOW
+        instructions old, else computed again from its operands (SGPRs are few, a mask takes
+        two, and a kernel with many predicated accesses would run out holding them all)."""
+        recent = self.recent_masks.get(v)
+        if recent is not None and len(self.insts) - recent[1] <= REMAT_WINDOW:
+            return recent[0]
+        op = self.compares[v]
         a, b = op.operands
         t, pred = a.type, op.attrs["predicate"]
-        mask = self.result(op.result, "s")
+        mask = self.new("s", 2).all()
         if _is_int(t) and op.result in self.uniform and (dwords(t) == 1 or pred in ("eq", "ne")):
             kind = "u64" if dwords(t) == 2 else ("i32" if _signed(t) else "u32")
             self.salu(f"s_cmp_{_SCALAR_CMP[pred]}_{kind}", [], [self.scalar(a), self.scalar(b)])
@@ -510,10 +532,10 @@ class Selector:
         elif _is_int(t):
             kind = ("i" if _signed(t) else "u") + ("64" if dwords(t) == 2 else "32")
             self.valu(f"v_cmp_{pred}_{kind}", [mask], [self.operand(a), self.operand(b)])
-        elif t.name == "f32":
-            self.valu(f"v_cmp_{_FLOAT_CMP[pred]}_f32", [mask], [self.operand(a), self.operand(b)])
         else:
-            raise self.unsupported(op, f"on {t}")
+            self.valu(f"v_cmp_{_FLOAT_CMP[pred]}_f32", [mask], [self.operand(a), self.operand(b)])
+        self.recent_masks[v] = (mask, len(self.insts))
+        return mask
 
     def sel_select(self, op: Operation) -> None:
         c, a, b = op.operands
