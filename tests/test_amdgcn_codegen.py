@@ -203,3 +203,14 @@ def test_stage_and_target_must_match():
         tile.dump(add_kernel, F32, F32, F32, 1000, BLOCK=1024, stage="amdgcn", target="sm_90a")
     with pytest.raises(ValueError, match="stage 'ptx' is not produced for target 'gfx942'"):
         tile.dump(add_kernel, F32, F32, F32, 1000, BLOCK=1024, stage="ptx", target="gfx942")
+
+
+@tile.jit
+def target_query_kernel(out_ptr):
+    tl.store(out_ptr, tl.target_info.is_hip() * 10 + tl.target_info.is_hip_cdna3())
+
+
+def test_target_info_knows_gfx942():
+    assert tl.target_info.target_of("gfx942") == ("hip", "gfx942", 64)
+    simt = str(tile.dump(target_query_kernel, I32, stage="simt", target="gfx942"))
+    assert "arith.constant {value = 11} : i32" in simt

@@ -52,7 +52,7 @@ from .mir import EXEC, OFF, VCC, Imm, MInst, Operand, Reg, Special, Sub
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
 USER_SGPRS = 2
 WORKITEM_ID_BITS = 10      # gfx90a and later pack the x, y, z ids in v0, 10 bits each
-REMAT_WINDOW = 24          # instructions a lane mask or constant SGPR is reused for before it is recomputed
+REMAT_WINDOW = 48          # instructions a lane mask or constant SGPR is reused for before it is recomputed
 
 
 class UnsupportedOnTarget(NotImplementedError):
