@@ -10,7 +10,6 @@ reference; only the instructions of isa.INSTRUCTIONS exist.
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -263,6 +262,15 @@ class Wave:
                 carry = b + carry_in > a
             self.write(d[0], total & m32)
             self.vcc = np.where(self.exec, carry, False)
+            return
+        if op in ("v_mad_i64_i32", "v_mad_u64_u32"):
+            a, b, c = self.read(u[0]), self.read(u[1]), self.read(u[2], 2)
+            if op == "v_mad_i64_i32":
+                product = _i32(a).astype(np.int64) * _i32(b).astype(np.int64)
+                total = [(int(p) + int(q)) & ((1 << 64) - 1) for p, q in zip(product, c)]
+            else:
+                total = [(int(p) * int(q) + int(r)) & ((1 << 64) - 1) for p, q, r in zip(a, b, c)]
+            self.write(d[0], np.array(total, np.uint64), 2)
             return
         if op in ("v_lshlrev_b64", "v_lshrrev_b64", "v_ashrrev_i64"):
             n = self.read(u[0]) & np.uint64(63)

@@ -143,6 +143,10 @@ def test_masked_load_with_other_selects_after_the_loads():
 def test_vector_widths_follow_the_simt_ir():
     text = amdgcn("vector add, aligned n")
     assert "global_load_dwordx4" in text and "global_store_dwordx4" in text
+    lines = instructions(text)
+    # the sums are computed into the store's register tuple, the addresses by one v_mad each
+    assert not any(line.startswith("v_mov_b32") for line in lines)
+    assert sum(line.startswith("v_mad_i64_i32") for line in lines) == 3
 
 
 def test_descriptor_and_metadata():

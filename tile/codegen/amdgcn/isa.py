@@ -109,6 +109,8 @@ def _rows() -> list[InstrInfo]:
     add("v_addc_co_u32", "VOP2", "vdst vcc | src src vcc", "valu")
     add("v_sub_co_u32", "VOP2", "vdst vcc | src src", "valu")
     add("v_subb_co_u32", "VOP2", "vdst vcc | src src vcc", "valu")
+    for name in ("v_mad_i64_i32", "v_mad_u64_u32"):   # 32 x 32 + 64 -> 64 bits (quarter rate)
+        add(name, "VOP3", "vdst2 vcc | src src src2", "valu")
     for name in ("v_lshlrev_b64", "v_lshrrev_b64", "v_ashrrev_i64"):
         add(name, "VOP3", "vdst2 | src src2", "valu")
     # compares write one bit per lane into an SGPR pair (the VOP3 form, CDNA3 ISA 6.7)

@@ -105,6 +105,10 @@ def _bus_key(o: Operand) -> Any:
     return o.name if isinstance(o, Special) else (o.reg.id, o.start, o.count)
 
 
+def _bits(t: Any) -> int:
+    return 64 if isinstance(t, PointerType) else t.bits
+
+
 def dwords(t: Any) -> int:
     """32-bit registers of a value of simt type `t` (an i1 is a 64-lane mask: two SGPRs)."""
     if isinstance(t, PointerType):
@@ -199,6 +203,7 @@ class Selector:
         self.scalar_copies: dict[tuple[Reg, int, int], Sub] = {}
         self.deferred_others: dict[Value, tuple[Value, Operand]] = {}
         self.compares: dict[Value, Operation] = {}
+        self.homes: dict[Value, Sub] = {}
         self.recent_masks: dict[Value, tuple[Sub, int]] = {}
         self.comment = ""
 
@@ -311,6 +316,9 @@ class Selector:
         return o.dword(i)
 
     def result(self, v: Value, bank: str) -> Sub:
+        if bank == "v" and v in self.homes:
+            self.values[v] = self.homes[v]
+            return self.homes[v]
         reg = self.new(bank, dwords(v.type))
         self.values[v] = reg.all()
         return reg.all()
@@ -328,6 +336,7 @@ class Selector:
         self.workgroup_ids = {axis: self.new("s", 1, fixed=USER_SGPRS + i).all() for i, axis in enumerate(axes)}
         self.workitem_id = self.new("v", 1, fixed=0).all()
         kernargs = self.load_arguments(block)
+        self.place_store_data(block)
         for op in block.ops:
             self.comment = f"{op.loc.file.rsplit('/', 1)[-1]}:{op.loc.line}" if op.loc else ""
             handler = _HANDLERS.get(op.name)
@@ -337,6 +346,20 @@ class Selector:
         size = max((a.offset + a.size for a in kernargs), default=0)
         threads = self.func.attrs["num_warps"] * 32
         return Selection(self.func.attrs["sym_name"], self.insts, kernargs, size, tuple(axes), threads, self.regs)
+
+    def place_store_data(self, block) -> None:
+        """Values that only a vector store reads are computed straight into its register tuple
+        (no copies to gather them): their home is a slice of the tuple."""
+        for op in block.ops:
+            values = op.operands[2:]
+            if op.name != "simt.st_global" or len(values) < 2 or dwords(values[0].type) * 32 != _bits(values[0].type):
+                continue
+            if len(set(values)) == len(values) and all(
+                    v.owner_op is not None and len(v.uses) == 1 and v not in self.homes for v in values):
+                width = dwords(values[0].type)
+                tuple_reg = self.new("v", width * len(values))
+                for k, v in enumerate(values):
+                    self.homes[v] = Sub(tuple_reg, k * width, width)
 
     def load_arguments(self, block) -> list[KernArg]:
         """Lay out the kernarg segment (each argument at its natural alignment, hidden block
@@ -630,13 +653,18 @@ class Selector:
         return pair
 
     def sel_addptr(self, op: Operation) -> None:
-        """p + ext(i) * scale: the index widened to 64 bits, shifted, added with a carry."""
+        """p + ext(i) * scale. Per lane with a 32-bit index: one v_mad_{i64_i32,u64_u32}
+        (i * scale + p in 64 bits); uniform, or with a 64-bit index: widen, shift, add."""
         p, i = op.operands
         scale = op.attrs["scale"]
         if scale <= 0 or scale & (scale - 1):
             raise self.unsupported(op, f"with scale {scale} (not a power of two)")
         shift = scale.bit_length() - 1
         scalar = op.result in self.uniform
+        if not scalar and dwords(i.type) == 1:
+            mad = "v_mad_i64_i32" if _signed(i.type) else "v_mad_u64_u32"
+            self.valu(mad, [self.result(op.result, "v"), VCC], [self.operand(i), Imm.int(scale), self.operand(p)])
+            return
         index = self.scalar(i) if scalar else self.operand(i)
         if dwords(i.type) == 1:
             index = self.widen(index, _signed(i.type), scalar)
