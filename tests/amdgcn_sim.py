@@ -233,8 +233,8 @@ class Wave:
             _, _, pred, ty = op.split("_")
             w = 2 if ty.endswith("64") else 1
             a, b = self.read(u[0], w), self.read(u[1], w)
-            if ty == "f32":
-                a, b = _f32(a), _f32(b)
+            if ty in ("f32", "f64"):
+                a, b = (_f32(a), _f32(b)) if ty == "f32" else (a.view(np.float64), b.view(np.float64))
                 if pred == "u":
                     result = np.isnan(a) | np.isnan(b)
                 else:
@@ -262,6 +262,15 @@ class Wave:
                 carry = b + carry_in > a
             self.write(d[0], total & m32)
             self.vcc = np.where(self.exec, carry, False)
+            return
+        if op in _VF64:
+            self.write(d[0], np.asarray(_VF64[op](*(self.read(o, 2).view(np.float64) for o in u))).view(np.uint64), 2)
+            return
+        if op == "v_cvt_f64_f32":
+            self.write(d[0], _f32(self.read(u[0])).astype(np.float64).view(np.uint64), 2)
+            return
+        if op == "v_cvt_f32_f64":
+            self.write(d[0], _bits(self.read(u[0], 2).view(np.float64).astype(np.float32)))
             return
         if op in ("v_mad_i64_i32", "v_mad_u64_u32"):
             a, b, c = self.read(u[0]), self.read(u[1]), self.read(u[2], 2)
@@ -333,7 +342,10 @@ _VFLOAT = {"v_add_f32": np.add, "v_sub_f32": np.subtract, "v_mul_f32": np.multip
            "v_min_f32": np.fmin, "v_max_f32": np.fmax,
            "v_fma_f32": lambda a, b, c: (a.astype(np.float64) * b + c).astype(np.float32),
            "v_rcp_f32": lambda a: np.float32(1) / a, "v_rsq_f32": lambda a: np.float32(1) / np.sqrt(a),
-           "v_exp_f32": np.exp2, "v_log_f32": np.log2, "v_sqrt_f32": np.sqrt}
+           "v_exp_f32": np.exp2, "v_log_f32": np.log2, "v_sqrt_f32": np.sqrt,
+           "v_floor_f32": np.floor, "v_ceil_f32": np.ceil, "v_trunc_f32": np.trunc, "v_rndne_f32": np.rint}
+_VF64 = {"v_add_f64": np.add, "v_mul_f64": np.multiply, "v_min_f64": np.fmin, "v_max_f64": np.fmax,
+         "v_fma_f64": lambda a, b, c: a * b + c}
 _VINT = {"v_add_u32": np.add, "v_sub_u32": np.subtract, "v_mul_lo_u32": np.multiply,
          "v_mul_hi_u32": lambda a, b: (a * b) >> np.uint64(32),
          "v_and_b32": np.bitwise_and, "v_or_b32": np.bitwise_or, "v_xor_b32": np.bitwise_xor,

@@ -108,6 +108,24 @@ def test_two_dimensional_grid_num_programs_and_bf16_rounding():
     assert (out[~covered] == -1.0).all()
 
 
+@tile.jit
+def rounding_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.floor(x) * 1000.0 + tl.ceil(x) * 100.0 + (x.to(tl.float64) * 3.0).to(tl.float32)
+    tl.store(out_ptr + offs, y, mask=m)
+
+
+def test_rounding_functions_and_f64_conversions():
+    n = 500
+    x = (RNG.standard_normal(n) * 10).astype(np.float32)
+    out = np.full(n, np.nan, np.float32)
+    run(rounding_kernel, (x, out, n), 2, BLOCK=256)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(out, np.floor(x64) * 1000 + np.ceil(x64) * 100 + x64 * 3, rtol=1e-6, atol=1e-3)
+
+
 def test_the_model_catches_a_missing_wait():
     n = 256
     x = RNG.standard_normal(n).astype(np.float32)
@@ -172,7 +190,7 @@ def _reference(op, x, y):
 INT_OPS = ("add", "sub", "mul", "max", "min", "and", "or", "xor", "shl", "shr", "lt", "eq")
 FLOAT_OPS = ("add", "sub", "mul", "max", "min", "lt", "eq")
 CASES = [(op, t) for t in ("int32", "uint32", "int64") for op in INT_OPS if not (t == "int64" and op == "mul")]
-CASES += [(op, t) for t in ("float32", "float16") for op in FLOAT_OPS]
+CASES += [(op, t) for t in ("float32", "float16", "float64") for op in FLOAT_OPS]
 
 
 @settings(max_examples=120, deadline=None)

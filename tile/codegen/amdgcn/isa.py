@@ -91,6 +91,13 @@ def _rows() -> list[InstrInfo]:
     for name in ("v_cvt_f32_f16", "v_cvt_f16_f32", "v_cvt_f32_i32", "v_cvt_f32_u32", "v_cvt_i32_f32",
                  "v_cvt_u32_f32"):
         add(name, "VOP1", "vdst | src", "valu")
+    for name in ("v_floor_f32", "v_ceil_f32", "v_trunc_f32", "v_rndne_f32"):
+        add(name, "VOP1", "vdst | src", "valu")
+    add("v_cvt_f64_f32", "VOP1", "vdst2 | src", "valu")
+    add("v_cvt_f32_f64", "VOP1", "vdst | src2", "valu")
+    for name in ("v_add_f64", "v_mul_f64", "v_min_f64", "v_max_f64"):   # double rate on CDNA3
+        add(name, "VOP3", "vdst2 | src2 src2", "valu")
+    add("v_fma_f64", "VOP3", "vdst2 | src2 src2 src2", "valu")
     for name in ("v_rcp_f32", "v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sqrt_f32"):
         add(name, "VOP1", "vdst | src", "trans")
     for name in ("v_add_u32", "v_sub_u32", "v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32",
@@ -120,6 +127,7 @@ def _rows() -> list[InstrInfo]:
             add(f"v_cmp_{pred}_{ty}", "VOPC", f"sdst2 | {kind} {kind}", "valu")
     for pred in ("eq", "neq", "lt", "le", "gt", "ge", "u"):   # u: unordered (either is NaN)
         add(f"v_cmp_{pred}_f32", "VOPC", "sdst2 | src src", "valu")
+        add(f"v_cmp_{pred}_f64", "VOPC", "sdst2 | src2 src2", "valu")
 
     # global memory (the FLAT encoding's global segment): loads and stores both count in vmcnt
     for name, width in (("ubyte", 1), ("sbyte", 1), ("ushort", 1), ("sshort", 1), ("dword", 1),

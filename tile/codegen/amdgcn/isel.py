@@ -163,6 +163,9 @@ _INT32_BINARY = {
 }
 _F32_BINARY = {"arith.add": "v_add_f32", "arith.sub": "v_sub_f32", "arith.mul": "v_mul_f32",
                "arith.max": "v_max_f32", "arith.min": "v_min_f32"}
+_F64_BINARY = {"arith.add": "v_add_f64", "arith.mul": "v_mul_f64", "arith.max": "v_max_f64", "arith.min": "v_min_f64"}
+_ROUND_F32 = {"math.floor": "v_floor_f32", "math.ceil": "v_ceil_f32", "math.trunc": "v_trunc_f32",
+              "math.rint": "v_rndne_f32"}
 _MASK_BINARY = {"arith.and": "s_and_b64", "arith.or": "s_or_b64", "arith.xor": "s_xor_b64"}
 _INT64_BITWISE = {"arith.and": ("s_and_b64", "v_and_b32"), "arith.or": ("s_or_b64", "v_or_b32"),
                   "arith.xor": ("s_xor_b64", "v_xor_b32")}
@@ -175,6 +178,7 @@ _APPROX = {"rcp": "v_rcp_f32", "ex2": "v_exp_f32", "lg2": "v_log_f32", "rsqrt": 
 BF16_QUIET_NAN = 0x7FC0
 # simt.cvt between these (source, result, rounding) is one instruction
 _CVT = {("f16", "f32", ""): "v_cvt_f32_f16", ("f32", "f16", "rn"): "v_cvt_f16_f32",
+        ("f32", "f64", ""): "v_cvt_f64_f32", ("f64", "f32", "rn"): "v_cvt_f32_f64",
         ("i32", "f32", "rn"): "v_cvt_f32_i32", ("u32", "f32", "rn"): "v_cvt_f32_u32",
         ("f32", "i32", "rzi"): "v_cvt_i32_f32", ("f32", "u32", "rzi"): "v_cvt_u32_f32"}
 # global_load_* of one element of `bits` (sub-dword loads extend into the register, as the
@@ -430,10 +434,24 @@ class Selector:
             self.sel_int64(op, uniform)
         elif t.name == "f32" and op.name in _F32_BINARY and op.attrs.get("rounding") in (None, "rn"):
             self.valu(_F32_BINARY[op.name], [self.result(op.result, "v")], [self.operand(a), self.operand(b)])
+        elif t.name == "f64" and op.name in ("arith.add", "arith.sub", "arith.mul", "arith.max", "arith.min") \
+                and op.attrs.get("rounding") in (None, "rn"):
+            self.sel_f64(op)
         elif t.name == "f32" and op.name == "arith.div" and op.attrs.get("approx"):
             self.divide_approx(op.result, a, b)
         else:
             raise self.unsupported(op, f"on {t}")
+
+    def sel_f64(self, op: Operation) -> None:
+        """f64 arithmetic; a - b is a + (-b), the sign bit of b's high dword flipped."""
+        a, b = (self.operand(v) for v in op.operands)
+        if op.name == "arith.sub":
+            negated = self.new("v", 2).all()
+            self.valu("v_mov_b32", [negated.dword(0)], [self.half(b, 0)])
+            self.valu("v_xor_b32", [negated.dword(1)], [Imm(0x80000000, "0x80000000", False), self.half(b, 1)])
+            b = negated
+        opcode = _F64_BINARY["arith.add" if op.name == "arith.sub" else op.name]
+        self.valu(opcode, [self.result(op.result, "v")], [a, b])
 
     def sel_int64(self, op: Operation, uniform: bool) -> None:
         a, b = op.operands
@@ -500,9 +518,15 @@ class Selector:
             raise self.unsupported(op, f"on {t}")
 
     def sel_fma(self, op: Operation) -> None:
-        if op.result.type.name != "f32" or op.attrs.get("rounding") not in (None, "rn"):
+        name = op.result.type.name
+        if name not in ("f32", "f64") or op.attrs.get("rounding") not in (None, "rn"):
             raise self.unsupported(op, f"on {op.result.type}")
-        self.valu("v_fma_f32", [self.result(op.result, "v")], [self.operand(v) for v in op.operands])
+        self.valu(f"v_fma_{name}", [self.result(op.result, "v")], [self.operand(v) for v in op.operands])
+
+    def sel_round(self, op: Operation) -> None:
+        if op.result.type.name != "f32":
+            raise self.unsupported(op, f"on {op.result.type}")
+        self.valu(_ROUND_F32[op.name], [self.result(op.result, "v")], [self.operand(op.operand(0))])
 
     def sel_sqrt(self, op: Operation) -> None:
         if op.result.type.name != "f32" or not op.attrs.get("approx"):
@@ -533,7 +557,7 @@ class Selector:
     def sel_cmp(self, op: Operation) -> None:
         """Compares are emitted where their masks are used (see `compare`)."""
         t = op.operand(0).type
-        if not (_is_int(t) or t.name == "f32"):
+        if not (_is_int(t) or t.name in ("f32", "f64")):
             raise self.unsupported(op, f"on {t}")
         self.compares[op.result] = op
 
@@ -556,7 +580,7 @@ class Selector:
             kind = ("i" if _signed(t) else "u") + ("64" if dwords(t) == 2 else "32")
             self.valu(f"v_cmp_{pred}_{kind}", [mask], [self.operand(a), self.operand(b)])
         else:
-            self.valu(f"v_cmp_{_FLOAT_CMP[pred]}_f32", [mask], [self.operand(a), self.operand(b)])
+            self.valu(f"v_cmp_{_FLOAT_CMP[pred]}_{t.name}", [mask], [self.operand(a), self.operand(b)])
         self.recent_masks[v] = (mask, len(self.insts))
         return mask
 
@@ -805,6 +829,7 @@ _HANDLERS = {
     "math.abs": Selector.sel_unary,
     "math.fma": Selector.sel_fma,
     "math.sqrt": Selector.sel_sqrt,
+    **{name: Selector.sel_round for name in _ROUND_F32},
     "simt.approx": Selector.sel_approx,
     "simt.cvt": Selector.sel_cvt,
     "simt.addptr": Selector.sel_addptr,
