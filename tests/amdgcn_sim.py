@@ -363,18 +363,19 @@ class Simulator:
     """Runs `kernel` over a `grid` of workgroups (an int or up to three) on NumPy arrays
     (pointer arguments) and numbers."""
 
-    def __init__(self, kernel: AmdgcnKernel, args: list[Any], grid: Any = 1):
+    def __init__(self, kernel: AmdgcnKernel, args: Any, grid: Any = 1):
+        """`args`: the kernel's parameters in order, or a dict of them by name."""
         self.kernel = kernel
         self.grid = tuple(grid) + (1,) * (3 - len(grid)) if isinstance(grid, tuple) else (grid, 1, 1)
         self.buffers: list[np.ndarray] = []
         kernarg = bytearray(max(kernel.selection.kernarg_size, 8))
         pointer_args = [a for a in kernel.selection.kernargs if a.value_kind == "global_buffer"]
-        values = iter(args)
+        values = iter(args) if isinstance(args, list) else None
         for a in kernel.selection.kernargs:
             if a.value_kind.startswith("hidden_block_count"):
                 value = self.grid["xyz".index(a.value_kind[-1])]
             else:
-                value = next(values)
+                value = next(values) if values is not None else args[a.name]
             if isinstance(value, np.ndarray):
                 self.buffers.append(value.reshape(-1).view(np.uint8))
                 value = BASE * len(self.buffers)

@@ -179,6 +179,8 @@ BF16_QUIET_NAN = 0x7FC0
 # simt.cvt between these (source, result, rounding) is one instruction
 _CVT = {("f16", "f32", ""): "v_cvt_f32_f16", ("f32", "f16", "rn"): "v_cvt_f16_f32",
         ("f32", "f64", ""): "v_cvt_f64_f32", ("f64", "f32", "rn"): "v_cvt_f32_f64",
+        ("f32", "f32", "rni"): "v_rndne_f32", ("f32", "f32", "rzi"): "v_trunc_f32",
+        ("f32", "f32", "rmi"): "v_floor_f32", ("f32", "f32", "rpi"): "v_ceil_f32",
         ("i32", "f32", "rn"): "v_cvt_f32_i32", ("u32", "f32", "rn"): "v_cvt_f32_u32",
         ("f32", "i32", "rzi"): "v_cvt_i32_f32", ("f32", "u32", "rzi"): "v_cvt_u32_f32"}
 # global_load_* of one element of `bits` (sub-dword loads extend into the register, as the
@@ -634,10 +636,27 @@ class Selector:
             self.f32_to_bf16(op.result, a)
         elif src.name == "bf16" and dst.name == "f32":
             self.valu("v_lshlrev_b32", [self.result(op.result, "v")], [Imm.int(16), self.operand(a)])
+        elif src.is_integer and src.bits in (8, 16) and dst.name == "f32" and rnd == "rn":
+            # the register holds the value extended to 32 bits: the 32-bit conversion is exact
+            opcode = "v_cvt_f32_i32" if _signed(src) else "v_cvt_f32_u32"
+            self.valu(opcode, [self.result(op.result, "v")], [self.operand(a)])
+        elif src.name == "f32" and dst.is_integer and dst.bits in (8, 16) and rnd == "rzi":
+            self.f32_to_narrow_int(op.result, a, dst)
         elif src.is_integer and dst.is_integer and src.bits > 1 and dst.bits > 1:
             self.int_resize(op, a, src, dst)
         else:
             raise self.unsupported(op, f"from {src} to {dst} (rnd = {rnd!r})")
+
+    def f32_to_narrow_int(self, result: Value, a: Value, dst: DType) -> None:
+        """Truncate to a 32-bit integer (saturating, NaN -> 0), then clamp to the narrow range,
+        as cvt.rzi.{s,u}{8,16}.f32 saturates."""
+        wide = self.new("v").all()
+        self.valu("v_cvt_i32_f32" if _signed(dst) else "v_cvt_u32_f32", [wide], [self.operand(a)])
+        low, high = (-(1 << (dst.bits - 1)), (1 << (dst.bits - 1)) - 1) if _signed(dst) else (0, (1 << dst.bits) - 1)
+        kind = "i32" if _signed(dst) else "u32"
+        clamped = self.new("v").all()
+        self.valu(f"v_max_{kind}", [clamped], [Imm.int(low), wide])
+        self.valu(f"v_min_{kind}", [self.result(result, "v")], [Imm.int(high), clamped])
 
     def int_resize(self, op: Operation, a: Value, src: DType, dst: DType) -> None:
         """Integer widening and narrowing; 8/16-bit values sit in 32-bit registers extended by
@@ -775,6 +794,16 @@ class Selector:
             parts.append(part)
         return parts
 
+    def sel_pack(self, op: Operation) -> None:
+        """Narrow values side by side in one wider register, the first lowest (as a store's data)."""
+        self.values[op.result] = self.gather(list(op.operands), _bits(op.operand(0).type))
+
+    def sel_unpack(self, op: Operation) -> None:
+        t = op.results[0].type
+        whole = self.to_vgpr(self.operand(op.operand(0)))
+        for r, part in zip(op.results, self.split(whole, t, _bits(t), len(op.results))):
+            self.values[r] = part
+
     def sel_store(self, op: Operation) -> None:
         values = op.operands[2:]
         t, vector = values[0].type, len(values)
@@ -835,6 +864,8 @@ _HANDLERS = {
     "simt.addptr": Selector.sel_addptr,
     "simt.ld_global": Selector.sel_load,
     "simt.st_global": Selector.sel_store,
+    "simt.pack": Selector.sel_pack,
+    "simt.unpack": Selector.sel_unpack,
     **{name: Selector.sel_binary for name in ("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.and",
                                                "arith.or", "arith.xor", "arith.shl", "arith.shr", "arith.max",
                                                "arith.min", "math.umulhi", "math.mulhi")},
