@@ -20,6 +20,7 @@ from tile.codegen.amdgcn.mir import EXEC, Imm, Special, Sub
 LANES = 64
 BASE = 1 << 32   # buffers start at 4 GiB and every 4 GiB after
 KERNARG_ADDRESS = 0x1000
+RNG_LDS = np.random.default_rng(7)   # LDS starts with garbage, as on the hardware
 
 
 class SimulationError(AssertionError):
@@ -110,10 +111,14 @@ class Wave:
         return sum(1 << k for k in range(LANES) if lanes[k])
 
     # execution -----------------------------------------------------------------------
-    def run(self) -> None:
+    def run(self):
+        """A generator: runs until each s_barrier (yields) and to s_endpgm (returns)."""
         for inst in self.sim.kernel.insts:
             if inst.opcode == "s_endpgm":
                 return
+            if inst.opcode == "s_barrier":
+                yield
+                continue
             self.step(inst)
         raise SimulationError("the program ran past its end without s_endpgm")
 
@@ -134,6 +139,9 @@ class Wave:
             return
         if op.startswith("global_"):
             self.memory(inst)
+            return
+        if op.startswith("ds_"):
+            self.lds(inst)
             return
         if op.startswith("s_"):
             self.scalar(op, d, u)
@@ -171,6 +179,39 @@ class Wave:
             for k in range(max(1, size // 4)):
                 self.sim.store(address + np.uint64(4 * k), min(size, 4), lanes, self.read(_sub(u[1], k, 1)))
             self.pending.append(("vmcnt", [], []))
+
+    def lds(self, inst) -> None:
+        op, d, u = inst.opcode, inst.defs, inst.uses
+        lanes = self.exec.copy()
+        if op == "ds_bpermute_b32":
+            address, data = self.read(u[0]), self.read(u[1])
+            values = data[((address >> np.uint64(2)) & np.uint64(LANES - 1)).astype(np.int64)]
+            self.pending.append(("lgkmcnt", self.cells(d[0]), [(d[0], values, lanes)]))
+            return
+        kind = op.split("_")[2]
+        size = {"u8": 1, "i8": 1, "b8": 1, "u16": 2, "i16": 2, "b16": 2, "b32": 4, "b64": 8, "b128": 16}[kind]
+        address = self.read(u[0]) + np.uint64(inst.mods.get("offset", 0))
+        lds = self.sim.lds
+        for lane in np.flatnonzero(lanes):
+            if int(address[lane]) + size > len(lds):
+                raise SimulationError(f"LDS access of {size} bytes at {int(address[lane])} is outside its {len(lds)} bytes")
+        if op.startswith("ds_write"):
+            for k in range(max(1, size // 4)):
+                data = self.read(_sub(u[1], k, 1))
+                for lane in np.flatnonzero(lanes):
+                    a = int(address[lane]) + 4 * k
+                    lds[a:a + min(size, 4)] = int(data[lane] & np.uint64((1 << (8 * min(size, 4))) - 1)).to_bytes(
+                        min(size, 4), "little")
+            return
+        writes = []
+        for k in range(max(1, size // 4)):
+            raw = np.zeros(LANES, np.uint64)
+            for lane in np.flatnonzero(lanes):
+                a = int(address[lane]) + 4 * k
+                value = int.from_bytes(bytes(lds[a:a + min(size, 4)]), "little", signed=kind[0] == "i")
+                raw[lane] = value & 0xFFFFFFFF
+            writes.append((_sub(d[0], k, 1), raw, lanes))
+        self.pending.append(("lgkmcnt", self.cells(d[0]), writes))
 
     def scalar(self, op: str, d, u) -> None:
         r = lambda k, w=1: int(self.read(u[k], w)[0])  # noqa: E731
@@ -409,7 +450,10 @@ class Simulator:
             buf[off:off + size] = np.frombuffer(int(data[lane] & np.uint64((1 << (8 * size)) - 1)).to_bytes(size, "little"), np.uint8)
 
     def run(self) -> None:
+        """Every workgroup; its waves run in turns from one s_barrier to the next."""
         threads = self.kernel.selection.workgroup_size
         for workgroup in np.ndindex(*self.grid[::-1]):
-            for first in range(0, threads, LANES):
-                Wave(self, workgroup[::-1], first, threads).run()
+            self.lds = bytearray(RNG_LDS.integers(0, 256, self.kernel.selection.lds_bytes, np.uint8).tobytes())
+            waves = [Wave(self, workgroup[::-1], first, threads).run() for first in range(0, threads, LANES)]
+            while waves:
+                waves = [w for w in waves if next(w, StopIteration) is not StopIteration]

@@ -72,7 +72,13 @@ def bf16_grid_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 @tile.jit
 def sum_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
-    tl.store(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK))))
+    tl.store(out_ptr + tl.program_id(0), tl.sum(tl.load(x_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK))))
+
+
+@tile.jit
+def atomic_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_add(out_ptr + (offs & 3), tl.load(x_ptr + offs))
 
 
 F32 = np.ones(1000, np.float32)
@@ -87,6 +93,7 @@ CASES = {
     "conversions": (convert_kernel, (I32, I32, 1000), {"BLOCK": 256}),
     "transcendentals": (math_kernel, (F32, F32, 1000), {"BLOCK": 256}),
     "2-d grid, bf16": (bf16_grid_kernel, (F32, F32, 1000), {"BLOCK": 256}),
+    "sum": (sum_kernel, (F32, F32), {"BLOCK": 256}),
 }
 
 
@@ -192,8 +199,9 @@ def test_tutorial_vector_add_assembles():
 
 
 def test_unsupported_op_names_the_op_and_target():
-    with pytest.raises(NotImplementedError, match=r"gfx942: the AMDGCN backend does not support simt\.\w+") as e:
-        tile.dump(sum_kernel, F32, F32, BLOCK=256, stage="amdgcn", target="gfx942")
+    message = r"gfx942: the AMDGCN backend does not support simt\.atom .*test_amdgcn_codegen.py:81"
+    with pytest.raises(NotImplementedError, match=message) as e:
+        tile.dump(atomic_kernel, F32, F32, BLOCK=256, stage="amdgcn", target="gfx942")
     assert isinstance(e.value, UnsupportedOnTarget)
 
 

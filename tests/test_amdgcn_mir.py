@@ -292,3 +292,24 @@ def test_wait_states_after_a_valu_writes_an_sgpr():
     p("v_add_co_u32", [sum_lo, VCC], [lo, hi])
     p("v_addc_co_u32", [sum_hi, VCC], [hi, lo, VCC])   # vcc read as a carry: no wait states
     assert [i.opcode for i in insert_nops(p.insts)] == ["v_add_co_u32", "v_addc_co_u32"]
+
+
+def test_lds_reads_are_counted_in_order_unless_a_scalar_load_is_in_flight():
+    p = Program()
+    kernarg, n, addr, a, b, c = p.reg("s", 2, fixed=0), p.reg("s"), p.reg("v"), p.reg("v"), p.reg("v"), p.reg("v")
+    p("ds_read_b32", [a], [addr], offset=0)
+    p("ds_read_b32", [b], [addr], offset=4)
+    p("v_add_u32", [c], [a, Imm.int(1)])
+    assert waits(insert_waits(p.insts)) == [(2, {"lgkmcnt": 1})]
+    p.insts.insert(0, MInst("s_load_dword", [n.all()], [kernarg.all(), Imm.int(0)]))
+    assert waits(insert_waits(p.insts)) == [(3, {"lgkmcnt": 0})]
+
+
+def test_a_placed_wait_counts():
+    p = Program()
+    addr, x, y = p.reg("v", 2), p.reg("v"), p.reg("v")
+    p("global_load_dword", [x], [addr, OFF])
+    p("s_waitcnt", [], [], vmcnt=0, lgkmcnt=0)
+    p("s_barrier", [], [])
+    p("v_mov_b32", [y], [x])
+    assert [k for k, _ in waits(insert_waits(p.insts))] == [1]

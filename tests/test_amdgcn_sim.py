@@ -14,7 +14,7 @@ import tile.language as tl
 from amdgcn_sim import SimulationError, Simulator
 from amdgcn_util import needs_llvm
 from test_amdgcn_codegen import (add_kernel, axpy_unmasked, bf16_grid_kernel, convert_kernel, int_kernel, math_kernel,
-                                 where_kernel)
+                                 sum_kernel, where_kernel)
 from tile.codegen.amdgcn import assemble, compile_amdgcn
 from tile.codegen.amdgcn.mir import MInst
 from tile.compiler import compile_kernel
@@ -124,6 +124,16 @@ def test_rounding_functions_and_f64_conversions():
     run(rounding_kernel, (x, out, n), 2, BLOCK=256)
     x64 = x.astype(np.float64)
     np.testing.assert_allclose(out, np.floor(x64) * 1000 + np.ceil(x64) * 100 + x64 * 3, rtol=1e-6, atol=1e-3)
+
+
+@pytest.mark.parametrize("block, num_warps", [(256, 4), (64, 1), (512, 8), (128, 2)])
+def test_sum_shuffles_lds_and_barrier(block, num_warps):
+    x = RNG.standard_normal(block * 3).astype(np.float32)
+    out = np.full(3, np.nan, np.float32)
+    compiled = run(sum_kernel, (x, out), 3, num_warps=num_warps, BLOCK=block)
+    np.testing.assert_allclose(out, x.reshape(3, block).astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+    opcodes = {i.opcode for i in compiled.insts}
+    assert {"ds_bpermute_b32", "s_barrier"} <= opcodes or num_warps == 1
 
 
 def test_the_model_catches_a_missing_wait():

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...ir.core import Operation
-from .isa import WAVE_SIZE
+from ...runtime.errors import OutOfResources
+from .isa import LDS_BYTES, WAVE_SIZE
 from .isel import Selection, UnsupportedOnTarget, select
 from .kernel_object import ToolNotFound, assemble, kernel_text
 from .mir import MInst, Reg
@@ -48,6 +49,8 @@ def check_target(target: str) -> None:
 def compile_amdgcn(simt: Operation, target: str) -> AmdgcnKernel:
     check_target(target)
     sel = select(simt, target)
+    if sel.lds_bytes > LDS_BYTES[target]:
+        raise OutOfResources(sel.lds_bytes, LDS_BYTES[target], "shared memory", kernel=sel.name, target=target)
     assignment = allocate(sel.insts, target, sel.name)
     insts = insert_nops(insert_waits(sel.insts, assignment), assignment)
     return AmdgcnKernel(sel, insts, assignment, kernel_text(sel, insts, assignment, target))

@@ -20,7 +20,7 @@ Operand kinds:
 
 Latency classes (CDNA3 ISA 4.5 and the MI300 tuning guides): salu and valu issue every cycle
 (valu: 4 cycles per wave64 instruction), trans (the transcendental unit) at a quarter of that,
-smem and vmem wait for memory and are tracked by their counter.
+smem, vmem and ds (LDS) wait for memory and are tracked by their counter.
 """
 from __future__ import annotations
 
@@ -32,7 +32,10 @@ WAVE_SIZE = {"gfx942": 64}
 SGPR_LIMIT = {"gfx942": 102}   # s0..s101 are addressable (vcc and xnack_mask live above)
 VGPR_LIMIT = {"gfx942": 256}   # architectural VGPRs v0..v255 (AGPRs are not used)
 MAX_VMCNT = 63                  # the s_waitcnt fields of GFX9 (CDNA3 ISA 4.4)
+MAX_LGKMCNT = 15
 GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1)
+DS_OFFSET_RANGE = (0, 65535)         # the unsigned 16-bit offset of ds_read/ds_write
+LDS_BYTES = {"gfx942": 65536}        # per workgroup
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,7 @@ def _rows() -> list[InstrInfo]:
         add(f"s_cmp_{pred}_u64", "SOPC", "| ssrc2 ssrc2", "salu")
     add("s_waitcnt", "SOPP", "|", "salu")
     add("s_nop", "SOPP", "| imm", "salu")
+    add("s_barrier", "SOPP", "|", "salu")
     add("s_endpgm", "SOPP", "|", "salu")
 
     # scalar memory: kernel arguments
@@ -137,6 +141,14 @@ def _rows() -> list[InstrInfo]:
     for name, width in (("byte", 1), ("short", 1), ("dword", 1), ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
         data = "vsrc" if width == 1 else f"vsrc{width}"
         add(f"global_store_{name}", "FLAT", f"| vaddr {data} saddr", "vmem", "vmcnt")
+
+    # LDS (the DS encoding): counted in lgkmcnt, in order among themselves (CDNA3 ISA 10)
+    for name, width in (("u8", 1), ("i8", 1), ("u16", 1), ("i16", 1), ("b32", 1), ("b64", 2), ("b128", 4)):
+        add(f"ds_read_{name}", "DS", f"{'vdst' if width == 1 else f'vdst{width}'} | vsrc", "ds", "lgkmcnt")
+    for name, width in (("b8", 1), ("b16", 1), ("b32", 1), ("b64", 2), ("b128", 4)):
+        add(f"ds_write_{name}", "DS", f"| vsrc {'vsrc' if width == 1 else f'vsrc{width}'}", "ds", "lgkmcnt")
+    # lane permutation through the LDS crossbar (no LDS memory): dst = data of lane addr / 4
+    add("ds_bpermute_b32", "DS", "vdst | vsrc vsrc", "ds", "lgkmcnt")
     return rows
 
 

@@ -46,7 +46,7 @@ import numpy as np
 
 from ...ir.core import Operation, Value
 from ...ir.types import DType, PointerType, i1
-from .isa import GLOBAL_OFFSET_RANGE, INLINE_FLOATS, info
+from .isa import DS_OFFSET_RANGE, GLOBAL_OFFSET_RANGE, INLINE_FLOATS, info
 from .mir import EXEC, OFF, VCC, Imm, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
@@ -80,6 +80,7 @@ class Selection:
     kernarg_size: int
     workgroup_id_axes: tuple[int, ...]
     workgroup_size: int
+    lds_bytes: int
     regs: list[Reg] = field(default_factory=list)
 
 
@@ -191,6 +192,13 @@ _DWORD_LOAD = {1: "global_load_dword", 2: "global_load_dwordx2", 3: "global_load
 _DWORD_STORE = {1: "global_store_dword", 2: "global_store_dwordx2", 3: "global_store_dwordx3",
                 4: "global_store_dwordx4"}
 _NARROW_STORE = {8: "global_store_byte", 16: "global_store_short"}
+# the same for LDS (simt.ld_shared / st_shared)
+_DS_NARROW_LOAD = {(8, True): "ds_read_i8", (8, False): "ds_read_u8", (16, True): "ds_read_i16",
+                   (16, False): "ds_read_u16"}
+_DS_LOAD = {1: "ds_read_b32", 2: "ds_read_b64", 4: "ds_read_b128"}
+_DS_STORE = {1: "ds_write_b32", 2: "ds_write_b64", 4: "ds_write_b128"}
+_DS_NARROW_STORE = {8: "ds_write_b8", 16: "ds_write_b16"}
+_WAVE_HALF = 32   # simt.shfl exchanges within the lowering's 32-lane warps: each half of a wave64
 
 
 class Selector:
@@ -210,6 +218,7 @@ class Selector:
         self.deferred_others: dict[Value, tuple[Value, Operand]] = {}
         self.compares: dict[Value, Operation] = {}
         self.homes: dict[Value, Sub] = {}
+        self.thread_id: Optional[Sub] = None
         self.recent_masks: dict[Value, tuple[Sub, int]] = {}
         self.comment = ""
 
@@ -351,7 +360,8 @@ class Selector:
             handler(self, op)
         size = max((a.offset + a.size for a in kernargs), default=0)
         threads = self.func.attrs["num_warps"] * 32
-        return Selection(self.func.attrs["sym_name"], self.insts, kernargs, size, tuple(axes), threads, self.regs)
+        return Selection(self.func.attrs["sym_name"], self.insts, kernargs, size, tuple(axes), threads,
+                         self.func.attrs.get("shared_bytes", 0), self.regs)
 
     def place_store_data(self, block) -> None:
         """Values that only a vector store reads are computed straight into its register tuple
@@ -403,7 +413,7 @@ class Selector:
         self.constants[op.result] = (op.attrs["value"], op.result.type)
 
     def sel_tid(self, op: Operation) -> None:
-        self.valu("v_bfe_u32", [self.result(op.result, "v")], [self.workitem_id, Imm.int(0), Imm.int(WORKITEM_ID_BITS)])
+        self.values[op.result] = self.thread_index()
 
     def sel_ctaid(self, op: Operation) -> None:
         self.values[op.result] = self.workgroup_ids[op.attrs["axis"]]
@@ -726,13 +736,18 @@ class Selector:
             index = shifted
         self.add64(self.result(op.result, "v"), self.operand(p), index)
 
-    def address(self, op: Operation) -> tuple[Operand, int]:
-        """The VGPR pair and immediate offset of a global access (offsets past the 13-bit
-        field are added to the address first)."""
+    def address(self, op: Operation, shared: bool) -> tuple[Operand, int]:
+        """The address register and immediate offset of an access: a VGPR pair and the signed
+        13-bit offset for global memory, a VGPR and the unsigned 16-bit offset for LDS (offsets
+        outside the field are added to the address first)."""
         addr, offset = self.to_vgpr(self.operand(op.operand(0))), op.attrs.get("offset", 0)
-        low, high = GLOBAL_OFFSET_RANGE
+        low, high = DS_OFFSET_RANGE if shared else GLOBAL_OFFSET_RANGE
         if low <= offset <= high:
             return addr, offset
+        if shared:
+            moved = self.new("v").all()
+            self.valu("v_add_u32", [moved], [Imm.int(offset), addr])
+            return moved, 0
         moved = self.new("v", 2).all()
         self.add64(moved, addr, self.materialize(offset & ((1 << 64) - 1), 2))
         return moved, 0
@@ -754,15 +769,17 @@ class Selector:
         t, vector = op.results[0].type, op.attrs.get("vector", 1)
         if not (isinstance(t, PointerType) or t.bits in (8, 16, 32, 64)):
             raise self.unsupported(op, f"of {t}")
-        addr, offset = self.address(op)
-        bits = 64 if isinstance(t, PointerType) else t.bits
+        shared = op.name == "simt.ld_shared"
+        addr, offset = self.address(op, shared)
+        bits = _bits(t)
         total = bits * vector
         if total < 32:
-            opcode, size = _NARROW_LOAD[total, _signed(t) and vector == 1], 1
+            opcode, size = (_DS_NARROW_LOAD if shared else _NARROW_LOAD)[total, _signed(t) and vector == 1], 1
         else:
-            opcode, size = _DWORD_LOAD[total // 32], total // 32
+            opcode, size = (_DS_LOAD if shared else _DWORD_LOAD)[total // 32], total // 32
         loaded = self.new("v", size).all()
-        mask = self.masked(op.operand(1), lambda: self.emit(opcode, [loaded], [addr, OFF], offset=offset))
+        sources = [addr] if shared else [addr, OFF]
+        mask = self.masked(op.operand(1), lambda: self.emit(opcode, [loaded], sources, offset=offset))
         parts = self.split(loaded, t, bits, vector)
         others = op.operands[2:]
         for k, r in enumerate(op.results):
@@ -794,6 +811,48 @@ class Selector:
             parts.append(part)
         return parts
 
+    def sel_smem_addr(self, op: Operation) -> None:
+        """LDS addresses start at 0 for each workgroup: the address is the offset."""
+        self.constants[op.result] = (op.attrs["offset"], op.result.type)
+
+    def sel_barrier(self, op: Operation) -> None:
+        """bar.sync orders the CTA's memory accesses too: drain this wave's, then meet the others."""
+        self.emit("s_waitcnt", [], [], vmcnt=0, lgkmcnt=0)
+        self.emit("s_barrier", [], [])
+
+    def thread_index(self) -> Sub:
+        """The work-item id in the workgroup (simt.tid; its low 6 bits: the lane in the wave), made once."""
+        if self.thread_id is None:
+            self.thread_id = self.new("v").all()
+            self.valu("v_bfe_u32", [self.thread_id], [self.workitem_id, Imm.int(0), Imm.int(WORKITEM_ID_BITS)])
+        return self.thread_id
+
+    def sel_shfl(self, op: Operation) -> None:
+        """shfl.sync within 32-lane groups (PTX semantics: a source lane outside the group, or
+        below 0 for up, gives the lane its own value) as ds_bpermute_b32, which reads lane
+        address / 4 of the wave: the source is (this lane's half of the wave) + its lane there."""
+        x, b = op.operands
+        mode = op.attrs["mode"]
+        tid = self.thread_index()
+        shift = self.operand(b)
+        if mode == "bfly" and isinstance(shift, Imm) and 0 <= shift.value < _WAVE_HALF:
+            source = self.new("v").all()
+            self.valu("v_xor_b32", [source], [shift, tid])   # stays in this half: bits 0..4 change
+        else:
+            lane, moved, inside, chosen, half, source = (self.new("v").all() for _ in range(6))
+            self.valu("v_and_b32", [lane], [Imm.int(_WAVE_HALF - 1), tid])
+            opcode = {"bfly": "v_xor_b32", "down": "v_add_u32", "up": "v_sub_u32", "idx": "v_and_b32"}[mode]
+            sources = {"up": [lane, shift], "idx": [Imm.int(_WAVE_HALF - 1), shift]}.get(mode, [shift, lane])
+            self.valu(opcode, [moved], sources)
+            in_range = self.new("s", 2).all()
+            self.valu("v_cmp_le_u32", [in_range], [moved, Imm.int(_WAVE_HALF - 1)])
+            self.valu("v_cndmask_b32", [chosen], [lane, moved, in_range])
+            self.valu("v_and_b32", [half], [Imm.int(_WAVE_HALF), tid])
+            self.valu("v_or_b32", [source], [half, chosen])
+        address = self.new("v").all()
+        self.valu("v_lshlrev_b32", [address], [Imm.int(2), source])
+        self.emit("ds_bpermute_b32", [self.result(op.result, "v")], [address, self.to_vgpr(self.operand(x))])
+
     def sel_pack(self, op: Operation) -> None:
         """Narrow values side by side in one wider register, the first lowest (as a store's data)."""
         self.values[op.result] = self.gather(list(op.operands), _bits(op.operand(0).type))
@@ -810,14 +869,16 @@ class Selector:
         bits = 64 if isinstance(t, PointerType) else t.bits
         if bits not in (8, 16, 32, 64):
             raise self.unsupported(op, f"of {t}")
-        addr, offset = self.address(op)
+        shared = op.name == "simt.st_shared"
+        addr, offset = self.address(op, shared)
         total = bits * vector
         if total < 32:
-            opcode = _NARROW_STORE[total]
+            opcode = (_DS_NARROW_STORE if shared else _NARROW_STORE)[total]
         else:
-            opcode = _DWORD_STORE[total // 32]
+            opcode = (_DS_STORE if shared else _DWORD_STORE)[total // 32]
         data = self.gather(values, bits)
-        self.masked(op.operand(1), lambda: self.emit(opcode, [], [addr, data, OFF], offset=offset))
+        sources = [addr, data] if shared else [addr, data, OFF]
+        self.masked(op.operand(1), lambda: self.emit(opcode, [], sources, offset=offset))
 
     def gather(self, values: list[Value], bits: int) -> Sub:
         """The values of a store in consecutive VGPRs (sub-dword ones packed, lowest first)."""
@@ -865,6 +926,11 @@ _HANDLERS = {
     "simt.ld_global": Selector.sel_load,
     "simt.st_global": Selector.sel_store,
     "simt.pack": Selector.sel_pack,
+    "simt.ld_shared": Selector.sel_load,
+    "simt.st_shared": Selector.sel_store,
+    "simt.smem_addr": Selector.sel_smem_addr,
+    "simt.barrier": Selector.sel_barrier,
+    "simt.shfl": Selector.sel_shfl,
     "simt.unpack": Selector.sel_unpack,
     **{name: Selector.sel_binary for name in ("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.and",
                                                "arith.or", "arith.xor", "arith.shl", "arith.shr", "arith.max",

@@ -50,7 +50,7 @@ def kernel_text(sel: Selection, insts: list[MInst], assignment: dict[Reg, int], 
     accum_offset = max(4, -(-vgprs // 4) * 4)
     axes = sel.workgroup_id_axes
     descriptor = [
-        f".amdhsa_group_segment_fixed_size 0",
+        f".amdhsa_group_segment_fixed_size {sel.lds_bytes}",
         f".amdhsa_private_segment_fixed_size 0",
         f".amdhsa_kernarg_size {sel.kernarg_size}",
         ".amdhsa_user_sgpr_kernarg_segment_ptr 1",
@@ -79,7 +79,7 @@ def kernel_text(sel: Selection, insts: list[MInst], assignment: dict[Reg, int], 
         f"    .symbol: {name}.kd",
         f"    .kernarg_segment_size: {sel.kernarg_size}",
         "    .kernarg_segment_align: 8",
-        "    .group_segment_fixed_size: 0",
+        f"    .group_segment_fixed_size: {sel.lds_bytes}",
         "    .private_segment_fixed_size: 0",
         f"    .wavefront_size: {WAVE_SIZE[target]}",
         f"    .sgpr_count: {sgprs + 2 * uses_vcc}",

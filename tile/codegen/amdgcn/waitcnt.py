@@ -4,8 +4,9 @@ Memory instructions return their results later: a global load increments vmcnt (
 too on GFX9), an s_load increments lgkmcnt, and each counter falls as results land. Before an
 instruction reads or writes a register that an in-flight load will write, it must wait:
 `s_waitcnt vmcnt(N)` until at most N vector memory ops are outstanding. Vector memory ops
-return in order, so N is the number issued after the needed load; scalar loads may return
-out of order, so a wait for one is lgkmcnt(0) (CDNA3 ISA 4.4).
+return in order, so N is the number issued after the needed load; LDS ops likewise in
+lgkmcnt, but scalar loads may return out of order, so while one is in flight a wait on
+lgkmcnt is lgkmcnt(0) (CDNA3 ISA 4.4).
 
     global_load_dword v1, v[2:3], off         global_load_dword v1, v[2:3], off
     global_load_dword v4, v[2:3], off   ->    global_load_dword v4, v[2:3], off
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .isa import MAX_VMCNT, info
+from .isa import MAX_LGKMCNT, MAX_VMCNT, info
 from .mir import Imm, MInst, Reg, Sub
 
 Unit = tuple
@@ -40,17 +41,31 @@ def insert_waits(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None
     """`insts` with the s_waitcnt each first touch of a pending load's result needs."""
     out: list[MInst] = []
     vm: list[set[Unit]] = []      # registers each outstanding vector memory op writes, oldest first
-    lgkm: list[set[Unit]] = []
+    lgkm: list[set[Unit]] = []    # the same for LDS ops and scalar loads
+    scalar_loads = 0              # of those, s_loads (out of order: with one in flight, wait for all)
     for inst in insts:
+        if inst.opcode == "s_waitcnt":  # one the selection placed (a barrier's): its counts hold
+            if "vmcnt" in inst.mods:
+                del vm[:max(0, len(vm) - inst.mods["vmcnt"])]
+            if inst.mods.get("lgkmcnt") == 0:
+                lgkm.clear()
+                scalar_loads = 0
+            out.append(inst)
+            continue
         touched = {u for o in inst.defs + inst.uses for u in units(o, assignment)}
         counts: dict[str, int] = {}
         needed = [k for k, written in enumerate(vm) if written & touched]
         if needed:
             counts["vmcnt"] = min(len(vm) - 1 - needed[-1], MAX_VMCNT)
             del vm[:needed[-1] + 1]
-        if any(written & touched for written in lgkm):
+        needed = [k for k, written in enumerate(lgkm) if written & touched]
+        if needed and scalar_loads:  # out of order: only lgkmcnt(0) surely covers the needed one
             counts["lgkmcnt"] = 0
             lgkm.clear()
+            scalar_loads = 0
+        elif needed:
+            counts["lgkmcnt"] = min(len(lgkm) - 1 - needed[-1], MAX_LGKMCNT)
+            del lgkm[:needed[-1] + 1]
         if counts:
             out.append(MInst("s_waitcnt", [], [], counts, "results of earlier loads"))
         out.append(inst)
@@ -60,6 +75,7 @@ def insert_waits(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None
             vm.append(written)
         elif counter == "lgkmcnt":
             lgkm.append(written)
+            scalar_loads += info(inst.opcode).family == "SMEM"
     return out
 
 
