@@ -136,6 +136,21 @@ def test_sum_shuffles_lds_and_barrier(block, num_warps):
     assert {"ds_bpermute_b32", "s_barrier"} <= opcodes or num_warps == 1
 
 
+@tile.jit
+def masked_min_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    v = tl.load(x_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < n, other=3)
+    tl.store(out_ptr + tl.program_id(0), tl.min(v, axis=0))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_shuffled_64_bit_values_see_the_loads_other(n):
+    """A fuzzer find: the halves of a masked load's result went to the shuffles without `other`."""
+    x = np.array([5, 1], np.uint64)
+    out = np.zeros(1, np.uint64)
+    run(masked_min_kernel, (x, out, n), 1, num_warps=1, BLOCK=2)
+    assert out[0] == min([3] + list(x[:n]))
+
+
 def test_the_model_catches_a_missing_wait():
     n = 256
     x = RNG.standard_normal(n).astype(np.float32)

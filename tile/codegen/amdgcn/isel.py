@@ -215,7 +215,7 @@ class Selector:
         self.materialized: dict[tuple[int, int], tuple[Sub, int]] = {}
         self.vector_copies: dict[tuple[Reg, int, int], Sub] = {}
         self.scalar_copies: dict[tuple[Reg, int, int], Sub] = {}
-        self.deferred_others: dict[Value, tuple[Value, Operand]] = {}
+        self.deferred_others: dict[Value, tuple[Value, Value]] = {}   # load result -> (other, predicate)
         self.compares: dict[Value, Operation] = {}
         self.homes: dict[Value, Sub] = {}
         self.thread_id: Optional[Sub] = None
@@ -629,7 +629,7 @@ class Selector:
         if a in self.constants:
             self.constants[op.result] = self.constants[a][0], a.type
         else:
-            self.values[op.result] = self.values[a]
+            self.values[op.result] = self.operand(a)  # applies a masked load's `other` first
 
     def sel_cvt(self, op: Operation) -> None:
         a = op.operand(0)
@@ -785,13 +785,14 @@ class Selector:
         for k, r in enumerate(op.results):
             self.values[r] = parts[k]
             if mask is not None and others:
-                self.deferred_others[r] = (others[k], mask)
+                self.deferred_others[r] = (others[k], op.operand(1))
 
     def choose_other(self, r: Value) -> None:
         """Where the load's predicate was false, the result is its `other`: selected at the
-        first use, not at the load (so that loads stay in flight together)."""
-        other_value, mask = self.deferred_others.pop(r)
-        loaded, other = self.values[r], self.operand(other_value)
+        first use, not at the load (so that loads stay in flight together; the predicate's mask
+        is recomputed if it is old, rather than held)."""
+        other_value, predicate = self.deferred_others.pop(r)
+        loaded, other, mask = self.values[r], self.operand(other_value), self.scalar(predicate)
         d = self.result(r, "v")
         for i in range(dwords(r.type)):
             o = self.half(other, i) if dwords(r.type) == 2 else other
