@@ -248,3 +248,26 @@ def test_binary_ops_assemble(case):
     x = np.ones(100, name)
     text = str(tile.dump(binary_kernel, x, x, x, 100, OP=op, BLOCK=64, stage="amdgcn", target="gfx942", num_warps=2))
     assert assemble(text, "gfx942")[:4] == b"\x7fELF"
+
+
+def _tutorial(name: str):
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parent.parent / "tutorials" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"tutorial_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("n_cols, block, num_warps", [(781, 1024, 4), (100, 128, 1), (33, 64, 2)])
+def test_tutorial_softmax(n_cols, block, num_warps):
+    kernel = _tutorial("02_fused_softmax").softmax_kernel
+    rows = 3
+    x = RNG.standard_normal((rows, n_cols)).astype(np.float32)
+    out = np.full((rows, n_cols), np.nan, np.float32)
+    run(kernel, (out, x, n_cols, n_cols, n_cols), rows, num_warps=num_warps, BLOCK=block)
+    x64 = x.astype(np.float64)
+    expected = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out, expected / expected.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
