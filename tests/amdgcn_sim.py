@@ -113,13 +113,24 @@ class Wave:
     # execution -----------------------------------------------------------------------
     def run(self):
         """A generator: runs until each s_barrier (yields) and to s_endpgm (returns)."""
-        for inst in self.sim.kernel.insts:
+        insts = self.sim.kernel.insts
+        labels = {i.uses[0]: k for k, i in enumerate(insts) if i.opcode == "label"}
+        pc, steps = 0, 0
+        while pc < len(insts):
+            inst = insts[pc]
+            pc += 1
+            steps += 1
+            if steps > 1_000_000:
+                raise SimulationError("more than a million instructions: a loop that does not end?")
             if inst.opcode == "s_endpgm":
                 return
             if inst.opcode == "s_barrier":
                 yield
-                continue
-            self.step(inst)
+            elif inst.opcode == "s_branch" or (inst.opcode == "s_cbranch_scc1" and self.scc) or (
+                    inst.opcode == "s_cbranch_scc0" and not self.scc):
+                pc = labels[inst.uses[0]]
+            elif inst.opcode not in ("label", "s_cbranch_scc0", "s_cbranch_scc1"):
+                self.step(inst)
         raise SimulationError("the program ran past its end without s_endpgm")
 
     def step(self, inst) -> None:

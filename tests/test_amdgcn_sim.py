@@ -12,7 +12,7 @@ import tile
 import tile.language as tl
 
 from amdgcn_sim import SimulationError, Simulator
-from amdgcn_util import needs_llvm
+from amdgcn_util import instructions, needs_llvm
 from test_amdgcn_codegen import (add_kernel, axpy_unmasked, bf16_grid_kernel, convert_kernel, int_kernel, math_kernel,
                                  sum_kernel, where_kernel)
 from tile.codegen.amdgcn import assemble, compile_amdgcn
@@ -271,3 +271,58 @@ def test_tutorial_softmax(n_cols, block, num_warps):
     x64 = x.astype(np.float64)
     expected = np.exp(x64 - x64.max(axis=1, keepdims=True))
     np.testing.assert_allclose(out, expected / expected.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("n_cols, block, num_warps", [(300, 128, 4), (64, 64, 1), (1000, 256, 2)])
+def test_tutorial_layer_norm_loops(n_cols, block, num_warps):
+    kernel = _tutorial("03_layer_norm").layer_norm_kernel
+    rows, eps = 3, 1e-5
+    x = RNG.standard_normal((rows, n_cols)).astype(np.float32)
+    w, b = RNG.standard_normal(n_cols).astype(np.float32), RNG.standard_normal(n_cols).astype(np.float32)
+    y = np.full((rows, n_cols), np.nan, np.float16)
+    mean, rstd = np.full(rows, np.nan, np.float32), np.full(rows, np.nan, np.float32)
+    compiled = run(kernel, (x, y, w, b, mean, rstd, n_cols, n_cols, eps), rows, num_warps=num_warps, BLOCK=block)
+    assert sum(i.opcode == "label" for i in compiled.insts) == 6  # three loops
+    x64 = x.astype(np.float64)
+    mu, var = x64.mean(axis=1), x64.var(axis=1)
+    np.testing.assert_allclose(mean, mu, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rstd, 1 / np.sqrt(var + eps), rtol=1e-4)
+    expected = (x64 - mu[:, None]) / np.sqrt(var[:, None] + eps) * w + b
+    np.testing.assert_allclose(y.astype(np.float64), expected, rtol=2e-3, atol=2e-3)
+
+
+@tile.jit
+def loop_kernel(x_ptr, out_ptr, n, trips, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    flag = offs < 0
+    for i in range(trips):
+        acc = acc * 0.5 + tl.load(x_ptr + offs + i * n, mask=m, other=1.0)
+        flag = flag ^ (offs < i)
+    tl.store(out_ptr + offs, tl.where(flag, -acc, acc), mask=m)
+
+
+@pytest.mark.parametrize("trips", [0, 1, 3])
+def test_loop_carried_values_and_zero_trips(trips):
+    n = 100
+    x = RNG.standard_normal(n * max(trips, 1)).astype(np.float32)
+    out = np.full(n, np.nan, np.float32)
+    run(loop_kernel, (x, out, n, trips), 1, num_warps=4, BLOCK=128)
+    acc, flag = np.zeros(n), np.zeros(n, bool)
+    for i in range(trips):
+        acc = acc * 0.5 + x[i * n:(i + 1) * n]
+        flag ^= np.arange(n) < i
+    np.testing.assert_allclose(out, np.where(flag, -acc, acc), rtol=1e-6, atol=1e-6)
+
+
+@needs_llvm
+def test_loops_assemble():
+    x = np.ones(300, np.float32)
+    text = str(tile.dump(loop_kernel, x, x, 100, 3, BLOCK=128, stage="amdgcn", target="gfx942"))
+    assert "s_cbranch_scc1 .Lloop1" in instructions(text) and "\n.Lloop1:\n" in text
+    assert assemble(text, "gfx942")[:4] == b"\x7fELF"
+    kernel = _tutorial("03_layer_norm").layer_norm_kernel
+    y = np.ones(300, np.float16)
+    text = str(tile.dump(kernel, x, y, x, x, x, x, 300, 300, 1e-5, BLOCK=128, stage="amdgcn", target="gfx942"))
+    assert assemble(text, "gfx942")[:4] == b"\x7fELF"

@@ -16,6 +16,7 @@ Operand kinds:
     saddr           "off" (the address is in vaddr alone)
     sbase           the SGPR pair an s_load reads from
     imm             an immediate number (a byte offset)
+    label           a branch target
     vcc             the vcc pair (carry out and in of the 64-bit add chains)
 
 Latency classes (CDNA3 ISA 4.5 and the MI300 tuning guides): salu and valu issue every cycle
@@ -83,6 +84,10 @@ def _rows() -> list[InstrInfo]:
     add("s_waitcnt", "SOPP", "|", "salu")
     add("s_nop", "SOPP", "| imm", "salu")
     add("s_barrier", "SOPP", "|", "salu")
+    add("s_branch", "SOPP", "| label", "salu")
+    add("s_cbranch_scc0", "SOPP", "| label", "salu")
+    add("s_cbranch_scc1", "SOPP", "| label", "salu")
+    add("label", "PSEUDO", "| label", "salu")   # a branch target: prints as `name:`
     add("s_endpgm", "SOPP", "|", "salu")
 
     # scalar memory: kernel arguments

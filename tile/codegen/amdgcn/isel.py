@@ -47,7 +47,7 @@ import numpy as np
 from ...ir.core import Operation, Value
 from ...ir.types import DType, PointerType, i1
 from .isa import DS_OFFSET_RANGE, GLOBAL_OFFSET_RANGE, INLINE_FLOATS, info
-from .mir import EXEC, OFF, VCC, Imm, MInst, Operand, Reg, Special, Sub
+from .mir import EXEC, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
 USER_SGPRS = 2
@@ -90,15 +90,27 @@ _UNIFORM_SOURCES = ("arith.constant", "simt.ctaid", "simt.nctaid")
 _LANEWISE = ("simt.cvt", "simt.addptr", "simt.approx", "simt.pack", "simt.unpack")
 
 
+def walk(ops) -> Any:
+    """Every op of `ops` and of their regions, in program order."""
+    for op in ops:
+        yield op
+        for region in op.regions:
+            for block in region.blocks:
+                yield from walk(block.ops)
+
+
 def uniform_values(func: Operation) -> set[Value]:
     """The values of `func` that are the same in every thread of a CTA: its parameters, program
-    ids, constants, and pure per-thread ops (arith, math, cvt, addptr...) of uniform values."""
+    ids, constants, pure per-thread ops (arith, math, cvt, addptr...) of uniform values, and the
+    induction variable of an scf.for (its bounds are uniform); loop-carried values are not."""
     block = func.regions[0].block
     uniform: set[Value] = set(block.args)
-    for op in block.ops:
+    for op in walk(block.ops):
         pure = op.name.startswith(("arith.", "math.")) or op.name in _LANEWISE
         if op.name in _UNIFORM_SOURCES or (pure and not op.regions and all(v in uniform for v in op.operands)):
             uniform.update(op.results)
+        if op.name == "scf.for":
+            uniform.add(op.regions[0].block.args[0])
     return uniform
 
 
@@ -219,6 +231,7 @@ class Selector:
         self.compares: dict[Value, Operation] = {}
         self.homes: dict[Value, Sub] = {}
         self.thread_id: Optional[Sub] = None
+        self.loops = 0
         self.recent_masks: dict[Value, tuple[Sub, int]] = {}
         self.comment = ""
 
@@ -346,27 +359,95 @@ class Selector:
     # the function ----------------------------------------------------------------------
     def select(self) -> Selection:
         block = self.func.regions[0].block
-        axes = sorted({0} | {op.attrs["axis"] for op in block.ops if op.name == "simt.ctaid"})
+        axes = sorted({0} | {op.attrs["axis"] for op in walk(block.ops) if op.name == "simt.ctaid"})
         self.kernarg_pointer = self.new("s", 2, fixed=KERNARG_POINTER_SGPR).all()
         self.workgroup_ids = {axis: self.new("s", 1, fixed=USER_SGPRS + i).all() for i, axis in enumerate(axes)}
         self.workitem_id = self.new("v", 1, fixed=0).all()
         kernargs = self.load_arguments(block)
         self.place_store_data(block)
-        for op in block.ops:
-            self.comment = f"{op.loc.file.rsplit('/', 1)[-1]}:{op.loc.line}" if op.loc else ""
-            handler = _HANDLERS.get(op.name)
-            if handler is None or op.regions:
-                raise self.unsupported(op)
-            handler(self, op)
+        if any(op.name in ("simt.tid", "simt.shfl") for op in walk(block.ops)):
+            self.thread_index()  # at the top: code in a loop body may not run
+        self.select_ops(block.ops)
         size = max((a.offset + a.size for a in kernargs), default=0)
         threads = self.func.attrs["num_warps"] * 32
         return Selection(self.func.attrs["sym_name"], self.insts, kernargs, size, tuple(axes), threads,
                          self.func.attrs.get("shared_bytes", 0), self.regs)
 
+    def select_ops(self, ops) -> None:
+        for op in ops:
+            self.comment = f"{op.loc.file.rsplit('/', 1)[-1]}:{op.loc.line}" if op.loc else ""
+            handler = _HANDLERS.get(op.name)
+            if handler is None or (op.regions and op.name != "scf.for"):
+                raise self.unsupported(op)
+            handler(self, op)
+
+    def forget_recent(self) -> None:
+        """Drop the values kept for reuse (constants, masks, copies): at a loop's entry and exit,
+        where a value made on one side may not exist on the other (a loop may run zero times)."""
+        self.materialized.clear()
+        self.recent_masks.clear()
+        self.vector_copies.clear()
+        self.scalar_copies.clear()
+
+    def sel_for(self, op: Operation) -> None:
+        """scf.for with uniform bounds: an SGPR induction variable, loop-carried values in
+        registers copied at entry and at each yield, one backward branch:
+
+                s_cmp_ge_i32 iv, ub; s_cbranch_scc1 .Lend       (no iteration)
+            .Lbody:  ...body...;  carried = yielded
+                s_add_u32 iv, iv, step; s_cmp_lt_i32 iv, ub; s_cbranch_scc1 .Lbody
+            .Lend:
+        """
+        lb, ub, step, *inits = op.operands
+        body = op.regions[0].block
+        if lb.type.name not in ("i32", "u32"):
+            raise self.unsupported(op, f"with a {lb.type} induction variable")
+        for r in list(self.deferred_others):  # a use inside the loop must not be its first
+            self.choose_other(r)
+        self.forget_recent()
+        kind = "i32" if _signed(lb.type) else "u32"
+        iv = self.new("s").all()
+        self.salu("s_mov_b32", [iv], [self.scalar(lb)])
+        carried = [self.new("s" if v.type == i1 else "v", dwords(v.type)).all() for v in inits]
+        for reg, v in zip(carried, inits):
+            self.copy(reg, self.operand(v))
+        self.loops += 1
+        top, end = Label(f".Lloop{self.loops}"), Label(f".Lloop{self.loops}_end")
+        upper = self.scalar(ub)
+        self.salu(f"s_cmp_ge_{kind}", [], [iv, upper])
+        self.emit("s_cbranch_scc1", [], [end])
+        self.emit("label", [], [top])
+        self.values[body.args[0]] = iv
+        for arg, reg in zip(body.args[1:], carried):
+            self.values[arg] = reg
+        self.select_ops(body.ops[:-1])
+        yielded = [self.operand(v) for v in body.ops[-1].operands]
+        if any(isinstance(y, Sub) and any(y.reg is c.reg for c in carried) for y in yielded):
+            staged = [self.new(c.bank, c.count).all() for c in carried]   # a parallel copy
+            for reg, y in zip(staged, yielded):
+                self.copy(reg, y)
+            yielded = staged
+        for reg, y in zip(carried, yielded):
+            self.copy(reg, y)
+        self.salu("s_add_u32", [iv], [iv, self.scalar(step)])
+        self.salu(f"s_cmp_lt_{kind}", [], [iv, self.scalar(ub)])
+        self.emit("s_cbranch_scc1", [], [top])
+        self.emit("label", [], [end])
+        self.forget_recent()
+        for result, reg in zip(op.results, carried):
+            self.values[result] = reg
+
+    def copy(self, dst: Sub, src: Operand) -> None:
+        if dst.bank == "s":
+            self.salu("s_mov_b64" if dst.count == 2 else "s_mov_b32", [dst], [src])
+            return
+        for i in range(dst.count):
+            self.valu("v_mov_b32", [dst.dword(i)], [self.half(src, i) if dst.count == 2 else src])
+
     def place_store_data(self, block) -> None:
         """Values that only a vector store reads are computed straight into its register tuple
         (no copies to gather them): their home is a slice of the tuple."""
-        for op in block.ops:
+        for op in walk(block.ops):
             values = op.operands[2:]
             if op.name != "simt.st_global" or len(values) < 2 or dwords(values[0].type) * 32 != _bits(values[0].type):
                 continue
@@ -396,7 +477,7 @@ class Selector:
                 reg = self.result(arg, "s")
                 self.emit("s_load_dwordx2" if size == 8 else "s_load_dword", [reg], [self.kernarg_pointer, Imm.int(offset)])
             offset += size
-        counts = sorted({op.attrs["axis"] for op in block.ops if op.name == "simt.nctaid"})
+        counts = sorted({op.attrs["axis"] for op in walk(block.ops) if op.name == "simt.nctaid"})
         if counts:
             base = -(-offset // 8) * 8
             for axis in range(3):
@@ -932,6 +1013,7 @@ _HANDLERS = {
     "simt.smem_addr": Selector.sel_smem_addr,
     "simt.barrier": Selector.sel_barrier,
     "simt.shfl": Selector.sel_shfl,
+    "scf.for": Selector.sel_for,
     "simt.unpack": Selector.sel_unpack,
     **{name: Selector.sel_binary for name in ("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.and",
                                                "arith.or", "arith.xor", "arith.shl", "arith.shr", "arith.max",

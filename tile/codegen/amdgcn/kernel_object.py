@@ -25,7 +25,7 @@ import tempfile
 
 from .isa import TARGET_TRIPLE, WAVE_SIZE
 from .isel import Selection
-from .mir import VCC, MInst, Reg, print_inst
+from .mir import VCC, MInst, Reg, print_mir
 from .regalloc import registers_used
 
 TOOL_VERSIONS = ("-20", "-19", "-18", "-17", "")  # gfx942 needs LLVM 17+: the newest first
@@ -46,7 +46,7 @@ def kernel_text(sel: Selection, insts: list[MInst], assignment: dict[Reg, int], 
     vgprs = max(1, registers_used(assignment, "v"))
     sgprs = max(1, registers_used(assignment, "s"))
     uses_vcc = any(o == VCC for i in insts for o in i.defs + i.uses)
-    body = "\n".join("  " + print_inst(i, assignment) for i in insts)
+    body = print_mir(insts, assignment)
     accum_offset = max(4, -(-vgprs // 4) * 4)
     axes = sel.workgroup_id_axes
     descriptor = [

@@ -77,8 +77,15 @@ class Special:
     name: str
 
 
+@dataclass(frozen=True)
+class Label:
+    """A branch target."""
+
+    name: str
+
+
 EXEC, VCC, OFF = Special("exec"), Special("vcc"), Special("off")
-Operand = Union[Sub, Imm, Special]
+Operand = Union[Sub, Imm, Special, Label]
 
 
 @dataclass(eq=False)
@@ -112,6 +119,8 @@ def _fits(kind: str, o: Operand) -> bool:
         return o == OFF
     if kind == "imm":
         return isinstance(o, Imm)
+    if kind == "label":
+        return isinstance(o, Label)
     if kind == "vaddr":
         return isinstance(o, Sub) and o.bank == "v" and o.count == 2
     if kind == "sbase":
@@ -133,7 +142,7 @@ def print_operand(o: Operand, assignment: Optional[dict[Reg, int]] = None) -> st
     """`o` in assembler syntax: physical where `assignment` places its register, else virtual."""
     if isinstance(o, Imm):
         return o.text
-    if isinstance(o, Special):
+    if isinstance(o, (Special, Label)):
         return o.name
     if assignment is None:
         return f"{o.reg!r}.{o.start}" if o.count == 1 else f"{o.reg!r}.{o.start}:{o.start + o.count - 1}"
@@ -142,6 +151,8 @@ def print_operand(o: Operand, assignment: Optional[dict[Reg, int]] = None) -> st
 
 
 def print_inst(inst: MInst, assignment: Optional[dict[Reg, int]] = None) -> str:
+    if inst.opcode == "label":
+        return f"{inst.uses[0].name}:"
     if inst.opcode == "s_waitcnt":
         text = "s_waitcnt " + " ".join(f"{k}({v})" for k, v in inst.mods.items())
     else:
@@ -153,4 +164,4 @@ def print_inst(inst: MInst, assignment: Optional[dict[Reg, int]] = None) -> str:
 
 
 def print_mir(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None) -> str:
-    return "\n".join("  " + print_inst(i, assignment) for i in insts)
+    return "\n".join(("" if i.opcode == "label" else "  ") + print_inst(i, assignment) for i in insts)

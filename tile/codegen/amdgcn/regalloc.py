@@ -1,7 +1,8 @@
 """Liveness and linear-scan register allocation of SGPRs and VGPRs.
 
-The selected code is straight-line (no branches yet), so a virtual register's live range is
-one interval: from its first write to its last read, in instruction positions. Intervals are
+The selected code is straight-line but for loops (a label and one backward branch), so a
+virtual register's live range is one interval: from its first write to its last read, in
+instruction positions, stretched to the loop's end when the value is live into a loop. Intervals are
 visited by start; each takes the lowest free physical range of its bank, aligned as the ISA
 requires (64-bit VGPR tuples on even registers on gfx90a and later, SGPR pairs on even ones,
 SGPR quads on multiples of four). A range is free again only after its last reader, so an
@@ -24,15 +25,32 @@ from .mir import MInst, Reg, Sub
 BANK_NAMES = {"s": "SGPRs", "v": "VGPRs"}
 
 
+def loops(insts: list[MInst]) -> list[tuple[int, int]]:
+    """(label position, backward branch position) of each loop."""
+    labels = {i.uses[0]: k for k, i in enumerate(insts) if i.opcode == "label"}
+    return [(labels[i.uses[0]], k) for k, i in enumerate(insts)
+            if i.opcode.startswith(("s_branch", "s_cbranch")) and labels.get(i.uses[0], k) < k]
+
+
 def live_intervals(insts: list[MInst]) -> dict[Reg, tuple[int, int]]:
     """The [first write, last read] positions of every register the instructions touch;
-    registers filled by the hardware start at -1 (before the first instruction)."""
+    registers filled by the hardware start at -1 (before the first instruction). A register
+    live into a loop (written before its label, read inside) stays live to its backward branch:
+    the next iteration reads it again."""
     intervals: dict[Reg, tuple[int, int]] = {}
     for i, inst in enumerate(insts):
         for o in inst.defs + inst.uses:
             if isinstance(o, Sub):
                 start, end = intervals.get(o.reg, (-1 if o.reg.fixed is not None else i, i))
                 intervals[o.reg] = (min(start, i), max(end, i))
+    changed = True
+    while changed:  # nested loops: extending to an inner loop's end may reach into an outer one
+        changed = False
+        for top, back in loops(insts):
+            for reg, (start, end) in intervals.items():
+                if start < top <= end < back:
+                    intervals[reg] = (start, back)
+                    changed = True
     return intervals
 
 

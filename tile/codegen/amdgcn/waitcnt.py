@@ -13,6 +13,7 @@ lgkmcnt is lgkmcnt(0) (CDNA3 ISA 4.4).
     v_add_f32 v5, v1, v1                      s_waitcnt vmcnt(1)
                                               v_add_f32 v5, v1, v1
 
+Across a loop's branches and labels nothing stays in flight (a wait for all before each).
 The pass works on virtual or allocated registers (after allocation it also catches a register
 reused while a dead load result is still in flight). `insert_nops` adds the wait states of the
 hazards the hardware does not interlock (HAZARDS).
@@ -50,6 +51,16 @@ def insert_waits(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None
             if inst.mods.get("lgkmcnt") == 0:
                 lgkm.clear()
                 scalar_loads = 0
+            out.append(inst)
+            continue
+        if inst.opcode == "label" or inst.opcode.startswith(("s_branch", "s_cbranch")):
+            # control flow joins here: drain, so that every path reaches the label with nothing pending
+            drain = {name: 0 for name, queue in (("vmcnt", vm), ("lgkmcnt", lgkm)) if queue}
+            if drain:
+                out.append(MInst("s_waitcnt", [], [], drain, "nothing in flight across a branch"))
+            vm.clear()
+            lgkm.clear()
+            scalar_loads = 0
             out.append(inst)
             continue
         touched = {u for o in inst.defs + inst.uses for u in units(o, assignment)}
