@@ -326,3 +326,30 @@ def test_loops_assemble():
     y = np.ones(300, np.float16)
     text = str(tile.dump(kernel, x, y, x, x, x, x, 300, 300, 1e-5, BLOCK=128, stage="amdgcn", target="gfx942"))
     assert assemble(text, "gfx942")[:4] == b"\x7fELF"
+
+
+@tile.jit
+def branch_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    if (pid & 1) == 0:
+        y = x * 2.0
+        tl.store(out_ptr + offs, y, mask=m)
+    else:
+        y = x - 1.0
+        tl.store(out_ptr + offs, y + 0.5, mask=m)
+    tl.store(out_ptr + n + offs, y, mask=m)
+
+
+def test_if_else_by_exec_masking():
+    n = 300
+    x = RNG.standard_normal(n).astype(np.float32)
+    out = np.full(2 * n, np.nan, np.float32)
+    compiled = run(branch_kernel, (x, out, n), 3, BLOCK=128)
+    assert "s_andn2_b64" in {i.opcode for i in compiled.insts}
+    pid = np.arange(n) // 128
+    y = np.where(pid % 2 == 0, x * 2.0, x - 1.0)
+    np.testing.assert_allclose(out[:n], np.where(pid % 2 == 0, y, y + 0.5), rtol=1e-6)
+    np.testing.assert_allclose(out[n:], y, rtol=1e-6)

@@ -377,7 +377,7 @@ class Selector:
         for op in ops:
             self.comment = f"{op.loc.file.rsplit('/', 1)[-1]}:{op.loc.line}" if op.loc else ""
             handler = _HANDLERS.get(op.name)
-            if handler is None or (op.regions and op.name != "scf.for"):
+            if handler is None or (op.regions and op.name not in ("scf.for", "scf.if")):
                 raise self.unsupported(op)
             handler(self, op)
 
@@ -436,6 +436,38 @@ class Selector:
         self.forget_recent()
         for result, reg in zip(op.results, carried):
             self.values[result] = reg
+
+    def sel_if(self, op: Operation) -> None:
+        """scf.if as EXEC masking (no branches): the then-region runs in the lanes where the
+        condition holds, the else-region in the others, each writing the results' registers in
+        its own lanes:
+
+            s_and_saveexec_b64 saved, cond      then...   s_andn2_b64 exec, saved, cond
+            else...                             s_mov_b64 exec, saved
+        """
+        if any(r.type == i1 for r in op.results):
+            raise self.unsupported(op, "with i1 results")
+        for r in list(self.deferred_others):   # values made under a narrowed EXEC are partial:
+            self.choose_other(r)               # nothing made inside may be reused outside
+        self.forget_recent()
+        cond = self.scalar(op.operand(0))
+        results = [self.new("v", dwords(r.type)).all() for r in op.results]
+        saved = self.new("s", 2).all()
+        self.salu("s_and_saveexec_b64", [saved], [cond])
+        for k, region in enumerate(op.regions):
+            if k == 1:
+                self.forget_recent()
+                self.salu("s_andn2_b64", [EXEC], [saved, cond])
+            block = region.block
+            self.select_ops(block.ops[:-1])
+            for reg, v in zip(results, block.ops[-1].operands):
+                self.copy(reg, self.operand(v))
+            for r in list(self.deferred_others):
+                self.choose_other(r)
+        self.salu("s_mov_b64", [EXEC], [saved])
+        self.forget_recent()
+        for r, reg in zip(op.results, results):
+            self.values[r] = reg
 
     def copy(self, dst: Sub, src: Operand) -> None:
         if dst.bank == "s":
@@ -1014,6 +1046,7 @@ _HANDLERS = {
     "simt.barrier": Selector.sel_barrier,
     "simt.shfl": Selector.sel_shfl,
     "scf.for": Selector.sel_for,
+    "scf.if": Selector.sel_if,
     "simt.unpack": Selector.sel_unpack,
     **{name: Selector.sel_binary for name in ("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.and",
                                                "arith.or", "arith.xor", "arith.shl", "arith.shr", "arith.max",
