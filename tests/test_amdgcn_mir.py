@@ -313,3 +313,9 @@ def test_a_placed_wait_counts():
     p("s_barrier", [], [])
     p("v_mov_b32", [y], [x])
     assert [k for k, _ in waits(insert_waits(p.insts))] == [1]
+
+
+def test_lds_beyond_64_kib_is_out_of_resources():
+    text = _simt("%p: ptr<f32>, %q: i32", "  %t = simt.tid : i32").replace("shared_bytes = 0", "shared_bytes = 70000")
+    with pytest.raises(OutOfResources, match="shared memory"):
+        emit_amdgcn(parse_op(text), "gfx942")

@@ -5,7 +5,12 @@
 
 isa (the instruction table), mir (machine IR and printer), isel (selection and uniformity),
 regalloc (liveness, linear scan), waitcnt (s_waitcnt and wait states), kernel_object (text,
-assembler). `emit_amdgcn` is the entry the compiler calls.
+assembler). `emit_amdgcn` is the entry the compiler calls; `compile_amdgcn` also keeps the
+final instructions and register assignment (the tests run them on a NumPy model of the waves,
+tests/amdgcn_sim.py).
+
+The simt IR comes from the shared lowering with 32-thread warps: a CTA of num_warps * 32
+threads is one workgroup of that many work-items, run as waves of 64 lanes.
 """
 from __future__ import annotations
 
@@ -22,8 +27,8 @@ from .waitcnt import insert_nops, insert_waits
 
 TARGETS = tuple(WAVE_SIZE)
 
-__all__ = ["TARGETS", "UnsupportedOnTarget", "ToolNotFound", "assemble", "compile_amdgcn", "emit_amdgcn",
-           "is_amdgcn_target"]
+__all__ = ["TARGETS", "UnsupportedOnTarget", "ToolNotFound", "assemble", "check_target", "compile_amdgcn",
+           "emit_amdgcn"]
 
 
 @dataclass
@@ -35,10 +40,6 @@ class AmdgcnKernel:
     insts: list[MInst]
     assignment: dict[Reg, int]
     text: str
-
-
-def is_amdgcn_target(target: str) -> bool:
-    return target.startswith("gfx")
 
 
 def check_target(target: str) -> None:

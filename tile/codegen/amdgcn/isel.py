@@ -31,10 +31,15 @@ After (MIR; %s2 is the workgroup id the hardware puts in s2, %s3 the loaded n_el
     global_load_dword %v12.0, %v10.0:1, off
     s_mov_b64 exec, %s11.0:1
 
+Beyond elementwise code: LDS accesses (ds_read/ds_write; simt.smem_addr is the LDS byte
+address itself), simt.barrier (drain, s_barrier), simt.shfl within the lowering's 32-lane
+warps (each half of a wave64) as ds_bpermute_b32, scf.for with uniform bounds (an SGPR
+induction variable and a backward branch), and scf.if as EXEC masking without branches.
+
 Subnormal f32 and f16 values are kept (the kernel descriptor's denorm modes), f32 -> f16 rounds
 to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of the amount,
-as the hardware does. An op outside the selected subset raises `UnsupportedOnTarget`, a
-NotImplementedError naming it and the target.
+as the hardware does. An op outside the selected subset (atomics, scf.while, integer division,
+MFMA...) raises `UnsupportedOnTarget`, a NotImplementedError naming it and the target.
 """
 from __future__ import annotations
 
