@@ -189,11 +189,21 @@ def binary_kernel(x_ptr, y_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexp
         r = x << (y & 15)
     elif OP == "shr":
         r = x >> (y & 15)
+    elif OP == "div":
+        r = x // tl.where(y == 0, 1, y)
+    elif OP == "rem":
+        r = x % tl.where(y == 0, 1, y)
     elif OP == "lt":
         r = tl.where(x < y, x, y + y)
     else:
         r = tl.where(x == y, y, x - y)
     tl.store(out_ptr + offs, r, mask=m)
+
+
+def _int_divide(op, x, y):
+    """C's truncating division and remainder, as arith.div / arith.rem define them."""
+    q = np.sign(x) * np.sign(y) * (np.abs(x) // np.abs(y))
+    return q if op == "div" else x - q * y
 
 
 def _reference(op, x, y):
@@ -207,7 +217,9 @@ def _reference(op, x, y):
     table = {"add": lambda: x + y, "sub": lambda: x - y, "mul": lambda: x * y, "max": lambda: np.maximum(x, y),
              "min": lambda: np.minimum(x, y), "and": lambda: x & y, "or": lambda: x | y, "xor": lambda: x ^ y,
              "shl": lambda: x << (y & 15), "shr": lambda: x >> (y & 15), "lt": lambda: np.where(x < y, x, y + y),
-             "eq": lambda: np.where(x == y, y, x - y)}
+             "eq": lambda: np.where(x == y, y, x - y),
+             "div": lambda: _int_divide("div", x, np.where(y == 0, 1, y)),
+             "rem": lambda: _int_divide("rem", x, np.where(y == 0, 1, y))}
     with np.errstate(over="ignore"):
         return table[op]()
 
@@ -215,6 +227,7 @@ def _reference(op, x, y):
 INT_OPS = ("add", "sub", "mul", "max", "min", "and", "or", "xor", "shl", "shr", "lt", "eq")
 FLOAT_OPS = ("add", "sub", "mul", "max", "min", "lt", "eq")
 CASES = [(op, t) for t in ("int32", "uint32", "int64") for op in INT_OPS if not (t == "int64" and op == "mul")]
+CASES += [(op, t) for t in ("int32", "uint32") for op in ("div", "rem")]
 CASES += [(op, t) for t in ("float32", "float16", "float64") for op in FLOAT_OPS]
 
 
@@ -353,3 +366,21 @@ def test_if_else_by_exec_masking():
     y = np.where(pid % 2 == 0, x * 2.0, x - 1.0)
     np.testing.assert_allclose(out[:n], np.where(pid % 2 == 0, y, y + 0.5), rtol=1e-6)
     np.testing.assert_allclose(out[n:], y, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["int32", "uint32"])
+def test_integer_division_over_the_whole_range(name):
+    info = np.iinfo(name)
+    rng = np.random.default_rng(11)
+    n = 256
+    x = rng.integers(info.min, info.max, n, endpoint=True).astype(name)
+    y = np.concatenate([rng.integers(info.min, info.max, n // 2, endpoint=True),
+                        rng.integers(-300 if name == "int32" else 1, 300, n // 2)]).astype(name)
+    x[:4], y[:4] = [info.max, info.min, info.max, 0], [1, 1, info.max, 3]
+    y[y == 0] = 1
+    if name == "int32":
+        y[(x == info.min) & (y == -1)] = 1  # the one overflowing quotient
+    for op in ("div", "rem"):
+        out = np.zeros(n, name)
+        run(binary_kernel, (x, y, out, n), 4, num_warps=2, OP=op, BLOCK=64)
+        np.testing.assert_array_equal(out, _reference(op, x, y).astype(name))

@@ -550,6 +550,8 @@ class Selector:
             if op.name not in _MASK_BINARY:
                 raise self.unsupported(op, "on i1")
             self.salu(_MASK_BINARY[op.name], [self.result(op.result, "s")], [self.scalar(a), self.scalar(b)])
+        elif _is_int(t) and dwords(t) == 1 and op.name in ("arith.div", "arith.rem"):
+            self.divide_int32(op)
         elif _is_int(t) and dwords(t) == 1:
             row = _INT32_BINARY.get((op.name, _signed(t))) or _INT32_BINARY.get((op.name, None))
             if row is None:
@@ -623,6 +625,57 @@ class Selector:
         lo_op, hi_op = ("v_sub_co_u32", "v_subb_co_u32") if subtract else ("v_add_co_u32", "v_addc_co_u32")
         self.valu(lo_op, [d.dword(0), VCC], [self.half(x, 0), self.half(y, 0)])
         self.valu(hi_op, [d.dword(1), VCC], [self.half(x, 1), self.half(y, 1), VCC])
+
+    def divide_int32(self, op: Operation) -> None:
+        """32-bit integer division or remainder (truncating; the remainder has the dividend's
+        sign), with no divide instruction: an f32 reciprocal estimate of 2^32 / y, one Newton
+        step in integers, then q = mulhi(x, z) corrected twice (the scheme LLVM's AMDGPU backend
+        uses). Signed: on magnitudes, signs restored after. A zero divisor gives -1 / x."""
+        x, y = (self.to_vgpr(self.operand(v)) for v in op.operands)
+        signed = _signed(op.result.type)
+        v = lambda: self.new("v").all()  # noqa: E731
+        if signed:
+            sign_x, sign_y, ax, ay = v(), v(), v(), v()
+            self.valu("v_ashrrev_i32", [sign_x], [Imm.int(31), x])
+            self.valu("v_ashrrev_i32", [sign_y], [Imm.int(31), y])
+            for magnitude, value, sign in ((ax, x, sign_x), (ay, y, sign_y)):   # |v| = (v + s) ^ s
+                summed = v()
+                self.valu("v_add_u32", [summed], [value, sign])
+                self.valu("v_xor_b32", [magnitude], [summed, sign])
+            x, y = ax, ay
+        fy, rcp, scaled, z, neg_y, t, hi, z1, q, qy, r = (v() for _ in range(11))
+        self.valu("v_cvt_f32_u32", [fy], [y])
+        self.valu("v_rcp_f32", [rcp], [fy])
+        self.valu("v_mul_f32", [scaled], [Imm(0x4F7FFFFE, "0x4f7ffffe", False), rcp])   # 2^32 - 512, just below
+        self.valu("v_cvt_u32_f32", [z], [scaled])
+        self.valu("v_sub_u32", [neg_y], [Imm.int(0), y])
+        self.valu("v_mul_lo_u32", [t], [neg_y, z])
+        self.valu("v_mul_hi_u32", [hi], [z, t])
+        self.valu("v_add_u32", [z1], [z, hi])
+        self.valu("v_mul_hi_u32", [q], [x, z1])
+        self.valu("v_mul_lo_u32", [qy], [q, y])
+        self.valu("v_sub_u32", [r], [x, qy])
+        for _ in range(2):   # the estimate is at most 2 short
+            big = self.new("s", 2).all()
+            q_up, r_down, q_next, r_next = v(), v(), v(), v()
+            self.valu("v_cmp_ge_u32", [big], [r, y])
+            self.valu("v_add_u32", [q_up], [q, Imm.int(1)])
+            self.valu("v_sub_u32", [r_down], [r, y])
+            self.valu("v_cndmask_b32", [q_next], [q, q_up, big])
+            self.valu("v_cndmask_b32", [r_next], [r, r_down, big])
+            q, r = q_next, r_next
+        result, sign = (q, None) if op.name == "arith.div" else (r, None)
+        if signed:
+            sign = v()
+            if op.name == "arith.div":
+                self.valu("v_xor_b32", [sign], [sign_x, sign_y])
+            else:
+                sign = sign_x
+            flipped = v()
+            self.valu("v_xor_b32", [flipped], [result, sign])
+            self.valu("v_sub_u32", [self.result(op.result, "v")], [flipped, sign])   # (v ^ s) - s
+        else:
+            self.values[op.result] = result
 
     def divide_approx(self, result: Value, a: Value, b: Value) -> None:
         """a / b as a * rcp(b): v_rcp_f32 is within 1 ulp (CDNA3 ISA 6.2), the product within 2."""
@@ -1053,9 +1106,9 @@ _HANDLERS = {
     "scf.for": Selector.sel_for,
     "scf.if": Selector.sel_if,
     "simt.unpack": Selector.sel_unpack,
-    **{name: Selector.sel_binary for name in ("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.and",
-                                               "arith.or", "arith.xor", "arith.shl", "arith.shr", "arith.max",
-                                               "arith.min", "math.umulhi", "math.mulhi")},
+    **{name: Selector.sel_binary for name in ("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.rem",
+                                               "arith.and", "arith.or", "arith.xor", "arith.shl", "arith.shr",
+                                               "arith.max", "arith.min", "math.umulhi", "math.mulhi")},
 }
 
 
