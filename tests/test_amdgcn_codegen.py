@@ -226,3 +226,11 @@ def test_target_info_knows_gfx942():
     assert tl.target_info.target_of("gfx942") == ("hip", "gfx942", 64)
     simt = str(tile.dump(target_query_kernel, I32, stage="simt", target="gfx942"))
     assert "arith.constant {value = 11} : i32" in simt
+
+
+def test_compile_kernel_for_gfx942_without_a_stage_limit():
+    from tile.compiler import compile_kernel
+
+    spec, _ = add_kernel.specialize((F32, F32, F32, 1000), {"BLOCK": 256})
+    compiled = compile_kernel(add_kernel, spec, {"num_warps": 4}, "gfx942")
+    assert ".amdhsa_kernel add_kernel" in compiled.stage("amdgcn")

@@ -162,8 +162,8 @@ def compile_kernel(fn: Any, spec: Any, options: dict[str, Any], target: str, rec
     """
     options = {**DEFAULT_OPTIONS, **options}
     spec = _with_tensor_maps(fn, spec, target)
-    if target != INTERPRETER and until is None and not record_passes:
-        return _through_disk_cache(fn, spec, options, target, load=True)
+    if target != INTERPRETER and not target.startswith("gfx") and until is None and not record_passes:
+        return _through_disk_cache(fn, spec, options, target, load=True)  # (AMD: text only, no cache yet)
     kernel = _compile_stages(fn, spec, options, target, record_passes, until)
     kernel.fn, kernel.spec = fn, spec
     _dump_stages(kernel)
