@@ -234,3 +234,9 @@ def test_compile_kernel_for_gfx942_without_a_stage_limit():
     spec, _ = add_kernel.specialize((F32, F32, F32, 1000), {"BLOCK": 256})
     compiled = compile_kernel(add_kernel, spec, {"num_warps": 4}, "gfx942")
     assert ".amdhsa_kernel add_kernel" in compiled.stage("amdgcn")
+
+
+def test_amdgcn_stage_defaults_to_gfx942(monkeypatch):
+    monkeypatch.setenv("TILE_INTERPRET", "1")
+    text = str(tile.dump(add_kernel, F32, F32, F32, 1000, BLOCK=256, stage="amdgcn"))
+    assert '.amdgcn_target "amdgcn-amd-amdhsa--gfx942"' in text

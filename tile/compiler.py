@@ -2,6 +2,7 @@
 
     frontend ──▶ tile IR ──tile passes──▶ tile-opt ──▶ interpreter          (target "interpreter")
                                                   └──gpu passes──▶ gpu ──lower──▶ simt ──emit──▶ ptx ──▶ CUDA
+                                                                                 └──▶ amdgcn (gfx targets: text)
 
 `compile_kernel` returns a `CompiledKernel` holding the text of every stage it ran (what
 `tile.dump` shows) and `make_entry`, the launch function the launch binder calls; it also has
@@ -377,8 +378,8 @@ def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str]
         return Dump(f"{kernel.__name__}: {stage}", "\n\n".join(parts))
     if target is None:
         target = current_target()
-        if target == INTERPRETER and stage in ("gpu", "simt", "ptx"):
-            target = "sm_90a"
+        if target == INTERPRETER and stage in ("gpu", "simt", "ptx", "amdgcn"):
+            target = "gfx942" if stage == "amdgcn" else "sm_90a"
     if target == INTERPRETER and stage in ("gpu", "simt", "ptx", "amdgcn"):
         raise ValueError(f"stage {stage!r} needs a GPU target such as target='sm_90a'")
     if (stage == "amdgcn") != target.startswith("gfx") and stage in ("ptx", "amdgcn"):
