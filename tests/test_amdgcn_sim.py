@@ -384,3 +384,30 @@ def test_integer_division_over_the_whole_range(name):
         out = np.zeros(n, name)
         run(binary_kernel, (x, y, out, n), 4, num_warps=2, OP=op, BLOCK=64)
         np.testing.assert_array_equal(out, _reference(op, x, y).astype(name))
+
+
+@tile.jit
+def unary_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, -x, mask=m)
+    tl.store(out_ptr + n + offs, tl.abs(x), mask=m)
+
+
+@pytest.mark.parametrize("name", ["int32", "int64", "float64"])
+def test_negation_and_absolute_value(name):
+    n = 100
+    x = (RNG.standard_normal(n) * 1e6).astype(name)
+    x[:2] = [0, -1]
+    out = np.zeros(2 * n, name)
+    run(unary_kernel, (x, out, n), 1, num_warps=2, BLOCK=128)
+    np.testing.assert_array_equal(out, np.concatenate([-x, np.abs(x)]))
+
+
+@needs_llvm
+@pytest.mark.parametrize("name", ["int32", "int64", "float64"])
+def test_negation_and_absolute_value_assemble(name):
+    x = np.ones(100, name)
+    text = str(tile.dump(unary_kernel, x, x, 100, BLOCK=128, stage="amdgcn", target="gfx942", num_warps=2))
+    assert assemble(text, "gfx942")[:4] == b"\x7fELF"

@@ -688,6 +688,29 @@ class Selector:
         if t.name == "f32" and op.name in ("arith.neg", "math.abs"):
             opcode, bits = ("v_xor_b32", 0x80000000) if op.name == "arith.neg" else ("v_and_b32", 0x7FFFFFFF)
             self.valu(opcode, [self.result(op.result, "v")], [Imm(bits, hex(bits), False), self.operand(a)])
+        elif t.name == "f64" and op.name in ("arith.neg", "math.abs"):   # the sign is bit 31 of the high dword
+            opcode, bits = ("v_xor_b32", 0x80000000) if op.name == "arith.neg" else ("v_and_b32", 0x7FFFFFFF)
+            d, x = self.result(op.result, "v"), self.operand(a)
+            self.valu("v_mov_b32", [d.dword(0)], [self.half(x, 0)])
+            self.valu(opcode, [d.dword(1)], [Imm(bits, hex(bits), False), self.half(x, 1)])
+        elif _is_int(t) and op.name == "math.abs" and _signed(t) and dwords(t) == 1:   # max(x, -x)
+            negated = self.new("v").all()
+            self.valu("v_sub_u32", [negated], [Imm.int(0), self.operand(a)])
+            self.valu("v_max_i32", [self.result(op.result, "v")], [self.operand(a), negated])
+        elif _is_int(t) and op.name == "math.abs" and _signed(t):   # 64 bits: x < 0 ? -x : x
+            x, negated, negative = self.operand(a), self.new("v", 2).all(), self.new("s", 2).all()
+            self.add64(negated, Imm.int(0), x, subtract=True)
+            self.valu("v_cmp_lt_i64", [negative], [x, Imm.int(0)])
+            d = self.result(op.result, "v")
+            for i in range(2):
+                self.valu("v_cndmask_b32", [d.dword(i)], [self.half(x, i), negated.dword(i), negative])
+        elif _is_int(t) and dwords(t) == 2 and op.name in ("arith.neg", "arith.not"):
+            d, x = self.result(op.result, "v"), self.operand(a)
+            if op.name == "arith.neg":
+                self.add64(d, Imm.int(0), x, subtract=True)
+            else:
+                for i in range(2):
+                    self.valu("v_xor_b32", [d.dword(i)], [Imm.int(-1), self.half(x, i)])
         elif t.bits == 1 and op.name == "arith.not":
             self.salu("s_not_b64", [self.result(op.result, "s")], [self.scalar(a)])
         elif _is_int(t) and dwords(t) == 1 and op.name in ("arith.neg", "arith.not"):
