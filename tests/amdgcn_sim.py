@@ -390,10 +390,19 @@ def _bfe(x, offset, width, signed):
     return np.where(f >= (np.int64(1) << (w - 1)), f - (np.int64(1) << w), f)
 
 
+def _worst_rcp(a: np.ndarray) -> np.ndarray:
+    """v_rcp_f32 as badly as its 1-ulp bound allows (CDNA3 ISA 6.2): the largest f32 less than
+    one ulp above 1/a (exact where 1/a is an f32), the side that breaks reciprocal-based division."""
+    exact = 1.0 / a.astype(np.float64)
+    near = exact.astype(np.float32)
+    below = np.where(near.astype(np.float64) > exact, np.nextafter(near, np.float32(0)), near)
+    return np.where(below.astype(np.float64) == exact, below, np.nextafter(below, np.float32(np.inf)))
+
+
 _VFLOAT = {"v_add_f32": np.add, "v_sub_f32": np.subtract, "v_mul_f32": np.multiply,
            "v_min_f32": np.fmin, "v_max_f32": np.fmax,
            "v_fma_f32": lambda a, b, c: (a.astype(np.float64) * b + c).astype(np.float32),
-           "v_rcp_f32": lambda a: np.float32(1) / a, "v_rsq_f32": lambda a: np.float32(1) / np.sqrt(a),
+           "v_rcp_f32": _worst_rcp, "v_rsq_f32": lambda a: np.float32(1) / np.sqrt(a),
            "v_exp_f32": np.exp2, "v_log_f32": np.log2, "v_sqrt_f32": np.sqrt,
            "v_floor_f32": np.floor, "v_ceil_f32": np.ceil, "v_trunc_f32": np.trunc, "v_rndne_f32": np.rint}
 _VF64 = {"v_add_f64": np.add, "v_mul_f64": np.multiply, "v_min_f64": np.fmin, "v_max_f64": np.fmax,
