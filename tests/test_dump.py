@@ -21,9 +21,10 @@ X = np.ones(1000, np.float32)
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_every_stage_dumps_without_a_gpu(stage):
-    text = str(tile.dump(double_kernel, X, X, 1000, BLOCK=256, stage=stage, target="sm_90a"))
+    target = "gfx942" if stage == "amdgcn" else "sm_90a"
+    text = str(tile.dump(double_kernel, X, X, 1000, BLOCK=256, stage=stage, target=target))
     expected = {"tile": "tt.load", "tile-opt": "tt.load", "passes": "after canonicalize", "gpu": "#blocked",
-                "simt": "simt.", "ptx": ".target sm_90a"}[stage]
+                "simt": "simt.", "ptx": ".target sm_90a", "amdgcn": ".amdhsa_kernel double_kernel"}[stage]
     assert expected in text
 
 

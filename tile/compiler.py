@@ -2,6 +2,7 @@
 
     frontend ──▶ tile IR ──tile passes──▶ tile-opt ──▶ interpreter          (target "interpreter")
                                                   └──gpu passes──▶ gpu ──lower──▶ simt ──emit──▶ ptx ──▶ CUDA
+                                                                                 └──▶ amdgcn (gfx targets: text)
 
 `compile_kernel` returns a `CompiledKernel` holding the text of every stage it ran (what
 `tile.dump` shows) and `make_entry`, the launch function the launch binder calls; it also has
@@ -38,7 +39,7 @@ if hasattr(os.environ, "_data"):
     ENVIRON, INTERPRET_KEY = os.environ._data, os.environ.encodekey("TILE_INTERPRET")
 else:
     ENVIRON, INTERPRET_KEY = os.environ, "TILE_INTERPRET"
-STAGES = ("tile", "tile-opt", "passes", "gpu", "simt", "ptx")
+STAGES = ("tile", "tile-opt", "passes", "gpu", "simt", "ptx", "amdgcn")
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3, "maxnreg": None, "launch_cooperative_grid": False,
                    "launch_pdl": False}
 
@@ -170,8 +171,8 @@ def compile_kernel(fn: Any, spec: Any, options: dict[str, Any], target: str, rec
     """
     options = {**DEFAULT_OPTIONS, **options}
     spec = _with_tensor_maps(fn, spec, target)
-    if target != INTERPRETER and until is None and not record_passes:
-        return _through_disk_cache(fn, spec, options, target, load=True)
+    if target != INTERPRETER and not target.startswith("gfx") and until is None and not record_passes:
+        return _through_disk_cache(fn, spec, options, target, load=True)  # (AMD: text only, no cache yet)
     kernel = _compile_stages(fn, spec, options, target, record_passes, until)
     kernel.fn, kernel.spec = fn, spec
     _dump_stages(kernel)
@@ -300,6 +301,11 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     simt = _timed(timings, "lowering", lower_to_simt, func)
     stages["simt"] = print_op(simt)
     kernel.func = simt
+    if target.startswith("gfx"):  # AMD: assembly text only (no HIP launch yet)
+        from .codegen.amdgcn import emit_amdgcn
+
+        stages["amdgcn"] = _timed(timings, "amdgcn emission", emit_amdgcn, simt, target)
+        return kernel
     from .runtime.cuda_launch import launch_metadata
 
     kernel.launch_info = launch_metadata(simt, options)
@@ -373,10 +379,17 @@ def dump(kernel: Any, *args: Any, stage: str = "tile-opt", target: Optional[str]
         return Dump(f"{kernel.__name__}: {stage}", "\n\n".join(parts), stage)
     if target is None:
         target = current_target()
-        if target == INTERPRETER and stage in ("gpu", "simt", "ptx"):
-            target = "sm_90a"
-    if target == INTERPRETER and stage in ("gpu", "simt", "ptx"):
+        if target == INTERPRETER and stage in ("gpu", "simt", "ptx", "amdgcn"):
+            target = "gfx942" if stage == "amdgcn" else "sm_90a"
+    if target == INTERPRETER and stage in ("gpu", "simt", "ptx", "amdgcn"):
         raise ValueError(f"stage {stage!r} needs a GPU target such as target='sm_90a'")
+    if (stage == "amdgcn") != target.startswith("gfx") and stage in ("ptx", "amdgcn"):
+        raise ValueError(f"stage {stage!r} is not produced for target {target!r} "
+                         f"(ptx: an sm_* target; amdgcn: a gfx* target such as 'gfx942')")
+    if target.startswith("gfx"):
+        from .codegen.amdgcn import check_target
+
+        check_target(target)
     spec, _ = kernel.specialize(args, constexprs)
     options = {"num_warps": num_warps, "num_stages": num_stages, "maxnreg": maxnreg}
     until = {"tile": "tile", "tile-opt": "tile-opt", "passes": "passes", "gpu": "gpu"}.get(stage, "ptx")

@@ -20,8 +20,9 @@ from tile.frontend.constexpr_function import constexpr_function
 
 
 class GPUTarget(NamedTuple):
-    """A compilation target: backend ("cuda", or "interpreter" for the NumPy interpreter), the
-    architecture (a compute capability as an int, 90 for sm_90 and sm_90a) and the warp size."""
+    """A compilation target: backend ("cuda", "hip", or "interpreter" for the NumPy interpreter),
+    the architecture (a compute capability as an int, 90 for sm_90 and sm_90a; the gfx name for
+    AMD) and the warp size."""
 
     backend: str
     arch: Union[int, str]
@@ -29,9 +30,11 @@ class GPUTarget(NamedTuple):
 
 
 def target_of(name: str) -> GPUTarget:
-    """The GPUTarget of a target name ("sm_80", "sm_90a", "interpreter")."""
+    """The GPUTarget of a target name ("sm_80", "sm_90a", "gfx942", "interpreter")."""
     if name.startswith("sm_"):
         return GPUTarget("cuda", int("".join(ch for ch in name[3:] if ch.isdigit())), 32)
+    if name.startswith("gfx"):  # AMD: the arch is the name, waves of 64 lanes (CDNA)
+        return GPUTarget("hip", name, 64)
     return GPUTarget(name, 0, 1)
 
 
@@ -66,7 +69,7 @@ def cuda_capability_geq(major: int, minor: int = 0) -> bool:
 
 @constexpr_function
 def is_hip() -> bool:
-    """Whether the kernel is compiled for an AMD GPU (tile has no AMD backend yet: False)."""
+    """Whether the kernel is compiled for an AMD GPU (a gfx target)."""
     return current_target().backend == "hip"
 
 

@@ -1,0 +1,77 @@
+"""Helpers of the AMDGCN tests: the assembler's presence, and independent checks of emitted text."""
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from tile.codegen.amdgcn.kernel_object import ToolNotFound, find_tool
+
+
+def _tools_present() -> bool:
+    try:
+        find_tool("llvm-mc"), find_tool("ld.lld")
+    except ToolNotFound:
+        return False
+    return True
+
+
+needs_llvm = pytest.mark.skipif(not _tools_present(),
+                                reason="llvm-mc and ld.lld (LLVM 17+) are not installed: apt-get install llvm-19 lld-19")
+READELF = next((shutil.which(f"llvm-readelf{s}") for s in ("-20", "-19", "-18", "-17") if shutil.which(f"llvm-readelf{s}")),
+               None)
+
+_REG = re.compile(r"\b([sv])(?:(\d+)|\[(\d+):(\d+)\])")
+
+
+def instructions(text: str) -> list[str]:
+    """The instruction lines of a kernel's assembly (comments dropped), in order."""
+    body = text.split(":\n", 1)[1].split(".Lfunc_end", 1)[0]
+    return [line.split(";")[0].strip() for line in body.splitlines() if line.split(";")[0].strip()]
+
+
+def registers(operands: str) -> set[tuple[str, int]]:
+    cells = set()
+    for bank, one, first, last in _REG.findall(operands):
+        lo, hi = (int(one), int(one)) if one else (int(first), int(last))
+        cells.update((bank, k) for k in range(lo, hi + 1))
+    return cells
+
+
+def unwaited_reads(text: str) -> list[str]:
+    """Instructions that touch a register a global load or s_load may still be writing: a
+    model of the counters written apart from the pass (loads and stores count in vmcnt, in
+    order; s_loads in lgkmcnt, which only lgkmcnt(0) is trusted to drain)."""
+    vm: list[set] = []
+    lgkm: list[set] = []
+    bad = []
+    for line in instructions(text):
+        opcode, _, operands = line.partition(" ")
+        if opcode == "s_waitcnt":
+            if m := re.search(r"vmcnt\((\d+)\)", operands):
+                del vm[:max(0, len(vm) - int(m.group(1)))]
+            if "lgkmcnt(0)" in operands:
+                lgkm.clear()
+            continue
+        touched = registers(operands)
+        if any(w & touched for w in vm + lgkm):
+            bad.append(line)
+        if opcode.startswith("global_"):
+            vm.append(registers(operands.split(",")[0]) if "load" in opcode else set())
+        elif opcode.startswith("s_load"):
+            lgkm.append(registers(operands.split(",")[0]))
+    return bad
+
+
+def unmasked_accesses(text: str) -> list[str]:
+    """Global accesses outside an EXEC region (s_and_saveexec_b64 ... s_mov_b64 exec, ...)."""
+    inside, bad = False, []
+    for line in instructions(text):
+        if line.startswith("s_and_saveexec_b64"):
+            inside = True
+        elif line.startswith("s_mov_b64 exec"):
+            inside = False
+        elif line.startswith("global_") and not inside:
+            bad.append(line)
+    return bad

@@ -1,0 +1,62 @@
+"""The AMDGCN backend: simt IR -> gfx942 assembly text -> code object.
+
+    simt.func ──isel──▶ MIR (virtual SGPRs/VGPRs) ──regalloc──▶ physical registers
+              ──waitcnt, nops──▶ ──kernel_object──▶ .s text (descriptor, metadata) ──llvm-mc, ld.lld──▶ .hsaco
+
+isa (the instruction table), mir (machine IR and printer), isel (selection and uniformity),
+regalloc (liveness, linear scan), waitcnt (s_waitcnt and wait states), kernel_object (text,
+assembler). `emit_amdgcn` is the entry the compiler calls; `compile_amdgcn` also keeps the
+final instructions and register assignment (the tests run them on a NumPy model of the waves,
+tests/amdgcn_sim.py).
+
+The simt IR comes from the shared lowering with 32-thread warps: a CTA of num_warps * 32
+threads is one workgroup of that many work-items, run as waves of 64 lanes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.core import Operation
+from ...runtime.errors import OutOfResources
+from .isa import LDS_BYTES, WAVE_SIZE
+from .isel import Selection, UnsupportedOnTarget, select
+from .kernel_object import ToolNotFound, assemble, kernel_text
+from .mir import MInst, Reg
+from .regalloc import allocate
+from .waitcnt import insert_nops, insert_waits
+
+TARGETS = tuple(WAVE_SIZE)
+
+__all__ = ["TARGETS", "UnsupportedOnTarget", "ToolNotFound", "assemble", "check_target", "compile_amdgcn",
+           "emit_amdgcn"]
+
+
+@dataclass
+class AmdgcnKernel:
+    """A compiled kernel: the selection (arguments, workgroup), the final instructions on
+    physical registers (`assignment`), and the assembly text."""
+
+    selection: Selection
+    insts: list[MInst]
+    assignment: dict[Reg, int]
+    text: str
+
+
+def check_target(target: str) -> None:
+    if target not in TARGETS:
+        raise ValueError(f"unknown AMD target {target!r}; supported: {', '.join(TARGETS)}")
+
+
+def compile_amdgcn(simt: Operation, target: str) -> AmdgcnKernel:
+    check_target(target)
+    sel = select(simt, target)
+    if sel.lds_bytes > LDS_BYTES[target]:
+        raise OutOfResources(sel.lds_bytes, LDS_BYTES[target], "shared memory", kernel=sel.name, target=target)
+    assignment = allocate(sel.insts, target, sel.name)
+    insts = insert_nops(insert_waits(sel.insts, assignment), assignment)
+    return AmdgcnKernel(sel, insts, assignment, kernel_text(sel, insts, assignment, target))
+
+
+def emit_amdgcn(simt: Operation, target: str) -> str:
+    """The gfx assembly text of simt.func `simt` (kernel, descriptor and metadata)."""
+    return compile_amdgcn(simt, target).text

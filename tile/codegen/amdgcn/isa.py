@@ -1,0 +1,173 @@
+"""The gfx942 (CDNA3) instructions tile selects, as data.
+
+One row per mnemonic: its encoding family, the kinds of its operands (results first, then
+sources, as the assembler reads them), a latency class, and the counter it increments (the
+one an `s_waitcnt` waits on before its results may be read). Sources: the AMD Instinct MI300
+ISA reference ("CDNA3 ISA", chapters 4 SALU, 5 SMEM, 6 VALU, 9 FLAT/global and 4.4 s_waitcnt).
+
+Operand kinds:
+
+    sdst  ssrc      one SGPR (a source may also be an inline constant or a 32-bit literal)
+    sdst2 ssrc2     an aligned SGPR pair, exec or vcc (a source may be an inline constant)
+    vdst  vsrc      one VGPR                        vdstN  N consecutive VGPRs (loads)
+    vdst2 vsrc2     an aligned VGPR pair            vsrcN  N consecutive VGPRs (stores)
+    src   src2      a VALU source: a VGPR, an SGPR or an inline constant (a pair for src2)
+    vaddr           a global address in an aligned VGPR pair
+    saddr           "off" (the address is in vaddr alone)
+    sbase           the SGPR pair an s_load reads from
+    imm             an immediate number (a byte offset)
+    label           a branch target
+    vcc             the vcc pair (carry out and in of the 64-bit add chains)
+
+Latency classes (CDNA3 ISA 4.5 and the MI300 tuning guides): salu and valu issue every cycle
+(valu: 4 cycles per wave64 instruction), trans (the transcendental unit) at a quarter of that,
+smem, vmem and ds (LDS) wait for memory and are tracked by their counter.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+TARGET_TRIPLE = "amdgcn-amd-amdhsa"
+WAVE_SIZE = {"gfx942": 64}
+SGPR_LIMIT = {"gfx942": 102}   # s0..s101 are addressable (vcc and xnack_mask live above)
+VGPR_LIMIT = {"gfx942": 256}   # architectural VGPRs v0..v255 (AGPRs are not used)
+MAX_VMCNT = 63                  # the s_waitcnt fields of GFX9 (CDNA3 ISA 4.4)
+MAX_LGKMCNT = 15
+GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1)
+DS_OFFSET_RANGE = (0, 65535)         # the unsigned 16-bit offset of ds_read/ds_write
+LDS_BYTES = {"gfx942": 65536}        # per workgroup
+
+
+@dataclass(frozen=True)
+class InstrInfo:
+    """What tile knows of one instruction."""
+
+    mnemonic: str
+    family: str
+    defs: tuple[str, ...]
+    uses: tuple[str, ...]
+    latency: str
+    counter: Optional[str] = None   # "vmcnt", "lgkmcnt" or "expcnt"
+
+    @property
+    def is_valu(self) -> bool:
+        return self.family.startswith("VOP")
+
+
+def _rows() -> list[InstrInfo]:
+    rows: list[InstrInfo] = []
+
+    def add(mnemonic: str, family: str, operands: str, latency: str, counter: Optional[str] = None) -> None:
+        defs, _, uses = operands.partition("|")
+        rows.append(InstrInfo(mnemonic, family, tuple(defs.split()), tuple(uses.split()), latency, counter))
+
+    # scalar ALU: one result per wave
+    add("s_mov_b32", "SOP1", "sdst | ssrc", "salu")
+    add("s_mov_b64", "SOP1", "sdst2 | ssrc2", "salu")
+    add("s_not_b64", "SOP1", "sdst2 | ssrc2", "salu")
+    add("s_not_b32", "SOP1", "sdst | ssrc", "salu")
+    add("s_and_saveexec_b64", "SOP1", "sdst2 | ssrc2", "salu")
+    for name in ("s_add_u32", "s_addc_u32", "s_sub_u32", "s_subb_u32", "s_mul_i32", "s_mul_hi_u32", "s_mul_hi_i32",
+                 "s_and_b32", "s_or_b32", "s_xor_b32", "s_lshl_b32", "s_lshr_b32", "s_ashr_i32",
+                 "s_min_i32", "s_min_u32", "s_max_i32", "s_max_u32", "s_cselect_b32"):
+        add(name, "SOP2", "sdst | ssrc ssrc", "salu")
+    for name in ("s_and_b64", "s_or_b64", "s_xor_b64", "s_andn2_b64", "s_cselect_b64"):
+        add(name, "SOP2", "sdst2 | ssrc2 ssrc2", "salu")
+    for name in ("s_lshl_b64", "s_lshr_b64", "s_ashr_i64"):
+        add(name, "SOP2", "sdst2 | ssrc2 ssrc", "salu")
+    for pred in ("eq", "lg", "lt", "le", "gt", "ge"):
+        for ty in ("i32", "u32"):
+            add(f"s_cmp_{pred}_{ty}", "SOPC", "| ssrc ssrc", "salu")
+    for pred in ("eq", "lg"):
+        add(f"s_cmp_{pred}_u64", "SOPC", "| ssrc2 ssrc2", "salu")
+    add("s_waitcnt", "SOPP", "|", "salu")
+    add("s_nop", "SOPP", "| imm", "salu")
+    add("s_barrier", "SOPP", "|", "salu")
+    add("s_branch", "SOPP", "| label", "salu")
+    add("s_cbranch_scc0", "SOPP", "| label", "salu")
+    add("s_cbranch_scc1", "SOPP", "| label", "salu")
+    add("label", "PSEUDO", "| label", "salu")   # a branch target: prints as `name:`
+    add("s_endpgm", "SOPP", "|", "salu")
+
+    # scalar memory: kernel arguments
+    add("s_load_dword", "SMEM", "sdst | sbase imm", "smem", "lgkmcnt")
+    add("s_load_dwordx2", "SMEM", "sdst2 | sbase imm", "smem", "lgkmcnt")
+    add("s_load_dwordx4", "SMEM", "sdst4 | sbase imm", "smem", "lgkmcnt")
+
+    # vector ALU: one result per lane
+    add("v_mov_b32", "VOP1", "vdst | src", "valu")
+    for name in ("v_cvt_f32_f16", "v_cvt_f16_f32", "v_cvt_f32_i32", "v_cvt_f32_u32", "v_cvt_i32_f32",
+                 "v_cvt_u32_f32"):
+        add(name, "VOP1", "vdst | src", "valu")
+    for name in ("v_floor_f32", "v_ceil_f32", "v_trunc_f32", "v_rndne_f32"):
+        add(name, "VOP1", "vdst | src", "valu")
+    add("v_cvt_f64_f32", "VOP1", "vdst2 | src", "valu")
+    add("v_cvt_f32_f64", "VOP1", "vdst | src2", "valu")
+    for name in ("v_add_f64", "v_mul_f64", "v_min_f64", "v_max_f64"):   # double rate on CDNA3
+        add(name, "VOP3", "vdst2 | src2 src2", "valu")
+    add("v_fma_f64", "VOP3", "vdst2 | src2 src2 src2", "valu")
+    for name in ("v_rcp_f32", "v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sqrt_f32"):
+        add(name, "VOP1", "vdst | src", "trans")
+    for name in ("v_add_u32", "v_sub_u32", "v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32",
+                 "v_and_b32", "v_or_b32", "v_xor_b32", "v_lshlrev_b32", "v_lshrrev_b32", "v_ashrrev_i32",
+                 "v_min_i32", "v_min_u32", "v_max_i32", "v_max_u32",
+                 "v_add_f32", "v_sub_f32", "v_mul_f32", "v_min_f32", "v_max_f32"):
+        add(name, "VOP2" if not name.startswith("v_mul_") or name == "v_mul_f32" else "VOP3", "vdst | src src", "valu")
+    add("v_fma_f32", "VOP3", "vdst | src src src", "valu")
+    add("v_bfe_i32", "VOP3", "vdst | src src src", "valu")
+    add("v_bfe_u32", "VOP3", "vdst | src src src", "valu")
+    add("v_readfirstlane_b32", "VOP1", "sdst | vsrc", "valu")
+    add("v_lshl_or_b32", "VOP3", "vdst | src src src", "valu")
+    add("v_add3_u32", "VOP3", "vdst | src src src", "valu")
+    add("v_cndmask_b32", "VOP3", "vdst | src src ssrc2", "valu")
+    add("v_add_co_u32", "VOP2", "vdst vcc | src src", "valu")
+    add("v_addc_co_u32", "VOP2", "vdst vcc | src src vcc", "valu")
+    add("v_sub_co_u32", "VOP2", "vdst vcc | src src", "valu")
+    add("v_subb_co_u32", "VOP2", "vdst vcc | src src vcc", "valu")
+    for name in ("v_mad_i64_i32", "v_mad_u64_u32"):   # 32 x 32 + 64 -> 64 bits (quarter rate)
+        add(name, "VOP3", "vdst2 vcc | src src src2", "valu")
+    for name in ("v_lshlrev_b64", "v_lshrrev_b64", "v_ashrrev_i64"):
+        add(name, "VOP3", "vdst2 | src src2", "valu")
+    # compares write one bit per lane into an SGPR pair (the VOP3 form, CDNA3 ISA 6.7)
+    for pred in ("eq", "ne", "lt", "le", "gt", "ge"):
+        for ty in ("i32", "u32", "i64", "u64"):
+            kind = "src2" if ty.endswith("64") else "src"
+            add(f"v_cmp_{pred}_{ty}", "VOPC", f"sdst2 | {kind} {kind}", "valu")
+    for pred in ("eq", "neq", "lt", "le", "gt", "ge", "u"):   # u: unordered (either is NaN)
+        add(f"v_cmp_{pred}_f32", "VOPC", "sdst2 | src src", "valu")
+        add(f"v_cmp_{pred}_f64", "VOPC", "sdst2 | src2 src2", "valu")
+
+    # global memory (the FLAT encoding's global segment): loads and stores both count in vmcnt
+    for name, width in (("ubyte", 1), ("sbyte", 1), ("ushort", 1), ("sshort", 1), ("dword", 1),
+                        ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
+        dst = "vdst" if width == 1 else f"vdst{width}"
+        add(f"global_load_{name}", "FLAT", f"{dst} | vaddr saddr", "vmem", "vmcnt")
+    for name, width in (("byte", 1), ("short", 1), ("dword", 1), ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
+        data = "vsrc" if width == 1 else f"vsrc{width}"
+        add(f"global_store_{name}", "FLAT", f"| vaddr {data} saddr", "vmem", "vmcnt")
+
+    # LDS (the DS encoding): counted in lgkmcnt, in order among themselves (CDNA3 ISA 10)
+    for name, width in (("u8", 1), ("i8", 1), ("u16", 1), ("i16", 1), ("b32", 1), ("b64", 2), ("b128", 4)):
+        add(f"ds_read_{name}", "DS", f"{'vdst' if width == 1 else f'vdst{width}'} | vsrc", "ds", "lgkmcnt")
+    for name, width in (("b8", 1), ("b16", 1), ("b32", 1), ("b64", 2), ("b128", 4)):
+        add(f"ds_write_{name}", "DS", f"| vsrc {'vsrc' if width == 1 else f'vsrc{width}'}", "ds", "lgkmcnt")
+    # lane permutation through the LDS crossbar (no LDS memory): dst = data of lane addr / 4
+    add("ds_bpermute_b32", "DS", "vdst | vsrc vsrc", "ds", "lgkmcnt")
+    return rows
+
+
+INSTRUCTIONS: dict[str, InstrInfo] = {row.mnemonic: row for row in _rows()}
+
+
+def info(mnemonic: str) -> InstrInfo:
+    """The table row of `mnemonic`; KeyError names it when tile does not know the instruction."""
+    try:
+        return INSTRUCTIONS[mnemonic]
+    except KeyError:
+        raise KeyError(f"{mnemonic} is not in tile's gfx942 instruction table") from None
+
+
+INLINE_FLOATS = {0.5: 0x3F000000, -0.5: 0xBF000000, 1.0: 0x3F800000, -1.0: 0xBF800000,
+                 2.0: 0x40000000, -2.0: 0xC0000000, 4.0: 0x40800000, -4.0: 0xC0800000}
+INLINE_INTS = range(-16, 65)   # CDNA3 ISA 3.6.2: integers -16..64 need no literal

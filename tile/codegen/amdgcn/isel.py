@@ -1,0 +1,1140 @@
+"""Instruction selection: a simt.func -> MIR on virtual registers for gfx942 (wave64).
+
+Execution model. The simt IR is what one thread runs; `simt.tid` is the thread's index in
+its CTA, `num_warps * 32` threads (the lowering's warps are 32-thread groups, and an
+elementwise kernel's simt IR depends on nothing but the thread index). On gfx942 the CTA is
+a workgroup of that many work-items, run as waves of 64 lanes. Values the same in every lane
+(kernel arguments, program ids, constants, integer arithmetic on them: `uniform_values`) live
+in SGPRs and are computed once per wave by the scalar unit; the rest live in VGPRs. An i1 is a
+lane mask in an SGPR pair (bit i: lane i), written by v_cmp (or s_cselect_b64 for a uniform
+compare); a predicated memory access runs with EXEC narrowed to its mask:
+
+Before (simt, tutorial 01):
+
+    %0 = simt.ctaid {axis = 0} : i32
+    %2 = arith.mul %0, %1 : i32                    (%1 = 1024)
+    %3 = simt.tid : i32
+    %12 = arith.add %2, %5 : i32                   (%5 = %3 << 2)
+    %20 = arith.cmp %12, %n_elements {predicate = "lt"} : i1
+    %28 = simt.addptr %x_ptr, %12 {scale = 4} : ptr<f32>
+    %29 = simt.ld_global %28, %20 {offset = 0, vector = 1} : f32
+
+After (MIR; %s2 is the workgroup id the hardware puts in s2, %s3 the loaded n_elements):
+
+    s_mul_i32 %s5.0, %s2.0, %s4.0                  ; uniform: the scalar unit
+    v_bfe_u32 %v1.0, %v0.0, 0, 10                  ; the work-item id
+    v_lshlrev_b32 %v6.0, 2, %v1.0
+    v_add_u32 %v7.0, %s5.0, %v6.0
+    v_cmp_lt_i32 %s8.0:1, %v7.0, %s3.0             ; one bit per lane
+    ...
+    s_and_saveexec_b64 %s11.0:1, %s8.0:1           ; lanes where %20 is false sit out
+    global_load_dword %v12.0, %v10.0:1, off
+    s_mov_b64 exec, %s11.0:1
+
+Beyond elementwise code: LDS accesses (ds_read/ds_write; simt.smem_addr is the LDS byte
+address itself), simt.barrier (drain, s_barrier), simt.shfl within the lowering's 32-lane
+warps (each half of a wave64) as ds_bpermute_b32, scf.for with uniform bounds (an SGPR
+induction variable and a backward branch), and scf.if as EXEC masking without branches.
+
+Subnormal f32 and f16 values are kept (the kernel descriptor's denorm modes), f32 -> f16 rounds
+to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of the amount,
+as the hardware does. An op outside the selected subset (atomics, scf.while, integer division,
+MFMA...) raises `UnsupportedOnTarget`, a NotImplementedError naming it and the target.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from ...ir.core import Operation, Value
+from ...ir.types import DType, PointerType, i1
+from .isa import DS_OFFSET_RANGE, GLOBAL_OFFSET_RANGE, INLINE_FLOATS, info
+from .mir import EXEC, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
+
+KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
+USER_SGPRS = 2
+WORKITEM_ID_BITS = 10      # gfx90a and later pack the x, y, z ids in v0, 10 bits each
+REMAT_WINDOW = 48          # instructions a lane mask or constant SGPR is reused for before it is recomputed
+
+
+class UnsupportedOnTarget(NotImplementedError):
+    """A simt op (or type) the AMDGCN backend does not select yet."""
+
+
+@dataclass
+class KernArg:
+    """One argument of the kernel's kernarg segment, as the code-object metadata lists it."""
+
+    name: str
+    offset: int
+    size: int
+    value_kind: str          # "global_buffer", "by_value" or a hidden_* kind
+    address_space: Optional[str] = None
+
+
+@dataclass
+class Selection:
+    """The MIR of one kernel and what its descriptor must say."""
+
+    name: str
+    insts: list[MInst]
+    kernargs: list[KernArg]
+    kernarg_size: int
+    workgroup_id_axes: tuple[int, ...]
+    workgroup_size: int
+    lds_bytes: int
+    regs: list[Reg] = field(default_factory=list)
+
+
+# Ops whose result is the same in every lane when their operands are; everything else that
+# produces a value (simt.tid, loads, atomics, shuffles) differs between lanes.
+_UNIFORM_SOURCES = ("arith.constant", "simt.ctaid", "simt.nctaid")
+_LANEWISE = ("simt.cvt", "simt.addptr", "simt.approx", "simt.pack", "simt.unpack")
+
+
+def walk(ops) -> Any:
+    """Every op of `ops` and of their regions, in program order."""
+    for op in ops:
+        yield op
+        for region in op.regions:
+            for block in region.blocks:
+                yield from walk(block.ops)
+
+
+def uniform_values(func: Operation) -> set[Value]:
+    """The values of `func` that are the same in every thread of a CTA: its parameters, program
+    ids, constants, pure per-thread ops (arith, math, cvt, addptr...) of uniform values, and the
+    induction variable of an scf.for (its bounds are uniform); loop-carried values are not."""
+    block = func.regions[0].block
+    uniform: set[Value] = set(block.args)
+    for op in walk(block.ops):
+        pure = op.name.startswith(("arith.", "math.")) or op.name in _LANEWISE
+        if op.name in _UNIFORM_SOURCES or (pure and not op.regions and all(v in uniform for v in op.operands)):
+            uniform.update(op.results)
+        if op.name == "scf.for":
+            uniform.add(op.regions[0].block.args[0])
+    return uniform
+
+
+def _bus_key(o: Operand) -> Any:
+    return o.name if isinstance(o, Special) else (o.reg.id, o.start, o.count)
+
+
+def _bits(t: Any) -> int:
+    return 64 if isinstance(t, PointerType) else t.bits
+
+
+def dwords(t: Any) -> int:
+    """32-bit registers of a value of simt type `t` (an i1 is a 64-lane mask: two SGPRs)."""
+    if isinstance(t, PointerType):
+        return 2
+    return 2 if t.bits in (1, 64) else 1
+
+
+def _is_int(t: Any) -> bool:
+    return isinstance(t, PointerType) or (isinstance(t, DType) and t.is_integer and t.bits > 1)
+
+
+def _signed(t: Any) -> bool:
+    return isinstance(t, DType) and t.is_signed
+
+
+def constant_bits(value: Any, t: DType) -> int:
+    """The register bits of constant `value` of type `t` (i1 true: every lane's bit)."""
+    if t.bits == 1:
+        return -1 if value else 0
+    if t.is_floating:
+        if t.name == "f32":
+            return struct.unpack("<I", struct.pack("<f", value))[0]
+        if t.name == "f16":
+            return int(np.array(value, np.float16).view(np.uint16))
+        if t.name == "bf16":
+            return struct.unpack("<I", struct.pack("<f", value))[0] >> 16
+        if t.name == "f64":
+            return struct.unpack("<Q", struct.pack("<d", value))[0]
+        raise UnsupportedOnTarget(f"constants of type {t}")
+    return int(value) & ((1 << t.bits) - 1) if t.bits < 64 or value >= 0 else int(value)
+
+
+# int32 binary ops: (scalar, vector, vector takes the operands swapped); keyed by (name,
+# signedness) where signedness matters, else (name, None)
+_INT32_BINARY = {
+    ("arith.add", None): ("s_add_u32", "v_add_u32", False),
+    ("arith.sub", None): ("s_sub_u32", "v_sub_u32", False),
+    ("arith.mul", None): ("s_mul_i32", "v_mul_lo_u32", False),
+    ("arith.and", None): ("s_and_b32", "v_and_b32", False),
+    ("arith.or", None): ("s_or_b32", "v_or_b32", False),
+    ("arith.xor", None): ("s_xor_b32", "v_xor_b32", False),
+    ("arith.shl", None): ("s_lshl_b32", "v_lshlrev_b32", True),
+    ("arith.shr", True): ("s_ashr_i32", "v_ashrrev_i32", True),
+    ("arith.shr", False): ("s_lshr_b32", "v_lshrrev_b32", True),
+    ("arith.max", True): ("s_max_i32", "v_max_i32", False),
+    ("arith.max", False): ("s_max_u32", "v_max_u32", False),
+    ("arith.min", True): ("s_min_i32", "v_min_i32", False),
+    ("arith.min", False): ("s_min_u32", "v_min_u32", False),
+    ("math.umulhi", None): ("s_mul_hi_u32", "v_mul_hi_u32", False),
+    ("math.mulhi", True): ("s_mul_hi_i32", "v_mul_hi_i32", False),
+    ("math.mulhi", False): ("s_mul_hi_u32", "v_mul_hi_u32", False),
+}
+_F32_BINARY = {"arith.add": "v_add_f32", "arith.sub": "v_sub_f32", "arith.mul": "v_mul_f32",
+               "arith.max": "v_max_f32", "arith.min": "v_min_f32"}
+_F64_BINARY = {"arith.add": "v_add_f64", "arith.mul": "v_mul_f64", "arith.max": "v_max_f64", "arith.min": "v_min_f64"}
+_ROUND_F32 = {"math.floor": "v_floor_f32", "math.ceil": "v_ceil_f32", "math.trunc": "v_trunc_f32",
+              "math.rint": "v_rndne_f32"}
+_MASK_BINARY = {"arith.and": "s_and_b64", "arith.or": "s_or_b64", "arith.xor": "s_xor_b64"}
+_INT64_BITWISE = {"arith.and": ("s_and_b64", "v_and_b32"), "arith.or": ("s_or_b64", "v_or_b32"),
+                  "arith.xor": ("s_xor_b64", "v_xor_b32")}
+_INT64_SHIFT = {("arith.shl", None): ("s_lshl_b64", "v_lshlrev_b64"),
+                ("arith.shr", True): ("s_ashr_i64", "v_ashrrev_i64"),
+                ("arith.shr", False): ("s_lshr_b64", "v_lshrrev_b64")}
+_SCALAR_CMP = {"eq": "eq", "ne": "lg", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+_FLOAT_CMP = {"eq": "eq", "ne": "neq", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}  # ne: true on NaN, as PTX's neu
+_APPROX = {"rcp": "v_rcp_f32", "ex2": "v_exp_f32", "lg2": "v_log_f32", "rsqrt": "v_rsq_f32"}
+BF16_QUIET_NAN = 0x7FC0
+# simt.cvt between these (source, result, rounding) is one instruction
+_CVT = {("f16", "f32", ""): "v_cvt_f32_f16", ("f32", "f16", "rn"): "v_cvt_f16_f32",
+        ("f32", "f64", ""): "v_cvt_f64_f32", ("f64", "f32", "rn"): "v_cvt_f32_f64",
+        ("f32", "f32", "rni"): "v_rndne_f32", ("f32", "f32", "rzi"): "v_trunc_f32",
+        ("f32", "f32", "rmi"): "v_floor_f32", ("f32", "f32", "rpi"): "v_ceil_f32",
+        ("i32", "f32", "rn"): "v_cvt_f32_i32", ("u32", "f32", "rn"): "v_cvt_f32_u32",
+        ("f32", "i32", "rzi"): "v_cvt_i32_f32", ("f32", "u32", "rzi"): "v_cvt_u32_f32"}
+# global_load_* of one element of `bits` (sub-dword loads extend into the register, as the
+# simt convention wants: i8/i16 sign-extended, the rest zero-extended)
+_NARROW_LOAD = {(8, True): "global_load_sbyte", (8, False): "global_load_ubyte",
+                (16, True): "global_load_sshort", (16, False): "global_load_ushort"}
+_DWORD_LOAD = {1: "global_load_dword", 2: "global_load_dwordx2", 3: "global_load_dwordx3", 4: "global_load_dwordx4"}
+_DWORD_STORE = {1: "global_store_dword", 2: "global_store_dwordx2", 3: "global_store_dwordx3",
+                4: "global_store_dwordx4"}
+_NARROW_STORE = {8: "global_store_byte", 16: "global_store_short"}
+# the same for LDS (simt.ld_shared / st_shared)
+_DS_NARROW_LOAD = {(8, True): "ds_read_i8", (8, False): "ds_read_u8", (16, True): "ds_read_i16",
+                   (16, False): "ds_read_u16"}
+_DS_LOAD = {1: "ds_read_b32", 2: "ds_read_b64", 4: "ds_read_b128"}
+_DS_STORE = {1: "ds_write_b32", 2: "ds_write_b64", 4: "ds_write_b128"}
+_DS_NARROW_STORE = {8: "ds_write_b8", 16: "ds_write_b16"}
+_WAVE_HALF = 32   # simt.shfl exchanges within the lowering's 32-lane warps: each half of a wave64
+
+
+class Selector:
+    """Walks a simt.func once, appending MIR; each simt value maps to its operand."""
+
+    def __init__(self, func: Operation, target: str):
+        self.func = func
+        self.target = target
+        self.insts: list[MInst] = []
+        self.regs: list[Reg] = []
+        self.uniform = uniform_values(func)
+        self.values: dict[Value, Operand] = {}
+        self.constants: dict[Value, tuple[Any, DType]] = {}
+        self.materialized: dict[tuple[int, int], tuple[Sub, int]] = {}
+        self.vector_copies: dict[tuple[Reg, int, int], Sub] = {}
+        self.scalar_copies: dict[tuple[Reg, int, int], Sub] = {}
+        self.deferred_others: dict[Value, tuple[Value, Value]] = {}   # load result -> (other, predicate)
+        self.compares: dict[Value, Operation] = {}
+        self.homes: dict[Value, Sub] = {}
+        self.thread_id: Optional[Sub] = None
+        self.loops = 0
+        self.recent_masks: dict[Value, tuple[Sub, int]] = {}
+        self.comment = ""
+
+    # registers and instructions --------------------------------------------------------
+    def new(self, bank: str, size: int = 1, fixed: Optional[int] = None) -> Reg:
+        reg = Reg(bank, size, len(self.regs), fixed)
+        self.regs.append(reg)
+        return reg
+
+    def emit(self, opcode: str, defs: list[Operand], uses: list[Operand], **mods: int) -> None:
+        self.insts.append(MInst(opcode, defs, uses, mods, self.comment))
+
+    def salu(self, opcode: str, defs: list[Operand], uses: list[Operand]) -> None:
+        """A scalar instruction: one 32-bit literal at most, none in a 64-bit operand."""
+        kinds = info(opcode).uses
+        fixed: list[Operand] = []
+        literal = False
+        for kind, u in zip(kinds, uses):
+            if isinstance(u, Imm) and not u.inline and (literal or kind.endswith("2")):
+                u = self.materialize(u.value, 2 if kind.endswith("2") else 1)
+            literal |= isinstance(u, Imm) and not u.inline
+            fixed.append(u)
+        self.emit(opcode, defs, fixed)
+
+    def valu(self, opcode: str, defs: list[Operand], uses: list[Operand], **mods: int) -> None:
+        """A vector instruction, legalized for GFX9: no literal in VOP3 (literals go to SGPRs),
+        and one SGPR source at most (the constant bus; vcc counts; extra SGPRs are copied)."""
+        width = [int(k[-1]) if k[-1].isdigit() else 1 for k in info(opcode).uses]
+        uses = [self.materialize(u.value, w) if isinstance(u, Imm) and not u.inline else u
+                for u, w in zip(uses, width)]
+        kinds = info(opcode).uses
+        # operands that must be SGPRs (a mask, vcc) take the bus first
+        on_bus = {_bus_key(u) for u, k in zip(uses, kinds) if isinstance(u, Special) or k.startswith("ssrc")}
+        legal: list[Operand] = []
+        for u in uses:
+            if isinstance(u, Sub) and u.bank == "s" and _bus_key(u) not in on_bus:
+                if on_bus:
+                    u = self.to_vgpr(u)
+                else:
+                    on_bus.add(_bus_key(u))
+            legal.append(u)
+        self.emit(opcode, defs, legal, **mods)
+
+    def materialize(self, bits: int, size: int) -> Sub:
+        """An SGPR (pair) holding the constant `bits`: the last one made if it is at most
+        REMAT_WINDOW instructions old (short live ranges: SGPRs are few)."""
+        key = (bits, size)
+        recent = self.materialized.get(key)
+        if recent is not None and len(self.insts) - recent[1] <= REMAT_WINDOW:
+            return recent[0]
+        reg = self.new("s", size)
+        for i in range(size):
+            self.emit("s_mov_b32", [reg.dword(i)], [Imm.int((bits >> (32 * i)) & 0xFFFFFFFF)])
+        self.materialized[key] = (reg.all(), len(self.insts))
+        return reg.all()
+
+    def to_vgpr(self, o: Operand) -> Operand:
+        """`o` in VGPRs (SGPRs copied with v_mov_b32, once each)."""
+        if isinstance(o, Imm):
+            reg = self.new("v")
+            self.valu("v_mov_b32", [reg.all()], [o])
+            return reg.all()
+        if not isinstance(o, Sub) or o.bank == "v":
+            return o
+        key = (o.reg, o.start, o.count)
+        if key not in self.vector_copies:
+            reg = self.new("v", o.count)
+            for i in range(o.count):
+                self.emit("v_mov_b32", [reg.dword(i)], [o.dword(i)])
+            self.vector_copies[key] = reg.all()
+        return self.vector_copies[key]
+
+    def to_sgpr(self, o: Operand) -> Operand:
+        """`o` of a uniform value in SGPRs (from a VGPR: v_readfirstlane_b32 per dword)."""
+        if not isinstance(o, Sub) or o.bank == "s":
+            return o
+        key = (o.reg, o.start, o.count)
+        if key not in self.scalar_copies:
+            reg = self.new("s", o.count)
+            for i in range(o.count):
+                self.emit("v_readfirstlane_b32", [reg.dword(i)], [o.dword(i)])
+            self.scalar_copies[key] = reg.all()
+        return self.scalar_copies[key]
+
+    # operands of simt values -----------------------------------------------------------
+    def operand(self, v: Value) -> Operand:
+        """The operand of `v`: a register view, or an immediate for a constant (inline floats
+        as their f32 text, others as their bits; 64-bit ones inline only, else an SGPR pair)."""
+        if v in self.constants:
+            value, t = self.constants[v]
+            bits = constant_bits(value, t)
+            if t.name == "f32" and float(value) in INLINE_FLOATS:
+                return Imm(bits, repr(float(value)), True)
+            if dwords(t) == 2 and not Imm.int(bits).inline:
+                return self.materialize(bits & ((1 << 64) - 1), 2)
+            return Imm.int(bits if bits < (1 << 31) or dwords(t) == 2 else bits - (1 << 32))
+        if v in self.compares:
+            return self.compare(v)
+        if v in self.deferred_others:
+            self.choose_other(v)
+        return self.values[v]
+
+    def scalar(self, v: Value) -> Operand:
+        return self.to_sgpr(self.operand(v))
+
+    def half(self, o: Operand, i: int) -> Operand:
+        """Dword `i` of a 64-bit operand."""
+        if isinstance(o, Imm):
+            return Imm.int(-1 if o.value < 0 and i else (0 if i else o.value))
+        return o.dword(i)
+
+    def result(self, v: Value, bank: str) -> Sub:
+        if bank == "v" and v in self.homes:
+            self.values[v] = self.homes[v]
+            return self.homes[v]
+        reg = self.new(bank, dwords(v.type))
+        self.values[v] = reg.all()
+        return reg.all()
+
+    def unsupported(self, op: Operation, what: str = "") -> UnsupportedOnTarget:
+        where = f" (at {op.loc})" if op.loc else ""
+        detail = f" {what}" if what else ""
+        return UnsupportedOnTarget(f"{self.target}: the AMDGCN backend does not support {op.name}{detail} yet{where}")
+
+    # the function ----------------------------------------------------------------------
+    def select(self) -> Selection:
+        block = self.func.regions[0].block
+        axes = sorted({0} | {op.attrs["axis"] for op in walk(block.ops) if op.name == "simt.ctaid"})
+        self.kernarg_pointer = self.new("s", 2, fixed=KERNARG_POINTER_SGPR).all()
+        self.workgroup_ids = {axis: self.new("s", 1, fixed=USER_SGPRS + i).all() for i, axis in enumerate(axes)}
+        self.workitem_id = self.new("v", 1, fixed=0).all()
+        kernargs = self.load_arguments(block)
+        self.place_store_data(block)
+        if any(op.name in ("simt.tid", "simt.shfl") for op in walk(block.ops)):
+            self.thread_index()  # at the top: code in a loop body may not run
+        self.select_ops(block.ops)
+        size = max((a.offset + a.size for a in kernargs), default=0)
+        threads = self.func.attrs["num_warps"] * 32
+        return Selection(self.func.attrs["sym_name"], self.insts, kernargs, size, tuple(axes), threads,
+                         self.func.attrs.get("shared_bytes", 0), self.regs)
+
+    def select_ops(self, ops) -> None:
+        for op in ops:
+            self.comment = f"{op.loc.file.rsplit('/', 1)[-1]}:{op.loc.line}" if op.loc else ""
+            handler = _HANDLERS.get(op.name)
+            if handler is None or (op.regions and op.name not in ("scf.for", "scf.if")):
+                raise self.unsupported(op)
+            handler(self, op)
+
+    def forget_recent(self) -> None:
+        """Drop the values kept for reuse (constants, masks, copies): at a loop's entry and exit,
+        where a value made on one side may not exist on the other (a loop may run zero times)."""
+        self.materialized.clear()
+        self.recent_masks.clear()
+        self.vector_copies.clear()
+        self.scalar_copies.clear()
+
+    def sel_for(self, op: Operation) -> None:
+        """scf.for with uniform bounds: an SGPR induction variable, loop-carried values in
+        registers copied at entry and at each yield, one backward branch:
+
+                s_cmp_ge_i32 iv, ub; s_cbranch_scc1 .Lend       (no iteration)
+            .Lbody:  ...body...;  carried = yielded
+                s_add_u32 iv, iv, step; s_cmp_lt_i32 iv, ub; s_cbranch_scc1 .Lbody
+            .Lend:
+        """
+        lb, ub, step, *inits = op.operands
+        body = op.regions[0].block
+        if lb.type.name not in ("i32", "u32"):
+            raise self.unsupported(op, f"with a {lb.type} induction variable")
+        for r in list(self.deferred_others):  # a use inside the loop must not be its first
+            self.choose_other(r)
+        self.forget_recent()
+        kind = "i32" if _signed(lb.type) else "u32"
+        iv = self.new("s").all()
+        self.salu("s_mov_b32", [iv], [self.scalar(lb)])
+        carried = [self.new("s" if v.type == i1 else "v", dwords(v.type)).all() for v in inits]
+        for reg, v in zip(carried, inits):
+            self.copy(reg, self.operand(v))
+        self.loops += 1
+        top, end = Label(f".Lloop{self.loops}"), Label(f".Lloop{self.loops}_end")
+        upper = self.scalar(ub)
+        self.salu(f"s_cmp_ge_{kind}", [], [iv, upper])
+        self.emit("s_cbranch_scc1", [], [end])
+        self.emit("label", [], [top])
+        self.values[body.args[0]] = iv
+        for arg, reg in zip(body.args[1:], carried):
+            self.values[arg] = reg
+        self.select_ops(body.ops[:-1])
+        yielded = [self.operand(v) for v in body.ops[-1].operands]
+        if any(isinstance(y, Sub) and any(y.reg is c.reg for c in carried) for y in yielded):
+            staged = [self.new(c.bank, c.count).all() for c in carried]   # a parallel copy
+            for reg, y in zip(staged, yielded):
+                self.copy(reg, y)
+            yielded = staged
+        for reg, y in zip(carried, yielded):
+            self.copy(reg, y)
+        self.salu("s_add_u32", [iv], [iv, self.scalar(step)])
+        self.salu(f"s_cmp_lt_{kind}", [], [iv, self.scalar(ub)])
+        self.emit("s_cbranch_scc1", [], [top])
+        self.emit("label", [], [end])
+        self.forget_recent()
+        for result, reg in zip(op.results, carried):
+            self.values[result] = reg
+
+    def sel_if(self, op: Operation) -> None:
+        """scf.if as EXEC masking (no branches): the then-region runs in the lanes where the
+        condition holds, the else-region in the others, each writing the results' registers in
+        its own lanes:
+
+            s_and_saveexec_b64 saved, cond      then...   s_andn2_b64 exec, saved, cond
+            else...                             s_mov_b64 exec, saved
+        """
+        if any(r.type == i1 for r in op.results):
+            raise self.unsupported(op, "with i1 results")
+        for r in list(self.deferred_others):   # values made under a narrowed EXEC are partial:
+            self.choose_other(r)               # nothing made inside may be reused outside
+        self.forget_recent()
+        cond = self.scalar(op.operand(0))
+        results = [self.new("v", dwords(r.type)).all() for r in op.results]
+        saved = self.new("s", 2).all()
+        self.salu("s_and_saveexec_b64", [saved], [cond])
+        for k, region in enumerate(op.regions):
+            if k == 1:
+                self.forget_recent()
+                self.salu("s_andn2_b64", [EXEC], [saved, cond])
+            block = region.block
+            self.select_ops(block.ops[:-1])
+            for reg, v in zip(results, block.ops[-1].operands):
+                self.copy(reg, self.operand(v))
+            for r in list(self.deferred_others):
+                self.choose_other(r)
+        self.salu("s_mov_b64", [EXEC], [saved])
+        self.forget_recent()
+        for r, reg in zip(op.results, results):
+            self.values[r] = reg
+
+    def copy(self, dst: Sub, src: Operand) -> None:
+        if dst.bank == "s":
+            self.salu("s_mov_b64" if dst.count == 2 else "s_mov_b32", [dst], [src])
+            return
+        for i in range(dst.count):
+            self.valu("v_mov_b32", [dst.dword(i)], [self.half(src, i) if dst.count == 2 else src])
+
+    def place_store_data(self, block) -> None:
+        """Values that only a vector store reads are computed straight into its register tuple
+        (no copies to gather them): their home is a slice of the tuple."""
+        for op in walk(block.ops):
+            values = op.operands[2:]
+            if op.name != "simt.st_global" or len(values) < 2 or dwords(values[0].type) * 32 != _bits(values[0].type):
+                continue
+            if len(set(values)) == len(values) and all(
+                    v.owner_op is not None and len(v.uses) == 1 and v not in self.homes for v in values):
+                width = dwords(values[0].type)
+                tuple_reg = self.new("v", width * len(values))
+                for k, v in enumerate(values):
+                    self.homes[v] = Sub(tuple_reg, k * width, width)
+
+    def load_arguments(self, block) -> list[KernArg]:
+        """Lay out the kernarg segment (each argument at its natural alignment, hidden block
+        counts after them when simt.nctaid is used) and s_load the arguments the kernel reads."""
+        names = self.func.attrs.get("arg_names") or [f"arg{i}" for i in range(len(block.args))]
+        kernargs, offset = [], 0
+        for arg, name in zip(block.args, names):
+            t = arg.type
+            if not (isinstance(t, PointerType) or (isinstance(t, DType) and t.bits in (32, 64))):
+                raise UnsupportedOnTarget(f"{self.target}: the AMDGCN backend does not support kernel "
+                                          f"parameter {name!r} of type {t} yet")
+            size = 4 * dwords(t)
+            offset = -(-offset // size) * size
+            pointer = isinstance(t, PointerType)
+            kernargs.append(KernArg(name, offset, size, "global_buffer" if pointer else "by_value",
+                                    "global" if pointer else None))
+            if arg.uses:
+                reg = self.result(arg, "s")
+                self.emit("s_load_dwordx2" if size == 8 else "s_load_dword", [reg], [self.kernarg_pointer, Imm.int(offset)])
+            offset += size
+        counts = sorted({op.attrs["axis"] for op in walk(block.ops) if op.name == "simt.nctaid"})
+        if counts:
+            base = -(-offset // 8) * 8
+            for axis in range(3):
+                kernargs.append(KernArg("", base + 4 * axis, 4, f"hidden_block_count_{'xyz'[axis]}"))
+            self.block_counts = {}
+            for axis in counts:
+                reg = self.new("s")
+                self.emit("s_load_dword", [reg.all()], [self.kernarg_pointer, Imm.int(base + 4 * axis)])
+                self.block_counts[axis] = reg.all()
+        return kernargs
+
+    # handlers --------------------------------------------------------------------------
+    def sel_constant(self, op: Operation) -> None:
+        self.constants[op.result] = (op.attrs["value"], op.result.type)
+
+    def sel_tid(self, op: Operation) -> None:
+        self.values[op.result] = self.thread_index()
+
+    def sel_ctaid(self, op: Operation) -> None:
+        self.values[op.result] = self.workgroup_ids[op.attrs["axis"]]
+
+    def sel_nctaid(self, op: Operation) -> None:
+        self.values[op.result] = self.block_counts[op.attrs["axis"]]
+
+    def sel_return(self, op: Operation) -> None:
+        self.emit("s_endpgm", [], [])
+
+    def sel_binary(self, op: Operation) -> None:
+        t = op.result.type
+        a, b = op.operands
+        uniform = op.result in self.uniform
+        if t == i1:
+            if op.name not in _MASK_BINARY:
+                raise self.unsupported(op, "on i1")
+            self.salu(_MASK_BINARY[op.name], [self.result(op.result, "s")], [self.scalar(a), self.scalar(b)])
+        elif _is_int(t) and dwords(t) == 1 and op.name in ("arith.div", "arith.rem"):
+            self.divide_int32(op)
+        elif _is_int(t) and dwords(t) == 1:
+            row = _INT32_BINARY.get((op.name, _signed(t))) or _INT32_BINARY.get((op.name, None))
+            if row is None:
+                raise self.unsupported(op, f"on {t}")
+            scalar_op, vector_op, swapped = row
+            if uniform:
+                self.salu(scalar_op, [self.result(op.result, "s")], [self.scalar(a), self.scalar(b)])
+            else:
+                x, y = (self.operand(b), self.operand(a)) if swapped else (self.operand(a), self.operand(b))
+                self.valu(vector_op, [self.result(op.result, "v")], [x, y])
+        elif _is_int(t):
+            self.sel_int64(op, uniform)
+        elif t.name == "f32" and op.name in _F32_BINARY and op.attrs.get("rounding") in (None, "rn"):
+            self.valu(_F32_BINARY[op.name], [self.result(op.result, "v")], [self.operand(a), self.operand(b)])
+        elif t.name == "f64" and op.name in ("arith.add", "arith.sub", "arith.mul", "arith.max", "arith.min") \
+                and op.attrs.get("rounding") in (None, "rn"):
+            self.sel_f64(op)
+        elif t.name == "f32" and op.name == "arith.div" and op.attrs.get("approx"):
+            self.divide_approx(op.result, a, b)
+        else:
+            raise self.unsupported(op, f"on {t}")
+
+    def sel_f64(self, op: Operation) -> None:
+        """f64 arithmetic; a - b is a + (-b), the sign bit of b's high dword flipped."""
+        a, b = (self.operand(v) for v in op.operands)
+        if op.name == "arith.sub":
+            negated = self.new("v", 2).all()
+            self.valu("v_mov_b32", [negated.dword(0)], [self.half(b, 0)])
+            self.valu("v_xor_b32", [negated.dword(1)], [Imm(0x80000000, "0x80000000", False), self.half(b, 1)])
+            b = negated
+        opcode = _F64_BINARY["arith.add" if op.name == "arith.sub" else op.name]
+        self.valu(opcode, [self.result(op.result, "v")], [a, b])
+
+    def sel_int64(self, op: Operation, uniform: bool) -> None:
+        a, b = op.operands
+        signed = _signed(op.result.type)
+        if op.name in ("arith.add", "arith.sub"):
+            lo_op, hi_op = (("s_add_u32", "s_addc_u32") if op.name == "arith.add" else ("s_sub_u32", "s_subb_u32"))
+            if uniform:
+                d, x, y = self.result(op.result, "s"), self.scalar(a), self.scalar(b)
+                self.salu(lo_op, [d.dword(0)], [self.half(x, 0), self.half(y, 0)])
+                self.salu(hi_op, [d.dword(1)], [self.half(x, 1), self.half(y, 1)])
+            else:
+                self.add64(self.result(op.result, "v"), self.operand(a), self.operand(b), op.name == "arith.sub")
+        elif op.name in _INT64_BITWISE:
+            scalar_op, vector_op = _INT64_BITWISE[op.name]
+            if uniform:
+                self.salu(scalar_op, [self.result(op.result, "s")], [self.scalar(a), self.scalar(b)])
+            else:
+                d, x, y = self.result(op.result, "v"), self.operand(a), self.operand(b)
+                for i in range(2):
+                    self.valu(vector_op, [d.dword(i)], [self.half(x, i), self.half(y, i)])
+        elif (op.name, signed if op.name == "arith.shr" else None) in _INT64_SHIFT:
+            scalar_op, vector_op = _INT64_SHIFT[op.name, signed if op.name == "arith.shr" else None]
+            if uniform:
+                self.salu(scalar_op, [self.result(op.result, "s")], [self.scalar(a), self.half(self.scalar(b), 0)])
+            else:
+                self.valu(vector_op, [self.result(op.result, "v")], [self.half(self.operand(b), 0), self.operand(a)])
+        elif op.name in ("arith.max", "arith.min"):  # no 64-bit min/max instruction: compare and select
+            kind = ("i" if signed else "u") + "64"
+            mask = self.new("s", 2).all()
+            self.valu(f"v_cmp_{'gt' if op.name == 'arith.max' else 'lt'}_{kind}", [mask], [self.operand(a), self.operand(b)])
+            d, x, y = self.result(op.result, "v"), self.operand(a), self.operand(b)
+            for i in range(2):
+                self.valu("v_cndmask_b32", [d.dword(i)], [self.half(y, i), self.half(x, i), mask])
+        else:
+            raise self.unsupported(op, f"on {op.result.type}")
+
+    def add64(self, d: Sub, x: Operand, y: Operand, subtract: bool = False) -> None:
+        """d = x +/- y on 64-bit values in VGPRs (a carry through vcc)."""
+        lo_op, hi_op = ("v_sub_co_u32", "v_subb_co_u32") if subtract else ("v_add_co_u32", "v_addc_co_u32")
+        self.valu(lo_op, [d.dword(0), VCC], [self.half(x, 0), self.half(y, 0)])
+        self.valu(hi_op, [d.dword(1), VCC], [self.half(x, 1), self.half(y, 1), VCC])
+
+    def divide_int32(self, op: Operation) -> None:
+        """32-bit integer division or remainder (truncating; the remainder has the dividend's
+        sign), with no divide instruction: an f32 reciprocal estimate of 2^32 / y, one Newton
+        step in integers, then q = mulhi(x, z) corrected twice (the scheme LLVM's AMDGPU backend
+        uses). Signed: on magnitudes, signs restored after. A zero divisor gives -1 / x."""
+        x, y = (self.to_vgpr(self.operand(v)) for v in op.operands)
+        signed = _signed(op.result.type)
+        v = lambda: self.new("v").all()  # noqa: E731
+        if signed:
+            sign_x, sign_y, ax, ay = v(), v(), v(), v()
+            self.valu("v_ashrrev_i32", [sign_x], [Imm.int(31), x])
+            self.valu("v_ashrrev_i32", [sign_y], [Imm.int(31), y])
+            for magnitude, value, sign in ((ax, x, sign_x), (ay, y, sign_y)):   # |v| = (v + s) ^ s
+                summed = v()
+                self.valu("v_add_u32", [summed], [value, sign])
+                self.valu("v_xor_b32", [magnitude], [summed, sign])
+            x, y = ax, ay
+        fy, rcp, scaled, z, neg_y, t, hi, z1, q, qy, r = (v() for _ in range(11))
+        self.valu("v_cvt_f32_u32", [fy], [y])
+        self.valu("v_rcp_f32", [rcp], [fy])
+        self.valu("v_mul_f32", [scaled], [Imm(0x4F7FFFFE, "0x4f7ffffe", False), rcp])   # 2^32 - 512, just below
+        self.valu("v_cvt_u32_f32", [z], [scaled])
+        self.valu("v_sub_u32", [neg_y], [Imm.int(0), y])
+        self.valu("v_mul_lo_u32", [t], [neg_y, z])
+        self.valu("v_mul_hi_u32", [hi], [z, t])
+        self.valu("v_add_u32", [z1], [z, hi])
+        self.valu("v_mul_hi_u32", [q], [x, z1])
+        self.valu("v_mul_lo_u32", [qy], [q, y])
+        self.valu("v_sub_u32", [r], [x, qy])
+        for _ in range(2):   # the estimate is at most 2 short
+            big = self.new("s", 2).all()
+            q_up, r_down, q_next, r_next = v(), v(), v(), v()
+            self.valu("v_cmp_ge_u32", [big], [r, y])
+            self.valu("v_add_u32", [q_up], [q, Imm.int(1)])
+            self.valu("v_sub_u32", [r_down], [r, y])
+            self.valu("v_cndmask_b32", [q_next], [q, q_up, big])
+            self.valu("v_cndmask_b32", [r_next], [r, r_down, big])
+            q, r = q_next, r_next
+        result, sign = (q, None) if op.name == "arith.div" else (r, None)
+        if signed:
+            sign = v()
+            if op.name == "arith.div":
+                self.valu("v_xor_b32", [sign], [sign_x, sign_y])
+            else:
+                sign = sign_x
+            flipped = v()
+            self.valu("v_xor_b32", [flipped], [result, sign])
+            self.valu("v_sub_u32", [self.result(op.result, "v")], [flipped, sign])   # (v ^ s) - s
+        else:
+            self.values[op.result] = result
+
+    def divide_approx(self, result: Value, a: Value, b: Value) -> None:
+        """a / b as a * rcp(b): v_rcp_f32 is within 1 ulp (CDNA3 ISA 6.2), the product within 2."""
+        inverse = self.new("v").all()
+        self.valu("v_rcp_f32", [inverse], [self.operand(b)])
+        self.valu("v_mul_f32", [self.result(result, "v")], [self.operand(a), inverse])
+
+    def sel_unary(self, op: Operation) -> None:
+        t, (a,) = op.result.type, op.operands
+        if t.name == "f32" and op.name in ("arith.neg", "math.abs"):
+            opcode, bits = ("v_xor_b32", 0x80000000) if op.name == "arith.neg" else ("v_and_b32", 0x7FFFFFFF)
+            self.valu(opcode, [self.result(op.result, "v")], [Imm(bits, hex(bits), False), self.operand(a)])
+        elif t.name == "f64" and op.name in ("arith.neg", "math.abs"):   # the sign is bit 31 of the high dword
+            opcode, bits = ("v_xor_b32", 0x80000000) if op.name == "arith.neg" else ("v_and_b32", 0x7FFFFFFF)
+            d, x = self.result(op.result, "v"), self.operand(a)
+            self.valu("v_mov_b32", [d.dword(0)], [self.half(x, 0)])
+            self.valu(opcode, [d.dword(1)], [Imm(bits, hex(bits), False), self.half(x, 1)])
+        elif _is_int(t) and op.name == "math.abs" and _signed(t) and dwords(t) == 1:   # max(x, -x)
+            negated = self.new("v").all()
+            self.valu("v_sub_u32", [negated], [Imm.int(0), self.operand(a)])
+            self.valu("v_max_i32", [self.result(op.result, "v")], [self.operand(a), negated])
+        elif _is_int(t) and op.name == "math.abs" and _signed(t):   # 64 bits: x < 0 ? -x : x
+            x, negated, negative = self.operand(a), self.new("v", 2).all(), self.new("s", 2).all()
+            self.add64(negated, Imm.int(0), x, subtract=True)
+            self.valu("v_cmp_lt_i64", [negative], [x, Imm.int(0)])
+            d = self.result(op.result, "v")
+            for i in range(2):
+                self.valu("v_cndmask_b32", [d.dword(i)], [self.half(x, i), negated.dword(i), negative])
+        elif _is_int(t) and dwords(t) == 2 and op.name in ("arith.neg", "arith.not"):
+            d, x = self.result(op.result, "v"), self.operand(a)
+            if op.name == "arith.neg":
+                self.add64(d, Imm.int(0), x, subtract=True)
+            else:
+                for i in range(2):
+                    self.valu("v_xor_b32", [d.dword(i)], [Imm.int(-1), self.half(x, i)])
+        elif t.bits == 1 and op.name == "arith.not":
+            self.salu("s_not_b64", [self.result(op.result, "s")], [self.scalar(a)])
+        elif _is_int(t) and dwords(t) == 1 and op.name in ("arith.neg", "arith.not"):
+            if op.result in self.uniform:
+                scalar_op, first = ("s_sub_u32", Imm.int(0)) if op.name == "arith.neg" else ("s_xor_b32", Imm.int(-1))
+                self.salu(scalar_op, [self.result(op.result, "s")], [first, self.scalar(a)])
+            else:
+                vector_op, first = ("v_sub_u32", Imm.int(0)) if op.name == "arith.neg" else ("v_xor_b32", Imm.int(-1))
+                self.valu(vector_op, [self.result(op.result, "v")], [first, self.operand(a)])
+        else:
+            raise self.unsupported(op, f"on {t}")
+
+    def sel_fma(self, op: Operation) -> None:
+        name = op.result.type.name
+        if name not in ("f32", "f64") or op.attrs.get("rounding") not in (None, "rn"):
+            raise self.unsupported(op, f"on {op.result.type}")
+        self.valu(f"v_fma_{name}", [self.result(op.result, "v")], [self.operand(v) for v in op.operands])
+
+    def sel_round(self, op: Operation) -> None:
+        if op.result.type.name != "f32":
+            raise self.unsupported(op, f"on {op.result.type}")
+        self.valu(_ROUND_F32[op.name], [self.result(op.result, "v")], [self.operand(op.operand(0))])
+
+    def sel_sqrt(self, op: Operation) -> None:
+        if op.result.type.name != "f32" or not op.attrs.get("approx"):
+            raise self.unsupported(op, f"on {op.result.type} (only the approximate f32 square root)")
+        self.valu("v_sqrt_f32", [self.result(op.result, "v")], [self.operand(op.operand(0))])
+
+    def f32_to_bf16(self, result: Value, a: Value) -> None:
+        """Round to nearest even by integer arithmetic on the bits (gfx942 has no bf16
+        conversion): (x + 0x7fff + bit 16 of x) >> 16, and a quiet NaN for NaN."""
+        x = self.operand(a)
+        lsb, biased, rounded = (self.new("v").all() for _ in range(3))
+        nan = self.new("s", 2).all()
+        self.valu("v_bfe_u32", [lsb], [x, Imm.int(16), Imm.int(1)])
+        self.valu("v_add3_u32", [biased], [x, Imm.int(0x7FFF), lsb])
+        self.valu("v_lshrrev_b32", [rounded], [Imm.int(16), biased])
+        self.valu("v_cmp_u_f32", [nan], [x, x])
+        self.valu("v_cndmask_b32", [self.result(result, "v")], [rounded, Imm.int(BF16_QUIET_NAN), nan])
+
+    def sel_approx(self, op: Operation) -> None:
+        fn = op.attrs["fn"]
+        if fn == "div":
+            self.divide_approx(op.result, *op.operands)
+        elif fn in _APPROX:
+            self.valu(_APPROX[fn], [self.result(op.result, "v")], [self.operand(op.operand(0))])
+        else:
+            raise self.unsupported(op, f"fn = {fn}")
+
+    def sel_cmp(self, op: Operation) -> None:
+        """Compares are emitted where their masks are used (see `compare`)."""
+        t = op.operand(0).type
+        if not (_is_int(t) or t.name in ("f32", "f64")):
+            raise self.unsupported(op, f"on {t}")
+        self.compares[op.result] = op
+
+    def compare(self, v: Value) -> Sub:
+        """The lane mask of compare `v`: the one computed last if it is at most REMAT_WINDOW
+        instructions old, else computed again from its operands (SGPRs are few, a mask takes
+        two, and a kernel with many predicated accesses would run out holding them all)."""
+        recent = self.recent_masks.get(v)
+        if recent is not None and len(self.insts) - recent[1] <= REMAT_WINDOW:
+            return recent[0]
+        op = self.compares[v]
+        a, b = op.operands
+        t, pred = a.type, op.attrs["predicate"]
+        mask = self.new("s", 2).all()
+        if _is_int(t) and op.result in self.uniform and (dwords(t) == 1 or pred in ("eq", "ne")):
+            kind = "u64" if dwords(t) == 2 else ("i32" if _signed(t) else "u32")
+            self.salu(f"s_cmp_{_SCALAR_CMP[pred]}_{kind}", [], [self.scalar(a), self.scalar(b)])
+            self.salu("s_cselect_b64", [mask], [Imm.int(-1), Imm.int(0)])
+        elif _is_int(t):
+            kind = ("i" if _signed(t) else "u") + ("64" if dwords(t) == 2 else "32")
+            self.valu(f"v_cmp_{pred}_{kind}", [mask], [self.operand(a), self.operand(b)])
+        else:
+            self.valu(f"v_cmp_{_FLOAT_CMP[pred]}_{t.name}", [mask], [self.operand(a), self.operand(b)])
+        self.recent_masks[v] = (mask, len(self.insts))
+        return mask
+
+    def sel_select(self, op: Operation) -> None:
+        c, a, b = op.operands
+        t = op.result.type
+        if not isinstance(c.type, DType) or c.type.bits != 1:
+            raise self.unsupported(op, "with a non-i1 condition")
+        cond = self.scalar(c)
+        if dwords(t) == 2 and t.bits == 1:  # masks: (c & a) | (b & ~c)
+            d = self.result(op.result, "s")
+            chosen, other = self.new("s", 2).all(), self.new("s", 2).all()
+            self.salu("s_and_b64", [chosen], [cond, self.scalar(a)])
+            self.salu("s_andn2_b64", [other], [self.scalar(b), cond])
+            self.salu("s_or_b64", [d], [chosen, other])
+        elif op.result in self.uniform and _is_int(t):
+            d = self.result(op.result, "s")
+            x, y = self.scalar(a), self.scalar(b)
+            self.salu("s_cmp_lg_u64", [], [cond, Imm.int(0)])
+            for i in range(dwords(t)):
+                self.salu("s_cselect_b32", [d.dword(i)], [self.half(x, i) if dwords(t) == 2 else x,
+                                                          self.half(y, i) if dwords(t) == 2 else y])
+        else:
+            d = self.result(op.result, "v")
+            x, y = self.operand(a), self.operand(b)
+            for i in range(dwords(t)):
+                xi, yi = (self.half(x, i), self.half(y, i)) if dwords(t) == 2 else (x, y)
+                self.valu("v_cndmask_b32", [d.dword(i)], [yi, xi, cond])
+
+    def sel_bitcast(self, op: Operation) -> None:
+        a = op.operand(0)
+        if dwords(a.type) != dwords(op.result.type) or op.result.type == i1:
+            raise self.unsupported(op, f"from {a.type} to {op.result.type}")
+        if a in self.constants:
+            self.constants[op.result] = self.constants[a][0], a.type
+        else:
+            self.values[op.result] = self.operand(a)  # applies a masked load's `other` first
+
+    def sel_cvt(self, op: Operation) -> None:
+        a = op.operand(0)
+        src, dst, rnd = a.type, op.result.type, op.attrs.get("rnd", "")
+        if a in self.constants and src.is_floating and dst.is_floating and rnd in ("", "rn"):
+            # numpy's float conversions round to nearest even, as cvt.rn does
+            value = np.array(self.constants[a][0], dtype=np.float32 if src.bits == 32 else np.float16)
+            self.constants[op.result] = (float(value.astype(np.float16 if dst.name == "f16" else np.float32)), dst)
+            return
+        opcode = _CVT.get((src.name, dst.name, rnd))
+        if opcode is not None:
+            self.valu(opcode, [self.result(op.result, "v")], [self.operand(a)])
+        elif (src.name, dst.name, rnd) == ("f32", "bf16", "rn"):
+            self.f32_to_bf16(op.result, a)
+        elif src.name == "bf16" and dst.name == "f32":
+            self.valu("v_lshlrev_b32", [self.result(op.result, "v")], [Imm.int(16), self.operand(a)])
+        elif src.is_integer and src.bits in (8, 16) and dst.name == "f32" and rnd == "rn":
+            # the register holds the value extended to 32 bits: the 32-bit conversion is exact
+            opcode = "v_cvt_f32_i32" if _signed(src) else "v_cvt_f32_u32"
+            self.valu(opcode, [self.result(op.result, "v")], [self.operand(a)])
+        elif src.name == "f32" and dst.is_integer and dst.bits in (8, 16) and rnd == "rzi":
+            self.f32_to_narrow_int(op.result, a, dst)
+        elif src.is_integer and dst.is_integer and src.bits > 1 and dst.bits > 1:
+            self.int_resize(op, a, src, dst)
+        else:
+            raise self.unsupported(op, f"from {src} to {dst} (rnd = {rnd!r})")
+
+    def f32_to_narrow_int(self, result: Value, a: Value, dst: DType) -> None:
+        """Truncate to a 32-bit integer (saturating, NaN -> 0), then clamp to the narrow range,
+        as cvt.rzi.{s,u}{8,16}.f32 saturates."""
+        wide = self.new("v").all()
+        self.valu("v_cvt_i32_f32" if _signed(dst) else "v_cvt_u32_f32", [wide], [self.operand(a)])
+        low, high = (-(1 << (dst.bits - 1)), (1 << (dst.bits - 1)) - 1) if _signed(dst) else (0, (1 << dst.bits) - 1)
+        kind = "i32" if _signed(dst) else "u32"
+        clamped = self.new("v").all()
+        self.valu(f"v_max_{kind}", [clamped], [Imm.int(low), wide])
+        self.valu(f"v_min_{kind}", [self.result(result, "v")], [Imm.int(high), clamped])
+
+    def int_resize(self, op: Operation, a: Value, src: DType, dst: DType) -> None:
+        """Integer widening and narrowing; 8/16-bit values sit in 32-bit registers extended by
+        their own signedness, so widening to 32 bits changes no bit."""
+        if a in self.constants:
+            value = int(self.constants[a][0]) & ((1 << dst.bits) - 1)
+            if _signed(dst) and value >> (dst.bits - 1):
+                value -= 1 << dst.bits
+            self.constants[op.result] = (value, dst)
+            return
+        x = self.operand(a)
+        low = self.half(x, 0) if src.bits == 64 else x
+        if dst.bits == 64 and src.bits == 64 or dst.bits == 32:
+            self.values[op.result] = x if dst.bits == 64 else low
+        elif dst.bits == 64:
+            self.values[op.result] = self.widen(low, _signed(src), op.result in self.uniform)
+        else:
+            self.valu("v_bfe_i32" if _signed(dst) else "v_bfe_u32", [self.result(op.result, "v")],
+                      [low, Imm.int(0), Imm.int(dst.bits)])
+
+    def widen(self, low: Operand, signed: bool, scalar: bool) -> Sub:
+        """A register pair holding the 32-bit `low` sign- or zero-extended to 64 bits."""
+        if scalar:
+            pair, low = self.new("s", 2).all(), self.to_sgpr(low)
+            self.salu("s_mov_b32", [pair.dword(0)], [low])
+            if signed:
+                self.salu("s_ashr_i32", [pair.dword(1)], [low, Imm.int(31)])
+            else:
+                self.salu("s_mov_b32", [pair.dword(1)], [Imm.int(0)])
+            return pair
+        pair = self.new("v", 2).all()
+        self.valu("v_mov_b32", [pair.dword(0)], [low])
+        if signed:
+            self.valu("v_ashrrev_i32", [pair.dword(1)], [Imm.int(31), pair.dword(0)])
+        else:
+            self.valu("v_mov_b32", [pair.dword(1)], [Imm.int(0)])
+        return pair
+
+    def sel_addptr(self, op: Operation) -> None:
+        """p + ext(i) * scale. Per lane with a 32-bit index: one v_mad_{i64_i32,u64_u32}
+        (i * scale + p in 64 bits); uniform, or with a 64-bit index: widen, shift, add."""
+        p, i = op.operands
+        scale = op.attrs["scale"]
+        if scale <= 0 or scale & (scale - 1):
+            raise self.unsupported(op, f"with scale {scale} (not a power of two)")
+        shift = scale.bit_length() - 1
+        scalar = op.result in self.uniform
+        if not scalar and dwords(i.type) == 1:
+            mad = "v_mad_i64_i32" if _signed(i.type) else "v_mad_u64_u32"
+            self.valu(mad, [self.result(op.result, "v"), VCC], [self.operand(i), Imm.int(scale), self.operand(p)])
+            return
+        index = self.scalar(i) if scalar else self.operand(i)
+        if dwords(i.type) == 1:
+            index = self.widen(index, _signed(i.type), scalar)
+        if scalar:
+            if shift:
+                shifted = self.new("s", 2).all()
+                self.salu("s_lshl_b64", [shifted], [index, Imm.int(shift)])
+                index = shifted
+            d, base = self.result(op.result, "s"), self.scalar(p)
+            self.salu("s_add_u32", [d.dword(0)], [self.half(base, 0), self.half(index, 0)])
+            self.salu("s_addc_u32", [d.dword(1)], [self.half(base, 1), self.half(index, 1)])
+            return
+        if shift:
+            shifted = self.new("v", 2).all()
+            self.valu("v_lshlrev_b64", [shifted], [Imm.int(shift), self.to_vgpr(index)])
+            index = shifted
+        self.add64(self.result(op.result, "v"), self.operand(p), index)
+
+    def address(self, op: Operation, shared: bool) -> tuple[Operand, int]:
+        """The address register and immediate offset of an access: a VGPR pair and the signed
+        13-bit offset for global memory, a VGPR and the unsigned 16-bit offset for LDS (offsets
+        outside the field are added to the address first)."""
+        addr, offset = self.to_vgpr(self.operand(op.operand(0))), op.attrs.get("offset", 0)
+        low, high = DS_OFFSET_RANGE if shared else GLOBAL_OFFSET_RANGE
+        if low <= offset <= high:
+            return addr, offset
+        if shared:
+            moved = self.new("v").all()
+            self.valu("v_add_u32", [moved], [Imm.int(offset), addr])
+            return moved, 0
+        moved = self.new("v", 2).all()
+        self.add64(moved, addr, self.materialize(offset & ((1 << 64) - 1), 2))
+        return moved, 0
+
+    def masked(self, pred: Value, access) -> Optional[Operand]:
+        """Run `access()` in the lanes where `pred` holds: EXEC narrowed around it, restored after.
+        Returns the mask (None when `pred` is the constant true)."""
+        if pred in self.constants and self.constants[pred][0]:
+            access()
+            return None
+        mask = self.scalar(pred)
+        saved = self.new("s", 2).all()
+        self.salu("s_and_saveexec_b64", [saved], [mask])
+        access()
+        self.salu("s_mov_b64", [EXEC], [saved])
+        return mask
+
+    def sel_load(self, op: Operation) -> None:
+        t, vector = op.results[0].type, op.attrs.get("vector", 1)
+        if not (isinstance(t, PointerType) or t.bits in (8, 16, 32, 64)):
+            raise self.unsupported(op, f"of {t}")
+        shared = op.name == "simt.ld_shared"
+        addr, offset = self.address(op, shared)
+        bits = _bits(t)
+        total = bits * vector
+        if total < 32:
+            opcode, size = (_DS_NARROW_LOAD if shared else _NARROW_LOAD)[total, _signed(t) and vector == 1], 1
+        else:
+            opcode, size = (_DS_LOAD if shared else _DWORD_LOAD)[total // 32], total // 32
+        loaded = self.new("v", size).all()
+        sources = [addr] if shared else [addr, OFF]
+        mask = self.masked(op.operand(1), lambda: self.emit(opcode, [loaded], sources, offset=offset))
+        parts = self.split(loaded, t, bits, vector)
+        others = op.operands[2:]
+        for k, r in enumerate(op.results):
+            self.values[r] = parts[k]
+            if mask is not None and others:
+                self.deferred_others[r] = (others[k], op.operand(1))
+
+    def choose_other(self, r: Value) -> None:
+        """Where the load's predicate was false, the result is its `other`: selected at the
+        first use, not at the load (so that loads stay in flight together; the predicate's mask
+        is recomputed if it is old, rather than held)."""
+        other_value, predicate = self.deferred_others.pop(r)
+        loaded, other, mask = self.values[r], self.operand(other_value), self.scalar(predicate)
+        d = self.result(r, "v")
+        for i in range(dwords(r.type)):
+            o = self.half(other, i) if dwords(r.type) == 2 else other
+            self.valu("v_cndmask_b32", [d.dword(i)], [o, loaded.dword(i), mask])
+
+    def split(self, loaded: Sub, t: Any, bits: int, vector: int) -> list[Sub]:
+        """The elements of a loaded register tuple (sub-dword ones extracted and extended)."""
+        if bits >= 32 or vector == 1:
+            n = bits // 32 if bits >= 32 else 1
+            return [Sub(loaded.reg, k * n, n) for k in range(vector)]
+        parts = []
+        per_dword = 32 // bits
+        for k in range(vector):
+            part = self.new("v").all()
+            self.valu("v_bfe_i32" if _signed(t) else "v_bfe_u32", [part],
+                      [loaded.dword(k // per_dword), Imm.int(bits * (k % per_dword)), Imm.int(bits)])
+            parts.append(part)
+        return parts
+
+    def sel_smem_addr(self, op: Operation) -> None:
+        """LDS addresses start at 0 for each workgroup: the address is the offset."""
+        self.constants[op.result] = (op.attrs["offset"], op.result.type)
+
+    def sel_barrier(self, op: Operation) -> None:
+        """bar.sync orders the CTA's memory accesses too: drain this wave's, then meet the others."""
+        self.emit("s_waitcnt", [], [], vmcnt=0, lgkmcnt=0)
+        self.emit("s_barrier", [], [])
+
+    def thread_index(self) -> Sub:
+        """The work-item id in the workgroup (simt.tid; its low 6 bits: the lane in the wave), made once."""
+        if self.thread_id is None:
+            self.thread_id = self.new("v").all()
+            self.valu("v_bfe_u32", [self.thread_id], [self.workitem_id, Imm.int(0), Imm.int(WORKITEM_ID_BITS)])
+        return self.thread_id
+
+    def sel_shfl(self, op: Operation) -> None:
+        """shfl.sync within 32-lane groups (PTX semantics: a source lane outside the group, or
+        below 0 for up, gives the lane its own value) as ds_bpermute_b32, which reads lane
+        address / 4 of the wave: the source is (this lane's half of the wave) + its lane there."""
+        x, b = op.operands
+        mode = op.attrs["mode"]
+        tid = self.thread_index()
+        shift = self.operand(b)
+        if mode == "bfly" and isinstance(shift, Imm) and 0 <= shift.value < _WAVE_HALF:
+            source = self.new("v").all()
+            self.valu("v_xor_b32", [source], [shift, tid])   # stays in this half: bits 0..4 change
+        else:
+            lane, moved, inside, chosen, half, source = (self.new("v").all() for _ in range(6))
+            self.valu("v_and_b32", [lane], [Imm.int(_WAVE_HALF - 1), tid])
+            opcode = {"bfly": "v_xor_b32", "down": "v_add_u32", "up": "v_sub_u32", "idx": "v_and_b32"}[mode]
+            sources = {"up": [lane, shift], "idx": [Imm.int(_WAVE_HALF - 1), shift]}.get(mode, [shift, lane])
+            self.valu(opcode, [moved], sources)
+            in_range = self.new("s", 2).all()
+            self.valu("v_cmp_le_u32", [in_range], [moved, Imm.int(_WAVE_HALF - 1)])
+            self.valu("v_cndmask_b32", [chosen], [lane, moved, in_range])
+            self.valu("v_and_b32", [half], [Imm.int(_WAVE_HALF), tid])
+            self.valu("v_or_b32", [source], [half, chosen])
+        address = self.new("v").all()
+        self.valu("v_lshlrev_b32", [address], [Imm.int(2), source])
+        self.emit("ds_bpermute_b32", [self.result(op.result, "v")], [address, self.to_vgpr(self.operand(x))])
+
+    def sel_pack(self, op: Operation) -> None:
+        """Narrow values side by side in one wider register, the first lowest (as a store's data)."""
+        self.values[op.result] = self.gather(list(op.operands), _bits(op.operand(0).type))
+
+    def sel_unpack(self, op: Operation) -> None:
+        t = op.results[0].type
+        whole = self.to_vgpr(self.operand(op.operand(0)))
+        for r, part in zip(op.results, self.split(whole, t, _bits(t), len(op.results))):
+            self.values[r] = part
+
+    def sel_store(self, op: Operation) -> None:
+        values = op.operands[2:]
+        t, vector = values[0].type, len(values)
+        bits = 64 if isinstance(t, PointerType) else t.bits
+        if bits not in (8, 16, 32, 64):
+            raise self.unsupported(op, f"of {t}")
+        shared = op.name == "simt.st_shared"
+        addr, offset = self.address(op, shared)
+        total = bits * vector
+        if total < 32:
+            opcode = (_DS_NARROW_STORE if shared else _NARROW_STORE)[total]
+        else:
+            opcode = (_DS_STORE if shared else _DWORD_STORE)[total // 32]
+        data = self.gather(values, bits)
+        sources = [addr, data] if shared else [addr, data, OFF]
+        self.masked(op.operand(1), lambda: self.emit(opcode, [], sources, offset=offset))
+
+    def gather(self, values: list[Value], bits: int) -> Sub:
+        """The values of a store in consecutive VGPRs (sub-dword ones packed, lowest first)."""
+        operands = [self.to_vgpr(self.operand(v)) for v in values]
+        if bits < 32:
+            per_dword = 32 // bits
+            words = []
+            for w in range(0, len(operands), per_dword):
+                word = operands[w]
+                for k, part in enumerate(operands[w + 1:w + per_dword], start=1):
+                    low, packed = self.new("v").all(), self.new("v").all()
+                    self.valu("v_bfe_u32", [low], [word, Imm.int(0), Imm.int(bits * k)])
+                    self.valu("v_lshl_or_b32", [packed], [part, Imm.int(bits * k), low])
+                    word = packed
+                words.append(word)
+            operands = words
+        parts = [o.dword(i) for o in operands for i in range(o.count)]
+        first = parts[0]
+        if all(p.reg is first.reg and p.start == first.start + k for k, p in enumerate(parts)):
+            return Sub(first.reg, first.start, len(parts))
+        tuple_reg = self.new("v", len(parts))
+        for k, part in enumerate(parts):
+            self.valu("v_mov_b32", [tuple_reg.dword(k)], [part])
+        return tuple_reg.all()
+
+
+_HANDLERS = {
+    "arith.constant": Selector.sel_constant,
+    "simt.tid": Selector.sel_tid,
+    "simt.ctaid": Selector.sel_ctaid,
+    "simt.nctaid": Selector.sel_nctaid,
+    "simt.return": Selector.sel_return,
+    "arith.cmp": Selector.sel_cmp,
+    "arith.select": Selector.sel_select,
+    "arith.bitcast": Selector.sel_bitcast,
+    "arith.neg": Selector.sel_unary,
+    "arith.not": Selector.sel_unary,
+    "math.abs": Selector.sel_unary,
+    "math.fma": Selector.sel_fma,
+    "math.sqrt": Selector.sel_sqrt,
+    **{name: Selector.sel_round for name in _ROUND_F32},
+    "simt.approx": Selector.sel_approx,
+    "simt.cvt": Selector.sel_cvt,
+    "simt.addptr": Selector.sel_addptr,
+    "simt.ld_global": Selector.sel_load,
+    "simt.st_global": Selector.sel_store,
+    "simt.pack": Selector.sel_pack,
+    "simt.ld_shared": Selector.sel_load,
+    "simt.st_shared": Selector.sel_store,
+    "simt.smem_addr": Selector.sel_smem_addr,
+    "simt.barrier": Selector.sel_barrier,
+    "simt.shfl": Selector.sel_shfl,
+    "scf.for": Selector.sel_for,
+    "scf.if": Selector.sel_if,
+    "simt.unpack": Selector.sel_unpack,
+    **{name: Selector.sel_binary for name in ("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.rem",
+                                               "arith.and", "arith.or", "arith.xor", "arith.shl", "arith.shr",
+                                               "arith.max", "arith.min", "math.umulhi", "math.mulhi")},
+}
+
+
+def select(func: Operation, target: str) -> Selection:
+    """The MIR of simt.func `func` for `target` (virtual registers, no waits yet)."""
+    return Selector(func, target).select()

@@ -1,0 +1,167 @@
+"""Machine IR for gfx942: instructions of the ISA table on virtual SGPRs and VGPRs.
+
+A function is a straight list of `MInst`; each names an instruction of `isa.INSTRUCTIONS`,
+its results (`defs`) and its sources (`uses`), in the order the assembler reads them, plus
+modifiers (`offset`, the `s_waitcnt` counts). Operands are `Sub` views of a virtual `Reg`
+(a 64-bit value is a Reg of two dwords; a vector load's result a Reg of four), `Imm`
+numbers, or the `Special` registers exec, vcc and off. Before register allocation a
+function prints with virtual names; afterwards with the physical ones:
+
+    v_add_co_u32 %v7, vcc, %s3.0, %v6.0          (virtual: %s3.0 is dword 0 of SGPR pair %s3)
+    v_add_co_u32 v2, vcc, s4, v2                 (allocated)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from .isa import INLINE_INTS, info
+
+
+@dataclass(eq=False)
+class Reg:
+    """A virtual register of `size` dwords in bank "s" (SGPRs) or "v" (VGPRs). `fixed` is the
+    physical index where the hardware places the value at entry (kernarg pointer, ids)."""
+
+    bank: str
+    size: int
+    id: int
+    fixed: Optional[int] = None
+
+    def __repr__(self) -> str:
+        return f"%{self.bank}{self.id}"
+
+    def all(self) -> "Sub":
+        return Sub(self, 0, self.size)
+
+    def dword(self, i: int) -> "Sub":
+        return Sub(self, i, 1)
+
+
+@dataclass(frozen=True)
+class Sub:
+    """Dwords [start, start + count) of a register."""
+
+    reg: Reg
+    start: int
+    count: int
+
+    @property
+    def bank(self) -> str:
+        return self.reg.bank
+
+    def dword(self, i: int) -> "Sub":
+        return Sub(self.reg, self.start + i, 1)
+
+
+@dataclass(frozen=True)
+class Imm:
+    """An immediate source: `value` is its bits (as an int), `text` how it prints (1.0, 0x3c00),
+    `inline` whether the ISA encodes it in the operand field (else it takes a 32-bit literal)."""
+
+    value: int
+    text: str
+    inline: bool
+
+    @staticmethod
+    def int(value: int) -> "Imm":
+        if value in INLINE_INTS:
+            return Imm(value, str(value), True)
+        return Imm(value & 0xFFFFFFFF, hex(value & 0xFFFFFFFF), False)
+
+
+@dataclass(frozen=True)
+class Special:
+    """exec, vcc (pairs of SGPRs with a meaning) or off (no SGPR address base)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Label:
+    """A branch target."""
+
+    name: str
+
+
+EXEC, VCC, OFF = Special("exec"), Special("vcc"), Special("off")
+Operand = Union[Sub, Imm, Special, Label]
+
+
+@dataclass(eq=False)
+class MInst:
+    opcode: str
+    defs: list[Operand]
+    uses: list[Operand]
+    mods: dict[str, int] = field(default_factory=dict)
+    comment: str = ""
+
+    def __post_init__(self) -> None:
+        row = info(self.opcode)
+        if len(self.defs) != len(row.defs) or len(self.uses) != len(row.uses):
+            raise ValueError(f"{self.opcode} takes {len(row.defs)} results and {len(row.uses)} sources, "
+                             f"got {len(self.defs)} and {len(self.uses)}")
+        for kind, operand in list(zip(row.defs, self.defs)) + list(zip(row.uses, self.uses)):
+            if not _fits(kind, operand):
+                raise ValueError(f"{self.opcode}: {operand} is not a {kind} operand")
+
+    def regs(self, operands: list[Operand]) -> list[Sub]:
+        return [o for o in operands if isinstance(o, Sub)]
+
+
+def _fits(kind: str, o: Operand) -> bool:
+    """Whether operand `o` may stand where the table says `kind`."""
+    width = int(kind[-1]) if kind[-1].isdigit() else 1
+    base = kind.rstrip("0123456789")
+    if kind == "vcc":
+        return o == VCC
+    if kind == "saddr":
+        return o == OFF
+    if kind == "imm":
+        return isinstance(o, Imm)
+    if kind == "label":
+        return isinstance(o, Label)
+    if kind == "vaddr":
+        return isinstance(o, Sub) and o.bank == "v" and o.count == 2
+    if kind == "sbase":
+        return isinstance(o, Sub) and o.bank == "s" and o.count == 2
+    if isinstance(o, Special):
+        return o in (EXEC, VCC) and width == 2 and base in ("sdst", "ssrc", "src")
+    if isinstance(o, Imm):
+        return base in ("ssrc", "src")
+    if o.count != width:
+        return False
+    if base in ("sdst", "ssrc"):
+        return o.bank == "s"
+    if base in ("vdst", "vsrc"):
+        return o.bank == "v"
+    return base == "src"
+
+
+def print_operand(o: Operand, assignment: Optional[dict[Reg, int]] = None) -> str:
+    """`o` in assembler syntax: physical where `assignment` places its register, else virtual."""
+    if isinstance(o, Imm):
+        return o.text
+    if isinstance(o, (Special, Label)):
+        return o.name
+    if assignment is None:
+        return f"{o.reg!r}.{o.start}" if o.count == 1 else f"{o.reg!r}.{o.start}:{o.start + o.count - 1}"
+    first = assignment[o.reg] + o.start
+    return f"{o.bank}{first}" if o.count == 1 else f"{o.bank}[{first}:{first + o.count - 1}]"
+
+
+def print_inst(inst: MInst, assignment: Optional[dict[Reg, int]] = None) -> str:
+    if inst.opcode == "label":
+        return f"{inst.uses[0].name}:"
+    if inst.opcode == "s_waitcnt":
+        text = "s_waitcnt " + " ".join(f"{k}({v})" for k, v in inst.mods.items())
+    else:
+        operands = ", ".join(print_operand(o, assignment) for o in inst.defs + inst.uses)
+        text = f"{inst.opcode} {operands}".rstrip()
+        if inst.mods.get("offset"):
+            text += f" offset:{inst.mods['offset']}"
+    return f"{text:<48}; {inst.comment}" if inst.comment else text
+
+
+def print_mir(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None) -> str:
+    return "\n".join(("" if i.opcode == "label" else "  ") + print_inst(i, assignment) for i in insts)

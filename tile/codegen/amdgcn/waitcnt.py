@@ -1,0 +1,150 @@
+"""s_waitcnt insertion, and the wait states the hardware does not interlock.
+
+Memory instructions return their results later: a global load increments vmcnt (stores do
+too on GFX9), an s_load increments lgkmcnt, and each counter falls as results land. Before an
+instruction reads or writes a register that an in-flight load will write, it must wait:
+`s_waitcnt vmcnt(N)` until at most N vector memory ops are outstanding. Vector memory ops
+return in order, so N is the number issued after the needed load; LDS ops likewise in
+lgkmcnt, but scalar loads may return out of order, so while one is in flight a wait on
+lgkmcnt is lgkmcnt(0) (CDNA3 ISA 4.4).
+
+    global_load_dword v1, v[2:3], off         global_load_dword v1, v[2:3], off
+    global_load_dword v4, v[2:3], off   ->    global_load_dword v4, v[2:3], off
+    v_add_f32 v5, v1, v1                      s_waitcnt vmcnt(1)
+                                              v_add_f32 v5, v1, v1
+
+Across a loop's branches and labels nothing stays in flight (a wait for all before each).
+The pass works on virtual or allocated registers (after allocation it also catches a register
+reused while a dead load result is still in flight). `insert_nops` adds the wait states of the
+hazards the hardware does not interlock (HAZARDS).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .isa import MAX_LGKMCNT, MAX_VMCNT, info
+from .mir import Imm, MInst, Reg, Sub
+
+Unit = tuple
+
+
+def units(o, assignment: Optional[dict[Reg, int]]) -> list[Unit]:
+    """The 32-bit register cells operand `o` covers (physical where allocated)."""
+    if not isinstance(o, Sub):
+        return []
+    if assignment is None:
+        return [(o.reg.id, o.start + k) for k in range(o.count)]
+    first = assignment[o.reg] + o.start
+    return [(o.bank, first + k) for k in range(o.count)]
+
+
+def insert_waits(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None) -> list[MInst]:
+    """`insts` with the s_waitcnt each first touch of a pending load's result needs."""
+    out: list[MInst] = []
+    vm: list[set[Unit]] = []      # registers each outstanding vector memory op writes, oldest first
+    lgkm: list[set[Unit]] = []    # the same for LDS ops and scalar loads
+    scalar_loads = 0              # of those, s_loads (out of order: with one in flight, wait for all)
+    for inst in insts:
+        if inst.opcode == "s_waitcnt":  # one the selection placed (a barrier's): its counts hold
+            if "vmcnt" in inst.mods:
+                del vm[:max(0, len(vm) - inst.mods["vmcnt"])]
+            if inst.mods.get("lgkmcnt") == 0:
+                lgkm.clear()
+                scalar_loads = 0
+            out.append(inst)
+            continue
+        if inst.opcode == "label" or inst.opcode.startswith(("s_branch", "s_cbranch")):
+            # control flow joins here: drain, so that every path reaches the label with nothing pending
+            drain = {name: 0 for name, queue in (("vmcnt", vm), ("lgkmcnt", lgkm)) if queue}
+            if drain:
+                out.append(MInst("s_waitcnt", [], [], drain, "nothing in flight across a branch"))
+            vm.clear()
+            lgkm.clear()
+            scalar_loads = 0
+            out.append(inst)
+            continue
+        touched = {u for o in inst.defs + inst.uses for u in units(o, assignment)}
+        counts: dict[str, int] = {}
+        needed = [k for k, written in enumerate(vm) if written & touched]
+        if needed:
+            counts["vmcnt"] = min(len(vm) - 1 - needed[-1], MAX_VMCNT)
+            del vm[:needed[-1] + 1]
+        needed = [k for k, written in enumerate(lgkm) if written & touched]
+        if needed and scalar_loads:  # out of order: only lgkmcnt(0) surely covers the needed one
+            counts["lgkmcnt"] = 0
+            lgkm.clear()
+            scalar_loads = 0
+        elif needed:
+            counts["lgkmcnt"] = min(len(lgkm) - 1 - needed[-1], MAX_LGKMCNT)
+            del lgkm[:needed[-1] + 1]
+        if counts:
+            out.append(MInst("s_waitcnt", [], [], counts, "results of earlier loads"))
+        out.append(inst)
+        counter = info(inst.opcode).counter
+        written = {u for o in inst.defs for u in units(o, assignment)}
+        if counter == "vmcnt":
+            vm.append(written)
+        elif counter == "lgkmcnt":
+            lgkm.append(written)
+            scalar_loads += info(inst.opcode).family == "SMEM"
+    return out
+
+
+def _written(inst: MInst, assignment) -> set[Unit]:
+    return {u for o in inst.defs for u in units(o, assignment)}
+
+
+def _read(inst: MInst, assignment) -> set[Unit]:
+    return {u for o in inst.uses for u in units(o, assignment)}
+
+
+def _trans_use(first: MInst, then: MInst, assignment) -> bool:
+    return (info(first.opcode).latency == "trans" and info(then.opcode).is_valu
+            and bool(_written(first, assignment) & _read(then, assignment)))
+
+
+def _wide_store_data(first: MInst, then: MInst, assignment) -> bool:
+    if not first.opcode.startswith("global_store") or not info(then.opcode).is_valu:
+        return False
+    data = first.uses[1]
+    return data.count > 2 and bool(set(units(data, assignment)) & _written(then, assignment))
+
+
+def _valu_sgpr_read(first: MInst, then: MInst, assignment) -> bool:
+    """A VALU op (v_cmp, v_readfirstlane) writes an SGPR that a VALU op reads as a source (vcc
+    as a carry is exempt: Special operands are not register cells here)."""
+    sgprs = {u for o in first.defs if isinstance(o, Sub) and o.bank == "s" for u in units(o, assignment)}
+    return info(first.opcode).is_valu and info(then.opcode).is_valu and bool(sgprs & _read(then, assignment))
+
+
+def _valu_then_readfirstlane(first: MInst, then: MInst, assignment) -> bool:
+    return (then.opcode == "v_readfirstlane_b32" and info(first.opcode).is_valu
+            and bool(_written(first, assignment) & _read(then, assignment)))
+
+
+# (what, wait states, whether `then` after `first` needs them): the hazards of gfx940 that the
+# hardware does not check (CDNA3 ISA 4.5 "Manually Inserted Wait States"; LLVM's
+# GCNHazardRecognizer and rocRoller's wait-state observers list the same)
+HAZARDS = (
+    ("a transcendental's result is read next", 1, _trans_use),
+    ("a store's data (over 64 bits) is overwritten", 2, _wide_store_data),
+    ("a VALU-written SGPR is read by a VALU", 2, _valu_sgpr_read),
+    ("a VALU result is read by v_readfirstlane", 1, _valu_then_readfirstlane),
+)
+
+
+def insert_nops(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None) -> list[MInst]:
+    """`insts` with the s_nop each hazard of HAZARDS needs (the wait states between two
+    instructions count the instructions between them, s_nop N as N + 1)."""
+    out: list[MInst] = []
+    for inst in insts:
+        need, why, waited = 0, "", 0
+        for earlier in reversed(out[-2:]):
+            for what, wait_states, applies in HAZARDS:
+                if wait_states - waited > need and applies(earlier, inst, assignment):
+                    need, why = wait_states - waited, what
+            waited += earlier.uses[0].value + 1 if earlier.opcode == "s_nop" else 1
+        if need > 0:
+            out.append(MInst("s_nop", [], [Imm.int(need - 1)], comment=why))
+        out.append(inst)
+    return out
