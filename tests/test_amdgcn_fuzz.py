@@ -16,6 +16,7 @@ from fuzz import harness
 from fuzz.programs import programs
 from tile.codegen.amdgcn import UnsupportedOnTarget, compile_amdgcn
 from tile.compiler import compile_kernel
+from tile.codegen.target import TargetResourceError
 from tile.runtime.errors import OutOfResources
 
 SCALE = int(os.environ.get("TILE_FUZZ_EXAMPLES", "0"))
@@ -42,7 +43,7 @@ def run_on_wave_model(program) -> list[np.ndarray]:
 def test_fuzzed_kernels_compute_their_model_or_are_refused(program):
     try:
         results = run_on_wave_model(program)
-    except (UnsupportedOnTarget, OutOfResources):  # refused by name, or too big for the register file
+    except (UnsupportedOnTarget, TargetResourceError, OutOfResources):  # refused by name, or too big
         return
     COMPILED.append(program.source)
     problems = harness.mismatches(program, results)

@@ -17,6 +17,7 @@ from tile.codegen.amdgcn.mir import OFF, VCC, Imm, MInst, Reg, print_inst, print
 from tile.codegen.amdgcn.regalloc import alignment, allocate, live_intervals
 from tile.codegen.amdgcn.waitcnt import insert_nops, insert_waits
 from tile.ir import parse_op
+from tile.codegen.target import TargetResourceError
 from tile.runtime.errors import OutOfResources
 
 
@@ -196,7 +197,7 @@ def test_running_out_of_vgprs_is_out_of_resources():
     total = p.reg("v")
     for v in values:
         p("v_add_u32", [total], [v, Imm.int(1)])
-    with pytest.raises(OutOfResources) as e:
+    with pytest.raises(TargetResourceError) as e:
         allocate(p.insts, "gfx942", "big")
     assert e.value.name == "VGPRs" and e.value.limit == 256 and e.value.required > 256
     assert "big" in str(e.value)
@@ -317,5 +318,5 @@ def test_a_placed_wait_counts():
 
 def test_lds_beyond_64_kib_is_out_of_resources():
     text = _simt("%p: ptr<f32>, %q: i32", "  %t = simt.tid : i32").replace("shared_bytes = 0", "shared_bytes = 70000")
-    with pytest.raises(OutOfResources, match="shared memory"):
+    with pytest.raises(TargetResourceError, match="shared memory"):
         emit_amdgcn(parse_op(text), "gfx942")

@@ -304,7 +304,13 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     if target.startswith("gfx"):  # AMD: assembly text only (no HIP launch yet)
         from .codegen.amdgcn import emit_amdgcn
 
-        stages["amdgcn"] = _timed(timings, "amdgcn emission", emit_amdgcn, simt, target)
+        from .codegen.target import TargetResourceError
+        from .runtime.errors import OutOfResources
+
+        try:
+            stages["amdgcn"] = _timed(timings, "amdgcn emission", emit_amdgcn, simt, target)
+        except TargetResourceError as e:
+            raise OutOfResources(e.required, e.limit, e.name, kernel=e.kernel, target=e.target, hint=e.hint) from e
         return kernel
     from .runtime.cuda_launch import launch_metadata
 

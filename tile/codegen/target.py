@@ -26,7 +26,7 @@ from ..ir.simt_ops import MMA_SHAPES, SHFL_MODES, WGMMA_SHAPES
 MATRIX_CATALOGUES: Mapping[str, Mapping[str, object]] = {"mma.sync": MMA_SHAPES, "wgmma": WGMMA_SHAPES}
 
 # Where each instruction set's emitter lives: (package under tile.codegen, its entry function).
-EMITTERS: Mapping[str, tuple[str, str]] = {"ptx": ("ptx", "emit_ptx")}
+EMITTERS: Mapping[str, tuple[str, str]] = {"ptx": ("ptx", "emit_ptx"), "amdgcn": ("amdgcn", "emit_amdgcn")}
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,23 @@ TARGETS: Mapping[str, TargetFacts] = {t.name: t for t in (
     _ptx("sm_89", 89, ("mma.sync",), ("bar.sync",)),
     _ptx("sm_90", 90, ("mma.sync",), ("bar.sync",)),
     _ptx("sm_90a", 90, ("mma.sync", "wgmma"), ("bar.sync", "mbarrier")),
+    # CDNA3 runs waves of 64, but the shared lowering still hands it warps of 32 (a wave holds
+    # two; shuffles stay inside each half) until layouts are chosen for wave64.
+    TargetFacts(name="gfx942", isa="amdgcn", arch=942, warp_size=32,
+                address_spaces=("global", "lds", "scratch", "kernarg"), register_classes=("s", "v"),
+                barriers=("s_barrier",), shuffle_modes=SHFL_MODES, matrix_instructions=()),
 )}
+
+
+class TargetResourceError(Exception):
+    """A kernel needs more of a target's resource (registers of a bank, shared memory) than it
+    has. The compiler reports it as tile.runtime.errors.OutOfResources, with these fields (the
+    code generator does not import the runtime)."""
+
+    def __init__(self, required: int, limit: int, name: str, *, kernel: str, target: str, hint: str = "") -> None:
+        self.required, self.limit, self.name = required, limit, name
+        self.kernel, self.target, self.hint = kernel, target, hint
+        super().__init__(f"{kernel} needs {required} {name} on {target}, which has {limit}" + (f" ({hint})" if hint else ""))
 
 
 def target_facts(name: str) -> TargetFacts:

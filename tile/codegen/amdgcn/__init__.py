@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...ir.core import Operation
-from ...runtime.errors import OutOfResources
+from ..target import TargetResourceError
 from .isa import LDS_BYTES, WAVE_SIZE
 from .isel import Selection, UnsupportedOnTarget, select
 from .kernel_object import ToolNotFound, assemble, kernel_text
@@ -51,7 +51,7 @@ def compile_amdgcn(simt: Operation, target: str) -> AmdgcnKernel:
     check_target(target)
     sel = select(simt, target)
     if sel.lds_bytes > LDS_BYTES[target]:
-        raise OutOfResources(sel.lds_bytes, LDS_BYTES[target], "shared memory", kernel=sel.name, target=target)
+        raise TargetResourceError(sel.lds_bytes, LDS_BYTES[target], "shared memory", kernel=sel.name, target=target)
     assignment = allocate(sel.insts, target, sel.name)
     insts = insert_nops(insert_waits(sel.insts, assignment), assignment)
     return AmdgcnKernel(sel, insts, assignment, kernel_text(sel, insts, assignment, target))

@@ -12,13 +12,14 @@ work-item ids) are live from the start at their fixed place.
 
     %v5 [3, 9]   %v6 [4, 6]   %v7 [7, 9]     ->   %v5: v1   %v6: v2   %v7: v2
 
-Running out is a compile-time OutOfResources naming the bank: tile does not spill.
+Running out is a compile-time TargetResourceError (OutOfResources from the compiler) naming the
+bank: tile does not spill.
 """
 from __future__ import annotations
 
 from typing import Optional
 
-from ...runtime.errors import OutOfResources
+from ..target import TargetResourceError
 from .isa import SGPR_LIMIT, VGPR_LIMIT
 from .mir import MInst, Reg, Sub
 
@@ -82,7 +83,7 @@ def allocate(insts: list[MInst], target: str, kernel: str = "",
             place = next((p for p in range(0, limits[reg.bank] - reg.size + 1, step)
                           if all(p + k not in taken for k in range(reg.size))), None)
             if place is None:
-                raise OutOfResources(pressure(intervals, reg.bank, start), limits[reg.bank], BANK_NAMES[reg.bank],
+                raise TargetResourceError(pressure(intervals, reg.bank, start), limits[reg.bank], BANK_NAMES[reg.bank],
                                      kernel=kernel, target=target,
                                      hint="tile does not spill registers yet: use a smaller BLOCK or fewer values per thread")
         for k in range(reg.size):
