@@ -78,8 +78,16 @@ def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = No
     gmem = GlobalMemory()
     params: dict[str, int] = {}
     write_backs = []
+    symbols: dict[str, tuple[str, int]] = {}
     for i, (p, a) in enumerate(zip(k.params, args)):
         name = arg_names[i] if arg_names else p.name
+        if p.array:  # a byte array parameter (a TMA tensor map): its bytes, addressed through cvta.param
+            payload = bytes(a) if isinstance(a, (bytes, bytearray)) else np.asarray(a, np.uint8).tobytes()
+            if len(payload) != p.size:
+                raise EmulatorError(kernel, f"argument '{name}' (.param .b8 [{p.size}]) got {len(payload)} bytes")
+            symbols[p.name] = ("param", gmem.add_bytes(name, payload))
+            params[p.name] = symbols[p.name][1]
+            continue
         if a is None:
             params[p.name] = 0
             continue
@@ -92,7 +100,6 @@ def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = No
         params[p.name] = gmem.add(name, host, bool(host.flags.writeable))
         if back is not None:
             write_backs.append((back, host))
-    symbols: dict[str, tuple[str, int]] = {}
     for gname, data in module.globals.items():
         symbols[gname] = ("global", gmem.add_bytes(gname, data.data))
     for sname, off in k.shared_symbols.items():
@@ -168,6 +175,23 @@ class Emulated:
         self.fn, self.target, self.max_steps = fn, target, max_steps
         self.cache: dict[tuple, Any] = {}
 
+    def _specialize(self, args: tuple, kwargs: dict[str, Any]) -> tuple[Any, list[Any]]:
+        """The specialization and runtime values, as JITFunction.specialize; for a target with TMA
+        (sm_90a) host descriptors also pass their tensor maps, in the emulator's format."""
+        from ..frontend.specialize import Specialization, leaf_values, python_value
+        from ..runtime.tensor_map import uses_tensor_maps
+        from ..tools.tensor_descriptor import TensorDescriptor
+        from .tensor_maps import emulator_tensor_map
+
+        if not uses_tensor_maps(self.target):
+            return self.fn.specialize(args, kwargs)
+        bound = self.fn._bind(tuple(args), dict(kwargs))
+        spec = Specialization(self.fn.arg_names, self.fn._key(bound), tensor_maps=True)
+        leaves = [leaf for v, k in zip(bound, spec.key) for leaf in leaf_values(v, k, True)]
+        values = [emulator_tensor_map(leaves[i]) if isinstance(leaves[i], TensorDescriptor) else python_value(leaves[i])
+                  for i in spec.runtime_indices]
+        return spec, values
+
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         return functools.partial(self.run, grid)
 
@@ -175,7 +199,7 @@ class Emulated:
         from ..frontend.binder import KEYED_OPTIONS, LAUNCH_OPTIONS
 
         options = {name: kwargs.pop(name, default) for name, default in LAUNCH_OPTIONS if name not in self.fn._index}
-        spec, values = self.fn.specialize(args, kwargs)
+        spec, values = self._specialize(args, kwargs)
         keyed = {name: options[name] for name in KEYED_OPTIONS if name != "num_ctas"}
         key = (spec.key, tuple(sorted(keyed.items(), key=str)))
         compiled = self.cache.get(key)

@@ -65,6 +65,7 @@ class Machine:
         self.async_groups: list[list[tuple[np.ndarray, np.ndarray]]] = []
         self.async_open: list[tuple[np.ndarray, np.ndarray]] = []
         self.call_params: dict[str, Any] = {}  # the .param variables of a call sequence
+        self.mbarriers: dict[tuple[int, int], Any] = {}  # (CTA in the batch, shared address) -> ptx_isa_hopper.MBarrier
         self.steps = 0
 
     # ---------------------------------------------------------------- errors

@@ -1,0 +1,242 @@
+"""tile.emulator on Hopper's forms (sm_90a): tile's wgmma matmuls (pointer and TMA variants) and
+the attention forward of tutorial 07 match NumPy float64; wgmma descriptors, swizzles and
+fragments against a NumPy model of the PTX ISA; mbarrier, elect.sync and setmaxnreg on
+hand-written PTX; bad Hopper PTX gives clear errors."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tile
+import tile.language as tl
+from tile.emulator import EmulatorError, PtxSyntaxError, decode_module, emulate, run_ptx
+from tile.emulator.ptx_isa_hopper import Descriptor, operand_offsets, swizzle
+from tile.emulator.tensor_maps import decode_tensor_map, emulator_tensor_map
+from tile.tools.tensor_descriptor import TensorDescriptor
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+from load_kernels import load_kernels  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_kernels("emulator_hopper_kernels", tile.jit, tl)
+
+
+@pytest.fixture(scope="module")
+def bench_tma():
+    return load_kernels("emulator_hopper_kernels_tma", tile.jit, tl, "kernels_tma.py")
+
+
+def poison(shape, dtype) -> np.ndarray:
+    a = np.empty(shape, dtype)
+    a.view(np.uint8)[...] = 0xAB
+    return a
+
+
+def _operands(m, n, k, seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+
+
+# ------------------------------------------------------------------ kernels
+
+
+@pytest.mark.parametrize("m, n, k, block_m, block_n, block_k", [(128, 128, 64, 128, 128, 64),
+                                                                (256, 128, 128, 128, 64, 64)])
+def test_matmul_wgmma_pointer_variant(bench, m, n, k, block_m, block_n, block_k):
+    a, b = _operands(m, n, k, 0)
+    c = poison((m, n), np.float16)
+    grid = (tile.cdiv(m, block_m) * tile.cdiv(n, block_n),)
+    compiled = emulate(bench.matmul_kernel, "sm_90a")[grid](a, b, c, m, n, k, k, 1, n, 1, n, 1, BLOCK_M=block_m,
+                                                           BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=8)
+    assert "wgmma.mma_async" in compiled.asm["ptx"]
+    np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
+                               atol=2e-2)
+
+
+@pytest.mark.parametrize("m, n, k, block, sms", [(128, 128, 64, (64, 64, 64), 2), (256, 128, 128, (128, 64, 64), 3)])
+def test_matmul_tma_descriptors(bench_tma, m, n, k, block, sms):
+    a, b = _operands(m, n, k, 1)
+    c = poison((m, n), np.float16)
+    bm, bn, bk = block
+    descs = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]),
+             TensorDescriptor.from_tensor(c, [bm, bn]))
+    compiled = emulate(bench_tma.persistent_matmul_descriptors, "sm_90a")[(sms,)](*descs, m, n, k, NUM_SMS=sms)
+    ptx = compiled.asm["ptx"]
+    assert "cp.async.bulk.tensor" in ptx and "mbarrier.try_wait" in ptx and "wgmma.mma_async" in ptx
+    np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
+                               atol=2e-2)
+
+
+def test_attention_forward_of_tutorial_07():
+    spec = importlib.util.spec_from_file_location("emulator_attention", os.path.join(ROOT, "tutorials",
+                                                                                     "07_fused_attention.py"))
+    tut = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tut)
+    rng = np.random.default_rng(2)
+    z, h, s, d = 1, 1, 128, 64
+    q, k, v = ((rng.standard_normal((z, h, s, d)) * 0.5).astype(np.float16) for _ in range(3))
+    o, lse = poison((z, h, s, d), np.float16), poison((z, h, s), np.float32)
+    sm_scale = 0.5
+    compiled = emulate(tut.attn_fwd, "sm_90a")[(s // 64, z * h)](q, k, v, o, lse, sm_scale, s, HEAD_DIM=d,
+                                                                 STAGE=1, BLOCK_M=64, BLOCK_N=64)
+    assert "wgmma.mma_async" in compiled.asm["ptx"]
+    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
+    scores = q64 @ k64.transpose(0, 1, 3, 2) * sm_scale
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ v64
+    np.testing.assert_allclose(o.astype(np.float64), want, atol=1e-2, rtol=1e-2)
+    lse_want = (scores.max(-1) + np.log(p.sum(-1))) / np.log(2)
+    np.testing.assert_allclose(lse, lse_want, atol=1e-3, rtol=1e-4)
+
+
+# ------------------------------------------------------------------ the NumPy model of descriptors
+
+
+def _model_offset(r: int, c: int, eb: int, k_major: bool, span: int, lbo: int, sbo: int) -> int:
+    """The PTX ISA's canonical layouts element by element, as cores of 8 rows x 16 bytes."""
+    if k_major:
+        byte = c * eb
+        row_bytes = span or 16
+        core = (byte // 16) * (16 if span else lbo)
+        return (r % 8) * row_bytes + (r // 8) * sbo + core + byte % 16
+    byte = r * eb
+    if not span:
+        return (byte // 16) * sbo + (c % 8) * 16 + (c // 8) * lbo + byte % 16
+    atom_chunks = span // 16
+    return ((byte // 16) % atom_chunks) * 16 + (byte // 16 // atom_chunks) * lbo + (c % 8) * span + \
+        (c // 8) * sbo + byte % 16
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([0, 32, 64, 128]), st.booleans(), st.sampled_from([1, 2, 4]), st.integers(1, 64),
+       st.integers(1, 64))
+def test_operand_offsets_match_the_canonical_layouts(span, k_major, eb, lbo16, sbo16):
+    rows, cols = 16, 32 // eb
+    if not k_major and eb != 2:
+        k_major = True  # MN-major operands are 16-bit only
+    got = operand_offsets(rows, cols, eb, k_major, span, 16 * lbo16, 16 * sbo16)
+    want = np.array([[_model_offset(r, c, eb, k_major, span, 16 * lbo16, 16 * sbo16) for c in range(cols)]
+                     for r in range(rows)])
+    np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([0, 32, 64, 128]), st.integers(0, (1 << 14) - 1))
+def test_swizzle_permutes_16_byte_chunks_inside_each_span(span, address):
+    """The swizzle keeps bytes inside their 16-byte chunk and the chunk inside its span-row of
+    the 8-row repeat, and XORs the chunk with the row (mod span/16)."""
+    moved = int(swizzle(np.int64(address), span))
+    assert moved % 16 == address % 16
+    if span:
+        chunks = span // 16
+        assert moved >> 4 & ~(chunks - 1) == address >> 4 & ~(chunks - 1)
+        assert (moved >> 4) % chunks == ((address >> 4) ^ (address >> 7)) % chunks
+    else:
+        assert moved == address
+
+
+@given(st.integers(0, (1 << 14) - 1), st.integers(0, (1 << 14) - 1), st.integers(0, (1 << 14) - 1),
+       st.sampled_from([0, 1, 2, 3]))
+def test_descriptor_fields(start, lbo, sbo, mode):
+    bits = start | lbo << 16 | sbo << 32 | mode << 62
+    d = Descriptor.decode(np.array([bits], np.uint64))
+    assert (int(d.start[0]), int(d.lbo[0]), int(d.sbo[0])) == (start << 4, lbo << 4, sbo << 4)
+    assert int(d.swizzle[0]) == {0: 0, 1: 128, 2: 64, 3: 32}[mode]
+
+
+def test_tensor_map_round_trip():
+    a = np.zeros((96, 80), np.float16)
+    raw = emulator_tensor_map(TensorDescriptor.from_tensor(a, [32, 64], padding="nan"))
+    assert len(raw) == 128
+    tmap = decode_tensor_map(raw)
+    assert tmap.address == a.__array_interface__["data"][0]
+    assert (tmap.sizes, tmap.strides, tmap.element_bytes) == ((80, 96), (2, 160), 2)
+    assert tmap.box == (64, 32) and tmap.swizzle == 128 and tmap.fill_bits == 0x7E00
+    with pytest.raises(ValueError, match="not a tensor map made for the emulator"):
+        decode_tensor_map(bytes(128))
+
+
+# ------------------------------------------------------------------ hand-written PTX
+
+HEADER = ".version 8.0\n.target sm_90a\n.address_size 64\n"
+
+
+def _kernel(body: str, threads: int = 128, params: str = ".param .u64 out") -> str:
+    regs = ".reg .b32 %r<16>;\n.reg .b64 %rd<8>;\n.reg .pred %p<8>;"
+    return HEADER + f".visible .entry k({params})\n.maxntid {threads}, 1, 1\n" \
+                    f"{{\n{regs}\n.shared .align 16 .b8 bars[64];\n{body}\n}}\n"
+
+
+_STORE_R3 = ("ld.param.u64 %rd1, [out];\nmov.u32 %r1, %tid.x;\nmul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd3, %rd1, %rd2;\n"
+             "st.global.u32 [%rd3], %r3;\nret;")
+
+
+def test_mbarrier_phases_and_parity():
+    """64 threads arrive on a barrier initialised for 64: its phase 0 completes; try_wait on
+    parity 0 is then true and on parity 1 false (phase 1 is pending)."""
+    body = ("mov.u32 %r2, bars;\nmov.u32 %r1, %tid.x;\nsetp.eq.u32 %p1, %r1, 0;\n"
+            "@%p1 mbarrier.init.shared::cta.b64 [%r2], 64;\nbar.sync 0;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r2], 0;\n"
+            "mbarrier.arrive.shared::cta.b64 %rd4, [%r2];\nbar.sync 0;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 %p3, [%r2], 0;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r2], 1;\n"
+            "selp.u32 %r3, 1, 0, %p2;\nselp.u32 %r4, 2, 0, %p3;\nselp.u32 %r5, 4, 0, %p4;\n"
+            "or.b32 %r3, %r3, %r4;\nor.b32 %r3, %r3, %r5;\n" + _STORE_R3)
+    out = poison(64, np.uint32)
+    run_ptx(_kernel(body, 64), (1,), [out])
+    np.testing.assert_array_equal(out, np.full(64, 2, np.uint32))
+
+
+def test_mbarrier_without_init_is_an_error():
+    body = "mov.u32 %r2, bars;\nmbarrier.arrive.shared::cta.b64 %rd4, [%r2];\nret;"
+    with pytest.raises(EmulatorError, match=r"no mbarrier.init at shared address 0[\s\S]*PTX line \d+ `mbarrier"):
+        run_ptx(_kernel(body, 32), (1,), [np.zeros(1, np.uint32)])
+
+
+def test_too_many_arrivals_is_an_error():
+    body = ("mov.u32 %r2, bars;\nmov.u32 %r1, %tid.x;\nsetp.eq.u32 %p1, %r1, 0;\n"
+            "@%p1 mbarrier.init.shared::cta.b64 [%r2], 16;\nbar.sync 0;\n"
+            "@%p1 mbarrier.arrive.shared::cta.b64 %rd4, [%r2], 20;\nret;")
+    with pytest.raises(EmulatorError, match="20 arrivals on an mbarrier expecting 16 more in this phase"):
+        run_ptx(_kernel(body, 32), (1,), [np.zeros(1, np.uint32)])
+
+
+def test_elect_sync_picks_the_lowest_lane_of_the_mask():
+    body = ("elect.sync %r3|%p1, 0xFFFFFFF0;\nselp.u32 %r4, 100, 0, %p1;\nadd.u32 %r3, %r3, %r4;\n" + _STORE_R3)
+    out = poison(64, np.uint32)
+    run_ptx(_kernel(body, 64), (1,), [out])
+    want = np.full(64, 4, np.uint32)
+    want[[4, 36]] = 104
+    np.testing.assert_array_equal(out, want)
+
+
+def test_setmaxnreg_is_checked():
+    body = "setmaxnreg.inc.sync.aligned.u32 240;\nmov.u32 %r3, 7;\n" + _STORE_R3
+    out = poison(128, np.uint32)
+    run_ptx(_kernel(body, 128), (1,), [out])
+    np.testing.assert_array_equal(out, 7)
+    with pytest.raises(PtxSyntaxError, match="multiple of 8 in 24..256"):
+        decode_module(_kernel("setmaxnreg.dec.sync.aligned.u32 20;\nret;"))
+    with pytest.raises(EmulatorError, match="needs whole warp groups"):
+        run_ptx(_kernel(body, 64), (1,), [poison(64, np.uint32)])
+
+
+def test_bad_wgmma_forms_are_decode_errors():
+    regs = "{" + ", ".join(f"%f{i}" for i in range(1, 33)) + "}"
+    ptx = HEADER + (".visible .entry k()\n.maxntid 128, 1, 1\n{\n.reg .f32 %f<40>;\n.reg .b64 %rd<4>;\n"
+                    ".reg .pred %p<2>;\n"
+                    f"wgmma.mma_async.sync.aligned.m64n64k8.f32.f16.f16 {regs}, %rd1, %rd2, %p1, 1, 1, 0, 1;\n"
+                    "ret;\n}\n")
+    with pytest.raises(PtxSyntaxError, match="unsupported shape m64n64k8 for .f16"):
+        decode_module(ptx)
+    with pytest.raises(PtxSyntaxError, match="takes 4 immediates after scale-d"):
+        decode_module(ptx.replace("m64n64k8", "m64n64k16").replace(", 0, 1;", ";"))
