@@ -49,8 +49,10 @@ def _operands(m, n, k, seed):
 # ------------------------------------------------------------------ kernels
 
 
+# BLOCK_K 64 / 32 / 16 f16: A's rows span 128 / 64 / 32 bytes, so each swizzle mode is read
 @pytest.mark.parametrize("m, n, k, block_m, block_n, block_k", [(128, 128, 64, 128, 128, 64),
-                                                                (256, 128, 128, 128, 64, 64)])
+                                                                (256, 128, 128, 128, 64, 64),
+                                                                (128, 64, 64, 64, 64, 32), (64, 64, 48, 64, 64, 16)])
 def test_matmul_wgmma_pointer_variant(bench, m, n, k, block_m, block_n, block_k):
     a, b = _operands(m, n, k, 0)
     c = poison((m, n), np.float16)
@@ -60,6 +62,26 @@ def test_matmul_wgmma_pointer_variant(bench, m, n, k, block_m, block_n, block_k)
     assert "wgmma.mma_async" in compiled.asm["ptx"]
     np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
                                atol=2e-2)
+
+
+@pytest.mark.parametrize("dtype, out_dtype, tol", [(np.float32, np.float32, 2e-2), (np.int8, np.int32, 0)])
+def test_matmul_wgmma_tf32_and_int8(bench, dtype, out_dtype, tol):
+    m = n = k = 64
+    rng = np.random.default_rng(4)
+    if dtype == np.int8:
+        # the kernel stores acc.to(float16): sums below 2048 stay exact
+        a, b = rng.integers(-5, 6, (m, k)).astype(dtype), rng.integers(-5, 6, (k, n)).astype(dtype)
+    else:
+        a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+    c = poison((m, n), out_dtype)
+    compiled = emulate(bench.matmul_kernel, "sm_90a")[(1,)](a, b, c, m, n, k, k, 1, n, 1, n, 1, BLOCK_M=64,
+                                                           BLOCK_N=64, BLOCK_K=64, GROUP_M=8)
+    assert (".tf32.tf32" if dtype == np.float32 else ".s32.s8.s8") in compiled.asm["ptx"]
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    if tol:
+        np.testing.assert_allclose(c, want, rtol=tol, atol=tol * np.sqrt(k))
+    else:
+        np.testing.assert_array_equal(c, want.astype(out_dtype))
 
 
 @pytest.mark.parametrize("m, n, k, block, sms", [(128, 128, 64, (64, 64, 64), 2), (256, 128, 128, (128, 64, 64), 3)])
