@@ -20,6 +20,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .errors import EmulatorError
+from .checks import SharedChecks
 from .memory import GlobalMemory, SharedMemory
 from .program import Instr, Kernel, Operand, Source
 
@@ -50,6 +51,7 @@ class Machine:
         self.regs: list[Optional[np.ndarray]] = [None] * len(kernel.reg_names)
         self.reg_bits = kernel.reg_bits
         self.smem = SharedMemory(len(ctas), shared_bytes)
+        self.checks = SharedChecks(self.smem.data.size, self.threads, len(ctas))
         self.local = SharedMemory(len(ctas) * ntid, max(kernel.local_bytes, 16))
         self.max_steps = max_steps
         self.launch = launch  # the launch's state that handlers share (cp.async groups, printf output)
@@ -62,8 +64,10 @@ class Machine:
                       "z": (lin // (gx * gy)).astype(np.uint32)}
         self.act: Optional[np.ndarray] = None  # positions of the active threads; None: all threads
         self.ins: Optional[Instr] = None
-        self.async_groups: list[list[tuple[np.ndarray, np.ndarray]]] = []
-        self.async_open: list[tuple[np.ndarray, np.ndarray]] = []
+        self.pc = 0  # the index of the instruction running
+        # cp.async groups: (shared byte indices, bytes, issuing thread of each byte)
+        self.async_groups: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
+        self.async_open: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.call_params: dict[str, Any] = {}  # the .param variables of a call sequence
         self.mbarriers: dict[tuple[int, int], Any] = {}  # (CTA in the batch, shared address) -> ptx_isa_hopper.MBarrier
         self.steps = 0
@@ -241,7 +245,7 @@ class Machine:
                 if base.size == n_live:
                     pcs, base = None, live_idx
             ins = instrs[cur]
-            self.ins = ins
+            self.ins, self.pc = ins, cur
             self.steps += 1
             counts[cur] += 1
             if self.steps > self.max_steps:
@@ -292,6 +296,8 @@ class Machine:
                 continue
             if kind == BARRIER and pcs is not None:
                 self._check_barrier(base, live, pcs)
+            if kind == BARRIER and taken is not None:
+                self._check_guarded_barrier(base, act)
             if act is None or act.size:
                 self.act = act
                 handlers[cur](self, ins)
@@ -315,6 +321,22 @@ class Machine:
             raise self.error(f"bar.sync reached by only {int(arrived[c])} of the {int(alive[c])} live threads of the "
                              f"CTA: a deadlock on a GPU; {self.thread_info(other)} is at {elsewhere}",
                              int(here[np.flatnonzero(self.cta_local[here] == c)[0]]))
+
+    def _check_guarded_barrier(self, here: Optional[np.ndarray], act: np.ndarray) -> None:
+        """A bar.sync under a predicate: the threads of a CTA whose predicate is false go on
+        while the others wait for them."""
+        here = np.arange(self.threads) if here is None else here
+        ctas = len(self.ctas)
+        waiting = np.bincount(self.cta_local[act], minlength=ctas)
+        present = np.bincount(self.cta_local[here], minlength=ctas)
+        stuck = np.flatnonzero((waiting > 0) & (waiting != present))
+        if stuck.size:
+            c = int(stuck[0])
+            skipping = np.setdiff1d(here[self.cta_local[here] == c], act)
+            self.act = None
+            raise self.error(f"bar.sync under a predicate true for only {int(waiting[c])} of the {int(present[c])} "
+                             f"threads of the CTA here: a deadlock on a GPU ({self.thread_info(int(skipping[0]))} "
+                             f"skips it)", int(act[np.flatnonzero(self.cta_local[act] == c)[0]]))
 
     def _budget_error(self, counts: list[int]) -> EmulatorError:
         hot = max(range(len(counts)), key=counts.__getitem__)

@@ -241,6 +241,7 @@ def _gather_operand(m: Machine, groups: np.ndarray, desc_op: tuple, rows: int, c
         cta = m.cta_local[groups[sel, 0]]
         flat = address.reshape(len(sel), -1)
         idx = m.smem.index(np.repeat(cta, flat.shape[1]), flat.reshape(-1), eb, eb, m.fail)
+        m.checks.access(m, idx, eb, 1, False, np.repeat(groups[sel, 0], flat.shape[1]))
         out[sel] = element_values(m.smem.typed(eb)[idx].reshape(len(sel), rows, cols), atype)
     return out
 
@@ -292,17 +293,21 @@ define("wgmma.wait_group", facts((), ("sync", "aligned"), count=0, operands=1))(
 class MBarrier:
     """One mbarrier object of one CTA."""
 
+    cta: int  # in the batch
     count: int
     pending: int
     tx: int = 0
     phase: int = 0
+    epoch: int = 0  # the race checks' epoch of the last completed phase (checks.py)
     in_flight: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # copies of this phase
     landed: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # of completed phases
 
-    def settle(self) -> None:
+    def settle(self, m: Machine) -> None:
+        """Complete the phase once its arrivals and transaction bytes are all in."""
         if self.pending == 0 and self.tx == 0:
             self.phase += 1
             self.pending = self.count
+            self.epoch = m.checks.phase_completed(self.cta)
             self.landed.extend(self.in_flight)
             self.in_flight = []
 
@@ -335,7 +340,7 @@ def _mbarrier_init(m: Machine, ins: Instr) -> None:
     for k in range(m.count):
         if not 1 <= int(counts[k]) < 1 << 20:
             raise m.error(f"mbarrier.init: the arrival count {int(counts[k])} is not in 1..2^20-1", k)
-        m.mbarriers[(int(ctas[k]), int(addr[k]))] = MBarrier(int(counts[k]), int(counts[k]))
+        m.mbarriers[(int(ctas[k]), int(addr[k]))] = MBarrier(int(ctas[k]), int(counts[k]), int(counts[k]))
 
 
 @define("mbarrier.inval", facts(("b64",), _MBAR_MODS, operands=1))
@@ -370,7 +375,7 @@ def _mbarrier_arrive(m: Machine, ins: Instr) -> None:
                           f"in this phase", k)
         states.append(bar.phase)
         bar.pending -= int(arrivals[k])
-        bar.settle()
+        bar.settle(m)
     dest = ins.operands[0]
     if dest[0] == "reg":
         m.write(dest, np.array(states, np.uint64), "b64")
@@ -383,11 +388,14 @@ def _mbarrier_try_wait(m: Machine, ins: Instr) -> None:
     ctas, addr = _barrier_keys(m, ins.operands[1])
     parity = np.broadcast_to(np.asarray(m.read(ins.operands[2], "u32")), (m.count,)) & 1
     done = np.zeros(m.count, bool)
+    positions = m.positions()
     for k in range(m.count):
         bar = _mbarrier(m, int(ctas[k]), int(addr[k]), k)
         done[k] = (bar.phase & 1) != int(parity[k])
-        if done[k] and bar.landed:
+        if done[k]:
+            m.checks.observed(int(positions[k]), bar.epoch)
             for idx, data in bar.landed:
+                m.checks.async_write(idx)
                 m.smem.store(idx, data, 1)
             bar.landed = []
     m.write(ins.operands[0], done, "pred")
@@ -476,7 +484,7 @@ def _bulk_tensor(m: Machine, ins: Instr) -> None:
                 bar = _mbarrier(m, int(bar_ctas[k]), int(bar_addr[k]), 0)
                 bar.in_flight.append((byte_idx, bits.view(np.uint8).reshape(-1, 1)))
                 bar.tx -= tmap.box_bytes
-                bar.settle()
+                bar.settle(m)
             elif inside.any():
                 values = m.smem.typed(eb)[idx[inside]]
                 m.gmem.store(address[inside].astype(np.uint64), values[:, None], eb, m.fail)

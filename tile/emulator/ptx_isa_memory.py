@@ -99,6 +99,8 @@ def load_bits(m: Machine, space: str, addr_op: tuple, width: int, count: int) ->
     store = m.smem if space == "shared" else m.local
     rows = m.cta_local[m.positions()] if space == "shared" else m.positions()
     idx = store.index(rows, addr, width * count, width, m.fail)
+    if space == "shared":
+        m.checks.access(m, idx, width, count, False)
     return store.load(idx, width, count)
 
 
@@ -114,7 +116,10 @@ def store_bits(m: Machine, space: str, addr_op: tuple, values: np.ndarray, width
         return
     store = m.smem if space == "shared" else m.local
     rows = m.cta_local[m.positions()] if space == "shared" else m.positions()
-    store.store(store.index(rows, addr, width * values.shape[1], width, m.fail), values, width)
+    idx = store.index(rows, addr, width * values.shape[1], width, m.fail)
+    if space == "shared":
+        m.checks.access(m, idx, width, values.shape[1], True)
+    store.store(idx, values, width)
 
 
 def _mem_type(t: str, width: int) -> str:
@@ -316,6 +321,12 @@ def _no_op(m: Machine, ins: Instr) -> None:
     return None
 
 
+def _bar_sync(m: Machine, ins: Instr) -> None:
+    """Every live thread of the CTAs here passed the barrier (the machine checked): a new epoch."""
+    pos = m.positions()
+    m.checks.barrier(pos, m.cta_local[pos])
+
+
 def _decode_bar(ins: Instr) -> Any:
     facts((), ("sync", "aligned", "cta", "arrive", "warp"), count=0)(ins)
     if ins.operands and (ins.operands[0][0] != "imm" or ins.operands[0][1] != 0):
@@ -325,8 +336,8 @@ def _decode_bar(ins: Instr) -> Any:
     return None
 
 
-ISA["bar"] = OpDef(_no_op, _decode_bar, BARRIER)
-ISA["barrier"] = OpDef(_no_op, _decode_bar, BARRIER)
+ISA["bar"] = OpDef(_bar_sync, _decode_bar, BARRIER)
+ISA["barrier"] = OpDef(_bar_sync, _decode_bar, BARRIER)
 ISA["membar"] = OpDef(_no_op, facts((), ("gl", "cta", "sys"), count=0, operands=0))
 ISA["fence"] = OpDef(_no_op, facts((), ("sc", "acq_rel", "gpu", "cta", "sys", "proxy", "async", "shared::cta",
                                         "global", "alias"), count=0, operands=0))

@@ -67,6 +67,7 @@ def _ldmatrix(m: Machine, ins: Instr) -> None:
         raise m.error(f"ldmatrix: row address {int(lanes.reshape(-1)[k])} is not 16-byte aligned", k)
     cta = m.cta_local[warps[:, :rows_used]].reshape(-1)
     idx = m.smem.index(cta, lanes.reshape(-1), 16, 2, m.fail)
+    m.checks.access(m, idx, 2, 8, False, warps[:, :rows_used].reshape(-1))
     rows = m.smem.load(idx, 2, 8).reshape(len(warps), num, 8, 8)  # [warp, matrix, row, col]
     for i, d in enumerate(ins.operands[0][1]):
         mat = rows[:, i]
@@ -181,7 +182,9 @@ def _cp_async(m: Machine, ins: Instr) -> None:
         finally:
             m.act = keep
     idx = m.smem.index(m.cta_local[m.positions()], dst, size, 1, m.fail)
-    m.async_open.append((idx, data))
+    byte_idx = (idx[:, None] + np.arange(size)).reshape(-1)
+    m.checks.copy_issued(m, byte_idx)
+    m.async_open.append((byte_idx, data.reshape(-1, 1), np.repeat(m.positions(), size)))
 
 
 @define("cp.async.commit_group", facts((), (), count=0, operands=0))
@@ -190,9 +193,10 @@ def _commit(m: Machine, ins: Instr) -> None:
     m.async_open = []
 
 
-def _land(m: Machine, group: list[tuple[np.ndarray, np.ndarray]]) -> None:
-    for idx, data in group:
-        m.smem.store(idx, data, 1)
+def _land(m: Machine, group: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    for byte_idx, data, threads in group:
+        m.checks.copy_landed(m, byte_idx, threads)
+        m.smem.store(byte_idx, data, 1)
 
 
 @define("cp.async.wait_group", facts((), (), count=0, operands=1))

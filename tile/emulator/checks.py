@@ -1,0 +1,168 @@
+"""Checks of shared memory a GPU does not make: races between barriers, and bytes of a
+cp.async read (or overwritten) before the cp.async.wait_group that lands them.
+
+*Races.* Every byte of a batch's shared memory remembers its last writer (thread, PTX
+instruction, epoch) and its readers since (one thread, or "several"). Each CTA counts epochs:
+a bar.sync starts a new one for the CTA, and so does the completion of an mbarrier phase;
+every thread remembers the epoch of its last synchronisation (the bar.sync it passed, the
+try_wait that saw a phase complete). An access by thread t is ordered after an earlier
+access by thread u when u == t or the earlier access happened before t's last
+synchronisation; otherwise a write after a read or write, or a read after a write, is a race:
+
+    thread 3 writes [__smem+0x40]  ...  (no bar.sync)  ...  thread 35 reads [__smem+0x40]
+      -> "shared-memory race: thread 35 of CTA (0, 0, 0) reads shared address 64, written by
+          thread 3 at PTX line 120 `st.shared.f32 ...` (from kernel.py:14) with no barrier between"
+
+Threads of one instruction that write the same byte (replicated layouts store equal values)
+are not a race with each other; the later reads of such a byte by any of them are ordered.
+Copies of the async proxy (TMA loads, which complete on an mbarrier, and wgmma's operand
+reads) are synchronised by their mbarrier and wgmma.wait_group and are not tracked here.
+
+*cp.async.* Bytes a cp.async will write are "in flight" from its issue until the
+cp.async.wait_group (or wait_all) that lands its group; a shared-memory read or write of an
+in-flight byte is an error naming the cp.async's PTX line.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+NOBODY = -1  # no access since the last barrier
+SEVERAL = -2  # read by several threads (reader) / written by several threads of one instruction (writer)
+
+
+class SharedChecks:
+    """The race and cp.async records of one batch's shared memory (`nbytes` bytes for all CTAs)."""
+
+    def __init__(self, nbytes: int, threads: int, ctas: int):
+        self.writer = np.full(nbytes, NOBODY, np.int32)
+        self.write_instr = np.zeros(nbytes, np.int32)
+        self.write_epoch = np.zeros(nbytes, np.int32)
+        self.reader = np.full(nbytes, NOBODY, np.int32)
+        self.read_instr = np.zeros(nbytes, np.int32)
+        self.read_epoch = np.zeros(nbytes, np.int32)
+        self.in_flight = np.full(nbytes, NOBODY, np.int32)  # the PTX instruction of a pending cp.async
+        self.epoch = np.zeros(ctas, np.int32)
+        self.synced = np.zeros(threads, np.int32)
+        self.enabled = True
+
+    # ---------------------------------------------------------------- synchronisation
+    def barrier(self, threads: np.ndarray, thread_ctas: np.ndarray) -> None:
+        """Threads (batch positions) of CTAs (batch indices, one per thread) pass a bar.sync."""
+        self.epoch[np.unique(thread_ctas)] += 1
+        self.synced[threads] = self.epoch[thread_ctas]
+
+    def async_write(self, byte_idx: np.ndarray) -> None:
+        """Bytes written by the async proxy (a TMA load landing): ordered by their mbarrier."""
+        self.writer[byte_idx] = NOBODY
+        self.reader[byte_idx] = NOBODY
+
+    def phase_completed(self, cta: int) -> int:
+        """An mbarrier phase of CTA `cta` completed: the epoch a thread that sees it syncs to."""
+        self.epoch[cta] += 1
+        return int(self.epoch[cta])
+
+    def observed(self, thread: int, epoch: int) -> None:
+        self.synced[thread] = max(int(self.synced[thread]), epoch)
+
+    # ---------------------------------------------------------------- accesses
+    @staticmethod
+    def _bytes(idx: np.ndarray, width: int, count: int, threads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        span = width * count
+        b = (idx.astype(np.int64)[:, None] * width + np.arange(span)).reshape(-1)
+        return b, np.repeat(threads, span)
+
+    def access(self, m: Any, idx: np.ndarray, width: int, count: int, write: bool,
+               threads: Optional[np.ndarray] = None) -> None:
+        """Check and record an access of `count` elements of `width` bytes at element indices `idx`
+        (into the batch's shared memory) by the active threads (or `threads`, batch positions)."""
+        if not self.enabled or idx.size == 0:
+            return
+        t = m.positions() if threads is None else threads
+        b, tb = self._bytes(idx, width, count, t)
+        self._check_in_flight(m, b, tb, write)
+        sync = self.synced[tb]
+        w = self.writer[b]
+        bad = (w != NOBODY) & (w != tb) & (self.write_epoch[b] >= sync)
+        if bad.any():
+            self._race(m, b, tb, bad, "written", self.writer, self.write_instr, write)
+        if write:
+            r = self.reader[b]
+            bad = (r != NOBODY) & (r != tb) & (self.read_epoch[b] >= sync)
+            if bad.any():
+                self._race(m, b, tb, bad, "read", self.reader, self.read_instr, write)
+        cta_epoch = self.epoch[m.cta_local[tb]]
+        who = self._one_thread_per_byte(b, tb)
+        if write:
+            self.writer[b], self.write_instr[b], self.write_epoch[b] = who, m.pc, cta_epoch
+            self.reader[b] = NOBODY
+        else:
+            old = self.reader[b]
+            fresh = (old == NOBODY) | (old == who) | (self.read_epoch[b] < cta_epoch)
+            self.reader[b] = np.where(fresh, who, SEVERAL)
+            self.read_instr[b], self.read_epoch[b] = m.pc, cta_epoch
+
+    @staticmethod
+    def _one_thread_per_byte(b: np.ndarray, tb: np.ndarray) -> np.ndarray:
+        """tb, or SEVERAL where other threads of this access touch the same byte."""
+        order = np.lexsort((tb, b))
+        sb, st = b[order], tb[order]
+        same = sb[1:] == sb[:-1]
+        if not (same & (st[1:] != st[:-1])).any():
+            return tb
+        first = np.r_[True, ~same]
+        group = np.cumsum(first) - 1
+        lo = st[first]
+        hi = np.maximum.reduceat(st, np.flatnonzero(first))
+        mixed = (lo != hi)[group]
+        out = np.empty_like(tb)
+        out[order] = np.where(mixed, SEVERAL, st)
+        return out
+
+    def _race(self, m: Any, b: np.ndarray, tb: np.ndarray, bad: np.ndarray, what: str, who: np.ndarray,
+              instr: np.ndarray, write: bool) -> None:
+        k = int(np.flatnonzero(bad)[0])
+        byte = int(b[k])
+        other = int(who[byte])
+        other_text = "several threads" if other == SEVERAL else f"thread {other % m.ntid}"
+        source = m.kernel.instrs[int(instr[byte])].source.describe()
+        address = byte % m.smem.size
+        self.enabled = False
+        raise m.error(f"shared-memory race: {describe(m, int(tb[k]))} {'writes' if write else 'reads'} shared address "
+                      f"{address}, {what} by {other_text} at {source} with no barrier between")
+
+    # ---------------------------------------------------------------- cp.async
+    def copy_issued(self, m: Any, byte_idx: np.ndarray) -> None:
+        if self.enabled:
+            self.in_flight[byte_idx] = m.pc
+
+    def copy_landed(self, m: Any, byte_idx: np.ndarray, threads: np.ndarray) -> None:
+        """A cp.async group lands: its bytes are written by the threads that issued them, at the
+        cp.async's PTX line."""
+        issued = self.in_flight[byte_idx]
+        self.in_flight[byte_idx] = NOBODY
+        if self.enabled:
+            self.access(m, byte_idx, 1, 1, True, threads)
+            self.write_instr[byte_idx] = issued
+
+    def _check_in_flight(self, m: Any, b: np.ndarray, tb: np.ndarray, write: bool) -> None:
+        pending = self.in_flight[b]
+        hit = pending != NOBODY
+        if hit.any():
+            k = int(np.flatnonzero(hit)[0])
+            source = m.kernel.instrs[int(pending[k])].source.describe()
+            self.enabled = False
+            raise m.error(f"{describe(m, int(tb[k]))} {'writes' if write else 'reads'} shared address "
+                          f"{int(b[k]) % m.smem.size}, a byte of the cp.async at {source} before the "
+                          f"cp.async.wait_group that lands it")
+
+
+def describe(m: Any, position: int) -> str:
+    """A batch position as 'thread t of CTA (x, y, z)'."""
+    cta = int(m.ctas[position // m.ntid])
+    gx, gy, _ = m.grid
+    return f"thread {position % m.ntid} of CTA ({cta % gx}, {(cta // gx) % gy}, {cta // (gx * gy)})"
+
+
+__all__ = ["SharedChecks", "describe", "NOBODY", "SEVERAL"]
