@@ -166,3 +166,35 @@ def test_handwritten_race_and_its_fix():
                                             r"written by thread 0 at PTX line 15 `@%p1 st.shared.u32 \[%r2\], 42` "
                                             r"with no barrier between\n  at PTX line 17 `ld.shared.u32"):
         run_ptx(_handwritten(""), (2,), [out])
+
+
+def test_wgmma_accumulators_used_before_their_wait_group(bench):
+    ptx, info, values = _matmul(bench, "sm_90a", 128, 128, 64, (128, 128, 64))
+    broken, _ = _without(ptx, -1, "wgmma.wait_group")
+    with pytest.raises(EmulatorError, match=r"kernel matmul_kernel: \S+ reads %f\d+, an accumulator of the wgmma at "
+                                            r"PTX line \d+ `wgmma.mma_async[^`]*`, from kernels.py:\d+ `acc \+= "
+                                            r"tl.dot\(a, b\)`, before a wgmma.wait_group retires it"):
+        _run(broken, info, (1,), values)
+
+
+def test_tma_bytes_read_before_the_mbarrier_wait():
+    """The TMA matmul without its mbarrier wait: the wgmma reads a tile still in flight."""
+    from tile.tools.tensor_descriptor import TensorDescriptor
+
+    kernels = load_kernels("emulator_checks_kernels_tma", tile.jit, tl, "kernels_tma.py")
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((128, 64)).astype(np.float16), rng.standard_normal((64, 128)).astype(np.float16)
+    c = np.empty((128, 128), np.float16)
+    descs = tuple(TensorDescriptor.from_tensor(x, [64, 64]) for x in (a, b, c))
+    ptx, info, values = _compiled(kernels.persistent_matmul_descriptors, "sm_90a", (2,), (*descs, 128, 128, 64),
+                                  dict(NUM_SMS=2))
+    np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
+                               atol=2e-2)
+    lines = ptx.split("\n")
+    wait = next(i for i, line in enumerate(lines) if "mbarrier.try_wait" in line)
+    assert "bra" in lines[wait + 1]
+    lines[wait] = lines[wait + 1] = ""
+    with pytest.raises(EmulatorError, match=r"reads shared address \d+, a byte of the cp.async.bulk.tensor at PTX line "
+                                            r"\d+ [^\n]* before the mbarrier.try_wait that sees its phase complete\n"
+                                            r"  at PTX line \d+ `wgmma.mma_async"):
+        _run("\n".join(lines), info, (2,), values)

@@ -18,9 +18,11 @@ are not a race with each other; the later reads of such a byte by any of them ar
 Copies of the async proxy (TMA loads, which complete on an mbarrier, and wgmma's operand
 reads) are synchronised by their mbarrier and wgmma.wait_group and are not tracked here.
 
-*cp.async.* Bytes a cp.async will write are "in flight" from its issue until the
-cp.async.wait_group (or wait_all) that lands its group; a shared-memory read or write of an
-in-flight byte is an error naming the cp.async's PTX line.
+*Asynchronous copies.* Bytes a cp.async will write are "in flight" from its issue until the
+cp.async.wait_group (or wait_all) that lands its group, and those of a TMA load
+(cp.async.bulk.tensor) until an mbarrier.try_wait sees its phase complete; a shared-memory
+read or write of an in-flight byte (wgmma operand reads included) is an error naming the
+copy's PTX line.
 """
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ class SharedChecks:
 
     def async_write(self, byte_idx: np.ndarray) -> None:
         """Bytes written by the async proxy (a TMA load landing): ordered by their mbarrier."""
+        self.in_flight[byte_idx] = NOBODY
         self.writer[byte_idx] = NOBODY
         self.reader[byte_idx] = NOBODY
 
@@ -151,11 +154,13 @@ class SharedChecks:
         hit = pending != NOBODY
         if hit.any():
             k = int(np.flatnonzero(hit)[0])
-            source = m.kernel.instrs[int(pending[k])].source.describe()
+            copy = m.kernel.instrs[int(pending[k])]
+            wait = "cp.async.wait_group that lands it" if copy.opcode == "cp.async" else \
+                "mbarrier.try_wait that sees its phase complete"
             self.enabled = False
             raise m.error(f"{describe(m, int(tb[k]))} {'writes' if write else 'reads'} shared address "
-                          f"{int(b[k]) % m.smem.size}, a byte of the cp.async at {source} before the "
-                          f"cp.async.wait_group that lands it")
+                          f"{int(b[k]) % m.smem.size}, a byte of the {copy.opcode} at {copy.source.describe()} before "
+                          f"the {wait}")
 
 
 def describe(m: Any, position: int) -> str:

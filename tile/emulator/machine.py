@@ -70,6 +70,10 @@ class Machine:
         self.async_open: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.call_params: dict[str, Any] = {}  # the .param variables of a call sequence
         self.mbarriers: dict[tuple[int, int], Any] = {}  # (CTA in the batch, shared address) -> ptx_isa_hopper.MBarrier
+        # accumulators of wgmma groups not yet retired by a wgmma.wait_group: register -> the wgmma's index
+        self.wgmma_pending: dict[int, int] = {}
+        self.wgmma_open: list[int] = []
+        self.wgmma_groups: list[list[int]] = []
         self.steps = 0
 
     # ---------------------------------------------------------------- errors
@@ -143,6 +147,8 @@ class Machine:
         for immediates, parameters and uniform special registers)."""
         tag = op[0]
         if tag == "reg":
+            if self.wgmma_pending and op[1] in self.wgmma_pending:
+                raise self._in_flight(op[1], "reads")
             arr = self.regs[op[1]]
             if arr is None:
                 raise self.error(f"read of the uninitialised register {self.kernel.reg_names[op[1]]}")
@@ -174,6 +180,8 @@ class Machine:
         if op[0] != "reg":
             raise self.error(f"the destination {op!r} is not a register")
         i = op[1]
+        if self.wgmma_pending and i in self.wgmma_pending:
+            raise self._in_flight(i, "writes")
         rb = self.reg_bits[i]
         if rb == 0:
             bits = np.asarray(value, bool)
@@ -197,6 +205,11 @@ class Machine:
         new = np.zeros(self.threads, bool if rb == 0 else UNSIGNED[rb]) if cur is None else cur.copy()
         new[self.act] = bits
         self.regs[i] = new
+
+    def _in_flight(self, register: int, what: str) -> EmulatorError:
+        source = self.kernel.instrs[self.wgmma_pending[register]].source.describe()
+        return self.error(f"{self.ins.opcode} {what} {self.kernel.reg_names[register]}, an accumulator of the wgmma at "
+                          f"{source}, before a wgmma.wait_group retires it")
 
     def full(self, op: Operand) -> np.ndarray:
         """A register's array over all threads of the batch (for warp exchanges)."""

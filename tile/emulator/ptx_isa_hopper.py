@@ -267,6 +267,8 @@ def _wgmma(m: Machine, ins: Instr) -> None:
     scale_d = _uniform(m, scale_d, "scale-d")
     rows, cols = d_fragment(spec.n)
     integer = spec.dtype == "s32"
+    for reg in d_regs[1]:  # the accumulators of an earlier wgmma chain into this one
+        m.wgmma_pending.pop(reg[1], None)
     for i, reg in enumerate(d_regs[1]):
         value = d[np.arange(ng)[:, None], rows[i], cols[i]]
         if scale_d.any():
@@ -276,6 +278,9 @@ def _wgmma(m: Machine, ins: Instr) -> None:
             m.write(reg, (value.reshape(-1) & 0xFFFFFFFF).astype(np.uint32), "b32")
         else:
             m.write(reg, value.reshape(-1).astype(np.float32), "f32")
+    for reg in d_regs[1]:
+        m.wgmma_pending[reg[1]] = m.pc
+    m.wgmma_open.extend(reg[1] for reg in d_regs[1])
 
 
 def _whole_warp_groups(m: Machine, ins: Instr) -> None:
@@ -283,8 +288,23 @@ def _whole_warp_groups(m: Machine, ins: Instr) -> None:
 
 
 define("wgmma.fence", facts((), ("sync", "aligned"), count=0, operands=0))(_whole_warp_groups)
-define("wgmma.commit_group", facts((), ("sync", "aligned"), count=0, operands=0))(_whole_warp_groups)
-define("wgmma.wait_group", facts((), ("sync", "aligned"), count=0, operands=1))(_whole_warp_groups)
+
+
+@define("wgmma.commit_group", facts((), ("sync", "aligned"), count=0, operands=0))
+def _wgmma_commit(m: Machine, ins: Instr) -> None:
+    _warp_groups(m)
+    m.wgmma_groups.append(m.wgmma_open)
+    m.wgmma_open = []
+
+
+@define("wgmma.wait_group", facts((), ("sync", "aligned"), count=0, operands=1))
+def _wgmma_wait(m: Machine, ins: Instr) -> None:
+    """Retire all but the newest N committed groups: their accumulators may be used again."""
+    _warp_groups(m)
+    keep = int(ins.operands[0][1])
+    while len(m.wgmma_groups) > keep:
+        for reg in m.wgmma_groups.pop(0):
+            m.wgmma_pending.pop(reg, None)
 
 
 # ------------------------------------------------------------------ mbarrier
@@ -481,6 +501,7 @@ def _bulk_tensor(m: Machine, ins: Instr) -> None:
                 if inside.any():
                     bits[inside] = m.gmem.load(address[inside].astype(np.uint64), eb, 1, m.fail)[:, 0]
                 byte_idx = (idx[:, None] * eb + np.arange(eb)).reshape(-1)
+                m.checks.copy_issued(m, byte_idx)
                 bar = _mbarrier(m, int(bar_ctas[k]), int(bar_addr[k]), 0)
                 bar.in_flight.append((byte_idx, bits.view(np.uint8).reshape(-1, 1)))
                 bar.tx -= tmap.box_bytes
