@@ -262,3 +262,55 @@ def test_bad_wgmma_forms_are_decode_errors():
         decode_module(ptx)
     with pytest.raises(PtxSyntaxError, match="takes 4 immediates after scale-d"):
         decode_module(ptx.replace("m64n64k8", "m64n64k16").replace(", 0, 1;", ";"))
+
+
+_PRODUCER_CONSUMER = """ld.param.u64 %rd1, [out];
+mov.u32 %r1, %tid.x;
+mov.u32 %r2, bars;
+and.b32 %r6, %r1, 63;
+shl.b32 %r6, %r6, 2;
+add.u32 %r2, %r2, %r6;
+setp.lt.u32 %p1, %r1, 64;
+@!%p1 bra $L_consumer;
+mul.lo.u32 %r3, %r1, 3;
+st.shared.u32 [%r2], %r3;
+bar.arrive 1, 128;
+bra.uni $L_done;
+$L_consumer:
+bar.sync 1, {count};
+ld.shared.u32 %r3, [%r2];
+mul.wide.u32 %rd2, %r1, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r3;
+$L_done:
+ret;"""
+
+
+def _producer_consumer(count: str) -> str:
+    regs = ".reg .b32 %r<16>;\n.reg .b64 %rd<8>;\n.reg .pred %p<8>;"
+    return HEADER + (".visible .entry k(.param .u64 out)\n.maxntid 128, 1, 1\n{\n" + regs +
+                     "\n.shared .align 16 .b8 bars[256];\n" + _PRODUCER_CONSUMER.format(count=count) + "\n}\n")
+
+
+def test_named_barrier_between_producer_and_consumer_warps():
+    """Warps 0-1 write shared memory and bar.arrive 1, 128; warps 2-3 bar.sync 1, 128 and read it."""
+    out = poison(128, np.uint32)
+    run_ptx(_producer_consumer("128"), (3,), [out])
+    np.testing.assert_array_equal(out[64:], 3 * np.arange(64))
+
+
+def test_named_barrier_errors():
+    with pytest.raises(EmulatorError, match=r"bar.sync: barrier 1 waits for 128 threads but only 64 arrived, and every "
+                                            r"other thread has exited or waits: a deadlock on a GPU \(thread 64 of CTA "
+                                            r"\(0, 0, 0\)\)\n  at PTX line \d+ `bar.sync 1, 128`"):
+        run_ptx(_producer_consumer("128").replace("bar.arrive 1, 128;", ""), (1,), [poison(128, np.uint32)])
+    with pytest.raises(EmulatorError, match=r"bar.arrive: 64 threads arrived at barrier 1, which waits for 32"):
+        run_ptx(_producer_consumer("32").replace("bar.arrive 1, 128", "bar.arrive 1, 32"), (1,), [poison(128, np.uint32)])
+    with pytest.raises(EmulatorError, match=r"bar.sync: barrier 1 used with 96 threads while 64 threads have arrived for 128"):
+        run_ptx(_producer_consumer("96"), (1,), [poison(128, np.uint32)])
+    for count in ("100", "192"):
+        with pytest.raises(EmulatorError, match="bar.sync: barrier 1 with \\d+ threads: barriers are 0..15 and the count "
+                                                "a positive multiple of 32 up to the CTA's 128 threads"):
+            run_ptx(_producer_consumer(count), (1,), [poison(128, np.uint32)])
+    with pytest.raises(PtxSyntaxError, match="takes a barrier number and a thread count"):
+        decode_module(_producer_consumer("128").replace("bar.arrive 1, 128", "bar.arrive 1"))

@@ -74,6 +74,9 @@ class Machine:
         self.wgmma_pending: dict[int, int] = {}
         self.wgmma_open: list[int] = []
         self.wgmma_groups: list[list[int]] = []
+        # counted barriers (bar.sync b, n / bar.arrive b, n): CTA * 16 + b -> [arrived, count, [(waiting, resume PC)]]
+        self.named_barriers: dict[int, list] = {}
+        self.waiting_at: dict[int, Instr] = {}  # thread -> the bar.sync it waits at
         self.steps = 0
 
     # ---------------------------------------------------------------- errors
@@ -253,6 +256,8 @@ class Machine:
             else:
                 cur = int(pcs.min())
                 if cur >= end:
+                    if self.waiting_at:
+                        raise self._named_barrier_deadlock()
                     break
                 base = np.flatnonzero(pcs == cur)
                 if base.size == n_live:
@@ -307,6 +312,14 @@ class Machine:
                     if taken is not None:
                         pcs[rest] = cur + 1
                 continue
+            if kind == BARRIER and ins.spec is not None:  # bar.sync id, count / bar.arrive: threads may wait
+                if pcs is None:
+                    pcs = np.where(live, cur, end)
+                here = np.flatnonzero(live) if base is None else base
+                pcs[here] = cur + 1
+                if act is None or act.size:
+                    self._counted_barrier(ins, here if act is None else act, cur, pcs, end + 1)
+                continue
             if kind == BARRIER and pcs is not None:
                 self._check_barrier(base, live, pcs)
             if kind == BARRIER and taken is not None:
@@ -329,11 +342,61 @@ class Machine:
             c = int(stuck[0])
             others = np.flatnonzero(live & (self.cta_local == c) & (pcs != pcs[here[0]]))
             other = int(others[0])
-            elsewhere = self.kernel.instrs[int(pcs[other])].source.describe()
+            waits = self.waiting_at.get(other)
+            elsewhere = (self.kernel.instrs[int(pcs[other])] if waits is None else waits).source.describe()
             self.act = None
             raise self.error(f"bar.sync reached by only {int(arrived[c])} of the {int(alive[c])} live threads of the "
                              f"CTA: a deadlock on a GPU; {self.thread_info(other)} is at {elsewhere}",
                              int(here[np.flatnonzero(self.cta_local[here] == c)[0]]))
+
+    def _counted_barrier(self, ins: Instr, act: np.ndarray, cur: int, pcs: np.ndarray, parked: int) -> None:
+        """bar.sync / bar.arrive with a barrier number and thread count (ptx_isa_memory decodes
+        them). The threads of `act` arrive at barrier b of their CTA; bar.sync ones wait (their PC
+        becomes `parked`) until `count` threads have arrived, then all waiting ones go on."""
+        self.act = act
+        arrive_only, has_count = ins.spec
+        name = ".".join((ins.opcode,) + ins.mods)
+        bids = np.broadcast_to(np.asarray(self.read(ins.operands[0], "u32")), (act.size,))
+        counts = np.broadcast_to(np.asarray(self.read(ins.operands[1], "u32")), (act.size,)) if has_count \
+            else np.full(act.size, self.ntid)
+        key = self.cta_local[act] * 16 + bids.astype(np.int64)
+        for k in np.unique(key):
+            rows = np.flatnonzero(key == k)
+            who, count, bid = act[rows], int(counts[rows[0]]), int(bids[rows[0]])
+            if bid > 15 or count % 32 or not 0 < count <= self.ntid or (counts[rows] != count).any():
+                raise self.error(f"{name}: barrier {bid} with {count} threads: barriers are 0..15 and the "
+                                 f"count a positive multiple of 32 up to the CTA's {self.ntid} threads, the same for "
+                                 f"every thread", int(rows[0]))
+            state = self.named_barriers.setdefault(int(k), [0, count, []])
+            if state[1] != count:
+                raise self.error(f"{name}: barrier {bid} used with {count} threads while {state[0]} threads have "
+                                 f"arrived for {state[1]}", int(rows[0]))
+            state[0] += who.size
+            if not arrive_only:
+                state[2].append((who, cur + 1))
+                pcs[who] = parked
+                for t in who:
+                    self.waiting_at[int(t)] = ins
+            if state[0] > count:
+                raise self.error(f"{name}: {state[0]} threads arrived at barrier {bid}, which waits for {count}",
+                                 int(rows[0]))
+            if state[0] == count:
+                released = np.concatenate([w for w, _ in state[2]]) if state[2] else who[:0]
+                for w, resume in state[2]:
+                    pcs[w] = resume
+                for t in released:
+                    self.waiting_at.pop(int(t), None)
+                del self.named_barriers[int(k)]
+                if released.size:
+                    self.checks.barrier(released, self.cta_local[released])
+
+    def _named_barrier_deadlock(self) -> EmulatorError:
+        key, (arrived, count, waiting) = next(iter(self.named_barriers.items()))
+        first = int(waiting[0][0][0])
+        ins = self.waiting_at[first]
+        self.act = None
+        return self.error(f"{'.'.join((ins.opcode,) + ins.mods)}: barrier {key % 16} waits for {count} threads but only {arrived} arrived, and "
+                          f"every other thread has exited or waits: a deadlock on a GPU", first, ins.source)
 
     def _check_guarded_barrier(self, here: Optional[np.ndarray], act: np.ndarray) -> None:
         """A bar.sync under a predicate: the threads of a CTA whose predicate is false go on

@@ -328,12 +328,19 @@ def _bar_sync(m: Machine, ins: Instr) -> None:
 
 
 def _decode_bar(ins: Instr) -> Any:
-    facts((), ("sync", "aligned", "cta", "arrive", "warp"), count=0)(ins)
-    if ins.operands and (ins.operands[0][0] != "imm" or ins.operands[0][1] != 0):
-        raise ValueError("only barrier 0 (bar.sync 0) is supported")
-    if "arrive" in ins.mods:
-        raise ValueError("bar.arrive is not supported")
-    return None
+    """bar.sync 0 (every live thread of the CTA: spec None, the machine's plain barrier), or a
+    counted / named form: spec (arrive only, has a thread count)."""
+    facts((), ("sync", "aligned", "cta", "arrive", "red", "warp"), count=0)(ins)
+    if "red" in ins.mods or "warp" in ins.mods:
+        raise ValueError("bar.red and bar.warp are not supported")
+    arrive = "arrive" in ins.mods
+    if len(ins.operands) not in ((2,) if arrive else (1, 2)):
+        raise ValueError("takes a barrier number and " + ("a thread count" if arrive else "an optional thread count"))
+    if any(o[0] not in ("imm", "reg") for o in ins.operands):
+        raise ValueError("the barrier number and thread count are registers or immediates")
+    if not arrive and len(ins.operands) == 1 and ins.operands[0] == ("imm", 0):
+        return None
+    return arrive, len(ins.operands) == 2
 
 
 ISA["bar"] = OpDef(_bar_sync, _decode_bar, BARRIER)
