@@ -69,6 +69,7 @@ class Machine:
         self.async_groups: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
         self.async_open: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.call_params: dict[str, Any] = {}  # the .param variables of a call sequence
+        self.tracer: Any = None  # a trace.Tracer when chosen threads of this batch are traced
         self.mbarriers: dict[tuple[int, int], Any] = {}  # (CTA in the batch, shared address) -> ptx_isa_hopper.MBarrier
         # accumulators of wgmma groups not yet retired by a wgmma.wait_group: register -> the wgmma's index
         self.wgmma_pending: dict[int, int] = {}
@@ -185,6 +186,8 @@ class Machine:
         i = op[1]
         if self.wgmma_pending and i in self.wgmma_pending:
             raise self._in_flight(i, "writes")
+        if self.tracer is not None:
+            self.tracer.wrote(self, i, value, t)
         rb = self.reg_bits[i]
         if rb == 0:
             bits = np.asarray(value, bool)
@@ -278,6 +281,8 @@ class Machine:
                 if not g.all():
                     taken = g
                     act = np.flatnonzero(g) if act is None else act[g]
+            if self.tracer is not None:
+                self.tracer.begin(self, cur, base, act)
             kind = kinds[cur]
             if kind == BRANCH:
                 if taken is None:

@@ -94,6 +94,8 @@ def load_bits(m: Machine, space: str, addr_op: tuple, width: int, count: int) ->
     wide = space == "global"
     addr = effective_address(m, addr_op, wide)
     _check_aligned(m, addr, width * count)
+    if m.tracer is not None:
+        m.tracer.accessed(m, space, "ld", addr, width * count)
     if space == "global":
         return m.gmem.load(addr, width, count, m.fail)
     store = m.smem if space == "shared" else m.local
@@ -111,6 +113,8 @@ def store_bits(m: Machine, space: str, addr_op: tuple, values: np.ndarray, width
     wide = space == "global"
     addr = effective_address(m, addr_op, wide)
     _check_aligned(m, addr, width * values.shape[1])
+    if m.tracer is not None:
+        m.tracer.accessed(m, space, "st", addr, width * values.shape[1], values)
     if space == "global":
         m.gmem.store(addr, values, width, m.fail)
         return
