@@ -134,8 +134,9 @@ def test_guarded_barrier_is_a_deadlock(bench):
     assert guard.startswith("@%p")
     barrier = next(i for i, line in enumerate(lines) if "bar.sync" in line)
     lines[barrier] = f"\t{guard} bar.sync 0;"
-    with pytest.raises(EmulatorError, match=r"bar.sync under a predicate true for only \d+ of the \d+ threads of the CTA "
-                                            r"here: a deadlock on a GPU \(thread \d+ of CTA \(0, 0, 0\) skips it\)"):
+    with pytest.raises(EmulatorError, match=r"bar.sync under a predicate true for only \d+ of the \d+ threads of the "
+                                            r"CTA here: a deadlock on a GPU \(thread \d+ of CTA \(0, 0, 0\) skips "
+                                            r"it\)"):
         _run("\n".join(lines), info, (3,), values)
 
 

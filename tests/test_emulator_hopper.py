@@ -305,12 +305,14 @@ def test_named_barrier_errors():
                                             r"\(0, 0, 0\)\)\n  at PTX line \d+ `bar.sync 1, 128`"):
         run_ptx(_producer_consumer("128").replace("bar.arrive 1, 128;", ""), (1,), [poison(128, np.uint32)])
     with pytest.raises(EmulatorError, match=r"bar.arrive: 64 threads arrived at barrier 1, which waits for 32"):
-        run_ptx(_producer_consumer("32").replace("bar.arrive 1, 128", "bar.arrive 1, 32"), (1,), [poison(128, np.uint32)])
-    with pytest.raises(EmulatorError, match=r"bar.sync: barrier 1 used with 96 threads while 64 threads have arrived for 128"):
+        run_ptx(_producer_consumer("32").replace("bar.arrive 1, 128", "bar.arrive 1, 32"), (1,),
+                [poison(128, np.uint32)])
+    with pytest.raises(EmulatorError, match=r"bar.sync: barrier 1 used with 96 threads while 64 threads have arrived "
+                                            r"for 128"):
         run_ptx(_producer_consumer("96"), (1,), [poison(128, np.uint32)])
     for count in ("100", "192"):
-        with pytest.raises(EmulatorError, match="bar.sync: barrier 1 with \\d+ threads: barriers are 0..15 and the count "
-                                                "a positive multiple of 32 up to the CTA's 128 threads"):
+        with pytest.raises(EmulatorError, match="bar.sync: barrier 1 with \\d+ threads: barriers are 0..15 and the "
+                                                "count a positive multiple of 32 up to the CTA's 128 threads"):
             run_ptx(_producer_consumer(count), (1,), [poison(128, np.uint32)])
     with pytest.raises(PtxSyntaxError, match="takes a barrier number and a thread count"):
         decode_module(_producer_consumer("128").replace("bar.arrive 1, 128", "bar.arrive 1"))

@@ -400,7 +400,8 @@ class Machine:
         first = int(waiting[0][0][0])
         ins = self.waiting_at[first]
         self.act = None
-        return self.error(f"{'.'.join((ins.opcode,) + ins.mods)}: barrier {key % 16} waits for {count} threads but only {arrived} arrived, and "
+        name = ".".join((ins.opcode,) + ins.mods)
+        return self.error(f"{name}: barrier {key % 16} waits for {count} threads but only {arrived} arrived, and "
                           f"every other thread has exited or waits: a deadlock on a GPU", first, ins.source)
 
     def _check_guarded_barrier(self, here: Optional[np.ndarray], act: np.ndarray) -> None:

@@ -51,7 +51,7 @@ setmaxnreg.inc/dec (checked: a multiple of 8 in 24..256, run by whole warp group
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -454,7 +454,8 @@ def _decode_bulk_tensor(ins: Instr) -> Any:
     rank = int(dims[0][0])
     load = ins.mods.index("global") > ins.mods.index(next(x for x in ins.mods if x.startswith("shared")))
     if load and ("mbarrier::complete_tx::bytes" not in ins.mods or len(ins.operands) != 3):
-        raise ValueError("a load takes [dst], [tensor map, {coordinates}], [mbarrier] with .mbarrier::complete_tx::bytes")
+        raise ValueError("a load takes [dst], [tensor map, {coordinates}], [mbarrier] and "
+                         ".mbarrier::complete_tx::bytes")
     if not load and ("bulk_group" not in ins.mods or len(ins.operands) != 2):
         raise ValueError("a store takes [tensor map, {coordinates}], [src] with .bulk_group")
     tensor = ins.operands[1] if load else ins.operands[0]
