@@ -316,3 +316,100 @@ def test_named_barrier_errors():
             run_ptx(_producer_consumer(count), (1,), [poison(128, np.uint32)])
     with pytest.raises(PtxSyntaxError, match="takes a barrier number and a thread count"):
         decode_module(_producer_consumer("128").replace("bar.arrive 1, 128", "bar.arrive 1"))
+
+
+# ------------------------------------------------------------------ a wgmma against the NumPy model
+
+def _place(image: np.ndarray, matrix: np.ndarray, start: int, k_major: bool, span: int, lbo: int, sbo: int) -> None:
+    """Write `matrix` (rows = M or N, cols = K; f16) into the shared-memory `image` where the PTX
+    ISA's canonical layout and swizzle put each element."""
+    bits = matrix.astype(np.float16).view(np.uint16)
+    for r in range(matrix.shape[0]):
+        for c in range(matrix.shape[1]):
+            address = start + _model_offset(r, c, 2, k_major, span, lbo, sbo)
+            if span:
+                address ^= ((address >> 7) & (span // 16 - 1)) << 4
+            image.view(np.uint16)[address // 2] = bits[r, c]
+
+
+def _dense_offsets(rows: int, k_major: bool, span: int) -> tuple[int, int, int]:
+    """(LBO, SBO, bytes) of an f16 operand tile of `rows` x 16 packed densely in a layout."""
+    if k_major:
+        return (128, 256, 256 * (rows // 8)) if not span else (16, 8 * span, 8 * span * (rows // 8))
+    if not span:  # cores of 8 K x 16 bytes: the MN chunks next to each other, then the second 8 of K
+        return 128 * (rows // 8), 128, 256 * (rows // 8)
+    atoms = max(1, 2 * rows // span)
+    return 16 * span, 8 * span, 16 * span * atoms
+
+
+def _wgmma_ptx(n: int, desc_a: int, desc_b: int, trans_a: int, trans_b: int, image_bytes: int) -> str:
+    d = ", ".join(f"%f{i}" for i in range(n // 2))
+    stores = "\n".join(f"st.global.f32 [%rd4+{4 * i}], %f{i};" for i in range(n // 2))
+    return HEADER + f""".visible .entry k(.param .u64 image, .param .u64 out)
+.maxntid 128, 1, 1
+{{
+.reg .b32 %r<8>;
+.reg .b64 %rd<8>;
+.reg .pred %p<4>;
+.reg .f32 %f<{n // 2}>;
+.shared .align 1024 .b8 img[{image_bytes}];
+ld.param.u64 %rd1, [image];
+ld.param.u64 %rd2, [out];
+mov.u32 %r1, %tid.x;
+shl.b32 %r2, %r1, 2;
+$L_copy:
+cvt.u64.u32 %rd3, %r2;
+add.s64 %rd3, %rd1, %rd3;
+ld.global.u32 %r3, [%rd3];
+st.shared.u32 [%r2], %r3;
+add.u32 %r2, %r2, 512;
+setp.lt.u32 %p1, %r2, {image_bytes};
+@%p1 bra $L_copy;
+fence.proxy.async.shared::cta;
+bar.sync 0;
+setp.ne.u32 %p2, %r1, %r1;
+mov.b64 %rd5, {desc_a};
+mov.b64 %rd6, {desc_b};
+wgmma.fence.sync.aligned;
+wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 {{{d}}}, %rd5, %rd6, %p2, 1, 1, {trans_a}, {trans_b};
+wgmma.commit_group.sync.aligned;
+wgmma.wait_group.sync.aligned 0;
+mul.wide.u32 %rd4, %r1, {2 * n};
+add.s64 %rd4, %rd2, %rd4;
+{stores}
+ret;
+}}
+"""
+
+
+def _descriptor(start: int, lbo: int, sbo: int, span: int) -> int:
+    return start >> 4 | (lbo >> 4) << 16 | (sbo >> 4) << 32 | {0: 0, 128: 1, 64: 2, 32: 3}[span] << 62
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.sampled_from([8, 16, 64, 128]), st.sampled_from([0, 32, 64, 128]), st.sampled_from([0, 32, 64, 128]),
+       st.booleans(), st.booleans(), st.integers(0, 2 ** 31))
+def test_wgmma_matches_the_model(n, span_a, span_b, a_k_major, b_k_major, seed):
+    """A (64 x 16) and B (16 x n) placed in shared memory by the NumPy model of the canonical
+    layouts and swizzles; one wgmma; its D fragment (row 16w + g + 8 (i >> 1 & 1), column
+    8 (i >> 2) + 2t + (i & 1) of register i) gives A @ B."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((64, 16)).astype(np.float16)
+    b = rng.standard_normal((16, n)).astype(np.float16)
+    lbo_a, sbo_a, bytes_a = _dense_offsets(64, a_k_major, span_a)
+    lbo_b, sbo_b, bytes_b = _dense_offsets(n, b_k_major, span_b)
+    start_b = -(-bytes_a // 1024) * 1024
+    size = -(-(start_b + bytes_b) // 1024) * 1024
+    image = np.zeros(size, np.uint8)
+    _place(image, a, 0, a_k_major, span_a, lbo_a, sbo_a)
+    _place(image, b.T, start_b, b_k_major, span_b, lbo_b, sbo_b)
+    out = poison((128, n // 2), np.float32)
+    ptx = _wgmma_ptx(n, _descriptor(0, lbo_a, sbo_a, span_a), _descriptor(start_b, lbo_b, sbo_b, span_b),
+                     int(not a_k_major), int(not b_k_major), size)
+    run_ptx(ptx, (1,), [image, out])
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    p = np.arange(128)[:, None]
+    i = np.arange(n // 2)[None, :]
+    rows = 16 * (p >> 5) + ((p & 31) >> 2) + 8 * ((i >> 1) & 1)
+    cols = 8 * (i >> 2) + 2 * (p & 3) + (i & 1)
+    np.testing.assert_allclose(out, want[rows, cols], rtol=1e-6, atol=1e-6)
