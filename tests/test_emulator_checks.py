@@ -178,8 +178,8 @@ def test_wgmma_accumulators_used_before_their_wait_group(bench):
         _run(broken, info, (1,), values)
 
 
-def test_tma_bytes_read_before_the_mbarrier_wait():
-    """The TMA matmul without its mbarrier wait: the wgmma reads a tile still in flight."""
+def _tma_matmul():
+    """The persistent TMA matmul on 2 CTAs, 2 tiles each."""
     from tile.tools.tensor_descriptor import TensorDescriptor
 
     kernels = load_kernels("emulator_checks_kernels_tma", tile.jit, tl, "kernels_tma.py")
@@ -191,6 +191,12 @@ def test_tma_bytes_read_before_the_mbarrier_wait():
                                   dict(NUM_SMS=2))
     np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
                                atol=2e-2)
+    return ptx, info, values
+
+
+def test_tma_bytes_read_before_the_mbarrier_wait():
+    """The TMA matmul without its mbarrier wait: the wgmma reads a tile still in flight."""
+    ptx, info, values = _tma_matmul()
     lines = ptx.split("\n")
     wait = next(i for i, line in enumerate(lines) if "mbarrier.try_wait" in line)
     assert "bra" in lines[wait + 1]
@@ -199,3 +205,26 @@ def test_tma_bytes_read_before_the_mbarrier_wait():
                                             r"\d+ [^\n]* before the mbarrier.try_wait that sees its phase complete\n"
                                             r"  at PTX line \d+ `wgmma.mma_async"):
         _run("\n".join(lines), info, (2,), values)
+
+
+def test_tma_store_source_overwritten_before_its_read_completes():
+    """Without cp.async.bulk.wait_group.read, the next tile's TMA load overwrites the buffer the
+    epilogue's TMA store may still be reading."""
+    ptx, info, values = _tma_matmul()
+    broken, _ = _without(ptx, 0, "cp.async.bulk.wait_group.read")
+    with pytest.raises(EmulatorError, match=r"writes shared address \d+, which the cp.async.bulk.tensor at PTX line \d+ "
+                                            r"[^\n]*kernels_tma.py:\d+ `c_desc.store[^\n]* may still read: a "
+                                            r"cp.async.bulk.wait_group.read must retire it first\n  at PTX line \d+ "
+                                            r"`@%p\d+ cp.async.bulk.tensor.2d.shared::cluster.global"):
+        _run(broken, info, (2,), values)
+
+
+def test_buffer_overwritten_while_a_wgmma_may_read_it(bench):
+    """The pipelined sm_90a matmul keeps one wgmma group in flight (wgmma.wait_group 1) before
+    refilling the stage the previous one read; without that wait the refill races the wgmma."""
+    ptx, info, values = _matmul(bench, "sm_90a", 128, 128, 256, (128, 128, 64))
+    broken, _ = _without(ptx, 0, "wgmma.wait_group.sync.aligned 1")
+    with pytest.raises(EmulatorError, match=r"writes shared address \d+, which the wgmma.mma_async at PTX line \d+ "
+                                            r"[^\n]* may still read: a wgmma.wait_group must retire it first\n"
+                                            r"  at PTX line \d+ `cp.async"):
+        _run(broken, info, (1,), values)

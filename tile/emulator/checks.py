@@ -1,5 +1,6 @@
-"""Checks of shared memory a GPU does not make: races between barriers, and bytes of a
-cp.async read (or overwritten) before the cp.async.wait_group that lands them.
+"""Checks of shared memory a GPU does not make: races between barriers, bytes of an asynchronous
+copy used before the wait that lands them, and bytes overwritten while an asynchronous reader
+(wgmma, TMA store) may still read them.
 
 *Races.* Every byte of a batch's shared memory remembers its last writer (thread, PTX
 instruction, epoch) and its readers since (one thread, or "several"). Each CTA counts epochs:
@@ -23,6 +24,11 @@ cp.async.wait_group (or wait_all) that lands its group, and those of a TMA load
 (cp.async.bulk.tensor) until an mbarrier.try_wait sees its phase complete; a shared-memory
 read or write of an in-flight byte (wgmma operand reads included) is an error naming the
 copy's PTX line.
+
+*Asynchronous readers.* A wgmma reads its shared operands until a wgmma.wait_group retires its
+group, a TMA store its shared source until a cp.async.bulk.wait_group.read retires its bulk
+group: a write of those bytes earlier (a store, a cp.async or TMA load into a stage still
+being read) is an error naming the reader's PTX line and the wait it needs.
 """
 from __future__ import annotations
 
@@ -45,6 +51,10 @@ class SharedChecks:
         self.read_instr = np.zeros(nbytes, np.int32)
         self.read_epoch = np.zeros(nbytes, np.int32)
         self.in_flight = np.full(nbytes, NOBODY, np.int32)  # the PTX instruction of a pending cp.async
+        self.async_reader = np.full(nbytes, NOBODY, np.int32)  # a wgmma / TMA store that may still read
+        # the async readers' groups by kind ("wgmma", "bulk"): open, and committed oldest first
+        self.reads_open: dict[str, list[np.ndarray]] = {"wgmma": [], "bulk": []}
+        self.reads_committed: dict[str, list[list[np.ndarray]]] = {"wgmma": [], "bulk": []}
         self.epoch = np.zeros(ctas, np.int32)
         self.synced = np.zeros(threads, np.int32)
         self.enabled = True
@@ -85,6 +95,8 @@ class SharedChecks:
         t = m.positions() if threads is None else threads
         b, tb = self._bytes(idx, width, count, t)
         self._check_in_flight(m, b, tb, write)
+        if write:
+            self._check_async_readers(m, b, tb)
         sync = self.synced[tb]
         w = self.writer[b]
         bad = (w != NOBODY) & (w != tb) & (self.write_epoch[b] >= sync)
@@ -136,9 +148,40 @@ class SharedChecks:
                       f"{address}, {what} by {other_text} at {source} with no barrier between")
 
     # ---------------------------------------------------------------- cp.async
-    def copy_issued(self, m: Any, byte_idx: np.ndarray) -> None:
+    def copy_issued(self, m: Any, byte_idx: np.ndarray, threads: np.ndarray) -> None:
+        """An asynchronous copy (cp.async, TMA load) by `threads` (per byte) will write these bytes."""
         if self.enabled:
+            self._check_async_readers(m, byte_idx, threads)
             self.in_flight[byte_idx] = m.pc
+
+    # ---------------------------------------------------------------- asynchronous readers
+    def async_read(self, m: Any, kind: str, byte_idx: np.ndarray) -> None:
+        """A wgmma (kind "wgmma") or TMA store ("bulk") reads these bytes until its group retires."""
+        if self.enabled:
+            self.async_reader[byte_idx] = m.pc
+            self.reads_open[kind].append(byte_idx)
+
+    def commit(self, kind: str) -> None:
+        self.reads_committed[kind].append(self.reads_open[kind])
+        self.reads_open[kind] = []
+
+    def retire(self, kind: str, keep: int) -> None:
+        """A wait_group `keep`: all but the newest `keep` committed groups are done reading."""
+        groups = self.reads_committed[kind]
+        while len(groups) > keep:
+            for byte_idx in groups.pop(0):
+                self.async_reader[byte_idx] = NOBODY
+
+    def _check_async_readers(self, m: Any, b: np.ndarray, tb: np.ndarray) -> None:
+        reader = self.async_reader[b]
+        hit = reader != NOBODY
+        if hit.any():
+            k = int(np.flatnonzero(hit)[0])
+            ins = m.kernel.instrs[int(reader[k])]
+            wait = "wgmma.wait_group" if ins.opcode.startswith("wgmma") else "cp.async.bulk.wait_group.read"
+            self.enabled = False
+            raise m.error(f"{describe(m, int(tb[k]))} writes shared address {int(b[k]) % m.smem.size}, which the "
+                          f"{ins.opcode} at {ins.source.describe()} may still read: a {wait} must retire it first")
 
     def copy_landed(self, m: Any, byte_idx: np.ndarray, threads: np.ndarray) -> None:
         """A cp.async group lands: its bytes are written by the threads that issued them, at the

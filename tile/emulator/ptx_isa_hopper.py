@@ -242,6 +242,7 @@ def _gather_operand(m: Machine, groups: np.ndarray, desc_op: tuple, rows: int, c
         flat = address.reshape(len(sel), -1)
         idx = m.smem.index(np.repeat(cta, flat.shape[1]), flat.reshape(-1), eb, eb, m.fail)
         m.checks.access(m, idx, eb, 1, False, np.repeat(groups[sel, 0], flat.shape[1]))
+        m.checks.async_read(m, "wgmma", (idx[:, None] * eb + np.arange(eb)).reshape(-1))
         out[sel] = element_values(m.smem.typed(eb)[idx].reshape(len(sel), rows, cols), atype)
     return out
 
@@ -295,6 +296,7 @@ def _wgmma_commit(m: Machine, ins: Instr) -> None:
     _warp_groups(m)
     m.wgmma_groups.append(m.wgmma_open)
     m.wgmma_open = []
+    m.checks.commit("wgmma")
 
 
 @define("wgmma.wait_group", facts((), ("sync", "aligned"), count=0, operands=1))
@@ -305,6 +307,7 @@ def _wgmma_wait(m: Machine, ins: Instr) -> None:
     while len(m.wgmma_groups) > keep:
         for reg in m.wgmma_groups.pop(0):
             m.wgmma_pending.pop(reg, None)
+    m.checks.retire("wgmma", keep)
 
 
 # ------------------------------------------------------------------ mbarrier
@@ -502,24 +505,31 @@ def _bulk_tensor(m: Machine, ins: Instr) -> None:
                 if inside.any():
                     bits[inside] = m.gmem.load(address[inside].astype(np.uint64), eb, 1, m.fail)[:, 0]
                 byte_idx = (idx[:, None] * eb + np.arange(eb)).reshape(-1)
-                m.checks.copy_issued(m, byte_idx)
+                m.checks.copy_issued(m, byte_idx, np.full(byte_idx.size, m.positions()[k]))
                 bar = _mbarrier(m, int(bar_ctas[k]), int(bar_addr[k]), 0)
                 bar.in_flight.append((byte_idx, bits.view(np.uint8).reshape(-1, 1)))
                 bar.tx -= tmap.box_bytes
                 bar.settle(m)
-            elif inside.any():
-                values = m.smem.typed(eb)[idx[inside]]
-                m.gmem.store(address[inside].astype(np.uint64), values[:, None], eb, m.fail)
+            else:
+                m.checks.access(m, idx, eb, 1, False, np.full(idx.size, m.positions()[k]))
+                m.checks.async_read(m, "bulk", (idx[:, None] * eb + np.arange(eb)).reshape(-1))
+                if inside.any():
+                    values = m.smem.typed(eb)[idx[inside]]
+                    m.gmem.store(address[inside].astype(np.uint64), values[:, None], eb, m.fail)
         finally:
             m.act = keep
 
 
-def _no_op(m: Machine, ins: Instr) -> None:
-    return None
+@define("cp.async.bulk.commit_group", facts((), (), count=0, operands=0))
+def _bulk_commit(m: Machine, ins: Instr) -> None:
+    m.checks.commit("bulk")
 
 
-define("cp.async.bulk.commit_group", facts((), (), count=0, operands=0))(_no_op)
-define("cp.async.bulk.wait_group", facts((), ("read",), count=0, operands=1))(_no_op)
+@define("cp.async.bulk.wait_group", facts((), ("read",), count=0, operands=1))
+def _bulk_wait(m: Machine, ins: Instr) -> None:
+    """The emulator's TMA stores complete when issued; the checks learn that their shared
+    source may be written again."""
+    m.checks.retire("bulk", int(ins.operands[0][1]))
 
 
 # ------------------------------------------------------------------ elect, setmaxnreg

@@ -183,8 +183,9 @@ def _cp_async(m: Machine, ins: Instr) -> None:
             m.act = keep
     idx = m.smem.index(m.cta_local[m.positions()], dst, size, 1, m.fail)
     byte_idx = (idx[:, None] + np.arange(size)).reshape(-1)
-    m.checks.copy_issued(m, byte_idx)
-    m.async_open.append((byte_idx, data.reshape(-1, 1), np.repeat(m.positions(), size)))
+    threads = np.repeat(m.positions(), size)
+    m.checks.copy_issued(m, byte_idx, threads)
+    m.async_open.append((byte_idx, data.reshape(-1, 1), threads))
 
 
 @define("cp.async.commit_group", facts((), (), count=0, operands=0))
