@@ -413,3 +413,24 @@ def test_wgmma_matches_the_model(n, span_a, span_b, a_k_major, b_k_major, seed):
     rows = 16 * (p >> 5) + ((p & 31) >> 2) + 8 * ((i >> 1) & 1)
     cols = 8 * (i >> 2) + 2 * (p & 3) + (i & 1)
     np.testing.assert_allclose(out, want[rows, cols], rtol=1e-6, atol=1e-6)
+
+
+def test_tile_emulate_env_with_tma_descriptors(bench_tma, monkeypatch):
+    """TILE_EMULATE=1 with TILE_EMULATE_TARGET=sm_90a: an ordinary launch with host descriptors
+    runs the TMA kernel, the descriptors passed as the emulator's tensor maps."""
+    from tile.compiler import INTERPRETER, current_target
+
+    monkeypatch.delenv("TILE_INTERPRET", raising=False)
+    monkeypatch.setenv("TILE_EMULATE", "1")
+    monkeypatch.setenv("TILE_EMULATE_TARGET", "sm_90a")
+    if current_target() != INTERPRETER:
+        pytest.skip("a GPU is present: launches run on it")
+    a, b = _operands(64, 128, 64, 5)
+    c = poison((64, 128), np.float16)
+    descs = (TensorDescriptor.from_tensor(a, [64, 64]), TensorDescriptor.from_tensor(b, [64, 64]),
+             TensorDescriptor.from_tensor(c, [64, 64]))
+    bench_tma.persistent_matmul_descriptors[(2,)](*descs, 64, 128, 64, NUM_SMS=2)
+    np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
+                               atol=2e-2)
+    compiled = [c for c in bench_tma.persistent_matmul_descriptors.cache.values() if "ptx" in c.stages]
+    assert compiled and all("cp.async.bulk.tensor" in c.stages["ptx"] for c in compiled)

@@ -24,6 +24,8 @@ from .machine import Machine
 from .memory import GlobalMemory
 from .program import Kernel, Module
 from .ptx_decode import decode_module
+from ..tools.tensor_descriptor import TensorDescriptor
+from .tensor_maps import emulator_tensor_map
 from .trace import Trace, Tracer
 
 BATCH_THREADS = 1 << 17  # threads per batch: registers of about 512 KiB each
@@ -85,6 +87,8 @@ def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = No
     for i, (p, a) in enumerate(zip(k.params, args)):
         name = arg_names[i] if arg_names else p.name
         if p.array:  # a byte array parameter (a TMA tensor map): its bytes, addressed through cvta.param
+            if isinstance(a, TensorDescriptor):  # a launch's descriptor: its tensor map in the emulator's format
+                a = emulator_tensor_map(a)
             payload = bytes(a) if isinstance(a, (bytes, bytearray)) else np.asarray(a, np.uint8).tobytes()
             if len(payload) != p.size:
                 raise EmulatorError(kernel, f"argument '{name}' (.param .b8 [{p.size}]) got {len(payload)} bytes")
@@ -209,9 +213,6 @@ class Emulated:
         (sm_90a) host descriptors also pass their tensor maps, in the emulator's format."""
         from ..frontend.specialize import Specialization, leaf_values, python_value
         from ..runtime.tensor_map import uses_tensor_maps
-        from ..tools.tensor_descriptor import TensorDescriptor
-        from .tensor_maps import emulator_tensor_map
-
         if not uses_tensor_maps(self.target):
             return self.fn.specialize(args, kwargs)
         bound = self.fn._bind(tuple(args), dict(kwargs))
