@@ -98,21 +98,32 @@ def test_matmul_tma_descriptors(bench_tma, m, n, k, block, sms):
                                atol=2e-2)
 
 
-def test_attention_forward_of_tutorial_07():
+@pytest.fixture(scope="module")
+def attention():
     spec = importlib.util.spec_from_file_location("emulator_attention", os.path.join(ROOT, "tutorials",
                                                                                      "07_fused_attention.py"))
     tut = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tut)
+    return tut
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_forward_of_tutorial_07(attention, causal):
+    """S = Q K^T on wgmma from shared memory, then P V with P in registers (wgmma's A from registers)."""
     rng = np.random.default_rng(2)
-    z, h, s, d = 1, 1, 128, 64
+    z, h, s, d = 1, 2, 128, 64
     q, k, v = ((rng.standard_normal((z, h, s, d)) * 0.5).astype(np.float16) for _ in range(3))
     o, lse = poison((z, h, s, d), np.float16), poison((z, h, s), np.float32)
     sm_scale = 0.5
-    compiled = emulate(tut.attn_fwd, "sm_90a")[(s // 64, z * h)](q, k, v, o, lse, sm_scale, s, HEAD_DIM=d,
-                                                                 STAGE=1, BLOCK_M=64, BLOCK_N=64)
-    assert "wgmma.mma_async" in compiled.asm["ptx"]
+    compiled = emulate(attention.attn_fwd, "sm_90a")[(s // 64, z * h)](q, k, v, o, lse, sm_scale, s, HEAD_DIM=d,
+                                                                       STAGE=3 if causal else 1, BLOCK_M=64,
+                                                                       BLOCK_N=64)
+    ptx = compiled.asm["ptx"]
+    assert "wgmma.mma_async" in ptx and "}, {%r" in ptx  # an A operand in registers
     q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
     scores = q64 @ k64.transpose(0, 1, 3, 2) * sm_scale
+    if causal:
+        scores = np.where(np.tril(np.ones((s, s), bool)), scores, -np.inf)
     p = np.exp(scores - scores.max(-1, keepdims=True))
     want = (p / p.sum(-1, keepdims=True)) @ v64
     np.testing.assert_allclose(o.astype(np.float64), want, atol=1e-2, rtol=1e-2)
@@ -342,10 +353,13 @@ def _dense_offsets(rows: int, k_major: bool, span: int) -> tuple[int, int, int]:
     return 16 * span, 8 * span, 16 * span * atoms
 
 
-def _wgmma_ptx(n: int, desc_a: int, desc_b: int, trans_a: int, trans_b: int, image_bytes: int) -> str:
+def _wgmma_ptx(n: int, desc_a: int, desc_b: int, trans_a: int, trans_b: int, image_bytes: int,
+               a_in_registers: bool) -> str:
     d = ", ".join(f"%f{i}" for i in range(n // 2))
     stores = "\n".join(f"st.global.f32 [%rd4+{4 * i}], %f{i};" for i in range(n // 2))
-    return HEADER + f""".visible .entry k(.param .u64 image, .param .u64 out)
+    a = "{%r4, %r5, %r6, %r7}" if a_in_registers else "%rd5"
+    transposes = f"{trans_b}" if a_in_registers else f"{trans_a}, {trans_b}"
+    return HEADER + f""".visible .entry k(.param .u64 image, .param .u64 afrag, .param .u64 out)
 .maxntid 128, 1, 1
 {{
 .reg .b32 %r<8>;
@@ -370,8 +384,12 @@ bar.sync 0;
 setp.ne.u32 %p2, %r1, %r1;
 mov.b64 %rd5, {desc_a};
 mov.b64 %rd6, {desc_b};
+ld.param.u64 %rd7, [afrag];
+mul.wide.u32 %rd3, %r1, 16;
+add.s64 %rd7, %rd7, %rd3;
+ld.global.v4.b32 {{%r4, %r5, %r6, %r7}}, [%rd7];
 wgmma.fence.sync.aligned;
-wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 {{{d}}}, %rd5, %rd6, %p2, 1, 1, {trans_a}, {trans_b};
+wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 {{{d}}}, {a}, %rd6, %p2, 1, 1, {transposes};
 wgmma.commit_group.sync.aligned;
 wgmma.wait_group.sync.aligned 0;
 mul.wide.u32 %rd4, %r1, {2 * n};
@@ -386,13 +404,26 @@ def _descriptor(start: int, lbo: int, sbo: int, span: int) -> int:
     return start >> 4 | (lbo >> 4) << 16 | (sbo >> 4) << 32 | {0: 0, 128: 1, 64: 2, 32: 3}[span] << 62
 
 
-@settings(max_examples=12, deadline=None)
+def _a_fragment_words(a: np.ndarray) -> np.ndarray:
+    """[128, 4] packed f16 pairs: thread p (warp w, lane 4g + t) holds in register q the elements
+    (16w + g + 8 (q & 1), 2t + e + 8 (q >> 1)), e = 0 in the low half (the PTX ISA's A fragment)."""
+    bits = a.astype(np.float16).view(np.uint16).astype(np.uint32)
+    words = np.zeros((128, 4), np.uint32)
+    for p in range(128):
+        w, g, t = p >> 5, (p & 31) >> 2, p & 3
+        for q in range(4):
+            row, col = 16 * w + g + 8 * (q & 1), 2 * t + 8 * (q >> 1)
+            words[p, q] = bits[row, col] | bits[row, col + 1] << 16
+    return words
+
+
+@settings(max_examples=16, deadline=None)
 @given(st.sampled_from([8, 16, 64, 128]), st.sampled_from([0, 32, 64, 128]), st.sampled_from([0, 32, 64, 128]),
-       st.booleans(), st.booleans(), st.integers(0, 2 ** 31))
-def test_wgmma_matches_the_model(n, span_a, span_b, a_k_major, b_k_major, seed):
+       st.booleans(), st.booleans(), st.booleans(), st.integers(0, 2 ** 31))
+def test_wgmma_matches_the_model(n, span_a, span_b, a_k_major, b_k_major, a_in_registers, seed):
     """A (64 x 16) and B (16 x n) placed in shared memory by the NumPy model of the canonical
-    layouts and swizzles; one wgmma; its D fragment (row 16w + g + 8 (i >> 1 & 1), column
-    8 (i >> 2) + 2t + (i & 1) of register i) gives A @ B."""
+    layouts and swizzles (or A in registers as its fragment); one wgmma; its D fragment (row
+    16w + g + 8 (i >> 1 & 1), column 8 (i >> 2) + 2t + (i & 1) of register i) gives A @ B."""
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((64, 16)).astype(np.float16)
     b = rng.standard_normal((16, n)).astype(np.float16)
@@ -405,8 +436,8 @@ def test_wgmma_matches_the_model(n, span_a, span_b, a_k_major, b_k_major, seed):
     _place(image, b.T, start_b, b_k_major, span_b, lbo_b, sbo_b)
     out = poison((128, n // 2), np.float32)
     ptx = _wgmma_ptx(n, _descriptor(0, lbo_a, sbo_a, span_a), _descriptor(start_b, lbo_b, sbo_b, span_b),
-                     int(not a_k_major), int(not b_k_major), size)
-    run_ptx(ptx, (1,), [image, out])
+                     int(not a_k_major), int(not b_k_major), size, a_in_registers)
+    run_ptx(ptx, (1,), [image, _a_fragment_words(a), out])
     want = a.astype(np.float64) @ b.astype(np.float64)
     p = np.arange(128)[:, None]
     i = np.arange(n // 2)[None, :]

@@ -152,7 +152,8 @@ def a_fragment(atype: str) -> tuple[np.ndarray, np.ndarray]:
     w, g, t = p >> 5, (p & 31) >> 2, p & 3
     q = np.arange(4)[:, None, None]
     e = np.arange(kw)[None, :, None]
-    return 16 * w + g + 8 * (q & 1) + 0 * e, kw * t + e + 4 * kw * (q >> 1)
+    rows, cols = np.broadcast_arrays(16 * w + g + 8 * (q & 1), kw * t + e + 4 * kw * (q >> 1))
+    return rows, cols
 
 
 @dataclass(frozen=True)
