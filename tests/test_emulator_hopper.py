@@ -84,7 +84,8 @@ def test_matmul_wgmma_tf32_and_int8(bench, dtype, out_dtype, tol):
         np.testing.assert_array_equal(c, want.astype(out_dtype))
 
 
-@pytest.mark.parametrize("m, n, k, block, sms", [(128, 128, 64, (64, 64, 64), 2), (256, 128, 128, (128, 64, 64), 3)])
+@pytest.mark.parametrize("m, n, k, block, sms", [(128, 128, 64, (64, 64, 64), 2), (256, 128, 128, (128, 64, 64), 3),
+                                                  (96, 80, 72, (64, 64, 64), 2)])  # ragged: out-of-bounds boxes
 def test_matmul_tma_descriptors(bench_tma, m, n, k, block, sms):
     a, b = _operands(m, n, k, 1)
     c = poison((m, n), np.float16)
@@ -465,3 +466,21 @@ def test_tile_emulate_env_with_tma_descriptors(bench_tma, monkeypatch):
                                atol=2e-2)
     compiled = [c for c in bench_tma.persistent_matmul_descriptors.cache.values() if "ptx" in c.stages]
     assert compiled and all("cp.async.bulk.tensor" in c.stages["ptx"] for c in compiled)
+
+
+@pytest.mark.parametrize("name", ["bf16", "f8e4nv", "f8e5"])
+def test_matmul_wgmma_bf16_and_fp8(bench, name):
+    from tile.ir.types import DTYPES
+    from tile.runtime.interp_dtypes import from_bits, to_bits
+
+    m = n = k = 64
+    rng = np.random.default_rng(6)
+    bits = [to_bits(rng.standard_normal(shape).astype(np.float32), DTYPES[name]) for shape in ((m, k), (k, n))]
+    exact = [from_bits(x, DTYPES[name]).astype(np.float64) for x in bits]
+    c = poison((m, n), np.float16)
+    a, b = (tile.to_device(x, name) for x in bits)
+    compiled = emulate(bench.matmul_kernel, "sm_90a")[(1,)](a, b, c, m, n, k, k, 1, n, 1, n, 1, BLOCK_M=64,
+                                                           BLOCK_N=64, BLOCK_K=64, GROUP_M=8)
+    wgmma_type = {"bf16": ".f32.bf16.bf16", "f8e4nv": ".f32.e4m3.e4m3", "f8e5": ".f32.e5m2.e5m2"}[name]
+    assert wgmma_type in compiled.asm["ptx"]
+    np.testing.assert_allclose(c.astype(np.float64), exact[0] @ exact[1], rtol=1e-2, atol=2e-2)
