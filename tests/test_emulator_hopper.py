@@ -216,18 +216,20 @@ _STORE_R3 = ("ld.param.u64 %rd1, [out];\nmov.u32 %r1, %tid.x;\nmul.wide.u32 %rd2
 
 def test_mbarrier_phases_and_parity():
     """64 threads arrive on a barrier initialised for 64: its phase 0 completes; try_wait on
-    parity 0 is then true and on parity 1 false (phase 1 is pending)."""
+    parity 0 is then true and on parity 1 false (phase 1 is pending); test_wait with the state
+    the arrive returned is true."""
     body = ("mov.u32 %r2, bars;\nmov.u32 %r1, %tid.x;\nsetp.eq.u32 %p1, %r1, 0;\n"
             "@%p1 mbarrier.init.shared::cta.b64 [%r2], 64;\nbar.sync 0;\n"
             "mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r2], 0;\n"
             "mbarrier.arrive.shared::cta.b64 %rd4, [%r2];\nbar.sync 0;\n"
             "mbarrier.try_wait.parity.shared::cta.b64 %p3, [%r2], 0;\n"
             "mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r2], 1;\n"
-            "selp.u32 %r3, 1, 0, %p2;\nselp.u32 %r4, 2, 0, %p3;\nselp.u32 %r5, 4, 0, %p4;\n"
-            "or.b32 %r3, %r3, %r4;\nor.b32 %r3, %r3, %r5;\n" + _STORE_R3)
+            "mbarrier.test_wait.shared::cta.b64 %p5, [%r2], %rd4;\n"
+            "selp.u32 %r3, 1, 0, %p2;\nselp.u32 %r4, 2, 0, %p3;\nselp.u32 %r5, 4, 0, %p4;\nselp.u32 %r6, 8, 0, %p5;\n"
+            "or.b32 %r3, %r3, %r4;\nor.b32 %r3, %r3, %r5;\nor.b32 %r3, %r3, %r6;\n" + _STORE_R3)
     out = poison(64, np.uint32)
     run_ptx(_kernel(body, 64), (1,), [out])
-    np.testing.assert_array_equal(out, np.full(64, 2, np.uint32))
+    np.testing.assert_array_equal(out, np.full(64, 2 | 8, np.uint32))
 
 
 def test_mbarrier_without_init_is_an_error():
@@ -355,7 +357,7 @@ def _dense_offsets(rows: int, k_major: bool, span: int) -> tuple[int, int, int]:
 
 
 def _wgmma_ptx(n: int, desc_a: int, desc_b: int, trans_a: int, trans_b: int, image_bytes: int,
-               a_in_registers: bool) -> str:
+               a_in_registers: bool, scale_a: int) -> str:
     d = ", ".join(f"%f{i}" for i in range(n // 2))
     stores = "\n".join(f"st.global.f32 [%rd4+{4 * i}], %f{i};" for i in range(n // 2))
     a = "{%r4, %r5, %r6, %r7}" if a_in_registers else "%rd5"
@@ -390,7 +392,7 @@ mul.wide.u32 %rd3, %r1, 16;
 add.s64 %rd7, %rd7, %rd3;
 ld.global.v4.b32 {{%r4, %r5, %r6, %r7}}, [%rd7];
 wgmma.fence.sync.aligned;
-wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 {{{d}}}, {a}, %rd6, %p2, 1, 1, {transposes};
+wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 {{{d}}}, {a}, %rd6, %p2, {scale_a}, 1, {transposes};
 wgmma.commit_group.sync.aligned;
 wgmma.wait_group.sync.aligned 0;
 mul.wide.u32 %rd4, %r1, {2 * n};
@@ -420,10 +422,11 @@ def _a_fragment_words(a: np.ndarray) -> np.ndarray:
 
 @settings(max_examples=16, deadline=None)
 @given(st.sampled_from([8, 16, 64, 128]), st.sampled_from([0, 32, 64, 128]), st.sampled_from([0, 32, 64, 128]),
-       st.booleans(), st.booleans(), st.booleans(), st.integers(0, 2 ** 31))
-def test_wgmma_matches_the_model(n, span_a, span_b, a_k_major, b_k_major, a_in_registers, seed):
+       st.booleans(), st.booleans(), st.booleans(), st.sampled_from([1, -1]), st.integers(0, 2 ** 31))
+def test_wgmma_matches_the_model(n, span_a, span_b, a_k_major, b_k_major, a_in_registers, scale_a, seed):
     """A (64 x 16) and B (16 x n) placed in shared memory by the NumPy model of the canonical
-    layouts and swizzles (or A in registers as its fragment); one wgmma; its D fragment (row
+    layouts and swizzles (or A in registers as its fragment); one wgmma (imm-scale-a 1 or -1,
+    negating A); its D fragment (row
     16w + g + 8 (i >> 1 & 1), column 8 (i >> 2) + 2t + (i & 1) of register i) gives A @ B."""
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((64, 16)).astype(np.float16)
@@ -437,9 +440,9 @@ def test_wgmma_matches_the_model(n, span_a, span_b, a_k_major, b_k_major, a_in_r
     _place(image, b.T, start_b, b_k_major, span_b, lbo_b, sbo_b)
     out = poison((128, n // 2), np.float32)
     ptx = _wgmma_ptx(n, _descriptor(0, lbo_a, sbo_a, span_a), _descriptor(start_b, lbo_b, sbo_b, span_b),
-                     int(not a_k_major), int(not b_k_major), size, a_in_registers)
+                     int(not a_k_major), int(not b_k_major), size, a_in_registers, scale_a)
     run_ptx(ptx, (1,), [image, _a_fragment_words(a), out])
-    want = a.astype(np.float64) @ b.astype(np.float64)
+    want = scale_a * a.astype(np.float64) @ b.astype(np.float64)
     p = np.arange(128)[:, None]
     i = np.arange(n // 2)[None, :]
     rows = 16 * (p >> 5) + ((p & 31) >> 2) + 8 * ((i >> 1) & 1)

@@ -35,7 +35,8 @@ whole warps run them.
 transaction bytes first) counts one arrival per thread; a bulk copy's complete_tx subtracts
 its bytes. When the pending arrivals and the transaction bytes both reach zero the phase
 completes: the phase bit flips and the arrival count resets. try_wait.parity P is true once
-the phase of parity P has completed (the current phase's parity differs from P).
+the phase of parity P has completed (the current phase's parity differs from P); try_wait /
+test_wait with the state an arrive returned, once the phase it arrived in has completed.
 
 *cp.async.bulk.tensor* (TMA) reads the tensor map (tensor_maps.py) from the parameter bytes the
 generic address points at. A load gathers the box at the coordinates (innermost first;
@@ -165,6 +166,8 @@ class WgmmaSpec:
     a_in_registers: bool
     trans_a: bool
     trans_b: bool
+    scale_a: int  # imm-scale-a: 1, or -1 to negate A
+    scale_b: int
 
 
 def _decode_wgmma(ins: Instr) -> WgmmaSpec:
@@ -199,9 +202,7 @@ def _decode_wgmma(ins: Instr) -> WgmmaSpec:
     trans_b = bool(trans[-1]) if trans else False
     scale_a = values[0] if dtype != "s32" else 1
     scale_b = values[1] if dtype != "s32" else 1
-    if scale_a * scale_b != 1:
-        raise ValueError("negated operands (imm-scale -1) are not supported")
-    return WgmmaSpec(n, k, atype, dtype, a_regs, trans_a, trans_b)
+    return WgmmaSpec(n, k, atype, dtype, a_regs, trans_a, trans_b, scale_a, scale_b)
 
 
 def _warp_groups(m: Machine) -> np.ndarray:
@@ -264,7 +265,7 @@ def _wgmma(m: Machine, ins: Instr) -> None:
     else:
         a = _gather_operand(m, groups, a_op, 64, spec.k, spec.atype, not spec.trans_a)
     b = _gather_operand(m, groups, b_op, spec.n, spec.k, spec.atype, not spec.trans_b).transpose(0, 2, 1)
-    d = np.matmul(a, b)
+    d = np.matmul(a, b) * (spec.scale_a * spec.scale_b)
     scale_d = np.broadcast_to(np.asarray(m.read(scale_op, "pred")), (m.count,)).reshape(ng, WARPGROUP)
     scale_d = _uniform(m, scale_d, "scale-d")
     rows, cols = d_fragment(spec.n)
@@ -405,17 +406,19 @@ def _mbarrier_arrive(m: Machine, ins: Instr) -> None:
         m.write(dest, np.array(states, np.uint64), "b64")
 
 
-@define("mbarrier.try_wait", facts(("b64",), _MBAR_MODS + ("parity",), operands=3))
+@define(("mbarrier.try_wait", "mbarrier.test_wait"), facts(("b64",), _MBAR_MODS + ("parity",), operands=3))
 def _mbarrier_try_wait(m: Machine, ins: Instr) -> None:
-    if "parity" not in ins.mods:
-        raise m.error("mbarrier.try_wait: only the .parity form is supported")
+    """try_wait / test_wait (the emulator never suspends: both test once). With .parity the
+    operand is the parity of the phase waited for; without, the state an arrive returned (the
+    phase it arrived in): true once that phase has completed."""
+    parity = "parity" in ins.mods
     ctas, addr = _barrier_keys(m, ins.operands[1])
-    parity = np.broadcast_to(np.asarray(m.read(ins.operands[2], "u32")), (m.count,)) & 1
+    waited = np.broadcast_to(np.asarray(m.read(ins.operands[2], "u32" if parity else "u64")), (m.count,))
     done = np.zeros(m.count, bool)
     positions = m.positions()
     for k in range(m.count):
         bar = _mbarrier(m, int(ctas[k]), int(addr[k]), k)
-        done[k] = (bar.phase & 1) != int(parity[k])
+        done[k] = (bar.phase & 1) != (int(waited[k]) & 1) if parity else bar.phase != int(waited[k])
         if done[k]:
             m.checks.observed(int(positions[k]), bar.epoch)
             for idx, data in bar.landed:
