@@ -29,6 +29,7 @@ from .tensor_maps import emulator_tensor_map
 from .trace import Trace, Tracer
 
 BATCH_THREADS = 1 << 17  # threads per batch: registers of about 512 KiB each
+BATCH_SHARED_BYTES = 1 << 21  # shared memory per batch (the race checks keep 32 bytes of records per byte)
 DEFAULT_MAX_STEPS = 2_000_000
 EMULATOR_PREFIX = "emulator:"
 
@@ -120,7 +121,7 @@ def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = No
         symbols[lname] = ("local", off)
     kinds, handlers = _handlers(k)
     total = g[0] * g[1] * g[2]
-    per_batch = max(1, BATCH_THREADS // ntid)
+    per_batch = max(1, min(BATCH_THREADS // ntid, BATCH_SHARED_BYTES // max(static + shared_bytes, 1)))
     log = Trace(kernel) if trace is not None else None
     with np.errstate(all="ignore"):
         for start in range(0, total, per_batch):

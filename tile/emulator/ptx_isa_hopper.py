@@ -63,7 +63,7 @@ from .memory import UINT
 from .program import Instr
 from .ptx_isa import define, facts
 from .ptx_isa_memory import effective_address
-from .ptx_isa_tc import ELEMENTS_PER_WORD, _elements
+from .ptx_isa_tc import ELEMENTS_PER_WORD, fragment_elements
 from .tensor_maps import TensorMap, decode_tensor_map
 
 WARPGROUP = 128
@@ -260,7 +260,7 @@ def _wgmma(m: Machine, ins: Instr) -> None:
         rows, cols = a_fragment(spec.atype)
         for q, reg in enumerate(a_op[1]):
             words = np.asarray(m.read(reg, "b32")).reshape(ng, WARPGROUP)
-            for e, vals in enumerate(_elements(words, spec.atype)):
+            for e, vals in enumerate(fragment_elements(words, spec.atype)):
                 a[:, rows[q, e], cols[q, e]] = vals
     else:
         a = _gather_operand(m, groups, a_op, 64, spec.k, spec.atype, not spec.trans_a)

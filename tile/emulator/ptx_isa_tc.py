@@ -97,7 +97,7 @@ def _decode_mma(ins: Instr) -> Any:
     return atype, dtype
 
 
-def _elements(words: np.ndarray, atype: str) -> list[np.ndarray]:
+def fragment_elements(words: np.ndarray, atype: str) -> list[np.ndarray]:
     """The elements packed in 32-bit registers, lowest first, as float64 (int64 for s8/u8)."""
     w = words.astype(np.uint32)
     if atype == "tf32":
@@ -131,10 +131,10 @@ def _mma(m: Machine, ins: Instr) -> None:
     b = np.zeros((nw, k, 8), acc)
     c = np.zeros((nw, 16, 8), acc)
     for q in range(4):
-        for e, vals in enumerate(_elements(a_regs[q], atype)):
+        for e, vals in enumerate(fragment_elements(a_regs[q], atype)):
             a[:, _G + 8 * (q & 1), kw * _T + e + 4 * kw * (q >> 1)] = vals
     for q in range(2):
-        for e, vals in enumerate(_elements(b_regs[q], atype)):
+        for e, vals in enumerate(fragment_elements(b_regs[q], atype)):
             b[:, kw * _T + e + 4 * kw * q, _G] = vals
     for j in range(4):
         cj = c_regs[j].view(np.int32).astype(np.int64) if integer else c_regs[j].view(np.float32).astype(np.float64)
