@@ -228,3 +228,18 @@ def test_buffer_overwritten_while_a_wgmma_may_read_it(bench):
                                             r"[^\n]* may still read: a wgmma.wait_group must retire it first\n"
                                             r"  at PTX line \d+ `cp.async"):
         _run(broken, info, (1,), values)
+
+
+def test_one_cta_per_batch(bench, monkeypatch):
+    """With room for one CTA's shared memory per batch, each CTA runs in its own batch (own race
+    records); the result is the same."""
+    import tile.emulator.launch as launch
+
+    monkeypatch.setattr(launch, "BATCH_SHARED_BYTES", 1)
+    ptx, info, values = _softmax(bench)
+    out = values[0]
+    out[...] = np.nan
+    _run(ptx, info, (3,), values)
+    x = values[1]
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=2e-6, atol=1e-7)
