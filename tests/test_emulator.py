@@ -219,3 +219,16 @@ def test_divergent_branches_reconverge():
 def test_uninitialised_register_read():
     with pytest.raises(EmulatorError, match="read of the uninitialised register %r5"):
         run_ptx(_kernel("add.s32 %r1, %r5, 1;\nret;"), (1,), [np.zeros(1, np.float32)])
+
+
+def test_ldmatrix_errors_name_the_lane_that_gave_the_row():
+    """ldmatrix.x1: lanes 0-7 of each warp give the row addresses; lane 5 of warp 1 (thread 37)
+    gives a misaligned one, then one past shared memory."""
+    body = ("mov.u32 %r1, %tid.x;\nand.b32 %r2, %r1, 7;\nshl.b32 %r2, %r2, 4;\nsetp.eq.u32 %p1, %r1, 37;\n"
+            "@%p1 add.u32 %r2, %r2, {bump};\nldmatrix.sync.aligned.m8n8.x1.shared.b16 {{%r3}}, [%r2];\nret;")
+    header = _kernel("", params=".param .u64 out").split("{\n")[0] + "{\n"
+    regs = ".reg .b32 %r<8>;\n.reg .pred %p<4>;\n.shared .align 16 .b8 tile_rows[128];\n"
+    for bump, message in (("4", r"ldmatrix: row address 84 is not 16-byte aligned"),
+                          ("4096", r"ldmatrix: shared address 4176 \+ 16 bytes is past the 128 bytes")):
+        with pytest.raises(EmulatorError, match=message + r"[^\n]*\(thread 37 of CTA \(0, 0, 0\)\)"):
+            run_ptx(header + regs + body.format(bump=bump) + "\n}\n", (1,), [np.zeros(1, np.float32)])

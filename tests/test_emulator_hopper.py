@@ -487,3 +487,25 @@ def test_matmul_wgmma_bf16_and_fp8(bench, name):
     wgmma_type = {"bf16": ".f32.bf16.bf16", "f8e4nv": ".f32.e4m3.e4m3", "f8e5": ".f32.e5m2.e5m2"}[name]
     assert wgmma_type in compiled.asm["ptx"]
     np.testing.assert_allclose(c.astype(np.float64), exact[0] @ exact[1], rtol=1e-2, atol=2e-2)
+
+
+def test_bad_wgmma_operands_are_runtime_errors():
+    """A descriptor with a base offset, a descriptor that differs between the threads of a warp
+    group, and a wgmma on a CTA of 64 threads."""
+    image = np.zeros(9216, np.uint8)
+    args = [image, np.zeros((128, 4), np.uint32), poison((128, 4), np.float32)]
+    desc_a, desc_b = _descriptor(0, 16, 1024, 128), _descriptor(8192, 16, 1024, 128)
+    good = _wgmma_ptx(8, desc_a, desc_b, 0, 0, 9216, False, 1)
+    run_ptx(good, (1,), args)
+    with pytest.raises(EmulatorError, match=r"wgmma.mma_async: shared address \d+ \+ 2 bytes is past the 9216 bytes of "
+                                            r"shared memory of a CTA \(thread 0 of CTA \(0, 0, 0\)\)"):
+        run_ptx(good.replace(f"mov.b64 %rd6, {desc_b};", f"mov.b64 %rd6, {_descriptor(8704, 16, 1024, 128)};"),
+                (1,), args)
+    with pytest.raises(EmulatorError, match=r"wgmma.mma_async: matrix descriptors with a base offset are not supported"
+                                            r"[\s\S]*PTX line \d+ `wgmma.mma_async"):
+        run_ptx(good.replace(f"mov.b64 %rd5, {desc_a};", f"mov.b64 %rd5, {desc_a | 1 << 49};"), (1,), args)
+    with pytest.raises(EmulatorError, match="wgmma.mma_async: the matrix descriptor differs between the threads of a "
+                                            "warp group"):
+        run_ptx(good.replace(f"mov.b64 %rd5, {desc_a};", "cvt.u64.u32 %rd5, %r1;"), (1,), args)
+    with pytest.raises(EmulatorError, match=r"wgmma.fence needs whole warp groups \(128 threads\), but 64 threads run it"):
+        run_ptx(good.replace(".maxntid 128, 1, 1", ".maxntid 64, 1, 1"), (1,), args)

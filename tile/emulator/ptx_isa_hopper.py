@@ -242,7 +242,11 @@ def _gather_operand(m: Machine, groups: np.ndarray, desc_op: tuple, rows: int, c
         address = swizzle(d.start[sel, None, None] + offsets, int(span))
         cta = m.cta_local[groups[sel, 0]]
         flat = address.reshape(len(sel), -1)
-        idx = m.smem.index(np.repeat(cta, flat.shape[1]), flat.reshape(-1), eb, eb, m.fail)
+
+        def fail(k: int, reason: str, per_group: int = flat.shape[1], sel: np.ndarray = sel) -> Exception:
+            return m.error(f"{m.ins.opcode}: {reason}", int(sel[k // per_group]) * WARPGROUP)
+
+        idx = m.smem.index(np.repeat(cta, flat.shape[1]), flat.reshape(-1), eb, eb, fail)
         m.checks.access(m, idx, eb, 1, False, np.repeat(groups[sel, 0], flat.shape[1]))
         m.checks.async_read(m, "wgmma", (idx[:, None] * eb + np.arange(eb)).reshape(-1))
         out[sel] = element_values(m.smem.typed(eb)[idx].reshape(len(sel), rows, cols), atype)

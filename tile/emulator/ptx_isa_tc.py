@@ -61,12 +61,15 @@ def _ldmatrix(m: Machine, ins: Instr) -> None:
     addr = effective_address(m, ins.operands[1], False).reshape(warps.shape)
     rows_used = 8 * num
     lanes = addr[:, :rows_used]
+    def fail(k: int, reason: str) -> Exception:  # k: among the lanes giving row addresses
+        return m.fail(k // rows_used * 32 + k % rows_used, reason)
+
     bad = (lanes % 16) != 0
     if bad.any():
         k = int(np.flatnonzero(bad.reshape(-1))[0])
-        raise m.error(f"ldmatrix: row address {int(lanes.reshape(-1)[k])} is not 16-byte aligned", k)
+        raise fail(k, f"row address {int(lanes.reshape(-1)[k])} is not 16-byte aligned")
     cta = m.cta_local[warps[:, :rows_used]].reshape(-1)
-    idx = m.smem.index(cta, lanes.reshape(-1), 16, 2, m.fail)
+    idx = m.smem.index(cta, lanes.reshape(-1), 16, 2, fail)
     m.checks.access(m, idx, 2, 8, False, warps[:, :rows_used].reshape(-1))
     rows = m.smem.load(idx, 2, 8).reshape(len(warps), num, 8, 8)  # [warp, matrix, row, col]
     for i, d in enumerate(ins.operands[0][1]):
