@@ -507,5 +507,6 @@ def test_bad_wgmma_operands_are_runtime_errors():
     with pytest.raises(EmulatorError, match="wgmma.mma_async: the matrix descriptor differs between the threads of a "
                                             "warp group"):
         run_ptx(good.replace(f"mov.b64 %rd5, {desc_a};", "cvt.u64.u32 %rd5, %r1;"), (1,), args)
-    with pytest.raises(EmulatorError, match=r"wgmma.fence needs whole warp groups \(128 threads\), but 64 threads run it"):
+    with pytest.raises(EmulatorError, match=r"wgmma.fence needs whole warp groups \(128 threads\), but 64 threads "
+                                            r"run it"):
         run_ptx(good.replace(".maxntid 128, 1, 1", ".maxntid 64, 1, 1"), (1,), args)
