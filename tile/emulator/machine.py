@@ -155,7 +155,7 @@ class Machine:
                 raise self._in_flight(op[1], "reads")
             arr = self.regs[op[1]]
             if arr is None:
-                raise self.error(f"read of the uninitialised register {self.kernel.reg_names[op[1]]}")
+                arr = self._unwritten(op[1])
             if self.act is not None:
                 arr = arr[self.act]
             if t == "pred":
@@ -220,9 +220,16 @@ class Machine:
     def full(self, op: Operand) -> np.ndarray:
         """A register's array over all threads of the batch (for warp exchanges)."""
         arr = self.regs[op[1]]
-        if arr is None:
-            raise self.error(f"read of the uninitialised register {self.kernel.reg_names[op[1]]}")
-        return arr
+        return self._unwritten(op[1]) if arr is None else arr
+
+    def _unwritten(self, register: int) -> np.ndarray:
+        """A register no instruction has written yet: an error, unless a predicated instruction
+        writes it (all predicates were false so far: its value is undefined, zeros here)."""
+        if register not in self.kernel.guarded_writes:
+            raise self.error(f"read of the uninitialised register {self.kernel.reg_names[register]}")
+        bits = self.reg_bits[register]
+        self.regs[register] = np.zeros(self.threads, bool if bits == 0 else UNSIGNED[bits])
+        return self.regs[register]
 
     def positions(self) -> np.ndarray:
         """Batch-wide indices of the active threads."""

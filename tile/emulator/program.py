@@ -87,6 +87,9 @@ class Kernel:
     static_shared_bytes: int = 0
     local_symbols: dict[str, int] = field(default_factory=dict)  # .local arrays: name -> offset
     local_bytes: int = 0
+    # registers some predicated instruction writes: a thread whose predicate was false reads an
+    # undefined value there (zeros here), which a GPU kernel may compute with and then discard
+    guarded_writes: frozenset = frozenset()
 
 
 @dataclass

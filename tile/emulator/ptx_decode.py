@@ -348,6 +348,12 @@ def _finish(builder: _KernelBuilder) -> None:
         if label not in builder.labels:
             raise PtxSyntaxError(builder.kernel.name, f"branch to an undefined label {label}", ins.source)
         ins.target = builder.labels[label]
+    guarded = set()
+    for ins in builder.kernel.instrs:
+        if ins.guard is not None and ins.operands:
+            dest = ins.operands[0]
+            guarded.update(o[1] for o in (dest[1] if dest[0] == "vec" else (dest,)) if o[0] == "reg")
+    builder.kernel.guarded_writes = frozenset(guarded)
 
 
 def _module_statement(module: Module, st: _Statement) -> None:
