@@ -24,7 +24,8 @@ machine is "uniform" and just steps. A branch whose predicate differs between th
 it "divergent": each step then runs the instruction at the smallest PC, for exactly the threads
 that are there (min-PC scheduling). Code that branches forward around a block, or backward to
 repeat a loop, reconverges on its own: threads that are ahead wait at the join until the others
-catch up. `ret` retires threads. An instruction guarded by a predicate (`@%p1 ld...`) runs
+catch up. A CTA that waits too long behind others (they spin on a lock it holds) gets to run
+alone for a while, so spin locks across CTAs make progress. `ret` retires threads. An instruction guarded by a predicate (`@%p1 ld...`) runs
 only for threads whose predicate holds.
 
 *Memories.* Global memory is the host memory of the arguments: a pointer parameter is the

@@ -6,7 +6,9 @@ threads share one PC the machine runs *uniform*: one PC, no masks. A branch that
 threads makes it *divergent*: each thread keeps its PC, and every step runs the instruction at
 the smallest PC for the threads there (min-PC scheduling). Structured code reconverges by
 itself: the threads that skipped ahead wait at the join point until the others arrive, and
-when every live thread shares a PC again the machine is uniform again.
+when every live thread shares a PC again the machine is uniform again. CTAs are independent,
+so min-PC order is kept within a CTA only when it would starve another: a CTA that has not
+run for STARVED_AFTER steps (it holds a lock the others spin on) runs alone for as many.
 
 The instruction set (ptx_isa) never sees PCs: a handler reads operands for the active threads
 (`read`), writes results for them (`write`), and asks the memories for loads and stores.
@@ -36,6 +38,9 @@ UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 # what the machine does with an instruction beyond running its handler
 OP, BRANCH, EXIT, BARRIER = 0, 1, 2, 3
+# CTAs of a batch are independent: one that has not run for this many steps (it waits ahead of a
+# CTA spinning on a lock it holds) runs alone for as many
+STARVED_AFTER = 256
 
 
 class Machine:
@@ -258,20 +263,33 @@ class Machine:
         n_live = self.threads
         pcs: Optional[np.ndarray] = None  # per-thread PCs while divergent
         pc = 0
+        last_ran = np.zeros(len(self.ctas), np.int64)  # per CTA of the batch: the last step it ran
+        favoured, burst = -1, 0  # a starved CTA runs alone for `burst` steps
         while True:
             if pcs is None:
                 if pc >= end or n_live == 0:
                     break
                 cur, base = pc, live_idx
+                last_ran[:] = self.steps
             else:
-                cur = int(pcs.min())
-                if cur >= end:
-                    if self.waiting_at:
-                        raise self._named_barrier_deadlock()
-                    break
-                base = np.flatnonzero(pcs == cur)
+                if burst == 0 and len(self.ctas) > 1 and self.steps - last_ran.min() > STARVED_AFTER:
+                    favoured, burst = self._starved(pcs, last_ran, end)
+                if burst:
+                    burst -= 1
+                    cur, base = self._min_pc_of_cta(pcs, favoured, end)
+                    if base is None:
+                        burst = 0
+                if not burst:
+                    cur = int(pcs.min())
+                    if cur >= end:
+                        if self.waiting_at:
+                            raise self._named_barrier_deadlock()
+                        break
+                    base = np.flatnonzero(pcs == cur)
                 if base.size == n_live:
                     pcs, base = None, live_idx
+                else:
+                    last_ran[self.cta_local[base]] = self.steps
             ins = instrs[cur]
             self.ins, self.pc = ins, cur
             self.steps += 1
@@ -360,6 +378,23 @@ class Machine:
             raise self.error(f"bar.sync reached by only {int(arrived[c])} of the {int(alive[c])} live threads of the "
                              f"CTA: a deadlock on a GPU; {self.thread_info(other)} is at {elsewhere}",
                              int(here[np.flatnonzero(self.cta_local[here] == c)[0]]))
+
+    def _starved(self, pcs: np.ndarray, last_ran: np.ndarray, end: int) -> tuple[int, int]:
+        """The CTA that waited longest while others ran (one spinning on a lock another CTA holds,
+        say), and how many steps it runs alone; (-1, 0) when it has nothing to run."""
+        runnable = pcs.reshape(len(self.ctas), self.ntid).min(axis=1) < end
+        waited = np.where(runnable, self.steps - last_ran, -1)
+        c = int(np.argmax(waited))
+        last_ran[~runnable] = self.steps
+        return (c, STARVED_AFTER) if runnable[c] else (-1, 0)
+
+    def _min_pc_of_cta(self, pcs: np.ndarray, cta: int, end: int) -> tuple[int, Optional[np.ndarray]]:
+        """The smallest PC of CTA `cta`'s threads and the threads there (None: none runnable)."""
+        mine = pcs[cta * self.ntid:(cta + 1) * self.ntid]
+        cur = int(mine.min())
+        if cur >= end:
+            return cur, None
+        return cur, cta * self.ntid + np.flatnonzero(mine == cur)
 
     def _counted_barrier(self, ins: Instr, act: np.ndarray, cur: int, pcs: np.ndarray, parked: int) -> None:
         """bar.sync / bar.arrive with a barrier number and thread count (ptx_isa_memory decodes
