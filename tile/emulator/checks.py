@@ -55,6 +55,8 @@ class SharedChecks:
         # the async readers' groups by kind ("wgmma", "bulk"): open, and committed oldest first
         self.reads_open: dict[str, list[np.ndarray]] = {"wgmma": [], "bulk": []}
         self.reads_committed: dict[str, list[list[np.ndarray]]] = {"wgmma": [], "bulk": []}
+        self.copies_in_flight = 0  # copies issued and not landed: while 0, no byte is in flight
+        self.async_reads = 0  # byte sets of asynchronous readers not retired
         self.epoch = np.zeros(ctas, np.int32)
         self.synced = np.zeros(threads, np.int32)
         self.enabled = True
@@ -68,6 +70,7 @@ class SharedChecks:
     def async_write(self, byte_idx: np.ndarray) -> None:
         """Bytes written by the async proxy (a TMA load landing): ordered by their mbarrier."""
         self.in_flight[byte_idx] = NOBODY
+        self.copies_in_flight = max(0, self.copies_in_flight - 1)
         self.writer[byte_idx] = NOBODY
         self.reader[byte_idx] = NOBODY
 
@@ -80,58 +83,57 @@ class SharedChecks:
         self.synced[thread] = max(int(self.synced[thread]), epoch)
 
     # ---------------------------------------------------------------- accesses
-    @staticmethod
-    def _bytes(idx: np.ndarray, width: int, count: int, threads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        span = width * count
-        b = (idx.astype(np.int64)[:, None] * width + np.arange(span)).reshape(-1)
-        return b, np.repeat(threads, span)
-
     def access(self, m: Any, idx: np.ndarray, width: int, count: int, write: bool,
                threads: Optional[np.ndarray] = None) -> None:
         """Check and record an access of `count` elements of `width` bytes at element indices `idx`
-        (into the batch's shared memory) by the active threads (or `threads`, batch positions)."""
+        (into the batch's shared memory) by the active threads (or `threads`, batch positions).
+        The accesses of one instruction have one size and are aligned to it: two of them touch
+        the same bytes exactly when they start at the same index."""
         if not self.enabled or idx.size == 0:
             return
         t = m.positions() if threads is None else threads
-        b, tb = self._bytes(idx, width, count, t)
-        self._check_in_flight(m, b, tb, write)
-        if write:
+        span = width * count
+        b = (idx.astype(np.int64)[:, None] * width + np.arange(span)).reshape(-1)
+        tb = np.repeat(t, span)
+        if self.copies_in_flight:
+            self._check_in_flight(m, b, tb, write)
+        if write and self.async_reads:
             self._check_async_readers(m, b, tb)
-        sync = self.synced[tb]
+        sync = np.repeat(self.synced[t], span)
         w = self.writer[b]
         bad = (w != NOBODY) & (w != tb) & (self.write_epoch[b] >= sync)
         if bad.any():
             self._race(m, b, tb, bad, "written", self.writer, self.write_instr, write)
+        r = self.reader[b]
+        read_epoch = self.read_epoch[b]
         if write:
-            r = self.reader[b]
-            bad = (r != NOBODY) & (r != tb) & (self.read_epoch[b] >= sync)
+            bad = (r != NOBODY) & (r != tb) & (read_epoch >= sync)
             if bad.any():
                 self._race(m, b, tb, bad, "read", self.reader, self.read_instr, write)
-        cta_epoch = self.epoch[m.cta_local[tb]]
-        who = self._one_thread_per_byte(b, tb)
+        cta_epoch = np.repeat(self.epoch[m.cta_local[t]], span)
+        who = np.repeat(self._one_thread_per_access(idx, t), span)
         if write:
             self.writer[b], self.write_instr[b], self.write_epoch[b] = who, m.pc, cta_epoch
             self.reader[b] = NOBODY
         else:
-            old = self.reader[b]
-            fresh = (old == NOBODY) | (old == who) | (self.read_epoch[b] < cta_epoch)
+            fresh = (r == NOBODY) | (r == who) | (read_epoch < cta_epoch)
             self.reader[b] = np.where(fresh, who, SEVERAL)
             self.read_instr[b], self.read_epoch[b] = m.pc, cta_epoch
 
     @staticmethod
-    def _one_thread_per_byte(b: np.ndarray, tb: np.ndarray) -> np.ndarray:
-        """tb, or SEVERAL where other threads of this access touch the same byte."""
-        order = np.lexsort((tb, b))
-        sb, st = b[order], tb[order]
+    def _one_thread_per_access(idx: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """t, or SEVERAL where other threads of this instruction access the same element."""
+        order = np.lexsort((t, idx))
+        sb, st = idx[order], t[order]
         same = sb[1:] == sb[:-1]
         if not (same & (st[1:] != st[:-1])).any():
-            return tb
+            return t
         first = np.r_[True, ~same]
         group = np.cumsum(first) - 1
         lo = st[first]
         hi = np.maximum.reduceat(st, np.flatnonzero(first))
         mixed = (lo != hi)[group]
-        out = np.empty_like(tb)
+        out = np.empty_like(t)
         out[order] = np.where(mixed, SEVERAL, st)
         return out
 
@@ -151,8 +153,10 @@ class SharedChecks:
     def copy_issued(self, m: Any, byte_idx: np.ndarray, threads: np.ndarray) -> None:
         """An asynchronous copy (cp.async, TMA load) by `threads` (per byte) will write these bytes."""
         if self.enabled:
-            self._check_async_readers(m, byte_idx, threads)
+            if self.async_reads:
+                self._check_async_readers(m, byte_idx, threads)
             self.in_flight[byte_idx] = m.pc
+            self.copies_in_flight += 1
 
     # ---------------------------------------------------------------- asynchronous readers
     def async_read(self, m: Any, kind: str, byte_idx: np.ndarray) -> None:
@@ -160,6 +164,7 @@ class SharedChecks:
         if self.enabled:
             self.async_reader[byte_idx] = m.pc
             self.reads_open[kind].append(byte_idx)
+            self.async_reads += 1
 
     def commit(self, kind: str) -> None:
         self.reads_committed[kind].append(self.reads_open[kind])
@@ -171,6 +176,7 @@ class SharedChecks:
         while len(groups) > keep:
             for byte_idx in groups.pop(0):
                 self.async_reader[byte_idx] = NOBODY
+                self.async_reads -= 1
 
     def _check_async_readers(self, m: Any, b: np.ndarray, tb: np.ndarray) -> None:
         reader = self.async_reader[b]
@@ -188,6 +194,7 @@ class SharedChecks:
         cp.async's PTX line."""
         issued = self.in_flight[byte_idx]
         self.in_flight[byte_idx] = NOBODY
+        self.copies_in_flight = max(0, self.copies_in_flight - 1)
         if self.enabled:
             self.access(m, byte_idx, 1, 1, True, threads)
             self.write_instr[byte_idx] = issued
