@@ -89,3 +89,34 @@ def test_trace_argument_is_checked(bench):
         emulate(bench.add_kernel, trace="all")
     with pytest.raises(TypeError, match="trace= takes True or thread indices"):
         emulate(bench.add_kernel, trace=[-1])
+
+
+def test_trace_of_a_warp_through_ldmatrix_and_mma(bench):
+    """sm_80 matmul: the traced lanes' cp.async (global -> shared), ldmatrix (the row address a
+    lane gives) and mma.sync steps, with the registers they wrote."""
+    m = n = k = 64
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float16)
+    emulated = emulate(bench.matmul_kernel, "sm_80", trace=[0, 9])
+    compiled = emulated[(1,)](a, b, c, m, n, k, k, 1, n, 1, n, 1, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8)
+    np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
+                               atol=2e-2)
+    smem_size = compiled.launch_info["shared_bytes"]
+    for t in (0, 9):
+        steps = emulated.last_trace.of_thread(t)
+        copies = [s for s in steps if s.source.ptx_text.lstrip("@%p0123456789! ").startswith("cp.async.")
+                  and s.memory]
+        # a copy reads global memory unless its src-size is 0 (a masked copy: it writes zeros)
+        assert copies and all([a.space for a in s.memory] in (["global", "shared"], ["shared"]) for s in copies)
+        assert any(len(s.memory) == 2 for s in copies)
+        assert all(s.memory[-1].nbytes == 16 and s.memory[-1].address < smem_size for s in copies)
+        loads = [s for s in steps if "ldmatrix" in s.source.ptx_text]
+        for s in loads:  # .xN: lanes 0 .. 8N-1 give the row addresses
+            rows = 8 * int(s.source.ptx_text.split(".x")[1][0])
+            assert [a.nbytes for a in s.memory] == ([16] if t < rows else [])
+        assert loads
+        assert all(len(s.registers) == len(s.source.ptx_text.split("{")[1].split("}")[0].split(",")) for s in loads)
+        mmas = [s for s in steps if "mma.sync" in s.source.ptx_text]
+        assert mmas and all(len(s.registers) == 4 and all(isinstance(v, float) for v in s.registers.values())
+                            for s in mmas)

@@ -60,6 +60,8 @@ def _ldmatrix(m: Machine, ins: Instr) -> None:
     warps = _warps(m)
     addr = effective_address(m, ins.operands[1], False).reshape(warps.shape)
     rows_used = 8 * num
+    if m.tracer is not None:  # lane 8i + r gives row r of matrix i
+        m.tracer.accessed(m, "shared", "ld", addr.reshape(-1), 16, mask=m.positions() % 32 < rows_used)
     lanes = addr[:, :rows_used]
     def fail(k: int, reason: str) -> Exception:  # k: among the lanes giving row addresses
         return m.fail(k // rows_used * 32 + k % rows_used, reason)
@@ -185,6 +187,9 @@ def _cp_async(m: Machine, ins: Instr) -> None:
         finally:
             m.act = keep
     idx = m.smem.index(m.cta_local[m.positions()], dst, size, 1, m.fail)
+    if m.tracer is not None:  # the bytes land in shared memory at the cp.async.wait_group
+        m.tracer.accessed(m, "global", "ld", src, size, mask=src_size > 0)
+        m.tracer.accessed(m, "shared", "st", dst, size, data)
     byte_idx = (idx[:, None] + np.arange(size)).reshape(-1)
     threads = np.repeat(m.positions(), size)
     m.checks.copy_issued(m, byte_idx, threads)

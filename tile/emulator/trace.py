@@ -118,14 +118,15 @@ class Tracer:
                 step.registers[m.kernel.reg_names[register]] = bool(v) if t == "pred" else v.item()
 
     def accessed(self, m: Any, space: str, kind: str, address: np.ndarray, nbytes: int,
-                 data: Optional[np.ndarray] = None) -> None:
+                 data: Optional[np.ndarray] = None, mask: Optional[np.ndarray] = None) -> None:
+        """The active threads (those of `mask`) access `nbytes` at their `address`."""
         if not self.current:
             return
         active = m.positions()
         addresses = np.broadcast_to(np.asarray(address), (m.count,))
         for p, step in self.current.items():
             k = np.flatnonzero(active == p)
-            if k.size:
+            if k.size and (mask is None or mask[int(k[0])]):
                 raw = b"" if data is None else np.ascontiguousarray(data[int(k[0])]).tobytes()
                 step.memory.append(Access(space, kind, int(addresses[int(k[0])]), nbytes, raw))
 
