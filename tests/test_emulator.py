@@ -99,9 +99,11 @@ def test_matmul_mma_ldmatrix_cp_async(bench, m, n, k, target):
     np.testing.assert_allclose(c.astype(np.float64), ref, rtol=1e-2, atol=2e-2)
 
 
-@pytest.mark.parametrize("name", ["01_vector_add", "02_fused_softmax", "03_layer_norm"])
+@pytest.mark.parametrize("name", ["01_vector_add", "02_fused_softmax", "03_layer_norm", "04_matrix_multiplication",
+                                  "05_tensor_cores", "07_fused_attention", "08_low_memory_dropout",
+                                  "09_layer_norm_backward"])  # 09: CTAs take turns on spin locks
 def test_tutorials_run_on_the_emulator(name, monkeypatch, capsys):
-    """Tutorials 01-03 as scripts under TILE_EMULATE=1: their own checks against NumPy pass."""
+    """The tutorials as scripts under TILE_EMULATE=1: their own checks against NumPy pass."""
     from tile.compiler import INTERPRETER, current_target
 
     monkeypatch.delenv("TILE_INTERPRET", raising=False)
@@ -111,8 +113,18 @@ def test_tutorials_run_on_the_emulator(name, monkeypatch, capsys):
     module = _load(f"tutorials/{name}.py", f"emulator_tutorial_{name}")
     module.main()
     assert "max abs error" in capsys.readouterr().out
-    assert any(c.target == "sm_80" for fn in vars(module).values() if isinstance(fn, tile.JITFunction)
-               for c in fn.cache.values())
+    assert any(c.target == "sm_80" for fn in _jit_functions(module) for c in fn.cache.values())
+
+
+def _jit_functions(module: types.ModuleType) -> list:
+    """The module's @tile.jit functions, also those under autotune / heuristics wrappers."""
+    found = []
+    for value in vars(module).values():
+        while not isinstance(value, tile.JITFunction) and hasattr(value, "fn"):
+            value = value.fn
+        if isinstance(value, tile.JITFunction):
+            found.append(value)
+    return found
 
 
 def test_tile_emulate_env_runs_ordinary_launches(bench, monkeypatch):
@@ -219,3 +231,42 @@ def test_divergent_branches_reconverge():
 def test_uninitialised_register_read():
     with pytest.raises(EmulatorError, match="read of the uninitialised register %r5"):
         run_ptx(_kernel("add.s32 %r1, %r5, 1;\nret;"), (1,), [np.zeros(1, np.float32)])
+
+
+def test_ldmatrix_errors_name_the_lane_that_gave_the_row():
+    """ldmatrix.x1: lanes 0-7 of each warp give the row addresses; lane 5 of warp 1 (thread 37)
+    gives a misaligned one, then one past shared memory."""
+    body = ("mov.u32 %r1, %tid.x;\nand.b32 %r2, %r1, 7;\nshl.b32 %r2, %r2, 4;\nsetp.eq.u32 %p1, %r1, 37;\n"
+            "@%p1 add.u32 %r2, %r2, {bump};\nldmatrix.sync.aligned.m8n8.x1.shared.b16 {{%r3}}, [%r2];\nret;")
+    header = _kernel("", params=".param .u64 out").split("{\n")[0] + "{\n"
+    regs = ".reg .b32 %r<8>;\n.reg .pred %p<4>;\n.shared .align 16 .b8 tile_rows[128];\n"
+    for bump, message in (("4", r"ldmatrix: row address 84 is not 16-byte aligned"),
+                          ("4096", r"ldmatrix: shared address 4176 \+ 16 bytes is past the 128 bytes")):
+        with pytest.raises(EmulatorError, match=message + r"[^\n]*\(thread 37 of CTA \(0, 0, 0\)\)"):
+            run_ptx(header + regs + body.format(bump=bump) + "\n}\n", (1,), [np.zeros(1, np.float32)])
+
+
+def test_register_written_only_under_false_predicates_reads_as_undefined():
+    """A masked load whose mask is false in every thread leaves its register unwritten; the
+    kernel computes with it and discards the result (as tl.where after a masked tl.load): no
+    error. A register no instruction writes is still an error (test_uninitialised_register_read)."""
+    ptx = _kernel("ld.param.u64 %rd1, [out];\nmov.u32 %r1, %tid.x;\nsetp.gt.u32 %p1, %r1, 1000;\n"
+                  "@%p1 ld.global.f32 %f1, [%rd1];\nmul.f32 %f2, %f1, 0f40000000;\n"
+                  "selp.f32 %f3, %f2, 0f3F800000, %p1;\n"
+                  "mul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd3, %rd1, %rd2;\nst.global.f32 [%rd3], %f3;\nret;")
+    out = poison(64, np.float32)
+    run_ptx(ptx, (1,), [out])
+    np.testing.assert_array_equal(out, 1.0)
+
+
+def test_spin_lock_across_ctas():
+    """Thread 0 of each of 8 CTAs (one batch) takes a global spin lock, increments a counter
+    with a plain load and store, and releases the lock. The CTA holding the lock runs while the
+    others spin (a starved CTA runs alone for a while), so no increment is lost."""
+    ptx = _kernel("ld.param.u64 %rd1, [out];\nmov.u32 %r1, %tid.x;\nsetp.ne.u32 %p1, %r1, 0;\n@%p1 bra $L_done;\n"
+                  "$L_spin:\natom.global.cas.b32 %r2, [%rd1], 0, 1;\nsetp.ne.u32 %p2, %r2, 0;\n@%p2 bra $L_spin;\n"
+                  "ld.global.u32 %r3, [%rd1+4];\nadd.u32 %r3, %r3, 1;\nst.global.u32 [%rd1+4], %r3;\n"
+                  "atom.global.exch.b32 %r4, [%rd1], 0;\n$L_done:\nret;")
+    lock_and_count = np.zeros(2, np.uint32)
+    run_ptx(ptx, (8,), [lock_and_count])
+    np.testing.assert_array_equal(lock_and_count, [0, 8])

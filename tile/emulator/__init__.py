@@ -24,8 +24,9 @@ machine is "uniform" and just steps. A branch whose predicate differs between th
 it "divergent": each step then runs the instruction at the smallest PC, for exactly the threads
 that are there (min-PC scheduling). Code that branches forward around a block, or backward to
 repeat a loop, reconverges on its own: threads that are ahead wait at the join until the others
-catch up. `ret` retires threads. An instruction guarded by a predicate (`@%p1 ld...`) runs
-only for threads whose predicate holds.
+catch up. A CTA that waits too long behind others (they spin on a lock it holds) gets to run
+alone for a while, so spin locks across CTAs make progress. `ret` retires threads. An
+instruction guarded by a predicate (`@%p1 ld...`) runs only for threads whose predicate holds.
 
 *Memories.* Global memory is the host memory of the arguments: a pointer parameter is the
 address of the NumPy array, and every access is checked to lie inside one argument (the error
@@ -37,13 +38,28 @@ Accesses must be aligned to their size, as on a GPU.
 exchange values between the lanes of a warp and require every lane to take part.
 
 *Barriers.* bar.sync must be reached by every live thread of the CTA: when some threads of a
-CTA wait at a barrier while others are elsewhere, a GPU would hang; the emulator reports the
-deadlock with both places. Memory is sequentially consistent (each instruction's stores are
-visible to the next), so fences cost nothing; atomics on one address apply one thread at a time.
+CTA wait at a barrier while others are elsewhere (or skip it under a predicate), a GPU would
+hang; the emulator reports the deadlock with both places. Named and counted barriers
+(bar.sync 1, 128 / bar.arrive 1, 128) park their waiting threads until the count has
+arrived, so producer and consumer warps run as on a GPU. Memory is sequentially consistent
+(each instruction's stores are visible to the next), so fences cost nothing; atomics on one
+address apply one thread at a time.
 
 *Asynchronous copies.* cp.async reads global memory when issued and lands in shared memory
-when cp.async.wait_group retires its group, so a kernel that reads its tile before waiting
-reads stale bytes, as it could on a GPU.
+when cp.async.wait_group retires its group; a TMA load (cp.async.bulk.tensor) lands when an
+mbarrier.try_wait sees its phase complete. Touching those bytes earlier is an error.
+
+*Hopper.* wgmma.mma_async reads its operands through shared-memory matrix descriptors (with
+the 32/64/128-byte swizzles) or A from registers; mbarriers count arrivals and transaction
+bytes; host TensorDescriptors reach sm_90a kernels as tensor maps in the emulator's own
+format (tensor_maps.py). See ptx_isa_hopper.
+
+*Checks a GPU does not make* (checks.py): shared-memory races between barriers (the writer's
+and the reader's PTX lines, tile source lines and threads), cp.async / TMA bytes used before
+their wait, wgmma accumulators used before their wgmma.wait_group.
+
+*Step-through.* `tile.emulate(kernel, trace=[0, 1, 32])` records what those threads did,
+instruction by instruction (trace.py).
 
 *Termination.* A kernel that runs more than `max_steps` instruction steps is reported with the
 instruction its threads spin on, instead of hanging.
@@ -53,10 +69,15 @@ Layout of the package
 - program.py: the decoded form (Module, Kernel, Instr, operands as small tuples).
 - ptx_decode.py: PTX text -> Module, cached by the text's hash; an unknown instruction is an
   error naming it and its PTX line.
-- ptx_isa.py, ptx_isa_memory.py, ptx_isa_tc.py: the instruction set as a table, opcode ->
-  (decoder of its suffixes, executor); arithmetic / memory, warps, control / tensor cores.
-- machine.py: registers, special registers, scheduling, barrier checks, the step budget.
+- ptx_isa.py, ptx_isa_memory.py, ptx_isa_tc.py, ptx_isa_hopper.py: the instruction set as a
+  table, opcode -> (decoder of its suffixes, executor); arithmetic / memory, warps, control /
+  tensor cores, cp.async / wgmma, mbarrier, TMA.
+- machine.py: registers, special registers, scheduling, barriers (plain, named, counted), the
+  step budget.
 - memory.py: global allocations and per-CTA shared memory, with bounds checks.
+- checks.py: shared-memory races and early reads of asynchronous copies.
+- tensor_maps.py: the emulator's TMA tensor maps.
+- trace.py: step-through records of chosen threads.
 - launch.py: run_ptx, tile.emulate, and the TILE_EMULATE hook of ordinary launches.
 
 The machine and memories know nothing of PTX's spelling: an AMDGCN decoder and instruction

@@ -24,8 +24,12 @@ from .machine import Machine
 from .memory import GlobalMemory
 from .program import Kernel, Module
 from .ptx_decode import decode_module
+from ..tools.tensor_descriptor import TensorDescriptor
+from .tensor_maps import emulator_tensor_map
+from .trace import Trace, Tracer
 
 BATCH_THREADS = 1 << 17  # threads per batch: registers of about 512 KiB each
+BATCH_SHARED_BYTES = 1 << 21  # shared memory per batch (the race checks keep 32 bytes of records per byte)
 DEFAULT_MAX_STEPS = 2_000_000
 EMULATOR_PREFIX = "emulator:"
 
@@ -56,11 +60,13 @@ def _handlers(kernel: Kernel) -> tuple[list[int], list[Callable]]:
 
 def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = None, threads: Optional[int] = None,
             shared_bytes: int = 0, arg_kinds: Optional[Sequence[str]] = None, arg_names: Optional[Sequence[str]] = None,
-            max_steps: int = DEFAULT_MAX_STEPS) -> None:
+            max_steps: int = DEFAULT_MAX_STEPS, trace: Optional[Sequence[tuple[int, int]]] = None
+            ) -> Optional[Trace]:
     """Run kernel `kernel` (default: the module's only kernel) of PTX text `ptx` on `grid` with
     `args` (one per .param: arrays for pointers, numbers for scalars). `threads` per CTA
     defaults to the kernel's .maxntid; `shared_bytes` is the dynamic shared memory; `arg_kinds`
-    (tile's launch metadata: "ptr", "f16", "bf16", ...) says how to pass 16-bit floats."""
+    (tile's launch metadata: "ptr", "f16", "bf16", ...) says how to pass 16-bit floats.
+    `trace`: (linear CTA index, thread) pairs to record step by step; the Trace is returned."""
     from ..runtime.host_args import to_host
 
     module: Module = decode_module(ptx)
@@ -78,8 +84,18 @@ def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = No
     gmem = GlobalMemory()
     params: dict[str, int] = {}
     write_backs = []
+    symbols: dict[str, tuple[str, int]] = {}
     for i, (p, a) in enumerate(zip(k.params, args)):
         name = arg_names[i] if arg_names else p.name
+        if p.array:  # a byte array parameter (a TMA tensor map): its bytes, addressed through cvta.param
+            if isinstance(a, TensorDescriptor):  # a launch's descriptor: its tensor map in the emulator's format
+                a = emulator_tensor_map(a)
+            payload = bytes(a) if isinstance(a, (bytes, bytearray)) else np.asarray(a, np.uint8).tobytes()
+            if len(payload) != p.size:
+                raise EmulatorError(kernel, f"argument '{name}' (.param .b8 [{p.size}]) got {len(payload)} bytes")
+            symbols[p.name] = ("param", gmem.add_bytes(name, payload))
+            params[p.name] = symbols[p.name][1]
+            continue
         if a is None:
             params[p.name] = 0
             continue
@@ -92,7 +108,6 @@ def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = No
         params[p.name] = gmem.add(name, host, bool(host.flags.writeable))
         if back is not None:
             write_backs.append((back, host))
-    symbols: dict[str, tuple[str, int]] = {}
     for gname, data in module.globals.items():
         symbols[gname] = ("global", gmem.add_bytes(gname, data.data))
     for sname, off in k.shared_symbols.items():
@@ -106,14 +121,30 @@ def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = No
         symbols[lname] = ("local", off)
     kinds, handlers = _handlers(k)
     total = g[0] * g[1] * g[2]
-    per_batch = max(1, BATCH_THREADS // ntid)
+    per_batch = max(1, min(BATCH_THREADS // ntid, BATCH_SHARED_BYTES // max(static + shared_bytes, 1)))
+    log = Trace(kernel) if trace is not None else None
     with np.errstate(all="ignore"):
         for start in range(0, total, per_batch):
             ctas = np.arange(start, min(total, start + per_batch), dtype=np.int64)
             machine = Machine(k, ctas, g, ntid, params, gmem, static + shared_bytes, symbols, max_steps)
+            if log is not None:
+                machine.tracer = _tracer(log, trace, ctas, g, ntid)
             machine.run(kinds, handlers)
     for back, host in write_backs:
         back(host)
+    return log
+
+
+def _tracer(log: Trace, chosen: Sequence[tuple[int, int]], ctas: np.ndarray, grid: tuple[int, int, int],
+            ntid: int) -> Optional[Tracer]:
+    """The tracer of a batch of `ctas` for the chosen (CTA, thread) pairs among them."""
+    here = [(c, t) for c, t in chosen if ctas[0] <= c <= ctas[-1] and 0 <= t < ntid]
+    if not here:
+        return None
+    gx, gy, _ = grid
+    positions = np.array([(c - ctas[0]) * ntid + t for c, t in here], np.int64)
+    return Tracer(log, positions, np.array([t for _, t in here]),
+                  [(c % gx, (c // gx) % gy, c // (gx * gy)) for c, _ in here])
 
 
 # ------------------------------------------------------------------ tile kernels
@@ -126,10 +157,11 @@ class EmulatorBackend:
         self.ptx, self.metadata, self.max_steps = ptx, metadata, max_steps
         decode_module(ptx)  # decode errors surface at compile time
 
-    def run(self, grid: Any, args: Sequence[Any]) -> None:
+    def run(self, grid: Any, args: Sequence[Any], trace: Optional[Sequence[tuple[int, int]]] = None
+            ) -> Optional[Trace]:
         md = self.metadata
-        run_ptx(self.ptx, grid, args, md["name"], md["threads"], md["shared_bytes"], md["arg_kinds"],
-                max_steps=self.max_steps)
+        return run_ptx(self.ptx, grid, args, md["name"], md["threads"], md["shared_bytes"], md["arg_kinds"],
+                       max_steps=self.max_steps, trace=trace)
 
     def make_entry(self, positions: tuple[int, ...], value_count: int, compiled: Any = None) -> Callable[..., Any]:
         def entry(grid: Any, values: tuple, args: tuple, stream: Optional[int]) -> Any:
@@ -154,7 +186,8 @@ def compile_for_emulator(fn: Any, spec: Any, options: dict[str, Any], target: st
 class Emulated:
     """`tile.emulate(kernel, target)`: index with a grid, call with the kernel's arguments."""
 
-    def __init__(self, fn: Any, target: str, max_steps: int):
+    def __init__(self, fn: Any, target: str, max_steps: int, trace: Any = False,
+                 trace_cta: tuple[int, int, int] = (0, 0, 0)):
         from ..frontend.jit import JITFunction
 
         while not isinstance(fn, JITFunction) and hasattr(fn, "fn"):  # autotune / heuristics wrappers
@@ -167,7 +200,29 @@ class Emulated:
         if target not in ptx_targets:
             raise ValueError(f"unknown PTX target {target!r}; expected one of {', '.join(ptx_targets)}")
         self.fn, self.target, self.max_steps = fn, target, max_steps
+        if trace is True:
+            trace = (0,)
+        if trace is not False and (isinstance(trace, (str, bytes)) or
+                                   not all(isinstance(t, int) and t >= 0 for t in trace)):
+            raise TypeError(f"trace= takes True or thread indices of a CTA (a list of ints), got {trace!r}")
+        self.trace_threads = () if trace is False else tuple(trace)
+        self.trace_cta = tuple(trace_cta) + (0,) * (3 - len(trace_cta))
+        self.last_trace: Optional[Trace] = None
         self.cache: dict[tuple, Any] = {}
+
+    def _specialize(self, args: tuple, kwargs: dict[str, Any]) -> tuple[Any, list[Any]]:
+        """The specialization and runtime values, as JITFunction.specialize; for a target with TMA
+        (sm_90a) host descriptors also pass their tensor maps, in the emulator's format."""
+        from ..frontend.specialize import Specialization, leaf_values, python_value
+        from ..runtime.tensor_map import uses_tensor_maps
+        if not uses_tensor_maps(self.target):
+            return self.fn.specialize(args, kwargs)
+        bound = self.fn._bind(tuple(args), dict(kwargs))
+        spec = Specialization(self.fn.arg_names, self.fn._key(bound), tensor_maps=True)
+        leaves = [leaf for v, k in zip(bound, spec.key) for leaf in leaf_values(v, k, True)]
+        values = [emulator_tensor_map(leaves[i]) if isinstance(leaves[i], TensorDescriptor) else python_value(leaves[i])
+                  for i in spec.runtime_indices]
+        return spec, values
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         return functools.partial(self.run, grid)
@@ -176,7 +231,7 @@ class Emulated:
         from ..frontend.binder import KEYED_OPTIONS, LAUNCH_OPTIONS
 
         options = {name: kwargs.pop(name, default) for name, default in LAUNCH_OPTIONS if name not in self.fn._index}
-        spec, values = self.fn.specialize(args, kwargs)
+        spec, values = self._specialize(args, kwargs)
         keyed = {name: options[name] for name in KEYED_OPTIONS if name != "num_ctas"}
         key = (spec.key, tuple(sorted(keyed.items(), key=str)))
         compiled = self.cache.get(key)
@@ -185,11 +240,17 @@ class Emulated:
         if callable(grid):
             meta = dict(zip(self.fn.arg_names, self.fn._bind(args, kwargs)))
             grid = grid(meta)
-        compiled.backend.run(grid, values)
+        chosen = None
+        if self.trace_threads:
+            gx, gy, _ = grid3(grid)
+            x, y, z = self.trace_cta
+            chosen = [(x + gx * (y + gy * z), t) for t in self.trace_threads]
+        self.last_trace = compiled.backend.run(grid, values, chosen)
         return compiled
 
 
-def emulate(kernel: Any, target: str = "sm_80", max_steps: int = DEFAULT_MAX_STEPS) -> Emulated:
+def emulate(kernel: Any, target: str = "sm_80", max_steps: int = DEFAULT_MAX_STEPS, trace: Any = False,
+            trace_cta: tuple[int, ...] = (0, 0, 0)) -> Emulated:
     """Run `kernel` (a @tile.jit function) as the PTX tile compiles for `target`, on the CPU.
 
     `tile.emulate(kernel, target="sm_80")[grid](*args, **constexprs)` compiles the kernel for
@@ -205,8 +266,17 @@ def emulate(kernel: Any, target: str = "sm_80", max_steps: int = DEFAULT_MAX_STE
         np.testing.assert_array_equal(out, x + y)
 
     Returns the CompiledKernel (its `asm["ptx"]` is what ran).
+
+    With `trace=True` (thread 0) or `trace=[0, 1, 32]` (thread indices), those threads of CTA
+    `trace_cta` are recorded step by step: after a launch, `emulated.last_trace` (a
+    tile.emulator.trace.Trace) lists each instruction they were at, whether they executed it,
+    the registers it wrote and the memory it touched.
+
+        emulated = tile.emulate(add_kernel, trace=[0, 1])
+        emulated[(1,)](x, y, out, n, BLOCK=256)
+        print(emulated.last_trace.format())
     """
-    return Emulated(kernel, target, max_steps)
+    return Emulated(kernel, target, max_steps, trace, trace_cta)
 
 
 __all__ = ["run_ptx", "emulate", "Emulated", "EmulatorBackend", "compile_for_emulator", "EMULATOR_PREFIX"]

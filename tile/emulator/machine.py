@@ -6,7 +6,9 @@ threads share one PC the machine runs *uniform*: one PC, no masks. A branch that
 threads makes it *divergent*: each thread keeps its PC, and every step runs the instruction at
 the smallest PC for the threads there (min-PC scheduling). Structured code reconverges by
 itself: the threads that skipped ahead wait at the join point until the others arrive, and
-when every live thread shares a PC again the machine is uniform again.
+when every live thread shares a PC again the machine is uniform again. CTAs are independent,
+so min-PC order is kept within a CTA only when it would starve another: a CTA that has not
+run for STARVED_AFTER steps (it holds a lock the others spin on) runs alone for as many.
 
 The instruction set (ptx_isa) never sees PCs: a handler reads operands for the active threads
 (`read`), writes results for them (`write`), and asks the memories for loads and stores.
@@ -20,6 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .errors import EmulatorError
+from .checks import SharedChecks
 from .memory import GlobalMemory, SharedMemory
 from .program import Instr, Kernel, Operand, Source
 
@@ -35,6 +38,9 @@ UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 # what the machine does with an instruction beyond running its handler
 OP, BRANCH, EXIT, BARRIER = 0, 1, 2, 3
+# CTAs of a batch are independent: one that has not run for this many steps (it waits ahead of a
+# CTA spinning on a lock it holds) runs alone for as many
+STARVED_AFTER = 256
 
 
 class Machine:
@@ -50,6 +56,7 @@ class Machine:
         self.regs: list[Optional[np.ndarray]] = [None] * len(kernel.reg_names)
         self.reg_bits = kernel.reg_bits
         self.smem = SharedMemory(len(ctas), shared_bytes)
+        self.checks = SharedChecks(self.smem.data.size, self.threads, len(ctas))
         self.local = SharedMemory(len(ctas) * ntid, max(kernel.local_bytes, 16))
         self.max_steps = max_steps
         self.launch = launch  # the launch's state that handlers share (cp.async groups, printf output)
@@ -62,9 +69,20 @@ class Machine:
                       "z": (lin // (gx * gy)).astype(np.uint32)}
         self.act: Optional[np.ndarray] = None  # positions of the active threads; None: all threads
         self.ins: Optional[Instr] = None
-        self.async_groups: list[list[tuple[np.ndarray, np.ndarray]]] = []
-        self.async_open: list[tuple[np.ndarray, np.ndarray]] = []
+        self.pc = 0  # the index of the instruction running
+        # cp.async groups: (shared byte indices, bytes, issuing thread of each byte)
+        self.async_groups: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
+        self.async_open: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.call_params: dict[str, Any] = {}  # the .param variables of a call sequence
+        self.tracer: Any = None  # a trace.Tracer when chosen threads of this batch are traced
+        self.mbarriers: dict[tuple[int, int], Any] = {}  # (CTA in the batch, shared address) -> ptx_isa_hopper.MBarrier
+        # accumulators of wgmma groups not yet retired by a wgmma.wait_group: register -> the wgmma's index
+        self.wgmma_pending: dict[int, int] = {}
+        self.wgmma_open: list[int] = []
+        self.wgmma_groups: list[list[int]] = []
+        # counted barriers (bar.sync b, n / bar.arrive b, n): CTA * 16 + b -> [arrived, count, [(waiting, resume PC)]]
+        self.named_barriers: dict[int, list] = {}
+        self.waiting_at: dict[int, Instr] = {}  # thread -> the bar.sync it waits at
         self.steps = 0
 
     # ---------------------------------------------------------------- errors
@@ -138,9 +156,11 @@ class Machine:
         for immediates, parameters and uniform special registers)."""
         tag = op[0]
         if tag == "reg":
+            if self.wgmma_pending and op[1] in self.wgmma_pending:
+                raise self._in_flight(op[1], "reads")
             arr = self.regs[op[1]]
             if arr is None:
-                raise self.error(f"read of the uninitialised register {self.kernel.reg_names[op[1]]}")
+                arr = self._unwritten(op[1])
             if self.act is not None:
                 arr = arr[self.act]
             if t == "pred":
@@ -169,6 +189,10 @@ class Machine:
         if op[0] != "reg":
             raise self.error(f"the destination {op!r} is not a register")
         i = op[1]
+        if self.wgmma_pending and i in self.wgmma_pending:
+            raise self._in_flight(i, "writes")
+        if self.tracer is not None:
+            self.tracer.wrote(self, i, value, t)
         rb = self.reg_bits[i]
         if rb == 0:
             bits = np.asarray(value, bool)
@@ -193,12 +217,24 @@ class Machine:
         new[self.act] = bits
         self.regs[i] = new
 
+    def _in_flight(self, register: int, what: str) -> EmulatorError:
+        source = self.kernel.instrs[self.wgmma_pending[register]].source.describe()
+        return self.error(f"{self.ins.opcode} {what} {self.kernel.reg_names[register]}, an accumulator of the wgmma at "
+                          f"{source}, before a wgmma.wait_group retires it")
+
     def full(self, op: Operand) -> np.ndarray:
         """A register's array over all threads of the batch (for warp exchanges)."""
         arr = self.regs[op[1]]
-        if arr is None:
-            raise self.error(f"read of the uninitialised register {self.kernel.reg_names[op[1]]}")
-        return arr
+        return self._unwritten(op[1]) if arr is None else arr
+
+    def _unwritten(self, register: int) -> np.ndarray:
+        """A register no instruction has written yet: an error, unless a predicated instruction
+        writes it (all predicates were false so far: its value is undefined, zeros here)."""
+        if register not in self.kernel.guarded_writes:
+            raise self.error(f"read of the uninitialised register {self.kernel.reg_names[register]}")
+        bits = self.reg_bits[register]
+        self.regs[register] = np.zeros(self.threads, bool if bits == 0 else UNSIGNED[bits])
+        return self.regs[register]
 
     def positions(self) -> np.ndarray:
         """Batch-wide indices of the active threads."""
@@ -227,20 +263,35 @@ class Machine:
         n_live = self.threads
         pcs: Optional[np.ndarray] = None  # per-thread PCs while divergent
         pc = 0
+        last_ran = np.zeros(len(self.ctas), np.int64)  # per CTA of the batch: the last step it ran
+        favoured, burst = -1, 0  # a starved CTA runs alone for `burst` steps
         while True:
             if pcs is None:
                 if pc >= end or n_live == 0:
                     break
                 cur, base = pc, live_idx
+                last_ran[:] = self.steps
             else:
-                cur = int(pcs.min())
-                if cur >= end:
-                    break
-                base = np.flatnonzero(pcs == cur)
+                if burst == 0 and len(self.ctas) > 1 and self.steps - last_ran.min() > STARVED_AFTER:
+                    favoured, burst = self._starved(pcs, last_ran, end)
+                if burst:
+                    burst -= 1
+                    cur, base = self._min_pc_of_cta(pcs, favoured, end)
+                    if base is None:
+                        burst = 0
+                if not burst:
+                    cur = int(pcs.min())
+                    if cur >= end:
+                        if self.waiting_at:
+                            raise self._named_barrier_deadlock()
+                        break
+                    base = np.flatnonzero(pcs == cur)
                 if base.size == n_live:
                     pcs, base = None, live_idx
+                else:
+                    last_ran[self.cta_local[base]] = self.steps
             ins = instrs[cur]
-            self.ins = ins
+            self.ins, self.pc = ins, cur
             self.steps += 1
             counts[cur] += 1
             if self.steps > self.max_steps:
@@ -255,6 +306,8 @@ class Machine:
                 if not g.all():
                     taken = g
                     act = np.flatnonzero(g) if act is None else act[g]
+            if self.tracer is not None:
+                self.tracer.begin(self, cur, base, act)
             kind = kinds[cur]
             if kind == BRANCH:
                 if taken is None:
@@ -289,8 +342,18 @@ class Machine:
                     if taken is not None:
                         pcs[rest] = cur + 1
                 continue
+            if kind == BARRIER and ins.spec is not None:  # bar.sync id, count / bar.arrive: threads may wait
+                if pcs is None:
+                    pcs = np.where(live, cur, end)
+                here = np.flatnonzero(live) if base is None else base
+                pcs[here] = cur + 1
+                if act is None or act.size:
+                    self._counted_barrier(ins, here if act is None else act, cur, pcs, end + 1)
+                continue
             if kind == BARRIER and pcs is not None:
                 self._check_barrier(base, live, pcs)
+            if kind == BARRIER and taken is not None:
+                self._check_guarded_barrier(base, act)
             if act is None or act.size:
                 self.act = act
                 handlers[cur](self, ins)
@@ -309,11 +372,95 @@ class Machine:
             c = int(stuck[0])
             others = np.flatnonzero(live & (self.cta_local == c) & (pcs != pcs[here[0]]))
             other = int(others[0])
-            elsewhere = self.kernel.instrs[int(pcs[other])].source.describe()
+            waits = self.waiting_at.get(other)
+            elsewhere = (self.kernel.instrs[int(pcs[other])] if waits is None else waits).source.describe()
             self.act = None
             raise self.error(f"bar.sync reached by only {int(arrived[c])} of the {int(alive[c])} live threads of the "
                              f"CTA: a deadlock on a GPU; {self.thread_info(other)} is at {elsewhere}",
                              int(here[np.flatnonzero(self.cta_local[here] == c)[0]]))
+
+    def _starved(self, pcs: np.ndarray, last_ran: np.ndarray, end: int) -> tuple[int, int]:
+        """The CTA that waited longest while others ran (one spinning on a lock another CTA holds,
+        say), and how many steps it runs alone; (-1, 0) when it has nothing to run."""
+        runnable = pcs.reshape(len(self.ctas), self.ntid).min(axis=1) < end
+        waited = np.where(runnable, self.steps - last_ran, -1)
+        c = int(np.argmax(waited))
+        last_ran[~runnable] = self.steps
+        return (c, STARVED_AFTER) if runnable[c] else (-1, 0)
+
+    def _min_pc_of_cta(self, pcs: np.ndarray, cta: int, end: int) -> tuple[int, Optional[np.ndarray]]:
+        """The smallest PC of CTA `cta`'s threads and the threads there (None: none runnable)."""
+        mine = pcs[cta * self.ntid:(cta + 1) * self.ntid]
+        cur = int(mine.min())
+        if cur >= end:
+            return cur, None
+        return cur, cta * self.ntid + np.flatnonzero(mine == cur)
+
+    def _counted_barrier(self, ins: Instr, act: np.ndarray, cur: int, pcs: np.ndarray, parked: int) -> None:
+        """bar.sync / bar.arrive with a barrier number and thread count (ptx_isa_memory decodes
+        them). The threads of `act` arrive at barrier b of their CTA; bar.sync ones wait (their PC
+        becomes `parked`) until `count` threads have arrived, then all waiting ones go on."""
+        self.act = act
+        arrive_only, has_count = ins.spec
+        name = ".".join((ins.opcode,) + ins.mods)
+        bids = np.broadcast_to(np.asarray(self.read(ins.operands[0], "u32")), (act.size,))
+        counts = np.broadcast_to(np.asarray(self.read(ins.operands[1], "u32")), (act.size,)) if has_count \
+            else np.full(act.size, self.ntid)
+        key = self.cta_local[act] * 16 + bids.astype(np.int64)
+        for k in np.unique(key):
+            rows = np.flatnonzero(key == k)
+            who, count, bid = act[rows], int(counts[rows[0]]), int(bids[rows[0]])
+            if bid > 15 or count % 32 or not 0 < count <= self.ntid or (counts[rows] != count).any():
+                raise self.error(f"{name}: barrier {bid} with {count} threads: barriers are 0..15 and the "
+                                 f"count a positive multiple of 32 up to the CTA's {self.ntid} threads, the same for "
+                                 f"every thread", int(rows[0]))
+            state = self.named_barriers.setdefault(int(k), [0, count, []])
+            if state[1] != count:
+                raise self.error(f"{name}: barrier {bid} used with {count} threads while {state[0]} threads have "
+                                 f"arrived for {state[1]}", int(rows[0]))
+            state[0] += who.size
+            if not arrive_only:
+                state[2].append((who, cur + 1))
+                pcs[who] = parked
+                for t in who:
+                    self.waiting_at[int(t)] = ins
+            if state[0] > count:
+                raise self.error(f"{name}: {state[0]} threads arrived at barrier {bid}, which waits for {count}",
+                                 int(rows[0]))
+            if state[0] == count:
+                released = np.concatenate([w for w, _ in state[2]]) if state[2] else who[:0]
+                for w, resume in state[2]:
+                    pcs[w] = resume
+                for t in released:
+                    self.waiting_at.pop(int(t), None)
+                del self.named_barriers[int(k)]
+                if released.size:
+                    self.checks.barrier(released, self.cta_local[released])
+
+    def _named_barrier_deadlock(self) -> EmulatorError:
+        key, (arrived, count, waiting) = next(iter(self.named_barriers.items()))
+        first = int(waiting[0][0][0])
+        ins = self.waiting_at[first]
+        self.act = None
+        name = ".".join((ins.opcode,) + ins.mods)
+        return self.error(f"{name}: barrier {key % 16} waits for {count} threads but only {arrived} arrived, and "
+                          f"every other thread has exited or waits: a deadlock on a GPU", first, ins.source)
+
+    def _check_guarded_barrier(self, here: Optional[np.ndarray], act: np.ndarray) -> None:
+        """A bar.sync under a predicate: the threads of a CTA whose predicate is false go on
+        while the others wait for them."""
+        here = np.arange(self.threads) if here is None else here
+        ctas = len(self.ctas)
+        waiting = np.bincount(self.cta_local[act], minlength=ctas)
+        present = np.bincount(self.cta_local[here], minlength=ctas)
+        stuck = np.flatnonzero((waiting > 0) & (waiting != present))
+        if stuck.size:
+            c = int(stuck[0])
+            skipping = np.setdiff1d(here[self.cta_local[here] == c], act)
+            self.act = None
+            raise self.error(f"bar.sync under a predicate true for only {int(waiting[c])} of the {int(present[c])} "
+                             f"threads of the CTA here: a deadlock on a GPU ({self.thread_info(int(skipping[0]))} "
+                             f"skips it)", int(act[np.flatnonzero(self.cta_local[act] == c)[0]]))
 
     def _budget_error(self, counts: list[int]) -> EmulatorError:
         hot = max(range(len(counts)), key=counts.__getitem__)

@@ -15,6 +15,8 @@ Operands (first field is the tag):
     ("addr", base, offset)      a memory operand; base is a    [%rd4+2048], [x_ptr]
                                 reg or sym operand
     ("vec", (operand, ...))     a vector of operands           {%f1, %f2, %f3, %f4}
+    ("tensor", base, vec)       a tensor map and coordinates   [%rd1, {%r4, %r5}] (cp.async.bulk.tensor)
+    ("pair", operand, operand)  a destination pair             %r1|%p1 (elect.sync)
 """
 from __future__ import annotations
 
@@ -68,6 +70,7 @@ class Param:
     type: str  # u64, s32, f32, b16, u8...
     offset: int
     size: int
+    array: bool = False  # a byte array (.param .align 64 .b8 name[128]: a TMA tensor map)
 
 
 @dataclass
@@ -84,6 +87,9 @@ class Kernel:
     static_shared_bytes: int = 0
     local_symbols: dict[str, int] = field(default_factory=dict)  # .local arrays: name -> offset
     local_bytes: int = 0
+    # registers some predicated instruction writes: a thread whose predicate was false reads an
+    # undefined value there (zeros here), which a GPU kernel may compute with and then discard
+    guarded_writes: frozenset = frozenset()
 
 
 @dataclass

@@ -182,6 +182,9 @@ class _KernelBuilder:
         if tok.startswith("(") and tok.endswith(")"):
             return ("list", tuple(t.strip() for t in split_top(tok[1:-1])))
         if tok.startswith("[") and tok.endswith("]"):
+            pieces = split_top(tok[1:-1])
+            if len(pieces) == 2:  # [tensor map, {coordinates}] of cp.async.bulk.tensor
+                return ("tensor", self.operand(st, pieces[0]), self.operand(st, pieces[1]))
             inner = tok[1:-1].replace(" ", "")
             m = re.fullmatch(r"(.+?)(?:([+-])(0[xX][0-9a-fA-F]+|\d+))?", inner)
             if m is None:
@@ -195,6 +198,9 @@ class _KernelBuilder:
             if base[0] != "reg":
                 raise self.error(st, f"bad address base {m.group(1)!r}")
             return ("addr", base, off)
+        if "|" in tok:  # a destination pair %r|%p (elect.sync)
+            first, second = tok.split("|", 1)
+            return ("pair", self.operand(st, first), self.operand(st, second))
         if tok.startswith("!"):
             inner = self.operand(st, tok[1:])
             if inner[0] != "reg":
@@ -233,7 +239,7 @@ class _KernelBuilder:
         head, _, rest = text.strip().partition(" ")
         parts = head.split(".")
         opcode = None
-        for n in range(min(3, len(parts)), 0, -1):
+        for n in range(min(4, len(parts)), 0, -1):
             if ".".join(parts[:n]) in isa:
                 opcode, suffixes = ".".join(parts[:n]), parts[n:]
                 break
@@ -279,9 +285,13 @@ def _entry_header(st: _Statement) -> tuple[str, list[Param], int]:
         size = PARAM_SIZE.get(ptype)
         if size is None:
             raise PtxSyntaxError(name, f"unsupported parameter type .{ptype}", _source(st))
+        array = _ARRAY_DECL.fullmatch(words[-1])
         offset = -(-offset // align) * align
-        params.append(Param(words[-1], ptype, offset, size))
-        offset += size
+        if array is not None:
+            params.append(Param(array.group(1), ptype, offset, size * int(array.group(2) or 0), True))
+        else:
+            params.append(Param(words[-1], ptype, offset, size))
+        offset += params[-1].size
     max_threads = 0
     mt = re.search(r"\.maxntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", tail)
     if mt:
@@ -338,6 +348,12 @@ def _finish(builder: _KernelBuilder) -> None:
         if label not in builder.labels:
             raise PtxSyntaxError(builder.kernel.name, f"branch to an undefined label {label}", ins.source)
         ins.target = builder.labels[label]
+    guarded = set()
+    for ins in builder.kernel.instrs:
+        if ins.guard is not None and ins.operands:
+            dest = ins.operands[0]
+            guarded.update(o[1] for o in (dest[1] if dest[0] == "vec" else (dest,)) if o[0] == "reg")
+    builder.kernel.guarded_writes = frozenset(guarded)
 
 
 def _module_statement(module: Module, st: _Statement) -> None:

@@ -545,7 +545,7 @@ def _cvt(m: Machine, ins: Instr) -> None:
     m.write(ins.operands[0], r, dst if TYPE_BITS[dst] >= 16 else ("s" if dst[0] == "s" else "u") + dst[1:])
 
 
-@define("cvta", facts(("u64", "u32"), ("global", "local", "shared", "to"), operands=2))
+@define("cvta", facts(("u64", "u32"), ("global", "local", "shared", "param", "to"), operands=2))
 def _cvta(m: Machine, ins: Instr) -> None:
     t = ins.types[0]
     src = ins.operands[1]
@@ -592,6 +592,6 @@ def _special(m: Machine, ins: Instr) -> None:
     m.write(ins.operands[0], r, t)
 
 
-from . import ptx_isa_memory, ptx_isa_tc  # noqa: E402,F401  (they add their instructions to ISA)
+from . import ptx_isa_hopper, ptx_isa_memory, ptx_isa_tc  # noqa: E402,F401  (they add their instructions to ISA)
 
 __all__ = ["ISA", "OpDef", "facts", "define", "BARRIER", "BRANCH", "EXIT", "OP"]

@@ -94,11 +94,15 @@ def load_bits(m: Machine, space: str, addr_op: tuple, width: int, count: int) ->
     wide = space == "global"
     addr = effective_address(m, addr_op, wide)
     _check_aligned(m, addr, width * count)
+    if m.tracer is not None:
+        m.tracer.accessed(m, space, "ld", addr, width * count)
     if space == "global":
         return m.gmem.load(addr, width, count, m.fail)
     store = m.smem if space == "shared" else m.local
     rows = m.cta_local[m.positions()] if space == "shared" else m.positions()
     idx = store.index(rows, addr, width * count, width, m.fail)
+    if space == "shared":
+        m.checks.access(m, idx, width, count, False)
     return store.load(idx, width, count)
 
 
@@ -109,12 +113,17 @@ def store_bits(m: Machine, space: str, addr_op: tuple, values: np.ndarray, width
     wide = space == "global"
     addr = effective_address(m, addr_op, wide)
     _check_aligned(m, addr, width * values.shape[1])
+    if m.tracer is not None:
+        m.tracer.accessed(m, space, "st", addr, width * values.shape[1], values)
     if space == "global":
         m.gmem.store(addr, values, width, m.fail)
         return
     store = m.smem if space == "shared" else m.local
     rows = m.cta_local[m.positions()] if space == "shared" else m.positions()
-    store.store(store.index(rows, addr, width * values.shape[1], width, m.fail), values, width)
+    idx = store.index(rows, addr, width * values.shape[1], width, m.fail)
+    if space == "shared":
+        m.checks.access(m, idx, width, values.shape[1], True)
+    store.store(idx, values, width)
 
 
 def _mem_type(t: str, width: int) -> str:
@@ -316,17 +325,30 @@ def _no_op(m: Machine, ins: Instr) -> None:
     return None
 
 
+def _bar_sync(m: Machine, ins: Instr) -> None:
+    """Every live thread of the CTAs here passed the barrier (the machine checked): a new epoch."""
+    pos = m.positions()
+    m.checks.barrier(pos, m.cta_local[pos])
+
+
 def _decode_bar(ins: Instr) -> Any:
-    facts((), ("sync", "aligned", "cta", "arrive", "warp"), count=0)(ins)
-    if ins.operands and (ins.operands[0][0] != "imm" or ins.operands[0][1] != 0):
-        raise ValueError("only barrier 0 (bar.sync 0) is supported")
-    if "arrive" in ins.mods:
-        raise ValueError("bar.arrive is not supported")
-    return None
+    """bar.sync 0 (every live thread of the CTA: spec None, the machine's plain barrier), or a
+    counted / named form: spec (arrive only, has a thread count)."""
+    facts((), ("sync", "aligned", "cta", "arrive", "red", "warp"), count=0)(ins)
+    if "red" in ins.mods or "warp" in ins.mods:
+        raise ValueError("bar.red and bar.warp are not supported")
+    arrive = "arrive" in ins.mods
+    if len(ins.operands) not in ((2,) if arrive else (1, 2)):
+        raise ValueError("takes a barrier number and " + ("a thread count" if arrive else "an optional thread count"))
+    if any(o[0] not in ("imm", "reg") for o in ins.operands):
+        raise ValueError("the barrier number and thread count are registers or immediates")
+    if not arrive and len(ins.operands) == 1 and ins.operands[0] == ("imm", 0):
+        return None
+    return arrive, len(ins.operands) == 2
 
 
-ISA["bar"] = OpDef(_no_op, _decode_bar, BARRIER)
-ISA["barrier"] = OpDef(_no_op, _decode_bar, BARRIER)
+ISA["bar"] = OpDef(_bar_sync, _decode_bar, BARRIER)
+ISA["barrier"] = OpDef(_bar_sync, _decode_bar, BARRIER)
 ISA["membar"] = OpDef(_no_op, facts((), ("gl", "cta", "sys"), count=0, operands=0))
 ISA["fence"] = OpDef(_no_op, facts((), ("sc", "acq_rel", "gpu", "cta", "sys", "proxy", "async", "shared::cta",
                                         "global", "alias"), count=0, operands=0))

@@ -60,13 +60,19 @@ def _ldmatrix(m: Machine, ins: Instr) -> None:
     warps = _warps(m)
     addr = effective_address(m, ins.operands[1], False).reshape(warps.shape)
     rows_used = 8 * num
+    if m.tracer is not None:  # lane 8i + r gives row r of matrix i
+        m.tracer.accessed(m, "shared", "ld", addr.reshape(-1), 16, mask=m.positions() % 32 < rows_used)
     lanes = addr[:, :rows_used]
+    def fail(k: int, reason: str) -> Exception:  # k: among the lanes giving row addresses
+        return m.fail(k // rows_used * 32 + k % rows_used, reason)
+
     bad = (lanes % 16) != 0
     if bad.any():
         k = int(np.flatnonzero(bad.reshape(-1))[0])
-        raise m.error(f"ldmatrix: row address {int(lanes.reshape(-1)[k])} is not 16-byte aligned", k)
+        raise fail(k, f"row address {int(lanes.reshape(-1)[k])} is not 16-byte aligned")
     cta = m.cta_local[warps[:, :rows_used]].reshape(-1)
-    idx = m.smem.index(cta, lanes.reshape(-1), 16, 2, m.fail)
+    idx = m.smem.index(cta, lanes.reshape(-1), 16, 2, fail)
+    m.checks.access(m, idx, 2, 8, False, warps[:, :rows_used].reshape(-1))
     rows = m.smem.load(idx, 2, 8).reshape(len(warps), num, 8, 8)  # [warp, matrix, row, col]
     for i, d in enumerate(ins.operands[0][1]):
         mat = rows[:, i]
@@ -96,7 +102,7 @@ def _decode_mma(ins: Instr) -> Any:
     return atype, dtype
 
 
-def _elements(words: np.ndarray, atype: str) -> list[np.ndarray]:
+def fragment_elements(words: np.ndarray, atype: str) -> list[np.ndarray]:
     """The elements packed in 32-bit registers, lowest first, as float64 (int64 for s8/u8)."""
     w = words.astype(np.uint32)
     if atype == "tf32":
@@ -130,10 +136,10 @@ def _mma(m: Machine, ins: Instr) -> None:
     b = np.zeros((nw, k, 8), acc)
     c = np.zeros((nw, 16, 8), acc)
     for q in range(4):
-        for e, vals in enumerate(_elements(a_regs[q], atype)):
+        for e, vals in enumerate(fragment_elements(a_regs[q], atype)):
             a[:, _G + 8 * (q & 1), kw * _T + e + 4 * kw * (q >> 1)] = vals
     for q in range(2):
-        for e, vals in enumerate(_elements(b_regs[q], atype)):
+        for e, vals in enumerate(fragment_elements(b_regs[q], atype)):
             b[:, kw * _T + e + 4 * kw * q, _G] = vals
     for j in range(4):
         cj = c_regs[j].view(np.int32).astype(np.int64) if integer else c_regs[j].view(np.float32).astype(np.float64)
@@ -181,7 +187,13 @@ def _cp_async(m: Machine, ins: Instr) -> None:
         finally:
             m.act = keep
     idx = m.smem.index(m.cta_local[m.positions()], dst, size, 1, m.fail)
-    m.async_open.append((idx, data))
+    if m.tracer is not None:  # the bytes land in shared memory at the cp.async.wait_group
+        m.tracer.accessed(m, "global", "ld", src, size, mask=src_size > 0)
+        m.tracer.accessed(m, "shared", "st", dst, size, data)
+    byte_idx = (idx[:, None] + np.arange(size)).reshape(-1)
+    threads = np.repeat(m.positions(), size)
+    m.checks.copy_issued(m, byte_idx, threads)
+    m.async_open.append((byte_idx, data.reshape(-1, 1), threads))
 
 
 @define("cp.async.commit_group", facts((), (), count=0, operands=0))
@@ -190,9 +202,10 @@ def _commit(m: Machine, ins: Instr) -> None:
     m.async_open = []
 
 
-def _land(m: Machine, group: list[tuple[np.ndarray, np.ndarray]]) -> None:
-    for idx, data in group:
-        m.smem.store(idx, data, 1)
+def _land(m: Machine, group: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    for byte_idx, data, threads in group:
+        m.checks.copy_landed(m, byte_idx, threads)
+        m.smem.store(byte_idx, data, 1)
 
 
 @define("cp.async.wait_group", facts((), (), count=0, operands=1))

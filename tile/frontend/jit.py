@@ -466,7 +466,7 @@ class JITFunction:
             entry = compiled.make_entry(*spec.launch_positions(set(runtime_args)))
             if spec.has_aggregates:
                 entry = flattening_entry(entry, tuple(spec.key[i] for i in runtime_args),
-                                         _tensor_map_bytes() if spec.tensor_maps else None,
+                                         _tensor_map_bytes(target) if spec.tensor_maps else None,
                                          tuple(self.arg_names[i] for i in runtime_args))
             self._launchers[key] = entry
             if not self._fast_tried and getattr(entry, "fast", None) is not None:
@@ -489,17 +489,23 @@ class JITFunction:
 
 
 @functools.cache
-def _tensor_map_bytes() -> Callable[[Any], bytes]:
+def _tensor_map_bytes(target: str) -> Callable[[Any], bytes]:
+    """The tensor maps of a target's launches: the driver's, or the emulator's own format."""
+    if target.startswith(_EMULATOR_PREFIX):
+        from tile.emulator.tensor_maps import emulator_tensor_map
+
+        return emulator_tensor_map
     from tile.runtime.tensor_map import tensor_map_bytes
 
     return tensor_map_bytes
 
 
 def _uses_tensor_maps(target: str) -> bool:
-    """Whether host descriptors reach kernels for `target` with their TMA tensor maps (sm_90a)."""
+    """Whether host descriptors reach kernels for `target` (or the emulator's "emulator:sm_90a")
+    with their TMA tensor maps (sm_90a)."""
     from tile.runtime.tensor_map import uses_tensor_maps
 
-    return uses_tensor_maps(target)
+    return uses_tensor_maps(target.removeprefix(_EMULATOR_PREFIX))
 
 
 def _compiler() -> types.ModuleType:
