@@ -10,15 +10,23 @@ block shape and padding. Unlike block pointers, its accesses stay ops in tile IR
     tt.descriptor_store %base, %M, %N, %stride_m, %c1, %off_m, %off_n, %value {block_shape = [64, 64]}
 
 which the interpreter runs directly and tile/opt/expand_descriptors.py turns into masked
-pointer accesses before the gpu passes. On sm_90a a host descriptor also carries its TMA tensor
-map (a `tensormap` kernel parameter, see tile/runtime/tensor_map.py) as the accesses' last
-operand, and tile/opt/tma.py lowers them to TMA copies.
+pointer accesses before the gpu passes. On sm_90a a descriptor also carries its TMA tensor map
+as the accesses' last operand, and tile/opt/tma.py lowers them to TMA copies: a host descriptor's
+is a `tensormap` kernel parameter (tile/runtime/tensor_map.py); an in-kernel one's is made by
+
+    %map = tt.make_tensormap %base, %M, %N, %stride_m, %c1 {block_shape = [64, 64], padding = "zero"}
+
+which the program writes into its slot of the global scratch that `tile.set_allocator`'s
+allocator gives each launch (tile/codegen/lower_tma.py). Where no access becomes a TMA copy,
+the op is dead and goes.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from tile.ir.types import DType, PointerType, TensorType, i32, i64
+from tile.ir.tma_layouts import TMA_MAX_BOX
+from tile.ir.types import DType, PointerType, TensorType, i1, i32, i64, tensormap
+from tile.runtime.tensor_map import uses_tensor_maps
 
 from .aggregates import Aggregate
 from .aggregates import tuple as tl_tuple
@@ -184,7 +192,19 @@ def make_descriptor(sem: "Semantic", base: Any, shape: Any, strides: Any, block_
         raise ValueError(f"{what}: padding_option must be 'zero' or 'nan', got {padding!r}")
     if padding == "nan" and not (isinstance(elt, DType) and elt.is_floating):
         raise ValueError(f"{what}: padding option `nan` is not supported for integer blocks ({to_dtype(elt)!r})")
-    return descriptor(sem, base, shape, strides, tuple(dims), padding)
+    desc = descriptor(sem, base, shape, strides, tuple(dims), padding)
+    if uses_tensor_maps(sem.target) and _tma_movable(elt, dims):
+        operands = [desc.base] + [v if isinstance(v, tensor) else sem.constant(v, i32) for v in desc._shape]
+        operands += [v if isinstance(v, tensor) else sem.constant(v, i64) for v in desc._strides]
+        desc.tensormap = tensor(sem.builder.value("tt.make_tensormap", [v.handle for v in operands], tensormap,
+                                                  block_shape=list(dims), padding=padding))
+    return desc
+
+
+def _tma_movable(element: "DType | PointerType", block_shape: Sequence[int]) -> bool:
+    """Whether TMA copies blocks of this element type and shape: not pointers or 1-bit values,
+    at most TMA_MAX_BOX elements per dimension."""
+    return isinstance(element, DType) and element != i1 and all(d <= TMA_MAX_BOX for d in block_shape)
 
 
 def _operands(sem: "Semantic", desc: tensor_descriptor, offsets: Any, what: str) -> list[Any]:

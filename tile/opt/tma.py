@@ -41,7 +41,8 @@ from ..ir.dot_layouts import MmaLayout, wgmma_swizzle
 from ..ir.gpu_ops import element_bytes, layout_of, with_layout
 from ..ir.layouts import SharedLayout
 from ..ir.tma_layouts import TMA_MAX_BOX, TMA_MIN_INNER_BYTES, tma_layout
-from ..ir.types import TensorMapType, i1
+from ..ir.types import TensorMapType, i1, i8
+from ..runtime.tensor_map import TENSOR_MAP_BYTES
 from .accelerate_dot import WARP_GROUP, WGMMA_TARGETS, uses_wgmma
 from .dce import replace_op
 from .pass_manager import Pass
@@ -194,6 +195,29 @@ class LowerToTma(Pass):
             if not _tma_copyable(op):  # expand-descriptors expanded every other access
                 raise ValueError(f"{op.name} reached the gpu passes without a TMA lowering")
             (_lower_load if op.name == "tt.descriptor_load" else _lower_store)(op)
+        _assign_scratch_slots(func)
+
+
+def _assign_scratch_slots(func: Operation) -> None:
+    """Give each in-kernel tensor map that a TMA copy uses a TENSOR_MAP_BYTES slot of the
+    program's global scratch: a `global_scratch` (ptr<i8>) parameter is appended to the kernel,
+    passed to each tt.make_tensormap as its last operand, and `global_scratch_bytes` (per
+    program) tells the launcher how much to allocate. Tensor maps that no copy uses go."""
+    makes = [op for op in func.walk() if op.name == "tt.make_tensormap"]
+    for op in [o for o in makes if not o.result.has_uses]:
+        op.erase()
+    makes = [op for op in makes if op.parent is not None]
+    if not makes:
+        return
+    entry = func.regions[0].block
+    scratch = entry.add_argument(PointerType(i8), "global_scratch")
+    func.attrs["arg_names"] = list(func.attrs.get("arg_names") or []) + ["global_scratch"]
+    if "arg_divisibility" in func.attrs:  # the allocator's buffer is TENSOR_MAP_BYTES aligned
+        func.attrs["arg_divisibility"] = list(func.attrs["arg_divisibility"]) + [16]
+    func.attrs["global_scratch_bytes"] = TENSOR_MAP_BYTES * len(makes)
+    for slot, op in enumerate(makes):
+        op.set_operands([*op.operands, scratch])
+        op.attrs["slot"] = slot
 
 
 __all__ = ["LowerToTma", "uses_tma", "feeds_wgmma_in_loop"]
