@@ -31,7 +31,7 @@ def _with_allocator(fn):
         tile.set_allocator(allocate)
         return fn()
 
-    result = contextvars.copy_context().run(run)
+    result = contextvars.Context().run(run)
     assert buffers, "the kernel asked for no scratch"
     return result
 
@@ -99,4 +99,4 @@ def test_no_allocator_is_an_error() -> None:
 
     if CudaDevice.get(0).ptx_target() != "sm_90a":
         pytest.skip("only sm_90a kernels need scratch")
-    contextvars.copy_context().run(run)
+    contextvars.Context().run(run)

@@ -58,11 +58,13 @@ from ..runtime.tensor_map import TENSOR_MAP_BYTES
 from .lower_core import Lowering, lowers
 
 
-def _boxes(ctx: Lowering, buf: Value, coord_values: list[Value]) -> tuple[list[tuple[Value, list[Value]]], int]:
+def _boxes(ctx: Lowering, buf: Value, coord_values: list[Value],
+           transposed: bool = False) -> tuple[list[tuple[Value, list[Value]]], int]:
     """(shared address, coordinates innermost first) of each box of the block that `buf` holds at
-    `coord_values`, and the bytes of one box."""
+    `coord_values` (transposed: `buf` holds the block [b, a] as [a, b], the same bytes), and the
+    bytes of one box."""
     t = buf.type
-    layout = tma_layout(t.shape, element_bytes(t))
+    layout = tma_layout(tuple(reversed(t.shape)) if transposed else t.shape, element_bytes(t))
     box_bytes = element_bytes(t)
     for d in layout.box:
         box_bytes *= d
@@ -82,7 +84,7 @@ def _first_thread(ctx: Lowering) -> Value:
 
 @lowers("gpu.tma_load")
 def _lower_tma_load(ctx: Lowering, op: Operation) -> None:
-    boxes, box_bytes = _boxes(ctx, op.operand(0), op.operands[2:])
+    boxes, box_bytes = _boxes(ctx, op.operand(0), op.operands[2:], bool(op.attrs.get("transposed")))
     tensormap = ctx.get(op.operand(1))[0]
     first = _first_thread(ctx)
     bar = ctx.op("simt.smem_addr", [], i32, offset=ctx.alloc_shared(8))
@@ -144,7 +146,7 @@ def _lower_mbarrier_expect(ctx: Lowering, op: Operation) -> None:
 @lowers("gpu.tma_load_async")
 def _lower_tma_load_async(ctx: Lowering, op: Operation) -> None:
     view, tensormap, bars, stage, pred = op.operands[:5]
-    boxes, _ = _boxes(ctx, view, op.operands[5:])
+    boxes, _ = _boxes(ctx, view, op.operands[5:], bool(op.attrs.get("transposed")))
     issuing = ctx.and_pred(_first_thread(ctx), ctx.get(pred)[0])
     bar = _barrier(ctx, bars, stage)
     for addr, coords in boxes:

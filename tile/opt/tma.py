@@ -38,7 +38,7 @@ from typing import Optional
 from ..ir import Operation, PointerType, TensorType, Value
 from ..ir.builder import Builder
 from ..ir.dot_layouts import MmaLayout, wgmma_swizzle
-from ..ir.gpu_ops import element_bytes, layout_of, with_layout
+from ..ir.gpu_ops import element_bytes, layout_of, tma_buffer_layout, with_layout
 from ..ir.layouts import SharedLayout
 from ..ir.tma_layouts import TMA_MAX_BOX, TMA_MIN_INNER_BYTES, tma_layout
 from ..ir.types import TensorMapType, i1, i8
@@ -93,15 +93,32 @@ def feeds_wgmma_in_loop(op: Operation) -> bool:
     ring is not built after all (num_stages = 1, num_warps not a multiple of 4), the copy stays
     a synchronous gpu.tma_load, correct but unpipelined."""
     loop = op.parent_op
-    uses = op.result.uses
-    if loop is None or loop.name != "scf.for" or len(uses) != 1:
+    value = op.result
+    if loop is None or loop.name != "scf.for" or len(value.uses) != 1:
         return False
-    dot, index = uses[0]
-    if dot.name != "tt.dot" or dot.parent is not op.parent or index > 1 or dot.operand(1 - index) is op.result:
+    transposed = _transposed_by(op)
+    if transposed is not None:
+        value = transposed.result
+        if len(value.uses) != 1 or value.uses[0][1] != 1:
+            return False
+    dot, index = value.uses[0]
+    if dot.name != "tt.dot" or dot.parent is not op.parent or index > 1 or dot.operand(1 - index) is value:
         return False
-    if index == 1 and op.result.type.element.bytes != 2:
+    if index == 1 and transposed is None and op.result.type.element.bytes != 2:
         return False
     return uses_wgmma(dot, WGMMA_TARGETS[0], WARP_GROUP, 32)
+
+
+def _transposed_by(load: Operation) -> Optional[Operation]:
+    """The tt.trans of a rank-2 load's block that is its only use, where TMA can fill the staging
+    buffer of the transposed block directly (one box: see tma_buffer_layout): B of
+    `tl.dot(a, b.T)` with b a [N, K] block, K contiguous (Triton's grouped GEMM), which wgmma
+    reads K-major."""
+    uses = load.result.uses
+    if len(uses) != 1 or uses[0][0].name != "tt.trans" or load.result.type.rank != 2:
+        return None
+    block = load.result.type
+    return uses[0][0] if tma_layout(block.shape, element_bytes(block)).copies == 1 else None
 
 
 def _coordinates(op: Operation) -> list[Value]:
@@ -139,13 +156,14 @@ def _staging_store(load: Operation) -> Optional[Operation]:
     """The gpu.local_store that is the load's only use, into a buffer that nothing else writes,
     in TMA's layout of the block or only read by wgmma (which may read it in that layout as
     well: the buffer then takes it): the copy can fill that buffer itself."""
-    uses = load.result.uses
+    transposed = _transposed_by(load)
+    uses = (transposed or load).result.uses
     if len(uses) != 1 or uses[0][0].name != "gpu.local_store" or uses[0][1] != 1:
         return None
     store = uses[0][0]
     buf = store.operand(0)
     alloc = buf.owner_op
-    want = tma_layout(buf.type.shape, element_bytes(buf.type)).shared
+    want = tma_buffer_layout(buf.type.shape, element_bytes(buf.type), transposed is not None)
     if alloc is None or alloc.name != "gpu.local_alloc" or store.parent is not load.parent:
         return None
     readers = [u for u in buf.users() if u is not store]
@@ -164,8 +182,12 @@ def _lower_load(op: Operation) -> None:
     b = Builder(loc=op.loc)
     if store is not None:
         b.set_insertion_point_before(store)
-        b.create("gpu.tma_load", [store.operand(0), tensormap, *_coordinates(op)])
+        transposed = _transposed_by(op)
+        b.create("gpu.tma_load", [store.operand(0), tensormap, *_coordinates(op)], [],
+                 {"transposed": True} if transposed is not None else {})
         store.erase()
+        if transposed is not None:
+            transposed.erase()
         op.erase()
         return
     b.set_insertion_point_before(op)
