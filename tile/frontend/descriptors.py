@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from tile.ir.tma_layouts import TMA_MAX_BOX
+from tile.ir.tma_layouts import TMA_MAX_BOX, TMA_MIN_INNER_BYTES
 from tile.ir.types import DType, PointerType, TensorType, i1, i32, i64, tensormap
 from tile.runtime.tensor_map import uses_tensor_maps
 
@@ -193,18 +193,25 @@ def make_descriptor(sem: "Semantic", base: Any, shape: Any, strides: Any, block_
     if padding == "nan" and not (isinstance(elt, DType) and elt.is_floating):
         raise ValueError(f"{what}: padding option `nan` is not supported for integer blocks ({to_dtype(elt)!r})")
     desc = descriptor(sem, base, shape, strides, tuple(dims), padding)
-    if uses_tensor_maps(sem.target) and _tma_movable(elt, dims):
-        operands = [desc.base] + [v if isinstance(v, tensor) else sem.constant(v, i32) for v in desc._shape]
-        operands += [v if isinstance(v, tensor) else sem.constant(v, i64) for v in desc._strides]
-        desc.tensormap = tensor(sem.builder.value("tt.make_tensormap", [v.handle for v in operands], tensormap,
-                                                  block_shape=list(dims), padding=padding))
+    if uses_tensor_maps(sem.target) and tma_movable(elt, dims):
+        attach_tensormap(sem, desc)
     return desc
 
 
-def _tma_movable(element: "DType | PointerType", block_shape: Sequence[int]) -> bool:
+def tma_movable(element: "DType | PointerType", block_shape: Sequence[int]) -> bool:
     """Whether TMA copies blocks of this element type and shape: not pointers or 1-bit values,
-    at most TMA_MAX_BOX elements per dimension."""
-    return isinstance(element, DType) and element != i1 and all(d <= TMA_MAX_BOX for d in block_shape)
+    at most TMA_MAX_BOX elements per dimension, rows of at least TMA_MIN_INNER_BYTES."""
+    return isinstance(element, DType) and element != i1 and all(d <= TMA_MAX_BOX for d in block_shape) \
+        and block_shape[-1] * element.bytes >= TMA_MIN_INNER_BYTES
+
+
+def attach_tensormap(sem: "Semantic", desc: tensor_descriptor) -> None:
+    """Give an in-kernel descriptor its TMA tensor map (sm_90a): a tt.make_tensormap, written at
+    run time into the program's global scratch where a TMA copy uses it (tile/opt/tma.py)."""
+    operands = [desc.base] + [v if isinstance(v, tensor) else sem.constant(v, i32) for v in desc._shape]
+    operands += [v if isinstance(v, tensor) else sem.constant(v, i64) for v in desc._strides]
+    desc.tensormap = tensor(sem.builder.value("tt.make_tensormap", [v.handle for v in operands], tensormap,
+                                              block_shape=list(desc._block_shape), padding=desc.padding))
 
 
 def _operands(sem: "Semantic", desc: tensor_descriptor, offsets: Any, what: str) -> list[Any]:
@@ -300,4 +307,5 @@ def store_tensor_descriptor(desc: Any, offsets: Any, value: Any) -> None:
 
 
 __all__ = ["tensor_descriptor", "tensor_descriptor_type", "make_tensor_descriptor", "load_tensor_descriptor",
-           "store_tensor_descriptor", "descriptor", "descriptor_load", "descriptor_store"]
+           "store_tensor_descriptor", "descriptor", "descriptor_load", "descriptor_store", "tma_movable",
+           "attach_tensormap"]
