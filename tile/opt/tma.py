@@ -1,9 +1,11 @@
-"""TMA: the accesses of a host tensor descriptor become tensor-memory-accelerator copies (sm_90a).
+"""TMA: the accesses of a tensor descriptor become tensor-memory-accelerator copies (sm_90a).
 
 On sm_90a a host `TensorDescriptor` reaches the kernel with its TMA tensor map (a `tensormap`
-parameter, tile/runtime/tensor_map.py), which its tt.descriptor_load / tt.descriptor_store
-carry as their last operand; expand-descriptors leaves those (`uses_tma`) for this pass, which
-runs after convert-through-shared (so the buffers staging tl.dot's operands exist) and turns:
+parameter, tile/runtime/tensor_map.py), and an in-kernel one (`tl.make_tensor_descriptor`, or a
+block pointer that TMA can serve) gets one from a tt.make_tensormap; its tt.descriptor_load /
+tt.descriptor_store carry it as their last operand. Expand-descriptors leaves those (`uses_tma`)
+for this pass, which runs after convert-through-shared (so the buffers staging tl.dot's operands
+exist) and turns:
 
 - a load into a gpu.tma_load into a buffer laid out as tile.ir.tma_layouts.tma_layout (wgmma's
   swizzle where rows hold 32 bytes or more: the tensor map is encoded with the same swizzle).
@@ -11,7 +13,13 @@ runs after convert-through-shared (so the buffers staging tl.dot's operands exis
   reads and could read in that layout (the staging of a wgmma operand: the buffer takes TMA's
   layout), the copy fills that buffer and the store goes; otherwise a gpu.local_load reads the
   block into the load's layout.
+- a load whose only use is a tt.trans staged for wgmma (B of `tl.dot(a, b.T)`) into a
+  gpu.tma_load {transposed} of that staging buffer: the same bytes, seen with the order reversed.
 - a store into a gpu.local_store of the value into such a buffer and a gpu.tma_store of it.
+
+Last, each tt.make_tensormap that a copy uses gets a 128-byte slot of the program's global scratch
+(a `global_scratch` parameter appended to the kernel; `global_scratch_bytes` per program for the
+launcher), and the unused ones go.
 
 Out-of-bounds elements are the hardware's business: a load reads them as zero (NaN with padding
 "nan", the tensor map's oobFill) and a store clips them.
