@@ -270,13 +270,15 @@ def descriptor_store(sem: "Semantic", desc: Any, offsets: Any, value: Any) -> No
 def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any,
                            padding_option: Any = "zero") -> tensor_descriptor:
     """A descriptor of a tensor in global memory, for block loads and stores (Triton's TMA
-    descriptors; tile expands their accesses into masked loads and stores).
+    descriptors: on sm_90a TMA copies through a tensor map that each program writes into the
+    global scratch of `tile.set_allocator`'s allocator; elsewhere masked loads and stores).
 
     Args:
-        base: the tensor's base pointer (16-byte aligned for the GPU's tensor memory accelerator).
+        base: the tensor's base pointer, which must be 16-byte aligned (as in Triton: TMA needs it,
+            and the masked accesses assume it too).
         shape: the tensor's size per dimension, 1 to 5 dimensions (int32 values).
         strides: its strides in elements (int64); the last must be the constant 1, the others
-            should be multiples of 16 bytes.
+            must be multiples of 16 bytes.
         block_shape: the static shape of the blocks loaded and stored: powers of two, the last
             dimension at least 16 bytes.
         padding_option: what elements outside the tensor read as: "zero" or "nan" (floats).
