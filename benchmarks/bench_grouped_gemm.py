@@ -30,7 +30,8 @@ KERNELS = "kernels_grouped.py"
 # (BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, NUM_SM or 0 for the SM count, num_warps, num_stages)
 POINTER_CONFIGS = [(128, 128, 32, 84, 4, 3), (128, 128, 32, 128, 4, 3), (64, 64, 32, 84, 4, 3),
                    (64, 64, 32, 128, 4, 3), (128, 128, 64, 0, 8, 3), (64, 128, 64, 0, 4, 3)]
-TMA_CONFIGS = [(128, 128, 64, 0, 4, 3), (128, 128, 64, 0, 8, 4), (128, 256, 64, 0, 8, 3), (64, 128, 64, 0, 4, 4)]
+TMA_CONFIGS = [(128, 128, 64, 0, 4, 3), (128, 128, 64, 0, 8, 4), (128, 256, 64, 0, 8, 3), (64, 128, 64, 0, 4, 4),
+               (128, 128, 128, 0, 8, 3)]
 
 
 def problems(n: int, group: int, transposed_b: bool) -> dict[str, Any]:

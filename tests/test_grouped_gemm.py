@@ -37,7 +37,7 @@ def test_pointer_variant_pipelines_vector_copies_into_wgmma() -> None:
     assemble_ok(_dump(GROUPED.grouped_matmul_kernel, "ptx"), "sm_90a")
 
 
-@pytest.mark.parametrize("bk,warps", [(64, 4), (32, 8)])
+@pytest.mark.parametrize("bk,warps", [(64, 4), (32, 8), (128, 4)])
 def test_descriptor_variant_feeds_wgmma_from_the_tma_ring(bk: int, warps: int) -> None:
     gpu = _dump(GROUPED.grouped_matmul_tma_kernel, "gpu", bk=bk, warps=warps)
     assert gpu.count("tt.make_tensormap") == 3 and "global_scratch_bytes = 384" in gpu

@@ -52,7 +52,8 @@ def test_pointer_variant(block, warps: int) -> None:
         np.testing.assert_allclose(out.astype(np.float64), ref, rtol=1e-2, atol=1e-2 * ref.shape[1] ** 0.5)
 
 
-@pytest.mark.parametrize("block,warps", [((128, 128, 64), 4), ((128, 128, 32), 8), ((64, 128, 64), 4)])
+@pytest.mark.parametrize("block,warps", [((128, 128, 64), 4), ((128, 128, 32), 8), ((64, 128, 64), 4),
+                                         ((128, 128, 128), 8)])
 @pytest.mark.parametrize("shapes", [TUTORIAL_GROUP, [(200, 136, 72), (64, 512, 1000), (8, 16, 24)]])
 def test_descriptor_variant(block, warps: int, shapes) -> None:
     outs, refs = _run(GROUPED.grouped_matmul_tma_kernel, shapes, True, block, warps)

@@ -268,12 +268,11 @@ def _verify_tma_copy(op: Operation, buffer: Value, tensormap: Value, coords: lis
 def tma_buffer_layout(shape: Sequence[int], elem_bytes: int, transposed: bool = False) -> SharedLayout:
     """The layout of a buffer that TMA copies fill: tma_layout's for the block; with `transposed`
     (a rank-2 buffer holding the block [b, a] as [a, b], what a tt.trans of the load would
-    stage: the same bytes, its order reversed; only blocks TMA moves in one box)."""
+    stage: the same bytes, its order reversed, the contiguous dimension still cut in `block`s)."""
     if not transposed:
         return tma_layout(shape, elem_bytes).shared
-    block = tma_layout(tuple(reversed(shape)), elem_bytes)
-    layout = block.shared
-    return SharedLayout(layout.vec, layout.per_phase, layout.max_phase, tuple(reversed(layout.order)))
+    layout = tma_layout(tuple(reversed(shape)), elem_bytes).shared
+    return SharedLayout(layout.vec, layout.per_phase, layout.max_phase, tuple(reversed(layout.order)), layout.block)
 
 
 register_op("gpu.tma_load", pure=False)(_verify_tma)

@@ -118,15 +118,13 @@ def feeds_wgmma_in_loop(op: Operation) -> bool:
 
 
 def _transposed_by(load: Operation) -> Optional[Operation]:
-    """The tt.trans of a rank-2 load's block that is its only use, where TMA can fill the staging
-    buffer of the transposed block directly (one box: see tma_buffer_layout): B of
-    `tl.dot(a, b.T)` with b a [N, K] block, K contiguous (Triton's grouped GEMM), which wgmma
-    reads K-major."""
+    """The tt.trans of a rank-2 load's block that is its only use, whose staging buffer TMA can
+    fill directly (see tma_buffer_layout): B of `tl.dot(a, b.T)` with b a [N, K] block, K
+    contiguous (Triton's grouped GEMM), which wgmma reads K-major."""
     uses = load.result.uses
     if len(uses) != 1 or uses[0][0].name != "tt.trans" or load.result.type.rank != 2:
         return None
-    block = load.result.type
-    return uses[0][0] if tma_layout(block.shape, element_bytes(block)).copies == 1 else None
+    return uses[0][0]
 
 
 def _coordinates(op: Operation) -> list[Value]:
