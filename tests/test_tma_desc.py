@@ -159,6 +159,32 @@ def test_old_ptx_versions_take_strides_in_16_bytes() -> None:
     assemble_ok(old, "sm_90a")
 
 
+@tile.jit
+def desc_copy3_kernel(x_ptr, y_ptr, A, B, C, s0, s1, BA: tl.constexpr, BB: tl.constexpr, BC: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, [A, B, C], [s0, s1, 1], [BA, BB, BC])
+    dst = tl.make_tensor_descriptor(y_ptr, [A, B, C], [s0, s1, 1], [BA, BB, BC])
+    dst.store([0, 0, 0], src.load([0, 0, 0]))
+
+
+def test_rank_3_fields_go_innermost_first() -> None:
+    x = np.zeros((4, 8, 32), np.float32)
+    args = (x, x, 4, 8, 32, 256, 32)
+    simt = _dump(desc_copy3_kernel, *args, BA=2, BB=4, BC=32, stage="simt")
+    creates = [line for line in simt.splitlines() if "simt.tensormap_create" in line]
+    assert len(creates) == 2 and all("%C, %B, %A," in line and "box = [32, 4, 2]" in line for line in creates)
+    defs = {line.split(" = ")[0].strip(): line for line in simt.splitlines() if " = " in line}
+
+    def source(stride: str) -> str:  # the parameter a byte stride (a multiply of its cast) comes from
+        cast = defs[stride].split("arith.mul ")[1].split(",")[0]
+        return defs[cast].split("simt.cvt ")[1].split(" ")[0]
+
+    inner, outer = creates[0].split("%A, ")[1].split(" {")[0].split(", ")
+    assert (source(inner), source(outer)) == ("%s1", "%s0")
+    ptx = _dump(desc_copy3_kernel, *args, BA=2, BB=4, BC=32)
+    assert _fields(ptx, "rank") == ["2", "2"] and "cp.async.bulk.tensor.3d" in ptx
+    assemble_ok(ptx, "sm_90a")
+
+
 @pytest.mark.parametrize("target", ["sm_80", "sm_90"])
 def test_other_targets_keep_masked_accesses(target: str) -> None:
     ptx = _dump(desc_copy_kernel, *_copy_args(), BM=32, BN=64, target=target)
