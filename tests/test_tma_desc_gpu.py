@@ -127,3 +127,22 @@ def test_block_pointer_copy(m: int, n: int, stride: int) -> None:
     y = yd.numpy()
     np.testing.assert_array_equal(y[:, :n], x[:, :n] + 1)
     assert np.isnan(y[:, n:]).all()  # columns past N are outside the tensor: never written
+
+
+@tile.jit
+def padded_load_kernel(x_ptr, out_ptr, M, N, row, col, BM: tl.constexpr, BN: tl.constexpr, PADDING: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [BM, BN], padding_option=PADDING)
+    block = src.load([row, col])
+    tl.store(out_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], block)
+
+
+@pytest.mark.parametrize("padding", ["zero", "nan"])
+def test_out_of_bounds_reads(padding: str) -> None:
+    """A block hanging over the bottom right corner reads the tensor's fill (the map's fill_mode)."""
+    m, n, bm, bn, row, col = 40, 48, 32, 32, 24, 32
+    x = RNG.standard_normal((m, n)).astype(np.float32)
+    xd, out = tile.to_device(x), tile.to_device(np.full((bm, bn), 7.0, np.float32))
+    _with_allocator(lambda: padded_load_kernel[(1,)](xd, out, m, n, row, col, BM=bm, BN=bn, PADDING=padding))
+    want = np.full((bm, bn), 0.0 if padding == "zero" else np.nan, np.float32)
+    want[:m - row, :n - col] = x[row:, col:]
+    np.testing.assert_array_equal(out.numpy(), want)
