@@ -50,7 +50,8 @@ def lower_to_simt(func: Operation) -> Operation:
     entry = Block([a.type for a in src.args])
     for a, b in zip(src.args, entry.args):
         b.name_hint = a.name_hint
-    attrs = {k: func.attrs[k] for k in ("sym_name", "arg_names", "num_warps", "target") if k in func.attrs}
+    attrs = {k: func.attrs[k] for k in ("sym_name", "arg_names", "num_warps", "target", "global_scratch_bytes")
+             if k in func.attrs}
     simt = Operation("simt.func", [], [], attrs, [Region([entry])], loc=func.loc)
     ctx = Lowering(func, entry)
     for a, b in zip(src.args, entry.args):

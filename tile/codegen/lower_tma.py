@@ -35,21 +35,35 @@ The TMA ring's ops (tile/opt/pipeline.py; %bar_s: mbarrier %s of %bars, %bars + 
                                           ->  simt.tma_load of each box, %bar_s, (%t0 & %p); no wait
     gpu.mbarrier_wait %bars, %s, %phase   ->  simt.mbarrier_wait %bar_s, %phase
     gpu.mbarrier_inval %bars              ->  simt.mbarrier_inval of each mbarrier, %t0
+
+An in-kernel descriptor's tensor map (tile/opt/tma.py gave it slot %k of the `global_scratch`
+parameter, TENSOR_MAP_BYTES per slot, `global_scratch_bytes` per program):
+
+    %map = tt.make_tensormap %x, %M, %N, %sm, %c1, %scratch {block_shape = [64, 64], padding = "zero", slot = 1}
+->
+    %pid = %ctaid.x + %nctaid.x * (%ctaid.y + %nctaid.y * %ctaid.z)
+    %at = simt.addptr %scratch, %pid * 2 + 1 {scale = 128}          // 2 slots per program
+    %map = simt.tensormap_create %at, %t0, %x, %N, %M, %sm_bytes {box = [64, 64], elemtype = 6, swizzle = 3, fill = 0}
+
+Thread 0 writes the map and issues every TMA copy, so its own release/acquire fences (in the
+PTX of simt.tensormap_create) are all the ordering the copies need.
 """
 from __future__ import annotations
 
 from ..ir.core import Operation, Value
 from ..ir.gpu_ops import element_bytes
-from ..ir.tma_layouts import tma_layout
-from ..ir.types import i1, i32
+from ..ir.tma_layouts import TENSOR_MAP_BYTES, tma_layout
+from ..ir.types import i1, i32, i64, tensormap
 from .lower_core import Lowering, lowers
 
 
-def _boxes(ctx: Lowering, buf: Value, coord_values: list[Value]) -> tuple[list[tuple[Value, list[Value]]], int]:
+def _boxes(ctx: Lowering, buf: Value, coord_values: list[Value],
+           transposed: bool = False) -> tuple[list[tuple[Value, list[Value]]], int]:
     """(shared address, coordinates innermost first) of each box of the block that `buf` holds at
-    `coord_values`, and the bytes of one box."""
+    `coord_values` (transposed: `buf` holds the block [b, a] as [a, b], the same bytes), and the
+    bytes of one box."""
     t = buf.type
-    layout = tma_layout(t.shape, element_bytes(t))
+    layout = tma_layout(tuple(reversed(t.shape)) if transposed else t.shape, element_bytes(t))
     box_bytes = element_bytes(t)
     for d in layout.box:
         box_bytes *= d
@@ -69,7 +83,7 @@ def _first_thread(ctx: Lowering) -> Value:
 
 @lowers("gpu.tma_load")
 def _lower_tma_load(ctx: Lowering, op: Operation) -> None:
-    boxes, box_bytes = _boxes(ctx, op.operand(0), op.operands[2:])
+    boxes, box_bytes = _boxes(ctx, op.operand(0), op.operands[2:], bool(op.attrs.get("transposed")))
     tensormap = ctx.get(op.operand(1))[0]
     first = _first_thread(ctx)
     bar = ctx.op("simt.smem_addr", [], i32, offset=ctx.alloc_shared(8))
@@ -131,7 +145,7 @@ def _lower_mbarrier_expect(ctx: Lowering, op: Operation) -> None:
 @lowers("gpu.tma_load_async")
 def _lower_tma_load_async(ctx: Lowering, op: Operation) -> None:
     view, tensormap, bars, stage, pred = op.operands[:5]
-    boxes, _ = _boxes(ctx, view, op.operands[5:])
+    boxes, _ = _boxes(ctx, view, op.operands[5:], bool(op.attrs.get("transposed")))
     issuing = ctx.and_pred(_first_thread(ctx), ctx.get(pred)[0])
     bar = _barrier(ctx, bars, stage)
     for addr, coords in boxes:
@@ -142,3 +156,37 @@ def _lower_tma_load_async(ctx: Lowering, op: Operation) -> None:
 def _lower_mbarrier_wait(ctx: Lowering, op: Operation) -> None:
     bars, stage, phase = op.operands
     ctx.effect("simt.mbarrier_wait", [_barrier(ctx, bars, stage), ctx.get(phase)[0]])
+
+
+# tensormap.replace's elemtype field (PTX ISA, "Tensor-map"), by tile element type: 8-bit floats move as bytes
+TENSORMAP_ELEMTYPES = {"i8": 0, "u8": 0, "f8e4nv": 0, "f8e5": 0, "f8e4b15": 0, "f8e4b8": 0, "f8e5b16": 0,
+                       "i16": 1, "u16": 1, "u32": 2, "i32": 3, "u64": 4, "i64": 5, "f16": 6, "f32": 7, "f64": 9,
+                       "bf16": 10}
+TENSORMAP_SWIZZLES = {0: 0, 32: 1, 64: 2, 128: 3}  # swizzle bytes -> swizzle_mode
+TENSORMAP_FILLS = {"zero": 0, "nan": 1}  # padding -> fill_mode
+
+
+def _program_index(ctx: Lowering) -> Value:
+    """The linear index of this program in the grid, x fastest."""
+    def special(name: str, axis: int) -> Value:
+        return ctx.op(name, [], i32, axis=axis)
+
+    yz = ctx.add(special("simt.ctaid", 1), ctx.mul(special("simt.nctaid", 1), special("simt.ctaid", 2)))
+    return ctx.add(special("simt.ctaid", 0), ctx.mul(special("simt.nctaid", 0), yz))
+
+
+@lowers("tt.make_tensormap")
+def _lower_make_tensormap(ctx: Lowering, op: Operation) -> None:
+    rank = len(op.attrs["block_shape"])
+    base, scratch = op.operand(0), op.operands[-1]
+    element = base.type.pointee
+    layout = tma_layout(op.attrs["block_shape"], element.bytes)
+    slots = ctx.func.attrs["global_scratch_bytes"] // TENSOR_MAP_BYTES
+    index = ctx.add(ctx.mul(_program_index(ctx), ctx.const(slots, i32)), ctx.const(op.attrs["slot"], i32))
+    slot = ctx.addptr(ctx.get(scratch)[0], index, TENSOR_MAP_BYTES)
+    dims = [ctx.get(v)[0] for v in reversed(op.operands[1:1 + rank])]
+    strides = [ctx.mul(ctx.get(v)[0], ctx.const(element.bytes, i64)) for v in reversed(op.operands[1 + rank:rank * 2])]
+    result = ctx.op("simt.tensormap_create", [slot, _first_thread(ctx), ctx.get(base)[0], *dims, *strides], tensormap,
+                    box=list(reversed(layout.box)), elemtype=TENSORMAP_ELEMTYPES[element.name],
+                    swizzle=TENSORMAP_SWIZZLES[layout.swizzle], fill=TENSORMAP_FILLS[op.attrs["padding"]])
+    ctx.set(op.result, [result])

@@ -21,11 +21,17 @@ becomes (tile.dump, abridged)
                             (arange(64) as i64 * stride_am)[:, None] + (arange(32) as i64)[None, :]
     %a_ptr.mask = (0 <= pid_m * 64 + arange(64) < M)[:, None] & (0 <= k + arange(32) < K)[None, :]
     %a = tt.load %a_ptr.ptrs, %a_ptr.mask, 0.0 : tensor<64x32xf16>
+
+On sm_90a a 2-D block whose inner stride is 1 and whose base and outer stride are known to be
+multiples of 16 bytes (see _as_descriptor) is accessed as a tensor descriptor with a TMA tensor
+map instead (tile/frontend/descriptors.py): its loads and stores become TMA copies where
+tile/opt/tma.py can place them, and masked accesses of the whole block otherwise.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+from tile.ir.core import BlockArgument
 from tile.ir.types import DType, PointerType, TensorType, i1, i8, i32, i64
 
 from .aggregates import Aggregate
@@ -305,6 +311,11 @@ def load(sem: "Semantic", ptr: block_pointer, mask: Any, other: Any, boundary_ch
         raise ValueError(f"tl.load: padding option `nan` is not supported for integer block pointers "
                          f"({to_dtype(ptr.element)!r})")
     checked = boundary_dims(boundary_check, len(ptr.block_shape), "tl.load")
+    desc = _as_descriptor(sem, ptr, padding or "zero")
+    if desc is not None:
+        from .descriptors import descriptor_load
+
+        return descriptor_load(sem, desc, ptr.offsets)
     pointers, in_bounds = access(sem, ptr, checked)
     fill = None
     if in_bounds is not None and padding:
@@ -328,8 +339,55 @@ def store(sem: "Semantic", ptr: block_pointer, value: Any, mask: Any, boundary_c
         raise TypeError(f"tl.store: the value's dtype {to_dtype(value.element)!r} must be the block pointer's "
                         f"element type {to_dtype(elt)!r}; convert it with .to({to_dtype(elt)!r})")
     checked = boundary_dims(boundary_check, len(shape), "tl.store")
+    desc = _as_descriptor(sem, ptr, "zero")
+    if desc is not None:
+        from .descriptors import descriptor_store
+
+        descriptor_store(sem, desc, ptr.offsets, value)
+        return
     pointers, in_bounds = access(sem, ptr, checked)
     sem.store(pointers, value, in_bounds, cache_modifier, eviction_policy)
+
+
+def _as_descriptor(sem: "Semantic", ptr: block_pointer, padding: str) -> Optional[Any]:
+    """On sm_90a, the tensor descriptor with a TMA tensor map through which an access of `ptr`
+    goes, where TMA can make it: a 2-D block of an element type and size TMA moves, the inner
+    stride the constant 1, and a base and outer stride known to be multiples of 16 bytes (a
+    pointer argument specialized as 16-byte aligned, an argument specialized as divisible by 16
+    or a constant). TMA clips every dimension (reading zeros, or NaN with padding "nan"), which
+    is what boundary_check asks of its dimensions and allowed for the others (out of bounds
+    there is undefined). None otherwise: the access stays a masked pointer access."""
+    from tile.runtime.tensor_map import uses_tensor_maps
+
+    from .descriptors import attach_tensormap, descriptor, tma_movable
+
+    element = ptr.element
+    if not uses_tensor_maps(sem.target) or len(ptr.block_shape) != 2 or not tma_movable(element, ptr.block_shape):
+        return None
+    inner, outer = ptr.strides[1], ptr.strides[0]
+    if not (isinstance(inner, int) and inner == 1) or not _known_multiple(ptr.base, 16) \
+            or not _known_multiple(outer, max(1, 16 // element.bytes)):
+        return None
+    desc = descriptor(sem, ptr.base, ptr.shape, ptr.strides, ptr.block_shape, padding)
+    attach_tensormap(sem, desc)
+    return desc
+
+
+def _known_multiple(x: "int | tensor", multiple: int) -> bool:
+    """Whether `x` (an int, or a scalar: in bytes for a pointer) is known at compile time to be a
+    multiple of `multiple` (a divisor of 16): a constant, or a kernel parameter (through integer
+    casts) specialized as divisible by 16."""
+    if isinstance(x, int):
+        return x % multiple == 0
+    value = x.handle
+    while value.owner_op is not None and value.owner_op.name == "arith.cast" \
+            and isinstance(value.type, DType) and value.type.is_integer:
+        value = value.owner_op.operand(0)
+    func = value.block.parent_op if isinstance(value, BlockArgument) else None
+    if func is None or func.name != "tt.func":
+        return False
+    divisibility = func.attrs.get("arg_divisibility", [])
+    return value.index < len(divisibility) and divisibility[value.index] % multiple == 0
 
 
 # ------------------------------------------------------------------------ builtins

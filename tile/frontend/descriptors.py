@@ -10,15 +10,23 @@ block shape and padding. Unlike block pointers, its accesses stay ops in tile IR
     tt.descriptor_store %base, %M, %N, %stride_m, %c1, %off_m, %off_n, %value {block_shape = [64, 64]}
 
 which the interpreter runs directly and tile/opt/expand_descriptors.py turns into masked
-pointer accesses before the gpu passes. On sm_90a a host descriptor also carries its TMA tensor
-map (a `tensormap` kernel parameter, see tile/runtime/tensor_map.py) as the accesses' last
-operand, and tile/opt/tma.py lowers them to TMA copies.
+pointer accesses before the gpu passes. On sm_90a a descriptor also carries its TMA tensor map
+as the accesses' last operand, and tile/opt/tma.py lowers them to TMA copies: a host descriptor's
+is a `tensormap` kernel parameter (tile/runtime/tensor_map.py); an in-kernel one's is made by
+
+    %map = tt.make_tensormap %base, %M, %N, %stride_m, %c1 {block_shape = [64, 64], padding = "zero"}
+
+which the program writes into its slot of the global scratch that `tile.set_allocator`'s
+allocator gives each launch (tile/codegen/lower_tma.py). Where no access becomes a TMA copy,
+the op is dead and goes.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from tile.ir.types import DType, PointerType, TensorType, i32, i64
+from tile.ir.tma_layouts import TMA_MAX_BOX, TMA_MIN_INNER_BYTES
+from tile.ir.types import DType, PointerType, TensorType, i1, i32, i64, tensormap
+from tile.runtime.tensor_map import uses_tensor_maps
 
 from .aggregates import Aggregate
 from .aggregates import tuple as tl_tuple
@@ -184,7 +192,26 @@ def make_descriptor(sem: "Semantic", base: Any, shape: Any, strides: Any, block_
         raise ValueError(f"{what}: padding_option must be 'zero' or 'nan', got {padding!r}")
     if padding == "nan" and not (isinstance(elt, DType) and elt.is_floating):
         raise ValueError(f"{what}: padding option `nan` is not supported for integer blocks ({to_dtype(elt)!r})")
-    return descriptor(sem, base, shape, strides, tuple(dims), padding)
+    desc = descriptor(sem, base, shape, strides, tuple(dims), padding)
+    if uses_tensor_maps(sem.target) and tma_movable(elt, dims):
+        attach_tensormap(sem, desc)
+    return desc
+
+
+def tma_movable(element: "DType | PointerType", block_shape: Sequence[int]) -> bool:
+    """Whether TMA copies blocks of this element type and shape: not pointers or 1-bit values,
+    at most TMA_MAX_BOX elements per dimension, rows of at least TMA_MIN_INNER_BYTES."""
+    return isinstance(element, DType) and element != i1 and all(d <= TMA_MAX_BOX for d in block_shape) \
+        and block_shape[-1] * element.bytes >= TMA_MIN_INNER_BYTES
+
+
+def attach_tensormap(sem: "Semantic", desc: tensor_descriptor) -> None:
+    """Give an in-kernel descriptor its TMA tensor map (sm_90a): a tt.make_tensormap, written at
+    run time into the program's global scratch where a TMA copy uses it (tile/opt/tma.py)."""
+    operands = [desc.base] + [v if isinstance(v, tensor) else sem.constant(v, i32) for v in desc._shape]
+    operands += [v if isinstance(v, tensor) else sem.constant(v, i64) for v in desc._strides]
+    desc.tensormap = tensor(sem.builder.value("tt.make_tensormap", [v.handle for v in operands], tensormap,
+                                              block_shape=list(desc._block_shape), padding=desc.padding))
 
 
 def _operands(sem: "Semantic", desc: tensor_descriptor, offsets: Any, what: str) -> list[Any]:
@@ -243,13 +270,15 @@ def descriptor_store(sem: "Semantic", desc: Any, offsets: Any, value: Any) -> No
 def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any,
                            padding_option: Any = "zero") -> tensor_descriptor:
     """A descriptor of a tensor in global memory, for block loads and stores (Triton's TMA
-    descriptors; tile expands their accesses into masked loads and stores).
+    descriptors: on sm_90a TMA copies through a tensor map that each program writes into the
+    global scratch of `tile.set_allocator`'s allocator; elsewhere masked loads and stores).
 
     Args:
-        base: the tensor's base pointer (16-byte aligned for the GPU's tensor memory accelerator).
+        base: the tensor's base pointer, which must be 16-byte aligned (as in Triton: TMA needs it,
+            and the masked accesses assume it too).
         shape: the tensor's size per dimension, 1 to 5 dimensions (int32 values).
         strides: its strides in elements (int64); the last must be the constant 1, the others
-            should be multiples of 16 bytes.
+            must be multiples of 16 bytes.
         block_shape: the static shape of the blocks loaded and stored: powers of two, the last
             dimension at least 16 bytes.
         padding_option: what elements outside the tensor read as: "zero" or "nan" (floats).
@@ -280,4 +309,5 @@ def store_tensor_descriptor(desc: Any, offsets: Any, value: Any) -> None:
 
 
 __all__ = ["tensor_descriptor", "tensor_descriptor_type", "make_tensor_descriptor", "load_tensor_descriptor",
-           "store_tensor_descriptor", "descriptor", "descriptor_load", "descriptor_store"]
+           "store_tensor_descriptor", "descriptor", "descriptor_load", "descriptor_store", "tma_movable",
+           "attach_tensormap"]

@@ -47,7 +47,7 @@ tile.ir.dot_layouts.wgmma_shared):
 Hopper's tensor memory accelerator (sm_90a; tile/opt/tma.py makes these of a host descriptor's
 tt.descriptor_load / tt.descriptor_store, the buffer laid out as tile.ir.tma_layouts.tma_layout):
 
-  gpu.tma_load %buf, %tensormap, %coords...   copies the block at %coords (i32, one per
+  gpu.tma_load %buf, %tensormap, %coords... {transposed}   copies the block at %coords (i32, one per
                                     dimension) of the tensor that %tensormap describes into
                                     %buf, out-of-bounds elements zero (or NaN) filled, and waits
                                     for it: afterwards every thread may read %buf, and wgmma too
@@ -109,7 +109,7 @@ breaks them (`legalize`) and `verify_layouts` checks them:
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 from .core import Block, Operation, Value
 from .dot_layouts import DotOperandLayout, MmaLayout, fma_operand_layout
@@ -261,8 +261,18 @@ def _verify_tma_copy(op: Operation, buffer: Value, tensormap: Value, coords: lis
     expect(op, isinstance(tensormap.type, TensorMapType), "the second operand must be a tensormap")
     expect(op, len(coords) == buf.rank, f"expects {buf.rank} coordinates for a rank-{buf.rank} buffer")
     expect(op, all(v.type == i32 for v in coords), "coordinates must be i32 scalars")
-    want = tma_layout(buf.shape, element_bytes(buf)).shared
+    want = tma_buffer_layout(buf.shape, element_bytes(buf), bool(op.attrs.get("transposed")))
     expect(op, buf.layout == want, f"the buffer's layout must be TMA's {want}")
+
+
+def tma_buffer_layout(shape: Sequence[int], elem_bytes: int, transposed: bool = False) -> SharedLayout:
+    """The layout of a buffer that TMA copies fill: tma_layout's for the block; with `transposed`
+    (a rank-2 buffer holding the block [b, a] as [a, b], what a tt.trans of the load would
+    stage: the same bytes, its order reversed, the contiguous dimension still cut in `block`s)."""
+    if not transposed:
+        return tma_layout(shape, elem_bytes).shared
+    layout = tma_layout(tuple(reversed(shape)), elem_bytes).shared
+    return SharedLayout(layout.vec, layout.per_phase, layout.max_phase, tuple(reversed(layout.order)), layout.block)
 
 
 register_op("gpu.tma_load", pure=False)(_verify_tma)

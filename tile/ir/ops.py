@@ -39,8 +39,13 @@ expanded into masked tt.load / tt.store by tile/opt/expand_descriptors.py before
                                     reads 0 (padding "zero") or NaN (padding "nan", floats only)
   tt.descriptor_store %base, %shape..., %strides..., %offsets..., %value {block_shape}
                                     writes the elements of %value that fall inside the tensor
-  On sm_90a, the accesses of a host descriptor end with one more operand, its %tensormap
+  On sm_90a, the accesses of a descriptor end with one more operand, its %tensormap
   (tensormap); tile/opt/tma.py lowers those to TMA copies instead of expanding them.
+  tt.make_tensormap %base, %shape..., %strides... {block_shape, padding} : tensormap
+                                    the tensor map of an in-kernel descriptor (sm_90a), built at run
+                                    time in this program's slot of the global scratch; tile/opt/tma.py
+                                    appends the scratch pointer (ptr<i8>) as the last operand and
+                                    numbers the slot (attr `slot`)
 
 Elementwise (operands have identical types, scalar or tensor; the frontend inserts
 splats, broadcasts and casts. Integer signedness comes from the dtype: i32 vs u32):
@@ -547,6 +552,25 @@ def _verify_descriptor_operands(op: Operation, extra: int) -> tuple[int, Pointer
         for v in values:
             expect(op, v.type == want, f"{what} operands must be {want}, got {v.type}")
     return rank, base
+
+
+@register_op("tt.make_tensormap")
+def _verify_make_tensormap(op: Operation) -> None:
+    block = op.attrs.get("block_shape")
+    expect(op, isinstance(block, list) and 1 <= len(block) <= 5 and all(isinstance(d, int) and d > 0 for d in block),
+           f"block_shape must be a list of 1 to 5 positive ints, got {block!r}")
+    rank = len(block)
+    expect(op, op.num_operands in (1 + 2 * rank, 2 + 2 * rank),
+           f"expects a base, {rank} shapes and {rank} strides (and the scratch pointer), got {op.num_operands} operands")
+    expect(op, isinstance(op.operand(0).type, PointerType), f"base must be a scalar pointer, got {op.operand(0).type}")
+    for i, v in enumerate(op.operands[1:1 + 2 * rank]):
+        want = i32 if i < rank else i64
+        expect(op, v.type == want, f"{'shape' if i < rank else 'stride'} operands must be {want}, got {v.type}")
+    if op.num_operands == 2 + 2 * rank:
+        expect(op, isinstance(op.operands[-1].type, PointerType) and "slot" in op.attrs,
+               "the scratch operand must be a pointer, with a `slot` attribute")
+    expect(op, op.attrs.get("padding") in ("zero", "nan"), "padding must be \"zero\" or \"nan\"")
+    expect(op, len(op.results) == 1 and isinstance(op.result.type, TensorMapType), "the result must be a tensormap")
 
 
 @register_op("tt.descriptor_load", pure=False)

@@ -108,6 +108,12 @@ first; nothing happens where the i1 %pred is false):
                                           shared %dst (i32), completing bytes on %bar
   simt.tma_store %src, %tmap, %pred, %c...   cp.async.bulk.tensor.Nd.global.shared::cta
                                           .bulk_group: shared %src to the box at %c (clipped)
+  simt.tensormap_create %slot, %pred, %base, %dim..., %stride... {box, elemtype, swizzle, fill} : tensormap
+                                          writes a tensor map into the 128 bytes at global %slot
+                                          (zeros, then tensormap.replace of each field: %dim i32
+                                          and %stride i64 bytes innermost first, the innermost
+                                          stride left out) and fences it for the tensormap proxy;
+                                          the result is %slot, for TMA copies
   simt.bulk_commit                        cp.async.bulk.commit_group
   simt.bulk_wait_read {pending}           cp.async.bulk.wait_group.read N: at most N groups
                                           still read their shared memory
@@ -131,7 +137,7 @@ from typing import Optional
 
 from .core import Operation
 from .ops import expect, expect_counts, register_op
-from .types import DType, PointerType, f32, f64, i1, i32, tensormap, u64
+from .types import DType, PointerType, f32, f64, i1, i32, i64, tensormap, u64
 
 APPROX_FNS = ("ex2", "lg2", "sin", "cos", "rsqrt", "rcp", "tanh", "div", "rcp64h")
 SHFL_MODES = ("bfly", "up", "down", "idx")
@@ -506,6 +512,19 @@ def _verify_tma_copy(op: Operation, head: list) -> None:
 register_op("simt.tma_load", pure=False)(lambda op: _verify_tma_copy(op, [i32, i32, tensormap, i1]))
 register_op("simt.tma_store", pure=False)(lambda op: _verify_tma_copy(op, [i32, tensormap, i1]))
 register_op("simt.bulk_commit", pure=False)(None)
+
+
+@register_op("simt.tensormap_create", pure=False)
+def _verify_tensormap_create(op: Operation) -> None:
+    box = op.attrs.get("box")
+    expect(op, isinstance(box, list) and 1 <= len(box) <= 5, f"box must be a list of 1 to 5 ints, got {box!r}")
+    rank = len(box)
+    expect_counts(op, 3 + 2 * rank - 1, 1)
+    expect(op, isinstance(op.operand(0).type, PointerType) and op.operand(1).type == i1
+           and isinstance(op.operand(2).type, PointerType), "operands start with the slot, a predicate, the base")
+    expect(op, all(v.type == i32 for v in op.operands[3:3 + rank]), "dimensions are i32")
+    expect(op, all(v.type == i64 for v in op.operands[3 + rank:]), "strides are i64 bytes")
+    expect(op, op.result.type == tensormap, "the result is a tensormap")
 
 
 @register_op("simt.bulk_wait_read", pure=False)

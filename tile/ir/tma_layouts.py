@@ -23,6 +23,7 @@ from .dot_layouts import wgmma_shared
 from .layouts import SharedLayout
 
 TMA_MAX_BOX = 256  # elements per box dimension
+TENSOR_MAP_BYTES = 128  # a CUtensorMap, in kernel parameters or in global memory
 TMA_MIN_INNER_BYTES = 16  # bytes of a box's contiguous dimension
 
 
@@ -50,4 +51,4 @@ def tma_layout(block_shape: Sequence[int], element_bytes: int) -> TmaLayout:
     return TmaLayout(swizzled, swizzle, (block[0], min(width, block[1])), max(1, block[1] // width))
 
 
-__all__ = ["TmaLayout", "tma_layout", "TMA_MAX_BOX", "TMA_MIN_INNER_BYTES"]
+__all__ = ["TmaLayout", "tma_layout", "TMA_MAX_BOX", "TMA_MIN_INNER_BYTES", "TENSOR_MAP_BYTES"]

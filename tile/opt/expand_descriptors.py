@@ -5,18 +5,21 @@ shape, strides and offsets. Before the gpu passes, which know only pointer acces
 becomes: the block's origin `base + sum(offset * stride)` (int64), one `arange * stride` term
 per dimension added to it, and a mask that keeps `0 <= offset + arange < shape` in every
 dimension; loads read the padding (0 or NaN) where the mask is off, stores skip those
-elements. A stride of constant 1 (the last one, always) is folded by canonicalize, so the
+elements. The base and the outer strides are promised multiples of 16 bytes (tt.hint), as the
+descriptor contract says (Triton's, which TMA needs): pointers loaded from memory, as in grouped
+GEMM, then still give 16-byte vector accesses. A stride of constant 1 (the last one, always) is folded by canonicalize, so the
 minor dimension stays contiguous for coalescing and vectorization. The pass runs first in the
 tile pipeline, so canonicalize, CSE and LICM clean up and hoist what it builds.
 
 Before:
     %blk = tt.descriptor_load %x, %M, %N, %sm, %c1, %om, %on {block_shape = [16, 32], padding = "zero"}
            : tensor<16x32xf16>
-After (abridged: `splat` and `cast` spelled as calls):
-    %blk.origin = tt.addptr (tt.addptr %x, cast(%om) * %sm), cast(%on) * %c1 : ptr<f16>
+After (abridged: `splat` and `cast` spelled as calls; %xa, %sma: tt.hint {multiple_of = [16]} of %x
+and {multiple_of = [8]} of %sm, 16 bytes of f16):
+    %blk.origin = tt.addptr (tt.addptr %xa, cast(%om) * %sma), cast(%on) * %c1 : ptr<f16>
     %r = tt.arange {end = 16, start = 0} : tensor<16xi32>
     %c = tt.arange {end = 32, start = 0} : tensor<32xi32>
-    %blk.ptrs = splat(%blk.origin) + (cast(%r) * splat(%sm))[:, None] + (cast(%c) * splat(%c1))[None, :]
+    %blk.ptrs = splat(%blk.origin) + (cast(%r) * splat(%sma))[:, None] + (cast(%c) * splat(%c1))[None, :]
     %blk.mask = (splat(%om) + %r >= 0 & splat(%om) + %r < splat(%M))[:, None]
               & (splat(%on) + %c >= 0 & splat(%on) + %c < splat(%N))[None, :]
     %zero = arith.constant {value = 0.0} : tensor<16x32xf16>
@@ -29,13 +32,14 @@ from typing import Optional
 
 from ..ir import Operation, PointerType, TensorType, Value
 from ..ir.builder import Builder
-from ..ir.types import i1, i32, i64
+from ..ir.types import DType, i1, i32, i64
 from .canonicalize import constant_value
 from .dce import replace_op
 from .pass_manager import Pass
 from .tma import uses_tma
 
 DESCRIPTOR_OPS = ("tt.descriptor_load", "tt.descriptor_store")
+TMA_ALIGNMENT = 16  # bytes: a descriptor's base and outer strides are multiples of it
 
 
 def _along(b: Builder, x: Value, dim: int, block: tuple[int, ...]) -> Value:
@@ -60,6 +64,14 @@ def _hint(v: Value, name: Optional[str], part: str) -> Value:
     return v
 
 
+def _aligned(b: Builder, v: Value, multiple: int) -> Value:
+    """`v` with the promise that it is a multiple of `multiple` (bytes for pointers): what a
+    descriptor's contract (Triton's, for TMA) says of its base and outer strides."""
+    if multiple <= 1 or constant_value(v) is not None:
+        return v
+    return b.value("tt.hint", [v], v.type, multiple_of=[multiple], max_contiguous=[], max_constancy=[])
+
+
 def expand(op: Operation) -> None:
     """Replace one tt.descriptor_load / tt.descriptor_store by its pointer form."""
     block = tuple(op.attrs["block_shape"])
@@ -73,6 +85,9 @@ def expand(op: Operation) -> None:
     b = Builder(loc=op.loc)
     b.set_insertion_point_before(op)
 
+    base = _aligned(b, base, TMA_ALIGNMENT)
+    element_size = ptr_type.pointee.bytes if isinstance(ptr_type.pointee, DType) else 8
+    strides = [_aligned(b, s, TMA_ALIGNMENT // element_size) for s in strides[:-1]] + [strides[-1]]
     origin = base
     for off, stride in zip(offsets, strides):
         step = b.value("arith.mul", [b.value("arith.cast", [off], i64), stride], i64)

@@ -300,7 +300,8 @@ def _issue(em: _Emitter, candidates: list[_Candidate], mapping: dict[Value, Valu
         for c in ring:
             view = em.value("gpu.local_view", [c.buffers, stage], c.alloc.result.type)
             coords = [mapping.get(v, v) for v in c.load.operands[2:]]
-            em.op("gpu.tma_load_async", [view, c.load.operand(1), barriers, stage, valid, *coords])
+            em.op("gpu.tma_load_async", [view, c.load.operand(1), barriers, stage, valid, *coords],
+                  **{k: v for k, v in c.load.attrs.items() if k == "transposed"})
     copies = [c for c in candidates if not c.tma]
     if not copies:
         return

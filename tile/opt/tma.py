@@ -1,9 +1,11 @@
-"""TMA: the accesses of a host tensor descriptor become tensor-memory-accelerator copies (sm_90a).
+"""TMA: the accesses of a tensor descriptor become tensor-memory-accelerator copies (sm_90a).
 
 On sm_90a a host `TensorDescriptor` reaches the kernel with its TMA tensor map (a `tensormap`
-parameter, tile/runtime/tensor_map.py), which its tt.descriptor_load / tt.descriptor_store
-carry as their last operand; expand-descriptors leaves those (`uses_tma`) for this pass, which
-runs after convert-through-shared (so the buffers staging tl.dot's operands exist) and turns:
+parameter, tile/runtime/tensor_map.py), and an in-kernel one (`tl.make_tensor_descriptor`, or a
+block pointer that TMA can serve) gets one from a tt.make_tensormap; its tt.descriptor_load /
+tt.descriptor_store carry it as their last operand. Expand-descriptors leaves those (`uses_tma`)
+for this pass, which runs after convert-through-shared (so the buffers staging tl.dot's operands
+exist) and turns:
 
 - a load into a gpu.tma_load into a buffer laid out as tile.ir.tma_layouts.tma_layout (wgmma's
   swizzle where rows hold 32 bytes or more: the tensor map is encoded with the same swizzle).
@@ -11,7 +13,13 @@ runs after convert-through-shared (so the buffers staging tl.dot's operands exis
   reads and could read in that layout (the staging of a wgmma operand: the buffer takes TMA's
   layout), the copy fills that buffer and the store goes; otherwise a gpu.local_load reads the
   block into the load's layout.
+- a load whose only use is a tt.trans staged for wgmma (B of `tl.dot(a, b.T)`) into a
+  gpu.tma_load {transposed} of that staging buffer: the same bytes, seen with the order reversed.
 - a store into a gpu.local_store of the value into such a buffer and a gpu.tma_store of it.
+
+Last, each tt.make_tensormap that a copy uses gets a 128-byte slot of the program's global scratch
+(a `global_scratch` parameter appended to the kernel; `global_scratch_bytes` per program for the
+launcher), and the unused ones go.
 
 Out-of-bounds elements are the hardware's business: a load reads them as zero (NaN with padding
 "nan", the tensor map's oobFill) and a store clips them.
@@ -38,10 +46,10 @@ from typing import Optional
 from ..ir import Operation, PointerType, TensorType, Value
 from ..ir.builder import Builder
 from ..ir.dot_layouts import MmaLayout, wgmma_swizzle
-from ..ir.gpu_ops import element_bytes, layout_of, with_layout
+from ..ir.gpu_ops import element_bytes, layout_of, tma_buffer_layout, with_layout
 from ..ir.layouts import SharedLayout
-from ..ir.tma_layouts import TMA_MAX_BOX, TMA_MIN_INNER_BYTES, tma_layout
-from ..ir.types import TensorMapType, i1
+from ..ir.tma_layouts import TENSOR_MAP_BYTES, TMA_MAX_BOX, TMA_MIN_INNER_BYTES, tma_layout
+from ..ir.types import TensorMapType, i1, i8
 from .accelerate_dot import WARP_GROUP, WGMMA_TARGETS, uses_wgmma
 from .dce import replace_op
 from .pass_manager import Pass
@@ -92,15 +100,30 @@ def feeds_wgmma_in_loop(op: Operation) -> bool:
     ring is not built after all (num_stages = 1, num_warps not a multiple of 4), the copy stays
     a synchronous gpu.tma_load, correct but unpipelined."""
     loop = op.parent_op
-    uses = op.result.uses
-    if loop is None or loop.name != "scf.for" or len(uses) != 1:
+    value = op.result
+    if loop is None or loop.name != "scf.for" or len(value.uses) != 1:
         return False
-    dot, index = uses[0]
-    if dot.name != "tt.dot" or dot.parent is not op.parent or index > 1 or dot.operand(1 - index) is op.result:
+    transposed = _transposed_by(op)
+    if transposed is not None:
+        value = transposed.result
+        if len(value.uses) != 1 or value.uses[0][1] != 1:
+            return False
+    dot, index = value.uses[0]
+    if dot.name != "tt.dot" or dot.parent is not op.parent or index > 1 or dot.operand(1 - index) is value:
         return False
-    if index == 1 and op.result.type.element.bytes != 2:
+    if index == 1 and transposed is None and op.result.type.element.bytes != 2:
         return False
     return uses_wgmma(dot, WGMMA_TARGETS[0], WARP_GROUP, 32)
+
+
+def _transposed_by(load: Operation) -> Optional[Operation]:
+    """The tt.trans of a rank-2 load's block that is its only use, whose staging buffer TMA can
+    fill directly (see tma_buffer_layout): B of `tl.dot(a, b.T)` with b a [N, K] block, K
+    contiguous (Triton's grouped GEMM), which wgmma reads K-major."""
+    uses = load.result.uses
+    if len(uses) != 1 or uses[0][0].name != "tt.trans" or load.result.type.rank != 2:
+        return None
+    return uses[0][0]
 
 
 def _coordinates(op: Operation) -> list[Value]:
@@ -138,13 +161,14 @@ def _staging_store(load: Operation) -> Optional[Operation]:
     """The gpu.local_store that is the load's only use, into a buffer that nothing else writes,
     in TMA's layout of the block or only read by wgmma (which may read it in that layout as
     well: the buffer then takes it): the copy can fill that buffer itself."""
-    uses = load.result.uses
+    transposed = _transposed_by(load)
+    uses = (transposed or load).result.uses
     if len(uses) != 1 or uses[0][0].name != "gpu.local_store" or uses[0][1] != 1:
         return None
     store = uses[0][0]
     buf = store.operand(0)
     alloc = buf.owner_op
-    want = tma_layout(buf.type.shape, element_bytes(buf.type)).shared
+    want = tma_buffer_layout(buf.type.shape, element_bytes(buf.type), transposed is not None)
     if alloc is None or alloc.name != "gpu.local_alloc" or store.parent is not load.parent:
         return None
     readers = [u for u in buf.users() if u is not store]
@@ -163,8 +187,12 @@ def _lower_load(op: Operation) -> None:
     b = Builder(loc=op.loc)
     if store is not None:
         b.set_insertion_point_before(store)
-        b.create("gpu.tma_load", [store.operand(0), tensormap, *_coordinates(op)])
+        transposed = _transposed_by(op)
+        b.create("gpu.tma_load", [store.operand(0), tensormap, *_coordinates(op)], [],
+                 {"transposed": True} if transposed is not None else {})
         store.erase()
+        if transposed is not None:
+            transposed.erase()
         op.erase()
         return
     b.set_insertion_point_before(op)
@@ -194,6 +222,29 @@ class LowerToTma(Pass):
             if not _tma_copyable(op):  # expand-descriptors expanded every other access
                 raise ValueError(f"{op.name} reached the gpu passes without a TMA lowering")
             (_lower_load if op.name == "tt.descriptor_load" else _lower_store)(op)
+        _assign_scratch_slots(func)
+
+
+def _assign_scratch_slots(func: Operation) -> None:
+    """Give each in-kernel tensor map that a TMA copy uses a TENSOR_MAP_BYTES slot of the
+    program's global scratch: a `global_scratch` (ptr<i8>) parameter is appended to the kernel,
+    passed to each tt.make_tensormap as its last operand, and `global_scratch_bytes` (per
+    program) tells the launcher how much to allocate. Tensor maps that no copy uses go."""
+    makes = [op for op in func.walk() if op.name == "tt.make_tensormap"]
+    for op in [o for o in makes if not o.result.has_uses]:
+        op.erase()
+    makes = [op for op in makes if op.parent is not None]
+    if not makes:
+        return
+    entry = func.regions[0].block
+    scratch = entry.add_argument(PointerType(i8), "global_scratch")
+    func.attrs["arg_names"] = list(func.attrs.get("arg_names") or []) + ["global_scratch"]
+    if "arg_divisibility" in func.attrs:  # the allocator's buffer is TENSOR_MAP_BYTES aligned
+        func.attrs["arg_divisibility"] = list(func.attrs["arg_divisibility"]) + [16]
+    func.attrs["global_scratch_bytes"] = TENSOR_MAP_BYTES * len(makes)
+    for slot, op in enumerate(makes):
+        op.set_operands([*op.operands, scratch])
+        op.attrs["slot"] = slot
 
 
 __all__ = ["LowerToTma", "uses_tma", "feeds_wgmma_in_loop"]

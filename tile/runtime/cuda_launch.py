@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..ir import Operation, PointerType
-from .cuda_driver import CaptureError, CudaDevice, capturing, loading_device
+from ..utils import grid3
+from .allocation import allocate_scratch
+from .cuda_driver import CaptureError, CudaDevice, capturing, current_stream_of, loading_device
 from .errors import OutOfResources
 
 
@@ -16,6 +18,7 @@ def launch_metadata(func: Operation, options: dict[str, Any]) -> dict[str, Any]:
     return {"name": func.attrs["sym_name"], "arg_kinds": kinds,
             "threads": options["num_warps"] * func.attrs.get("threads_per_warp", 32),
             "shared_bytes": func.attrs.get("shared_bytes", 0),
+            "global_scratch_bytes": func.attrs.get("global_scratch_bytes", 0),
             "asserts": [f"{op.attrs['file']}:{op.attrs['line']}: {op.attrs['message']}" for op in func.walk()
                         if op.name == "simt.assertfail"],
             "cooperative": bool(options.get("launch_cooperative_grid", False)),
@@ -33,6 +36,7 @@ class CudaBackend:
         device = CudaDevice.of(loading_device() if device_index is None else device_index)
         self.device = device.ordinal
         self.shared_bytes = metadata["shared_bytes"]
+        self.scratch_bytes = metadata.get("global_scratch_bytes", 0)  # per program
         if self.shared_bytes > device.max_shared_memory_per_block_optin:
             raise OutOfResources(self.shared_bytes, device.max_shared_memory_per_block_optin, "shared memory",
                                  kernel=self.name, target=device.ptx_target())
@@ -56,5 +60,23 @@ class CudaBackend:
                 "threads": self.block_x}
 
     def make_entry(self, positions: tuple[int, ...], value_count: int, compiled: Any = None) -> Callable[..., Any]:
-        """The launch function for the binders (see Launcher.make_entry); it returns `compiled`."""
-        return self.launcher.make_entry(self.block_x, self.shared_bytes, positions, value_count, compiled)
+        """The launch function for the binders (see Launcher.make_entry); it returns `compiled`.
+        A kernel with global scratch (its last parameter) gets a buffer from the allocator at
+        each launch, `global_scratch_bytes` per program."""
+        if not self.scratch_bytes:
+            return self.launcher.make_entry(self.block_x, self.shared_bytes, positions, value_count, compiled)
+        launch = self.launcher.make_entry(self.block_x, self.shared_bytes, (*positions, value_count), value_count + 1,
+                                          compiled).fast
+        name, per_program = self.name, self.scratch_bytes
+
+        def fast(grid: Any, stream: Any, *values: Any) -> Any:
+            gx, gy, gz = grid3(grid, name)
+            programs = gx * gy * gz
+            buffer = allocate_scratch(name, per_program * programs, stream) if programs > 0 else None
+            return launch(grid, stream, *values, 0 if buffer is None else buffer.data_ptr())
+
+        def entry(grid: Any, values: tuple, args: tuple, stream: Any) -> Any:
+            return fast(grid, current_stream_of(args) if stream is None else stream, *values)
+
+        entry.fast = fast  # type: ignore[attr-defined]
+        return entry

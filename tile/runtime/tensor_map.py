@@ -24,7 +24,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
-from tile.ir.tma_layouts import TMA_MAX_BOX, TMA_MIN_INNER_BYTES, tma_layout
+from tile.ir.tma_layouts import TENSOR_MAP_BYTES, TMA_MAX_BOX, TMA_MIN_INNER_BYTES, tma_layout
 from tile.ir.types import DTYPES
 
 from .arrays import describe_argument
@@ -33,7 +33,6 @@ if TYPE_CHECKING:  # tile.tools builds on the runtime; the runtime names its des
     from tile.tools.tensor_descriptor import TensorDescriptor
 
 TMA_TARGETS = ("sm_90a",)
-TENSOR_MAP_BYTES = 128
 
 # tile dtype -> CUtensorMapDataType name (8-bit floats move as bytes)
 _DATA_TYPES = {

@@ -95,7 +95,7 @@ def mem_type(t) -> str:
 
 
 def _bits_of(t) -> int:
-    return 64 if isinstance(t, PointerType) else t.bits
+    return 64 if isinstance(t, (PointerType, TensorMapType)) else t.bits  # a tensor map: its address
 
 
 # ------------------------------------------------------------------------------ table

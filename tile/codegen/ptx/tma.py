@@ -7,11 +7,30 @@
     simt.mbarrier_wait %bar, %phase                  ->  $L__k_1:  mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r1], %r5;
                                                           @!%p2 bra.uni $L__k_1;
 A tensormap value is the generic address of its kernel parameter (emit.py's parameter load:
-`mov.b64 %rd1, k_param; cvta.param.u64 %rd1, %rd1;`).
+`mov.b64 %rd1, k_param; cvta.param.u64 %rd1, %rd1;`), or of a map that the kernel wrote in global
+memory:
+
+    simt.tensormap_create %slot, %p, %base, %d0, %d1, %s1 {box = [64, 64], elemtype = 6, swizzle = 3, fill = 0}
+->
+    mov.b64 %rd9, 0;
+    @%p1 st.global.v2.b64 [%rd2], {%rd9, %rd9};   ... eight times: every field starts as zero
+    @%p1 tensormap.replace.tile.global_address.global.b1024.b64 [%rd2], %rd3;
+    @%p1 tensormap.replace.tile.rank.global.b1024.b32 [%rd2], 1;                  // rank - 1
+    @%p1 tensormap.replace.tile.box_dim.global.b1024.b32 [%rd2], 0, 64;          // per dimension,
+    @%p1 tensormap.replace.tile.global_dim.global.b1024.b32 [%rd2], 0, %r4;      // innermost first
+    @%p1 tensormap.replace.tile.global_stride.global.b1024.b64 [%rd2], 0, %rd5;  // bytes, outer dims
+    @%p1 tensormap.replace.tile.element_stride.global.b1024.b32 [%rd2], 0, 1;
+    @%p1 tensormap.replace.tile.elemtype.global.b1024.b32 [%rd2], 6;   ... interleave_layout, swizzle_mode, fill_mode
+    @%p1 fence.proxy.tensormap::generic.release.gpu;
+    @%p1 fence.proxy.tensormap::generic.acquire.gpu [%rd2], 128;
+
+PTX ISA 8.5 and older take the global strides divided by 16 (a ptxas quirk that Triton works
+around the same way).
 """
 from __future__ import annotations
 
 from ...ir.core import Operation
+from ...ir.tma_layouts import TENSOR_MAP_BYTES
 from .emit import _Emitter, handles
 
 TMA_TEMPLATES: dict[str, str] = {
@@ -47,3 +66,47 @@ def _mbarrier_wait(e: _Emitter, op: Operation) -> None:
     e.emit(f"{loop}:")
     e.emit(f"mbarrier.try_wait.parity.shared::cta.b64 {done}, [{e.src(op.operand(0))}], {e.src(op.operand(1))};")
     e.emit(f"@!{done} bra.uni {loop};")
+
+
+_REPLACE = "{guard}tensormap.replace.tile.{field}.global.b1024.{width} [{slot}], {args};"
+
+
+@handles("simt.tensormap_create")
+def _tensormap_create(e: _Emitter, op: Operation) -> None:
+    box = op.attrs["box"]
+    rank = len(box)
+    slot, guard = e.src(op.operand(0)), e.guard(op.operand(1))
+    dims = [e.src(v) for v in op.operands[3:3 + rank]]
+    strides = [e.src(v) for v in op.operands[3 + rank:]]
+    if tuple(int(part) for part in e.ptx_version.split(".")) <= (8, 5):
+        shifted = []
+        for stride in strides:
+            reg = e.new_reg("rd")
+            e.emit(f"shr.s64 {reg}, {stride}, 4;")
+            shifted.append(reg)
+        strides = shifted
+    zero = e.new_reg("rd")
+    e.emit(f"mov.b64 {zero}, 0;")
+    for offset in range(0, TENSOR_MAP_BYTES, 16):
+        e.emit(f"{guard}st.global.v2.b64 [{slot}+{offset}], {{{zero}, {zero}}};")
+
+    def replace(field: str, args: str, width: str = "b32") -> None:
+        e.emit(_REPLACE.format(guard=guard, field=field, width=width, slot=slot, args=args))
+
+    replace("global_address", e.src(op.operand(2)), "b64")
+    replace("rank", str(rank - 1))
+    for i in range(rank):
+        replace("box_dim", f"{i}, {box[i]}")
+    for i in range(rank):
+        replace("global_dim", f"{i}, {dims[i]}")
+    for i, stride in enumerate(strides):
+        replace("global_stride", f"{i}, {stride}", "b64")
+    for i in range(rank):
+        replace("element_stride", f"{i}, 1")
+    replace("elemtype", str(op.attrs["elemtype"]))
+    replace("interleave_layout", "0")
+    replace("swizzle_mode", str(op.attrs["swizzle"]))
+    replace("fill_mode", str(op.attrs["fill"]))
+    e.emit(f"{guard}fence.proxy.tensormap::generic.release.gpu;")
+    e.emit(f"{guard}fence.proxy.tensormap::generic.acquire.gpu [{slot}], {TENSOR_MAP_BYTES};")
+    e.emit(f"mov.b64 {e.reg(op.result)}, {slot};")
