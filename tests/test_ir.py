@@ -138,8 +138,10 @@ ROUND_TRIPS = {
         %c1 = arith.constant {value = 1} : i64
         %b = tt.descriptor_load %p, %m, %n, %s, %c1, %i, %j {block_shape = [8, 32], padding = "nan"} : tensor<8x32xf32>
         tt.descriptor_store %p, %m, %n, %s, %c1, %i, %j, %b {block_shape = [8, 32]}
+        %map = tt.make_tensormap %p, %m, %n, %s, %c1 {block_shape = [8, 32], padding = "zero"} : tensormap
+        %slotted = tt.make_tensormap %p, %m, %n, %s, %c1, %g {block_shape = [8, 32], padding = "zero", slot = 0} : tensormap
         tt.return
-        """, "%p: ptr<f32>, %m: i32, %n: i32, %s: i64, %i: i32, %j: i32"),
+        """, "%p: ptr<f32>, %m: i32, %n: i32, %s: i64, %i: i32, %j: i32, %g: ptr<i8>"),
     "dot, reduce, scan": func("""
         %acc = arith.constant {value = 0.0} : tensor<16x32xf32>
         %d = tt.dot %a, %b, %acc {input_precision = "tf32", max_num_imprecise_acc = 0} : tensor<16x32xf32>

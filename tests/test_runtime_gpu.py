@@ -123,6 +123,7 @@ def test_fast_binder_on_the_gpu():
 
     for stream in (side.cuda_stream, driver.CUstream(side.cuda_stream)):  # explicit streams: an int, a CUstream
         out = torch.zeros(16, device="cuda")
+        side.wait_stream(torch.cuda.current_stream())  # the zeros land before the kernel on the side stream
         axpy[(1,)](y, y, out, 16, 2.0, BLOCK=16, stream=stream)
         side.synchronize()
         assert torch.equal(out, torch.full((16,), 3.0, device="cuda"))

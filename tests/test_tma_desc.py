@@ -17,7 +17,8 @@ import tile
 import tile.language as tl
 from tile.codegen.ptx import emit_ptx
 from tile.ir import VerificationError, parse_op, verify
-from tile.runtime.allocation import allocate_scratch
+from tile.runtime import allocation
+from tile.runtime.allocation import StreamScratch, allocate_scratch
 from tile.runtime.cuda_launch import CudaBackend
 
 RNG = np.random.default_rng(18)
@@ -289,6 +290,7 @@ class _Buffer:
 def _backend(scratch_bytes: int) -> tuple[CudaBackend, _FakeLauncher]:
     backend = object.__new__(CudaBackend)
     backend.name, backend.block_x, backend.shared_bytes, backend.scratch_bytes = "k", 128, 0, scratch_bytes
+    backend.device = 0
     backend.launcher = _FakeLauncher()
     return backend, backend.launcher
 
@@ -317,11 +319,27 @@ def test_kernels_without_scratch_launch_as_before() -> None:
     assert launcher.calls == [((0,), 1, (1,), 0, (5,))]
 
 
-def test_no_allocator_is_an_error_naming_the_kernel() -> None:
+def test_without_an_allocator_tile_gives_scratch_of_its_own(monkeypatch) -> None:
+    made = []
+
+    def new_buffer(nbytes: int, device: int) -> _Buffer:
+        made.append((nbytes, device))
+        buffer = _Buffer(4096 * len(made))
+        buffer.nbytes = nbytes
+        return buffer
+
+    scratch = StreamScratch(new_buffer)
+    monkeypatch.setattr(allocation, "TILE_SCRATCH", scratch)
+
     def run():
-        backend, _ = _backend(128)
-        with pytest.raises(RuntimeError, match="kernel 'k' needs 256 bytes of global scratch.*tile.set_allocator"):
-            backend.make_entry((0,), 1, None).fast((2,), 0, 5)
+        backend, launcher = _backend(128)
+        entry = backend.make_entry((0,), 1, None)
+        entry.fast((2,), 7, 5)  # 256 bytes on stream 7
+        entry.fast((1,), 7, 5)  # fits: the same buffer
+        entry.fast((2,), 0, 5)  # another stream: its own buffer
+        entry.fast((3,), 7, 5)  # 384 bytes: stream 7's buffer doubles
+        assert made == [(256, 0), (256, 0), (512, 0)]
+        assert [call[-1][-1] for call in launcher.calls] == [4096, 4096, 8192, 12288]
 
     _in_fresh_context(run)
 
@@ -330,7 +348,7 @@ def test_misaligned_scratch_is_an_error() -> None:
     def run():
         tile.set_allocator(lambda size, alignment, stream: _Buffer(4096 + 64))
         with pytest.raises(RuntimeError, match="aligned to 128 bytes"):
-            allocate_scratch("k", 128, 0)
+            allocate_scratch("k", 128, 0, 0)
 
     _in_fresh_context(run)
 

@@ -67,12 +67,12 @@ class CudaBackend:
             return self.launcher.make_entry(self.block_x, self.shared_bytes, positions, value_count, compiled)
         launch = self.launcher.make_entry(self.block_x, self.shared_bytes, (*positions, value_count), value_count + 1,
                                           compiled).fast
-        name, per_program = self.name, self.scratch_bytes
+        name, per_program, device = self.name, self.scratch_bytes, self.device
 
         def fast(grid: Any, stream: Any, *values: Any) -> Any:
             gx, gy, gz = grid3(grid, name)
             programs = gx * gy * gz
-            buffer = allocate_scratch(name, per_program * programs, stream) if programs > 0 else None
+            buffer = allocate_scratch(name, per_program * programs, stream, device) if programs > 0 else None
             return launch(grid, stream, *values, 0 if buffer is None else buffer.data_ptr())
 
         def entry(grid: Any, values: tuple, args: tuple, stream: Any) -> Any:
