@@ -134,7 +134,9 @@ def copy_kernel(out_ptr, a_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     tl.store_tensor_descriptor(out_desc, [off_m, off_n], tl.abs(block))
 
 
-@pytest.mark.parametrize("shape,block", [((32, 128), (8, 32)), ((50, 70), (16, 32))])
+# Rows of 16-byte multiples: TMA's rule, which Triton asks of every descriptor (a 70-float row
+# is checked by the kernel on sm_90a: test_tma_rule_is_checked_where_strides_are_runtime_values).
+@pytest.mark.parametrize("shape,block", [((32, 128), (8, 32)), ((50, 72), (16, 32))])
 def test_copy(arrays, shape, block) -> None:
     a = values(RNG, shape, "float32") - 2
     out = poison(shape, "float32")
@@ -161,10 +163,10 @@ def copy_3d_kernel(out_ptr, a_ptr, shape, strides, BLOCK: tl.constexpr):
 
 
 def test_rank_3(arrays) -> None:
-    a = values(RNG, (3, 10, 20), "float16")
+    a = values(RNG, (3, 10, 24), "float16")
     out = poison(a.shape, "float16")
     od = arrays.put(out)
-    copy_3d_kernel[(2, 3, 2)](od, arrays.put(a), a.shape, (200, 20, 1), BLOCK=(2, 4, 16))
+    copy_3d_kernel[(2, 3, 2)](od, arrays.put(a), a.shape, (240, 24, 1), BLOCK=(2, 4, 16))
     np.testing.assert_array_equal(arrays.get(od), a)
 
 
@@ -604,3 +606,26 @@ HOST_ERRORS = [
 def test_host_descriptor_errors(make, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         make()
+
+
+@tile.jit
+def constant_rows_kernel(out_ptr, a_ptr, BM: tl.constexpr, BN: tl.constexpr, ROW: tl.constexpr):
+    src = tl.make_tensor_descriptor(a_ptr, shape=[BM, BN], strides=[ROW, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[BM, BN], strides=[ROW, 1], block_shape=[BM, BN])
+    dst.store([0, 0], src.load([0, 0]))
+
+
+def test_tma_rule_is_checked_where_strides_are_runtime_values() -> None:
+    a = np.zeros((50, 70), np.float32)
+    gpu = str(tile.dump(copy_kernel, a, a, 50, 70, BM=16, BN=32, stage="tile-opt", target="sm_90a"))
+    assert "tt.make_tensormap" in gpu
+    assert gpu.count("every stride but the last a multiple of 16 bytes") == 2  # a tt.assert per descriptor
+    ptx = str(tile.dump(copy_kernel, a, a, 50, 70, BM=16, BN=32, stage="ptx", target="sm_90a"))
+    assert "__assertfail" in ptx and "tensormap.replace" in ptx
+
+
+def test_a_constant_stride_off_tmas_rule_keeps_masked_accesses() -> None:
+    a = np.zeros((16, 36), np.float32)
+    off = str(tile.dump(constant_rows_kernel, a, a, BM=16, BN=32, ROW=36 + 2, stage="tile-opt", target="sm_90a"))
+    on = str(tile.dump(constant_rows_kernel, a, a, BM=16, BN=32, ROW=36, stage="tile-opt", target="sm_90a"))
+    assert "tt.make_tensormap" not in off and "tt.make_tensormap" in on

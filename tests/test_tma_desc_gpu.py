@@ -5,6 +5,10 @@ and the error without an allocator. Skipped without a GPU; tests/test_tma_desc.p
 from __future__ import annotations
 
 import contextvars
+import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -88,16 +92,36 @@ def test_descriptors_made_in_a_loop() -> None:
         np.testing.assert_array_equal(y.numpy(), x * (g + 1))
 
 
-def test_no_allocator_is_an_error() -> None:
-    x = tile.to_device(RNG.standard_normal((64, 64)).astype(np.float16))
+def test_without_an_allocator_tile_gives_the_scratch() -> None:
+    x = RNG.standard_normal((64, 64)).astype(np.float16)
+    xd, yd = tile.to_device(x), tile.to_device(np.full_like(x, np.nan))
 
     def run():
-        with pytest.raises(RuntimeError, match="desc_copy_kernel.*global scratch.*tile.set_allocator"):
-            desc_copy_kernel[(2, 1)](x, x, 64, 64, BM=32, BN=64)
+        for _ in range(3):  # the same buffer again
+            desc_copy_kernel[(2, 1)](xd, yd, 64, 64, BM=32, BN=64)
+        np.testing.assert_array_equal(yd.numpy(), x * np.float16(2) + np.float16(1))
 
-    if CudaDevice.get(0).ptx_target() != "sm_90a":
-        pytest.skip("only sm_90a kernels need scratch")
     contextvars.Context().run(run)
+
+
+def test_a_stride_off_tmas_rule_is_reported(tmp_path) -> None:
+    """A row of 70 floats (280 bytes) on TMA: the kernel's check fails with the rule named
+    (in a subprocess: a failed device assert ends the CUDA context)."""
+    if CudaDevice.get(0).ptx_target() != "sm_90a":
+        pytest.skip("the rule is TMA's (sm_90a)")
+    script = tmp_path / "misaligned.py"
+    script.write_text(textwrap.dedent("""
+        import numpy as np, tile
+        from test_tensor_descriptor import copy_kernel
+        a = tile.to_device(np.ones((50, 70), np.float32))
+        copy_kernel[(4, 3)](a, a, 50, 70, BM=16, BN=32)
+        a.numpy()
+    """))
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(tests), tests])}
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode != 0
+    assert "every stride but the last a multiple of 16 bytes" in result.stderr, result.stderr[-2000:]
 
 
 @pytest.mark.parametrize("m,n,k", [(256, 256, 192), (200, 144, 80)])

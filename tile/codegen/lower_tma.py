@@ -24,7 +24,7 @@ After (per thread; %bar: 8 bytes of shared memory of the lowering's own, %t0 = (
     simt.tma_store %buf, %tmap, %t0, %col, %row
     simt.tma_store %buf+8192, %tmap, %t0, %col+64, %row
     simt.bulk_commit
-    simt.bulk_wait_read {pending = 0}               // the copies have read %buf
+    simt.bulk_wait {pending = 0}                    // the copies have read %buf and written memory
     simt.barrier                                    // ... before any thread writes it again
 
 The TMA ring's ops (tile/opt/pipeline.py; %bar_s: mbarrier %s of %bars, %bars + 8 * %s):
@@ -107,7 +107,7 @@ def _lower_tma_store(ctx: Lowering, op: Operation) -> None:
     for addr, coords in boxes:
         ctx.effect("simt.tma_store", [addr, tensormap, first, *coords])
     ctx.effect("simt.bulk_commit")
-    ctx.effect("simt.bulk_wait_read", pending=0)
+    ctx.effect("simt.bulk_wait", pending=0)
     ctx.barrier()
 
 

@@ -26,7 +26,7 @@ read or write of an in-flight byte (wgmma operand reads included) is an error na
 copy's PTX line.
 
 *Asynchronous readers.* A wgmma reads its shared operands until a wgmma.wait_group retires its
-group, a TMA store its shared source until a cp.async.bulk.wait_group.read retires its bulk
+group, a TMA store its shared source until a cp.async.bulk.wait_group retires its bulk
 group: a write of those bytes earlier (a store, a cp.async or TMA load into a stage still
 being read) is an error naming the reader's PTX line and the wait it needs.
 """
@@ -184,7 +184,7 @@ class SharedChecks:
         if hit.any():
             k = int(np.flatnonzero(hit)[0])
             ins = m.kernel.instrs[int(reader[k])]
-            wait = "wgmma.wait_group" if ins.opcode.startswith("wgmma") else "cp.async.bulk.wait_group.read"
+            wait = "wgmma.wait_group" if ins.opcode.startswith("wgmma") else "cp.async.bulk.wait_group"
             self.enabled = False
             raise m.error(f"{describe(m, int(tb[k]))} writes shared address {int(b[k]) % m.smem.size}, which the "
                           f"{ins.opcode} at {ins.source.describe()} may still read: a {wait} must retire it first")

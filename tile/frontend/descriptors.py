@@ -193,9 +193,27 @@ def make_descriptor(sem: "Semantic", base: Any, shape: Any, strides: Any, block_
     if padding == "nan" and not (isinstance(elt, DType) and elt.is_floating):
         raise ValueError(f"{what}: padding option `nan` is not supported for integer blocks ({to_dtype(elt)!r})")
     desc = descriptor(sem, base, shape, strides, tuple(dims), padding)
-    if uses_tensor_maps(sem.target) and tma_movable(elt, dims):
+    if uses_tensor_maps(sem.target) and tma_movable(elt, dims) and _check_tma_rule(sem, desc, elem_bytes, what):
         attach_tensormap(sem, desc)
     return desc
+
+
+def _check_tma_rule(sem: "Semantic", desc: tensor_descriptor, elem_bytes: int, what: str) -> bool:
+    """TMA's rule (Triton's for descriptors): the base 16-byte aligned, every stride but the last
+    a multiple of 16 bytes. A constant stride that breaks it keeps the descriptor off TMA (masked
+    accesses serve it); runtime values are checked when the program runs, by a tt.assert that
+    names the rule, since a tensor map would silently drop the low address bits."""
+    runtime = [v for v in desc._strides[:-1] if isinstance(v, tensor)]
+    if any(not isinstance(v, tensor) and v * elem_bytes % 16 for v in desc._strides[:-1]):
+        return False
+    ok = sem.compare("eq", sem.mod(sem.cast(desc.base, i64), 16), 0)
+    for stride in runtime:
+        ok = sem.logical_and(ok, sem.compare("eq", sem.mod(sem.mul(stride, elem_bytes), 16), 0))
+    loc = sem.builder.loc
+    sem.builder.create("tt.assert", [ok.handle], [], {
+        "message": f"{what} on sm_90a (TMA): the base must be 16-byte aligned and every stride but the last a "
+                   f"multiple of 16 bytes", "file": loc.file if loc else "", "line": loc.line if loc else 0})
+    return True
 
 
 def tma_movable(element: "DType | PointerType", block_shape: Sequence[int]) -> bool:

@@ -115,8 +115,9 @@ first; nothing happens where the i1 %pred is false):
                                           stride left out) and fences it for the tensormap proxy;
                                           the result is %slot, for TMA copies
   simt.bulk_commit                        cp.async.bulk.commit_group
-  simt.bulk_wait_read {pending}           cp.async.bulk.wait_group.read N: at most N groups
-                                          still read their shared memory
+  simt.bulk_wait {pending}                cp.async.bulk.wait_group N: at most N groups still
+                                          pending (their shared memory read, their global writes
+                                          done: a later load of the same bytes sees them)
   simt.atom %a, %pred, %v {kind, sem, scope, offset} : T     old value (0 where %pred false);
                                           kind: add max min and or xor exch
   simt.red %a, %pred, %v {kind, sem, scope, offset}          atom without a result; %a may also
@@ -527,8 +528,8 @@ def _verify_tensormap_create(op: Operation) -> None:
     expect(op, op.result.type == tensormap, "the result is a tensormap")
 
 
-@register_op("simt.bulk_wait_read", pure=False)
-def _verify_bulk_wait_read(op: Operation) -> None:
+@register_op("simt.bulk_wait", pure=False)
+def _verify_bulk_wait(op: Operation) -> None:
     expect_counts(op, 0, 0)
     pending = op.attrs.get("pending")
     expect(op, isinstance(pending, int) and pending >= 0, "pending must be an int >= 0")

@@ -41,7 +41,7 @@ TMA_TEMPLATES: dict[str, str] = {
                      "[{dst}], [{tmap}, {{{coords}}}], [{bar}];",
     "simt.tma_store": "{guard}cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [{tmap}, {{{coords}}}], [{src}];",
     "simt.bulk_commit": "cp.async.bulk.commit_group;",
-    "simt.bulk_wait_read": "cp.async.bulk.wait_group.read {pending};",
+    "simt.bulk_wait": "cp.async.bulk.wait_group {pending};",
 }
 
 
