@@ -211,7 +211,7 @@ def test_tma_store_source_overwritten_before_its_read_completes():
     """Without cp.async.bulk.wait_group, the next tile's TMA load overwrites the buffer the
     epilogue's TMA store may still be reading."""
     ptx, info, values = _tma_matmul()
-    broken, _ = _without(ptx, 0, "cp.async.bulk.wait_group 0")
+    broken, _ = _without(ptx, 0, "cp.async.bulk.wait_group.read 0")
     with pytest.raises(EmulatorError, match=r"writes shared address \d+, which the cp.async.bulk.tensor at PTX line "
                                             r"\d+ [^\n]*kernels_tma.py:\d+ `c_desc.store[^\n]* may still read: a "
                                             r"cp.async.bulk.wait_group must retire it first\n  at PTX line \d+ "

@@ -629,3 +629,14 @@ def test_a_constant_stride_off_tmas_rule_keeps_masked_accesses() -> None:
     off = str(tile.dump(constant_rows_kernel, a, a, BM=16, BN=32, ROW=36 + 2, stage="tile-opt", target="sm_90a"))
     on = str(tile.dump(constant_rows_kernel, a, a, BM=16, BN=32, ROW=36, stage="tile-opt", target="sm_90a"))
     assert "tt.make_tensormap" not in off and "tt.make_tensormap" in on
+
+
+def test_tma_stores_read_back_wait_for_their_writes() -> None:
+    # loop_carried_kernel loads what it stored through the same tensor: the store's wait covers the
+    # writes; copy_kernel reads another tensor: its stores wait only until their shared memory is read
+    a = np.zeros((16, 128), np.float32)
+    ptx = str(tile.dump(loop_carried_kernel, a, 16, 128, MBLOCK=8, NBLOCK=32, stage="ptx", target="sm_90a"))
+    assert "cp.async.bulk.wait_group 0;" in ptx and "cp.async.bulk.wait_group.read" not in ptx
+    b = np.zeros((64, 64), np.float32)
+    ptx = str(tile.dump(copy_kernel, b, b, 64, 64, BM=16, BN=32, stage="ptx", target="sm_90a"))
+    assert "cp.async.bulk.wait_group.read 0;" in ptx and "cp.async.bulk.wait_group 0;" not in ptx

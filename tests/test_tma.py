@@ -133,7 +133,7 @@ def test_store_kernel_ptx() -> None:
     ptx = _ptx(tma_store_kernel, out, 2.5)
     assert "fence.proxy.async.shared::cta" in ptx
     assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
-    assert "cp.async.bulk.commit_group" in ptx and "cp.async.bulk.wait_group 0" in ptx
+    assert "cp.async.bulk.commit_group" in ptx and "cp.async.bulk.wait_group.read 0" in ptx
     assemble_ok(ptx, "sm_90a")
 
 

@@ -115,9 +115,10 @@ first; nothing happens where the i1 %pred is false):
                                           stride left out) and fences it for the tensormap proxy;
                                           the result is %slot, for TMA copies
   simt.bulk_commit                        cp.async.bulk.commit_group
-  simt.bulk_wait {pending}                cp.async.bulk.wait_group N: at most N groups still
-                                          pending (their shared memory read, their global writes
-                                          done: a later load of the same bytes sees them)
+  simt.bulk_wait {pending, read}          cp.async.bulk.wait_group[.read] N: at most N groups
+                                          still reading their shared memory (read), or still
+                                          pending at all (their global writes done, so a later
+                                          load of the same bytes sees them)
   simt.atom %a, %pred, %v {kind, sem, scope, offset} : T     old value (0 where %pred false);
                                           kind: add max min and or xor exch
   simt.red %a, %pred, %v {kind, sem, scope, offset}          atom without a result; %a may also
@@ -533,3 +534,4 @@ def _verify_bulk_wait(op: Operation) -> None:
     expect_counts(op, 0, 0)
     pending = op.attrs.get("pending")
     expect(op, isinstance(pending, int) and pending >= 0, "pending must be an int >= 0")
+    expect(op, isinstance(op.attrs.get("read"), bool), "read must be a bool")

@@ -41,7 +41,7 @@ TMA_TEMPLATES: dict[str, str] = {
                      "[{dst}], [{tmap}, {{{coords}}}], [{bar}];",
     "simt.tma_store": "{guard}cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [{tmap}, {{{coords}}}], [{src}];",
     "simt.bulk_commit": "cp.async.bulk.commit_group;",
-    "simt.bulk_wait": "cp.async.bulk.wait_group {pending};",
+    "simt.bulk_wait": "cp.async.bulk.wait_group{read} {pending};",
 }
 
 
@@ -57,6 +57,8 @@ def _tma_op(e: _Emitter, op: Operation) -> None:
     elif op.name == "simt.tma_store":
         fields.update(src=regs[0], tmap=regs[1], guard=e.guard(op.operand(2)), rank=len(regs) - 3,
                       coords=", ".join(regs[3:]))
+    elif op.name == "simt.bulk_wait":
+        fields.update(read=".read" if op.attrs["read"] else "")
     e.emit(TMA_TEMPLATES[op.name].format(**fields))
 
 
