@@ -745,6 +745,9 @@ def _assertfail(e: _Emitter, op: Operation) -> None:
            f"\t.param .b64 param4;\n\tst.param.b64 [param0], {regs[0]};\n\tst.param.b64 [param1], {regs[1]};\n"
            f"\tst.param.b32 [param2], {op.attrs['line']};\n\tst.param.b64 [param3], {regs[2]};\n"
            "\tst.param.b64 [param4], 1;\n\tcall.uni __assertfail, (param0, param1, param2, param3, param4);\n}")
+    # __assertfail does not return: saying so leaves no register live across the call, so a
+    # check in a hot loop costs its compare and branch, not saved registers
+    e.emit("trap;")
 
 
 @handles("simt.return")
