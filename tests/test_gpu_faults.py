@@ -17,6 +17,7 @@ import pytest
 import tile
 import tile.language as tl
 from tile.runtime import cuda_driver
+from tile.runtime.cuda_launch import TENSOR_MAP_HINT
 from tile.runtime.errors import DriverError, GpuFault
 
 from test_runtime_driver import fake_kernel
@@ -86,6 +87,17 @@ def test_a_failed_device_assert_lists_the_kernels_asserts(monkeypatch, fresh_con
     assert "kernel 'k' with grid (4, 1, 1)" in str(info.value)
     assert ("A tl.device_assert failed (model.py:12: x must be positive; model.py:15: n fits); the GPU printed "
             "the failing program (block) and thread, with the source line, on standard output.") in str(info.value)
+
+
+def test_an_address_fault_of_a_kernel_with_tensor_maps_names_their_rule(monkeypatch, fresh_context):
+    kernel, driver = fake_kernel(monkeypatch)
+    kernel.fault_hint = TENSOR_MAP_HINT
+    kernel.launcher(())((4, 1, 1), 64, 0, 0)
+    sticky(driver, "CUDA_ERROR_ILLEGAL_ADDRESS")
+    with pytest.raises(GpuFault) as info:
+        cuda_driver.synchronize()
+    assert "Note: this kernel builds TMA tensor maps" in str(info.value)
+    assert "strides but the last must be multiples of 16 bytes" in str(info.value)
 
 
 def test_with_launch_blocking_the_faulting_launch_is_named(monkeypatch, fresh_context):

@@ -616,12 +616,16 @@ def constant_rows_kernel(out_ptr, a_ptr, BM: tl.constexpr, BN: tl.constexpr, ROW
 
 
 def test_tma_rule_is_checked_where_strides_are_runtime_values() -> None:
+    # each map's base is the null pointer unless base and row stride keep TMA's rule: a fault, not garbage
     a = np.zeros((50, 70), np.float32)
-    gpu = str(tile.dump(copy_kernel, a, a, 50, 70, BM=16, BN=32, stage="tile-opt", target="sm_90a"))
-    assert "tt.make_tensormap" in gpu
-    assert gpu.count("every stride but the last a multiple of 16 bytes") == 2  # a tt.assert per descriptor
-    ptx = str(tile.dump(copy_kernel, a, a, 50, 70, BM=16, BN=32, stage="ptx", target="sm_90a"))
-    assert "__assertfail" in ptx and "tensormap.replace" in ptx
+    ir = str(tile.dump(copy_kernel, a, a, 50, 70, BM=16, BN=32, stage="tile-opt", target="sm_90a"))
+    maps = [line for line in ir.splitlines() if "tt.make_tensormap" in line]
+    assert len(maps) == 2
+    for line in maps:
+        base = line.split("tt.make_tensormap ")[1].split(",")[0]
+        to_ptr = next(x for x in ir.splitlines() if x.strip().startswith(f"{base} = tt.int_to_ptr"))
+        chosen = to_ptr.split("tt.int_to_ptr ")[1].split(" ")[0]
+        assert any(x.strip().startswith(f"{chosen} = arith.select") for x in ir.splitlines())
 
 
 def test_a_constant_stride_off_tmas_rule_keeps_masked_accesses() -> None:

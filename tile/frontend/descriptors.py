@@ -193,27 +193,28 @@ def make_descriptor(sem: "Semantic", base: Any, shape: Any, strides: Any, block_
     if padding == "nan" and not (isinstance(elt, DType) and elt.is_floating):
         raise ValueError(f"{what}: padding option `nan` is not supported for integer blocks ({to_dtype(elt)!r})")
     desc = descriptor(sem, base, shape, strides, tuple(dims), padding)
-    if uses_tensor_maps(sem.target) and tma_movable(elt, dims) and _check_tma_rule(sem, desc, elem_bytes, what):
-        attach_tensormap(sem, desc)
+    if uses_tensor_maps(sem.target) and tma_movable(elt, dims):
+        map_base = _base_on_tmas_rule(sem, desc, elem_bytes)
+        if map_base is not None:
+            attach_tensormap(sem, desc, map_base)
     return desc
 
 
-def _check_tma_rule(sem: "Semantic", desc: tensor_descriptor, elem_bytes: int, what: str) -> bool:
-    """TMA's rule (Triton's for descriptors): the base 16-byte aligned, every stride but the last
-    a multiple of 16 bytes. A constant stride that breaks it keeps the descriptor off TMA (masked
-    accesses serve it); runtime values are checked when the program runs, by a tt.assert that
-    names the rule, since a tensor map would silently drop the low address bits."""
-    runtime = [v for v in desc._strides[:-1] if isinstance(v, tensor)]
+def _base_on_tmas_rule(sem: "Semantic", desc: tensor_descriptor, elem_bytes: int) -> Optional[tensor]:
+    """The base for the descriptor's tensor map under TMA's rule (Triton's for descriptors): the
+    base 16-byte aligned, every stride but the last a multiple of 16 bytes. None when a constant
+    stride breaks it (masked accesses serve the descriptor). Runtime values are checked when the
+    program runs: a map that breaks the rule gets the null base, so its first copy faults (and
+    the fault names the rule, tile.runtime.errors.GpuFault) rather than a map that silently
+    drops the low bits of every address."""
     if any(not isinstance(v, tensor) and v * elem_bytes % 16 for v in desc._strides[:-1]):
-        return False
-    ok = sem.compare("eq", sem.mod(sem.cast(desc.base, i64), 16), 0)
-    for stride in runtime:
-        ok = sem.logical_and(ok, sem.compare("eq", sem.mod(sem.mul(stride, elem_bytes), 16), 0))
-    loc = sem.builder.loc
-    sem.builder.create("tt.assert", [ok.handle], [], {
-        "message": f"{what} on sm_90a (TMA): the base must be 16-byte aligned and every stride but the last a "
-                   f"multiple of 16 bytes", "file": loc.file if loc else "", "line": loc.line if loc else 0})
-    return True
+        return None
+    address = sem.cast(desc.base, i64)
+    ok = sem.compare("eq", sem.mod(address, 16), 0)
+    for stride in desc._strides[:-1]:
+        if isinstance(stride, tensor):
+            ok = sem.logical_and(ok, sem.compare("eq", sem.mod(sem.mul(stride, elem_bytes), 16), 0))
+    return sem.cast(sem.where(ok, address, 0), desc.base.element)
 
 
 def tma_movable(element: "DType | PointerType", block_shape: Sequence[int]) -> bool:
@@ -223,10 +224,12 @@ def tma_movable(element: "DType | PointerType", block_shape: Sequence[int]) -> b
         and block_shape[-1] * element.bytes >= TMA_MIN_INNER_BYTES
 
 
-def attach_tensormap(sem: "Semantic", desc: tensor_descriptor) -> None:
-    """Give an in-kernel descriptor its TMA tensor map (sm_90a): a tt.make_tensormap, written at
-    run time into the program's global scratch where a TMA copy uses it (tile/opt/tma.py)."""
-    operands = [desc.base] + [v if isinstance(v, tensor) else sem.constant(v, i32) for v in desc._shape]
+def attach_tensormap(sem: "Semantic", desc: tensor_descriptor, base: Optional[tensor] = None) -> None:
+    """Give an in-kernel descriptor its TMA tensor map (sm_90a): a tt.make_tensormap of `base`
+    (default: the descriptor's), written at run time into the program's global scratch where a
+    TMA copy uses it (tile/opt/tma.py)."""
+    operands = [desc.base if base is None else base]
+    operands += [v if isinstance(v, tensor) else sem.constant(v, i32) for v in desc._shape]
     operands += [v if isinstance(v, tensor) else sem.constant(v, i64) for v in desc._strides]
     desc.tensormap = tensor(sem.builder.value("tt.make_tensormap", [v.handle for v in operands], tensormap,
                                               block_shape=list(desc._block_shape), padding=desc.padding))

@@ -86,7 +86,7 @@ def _fault(code: str, call: str, description: str, launching: tuple[CudaKernel, 
     kernel, grid = suspect if suspect is not None else (None, None)
     fault = GpuFault(call, code, kernel=kernel.name if kernel is not None else None, grid=grid,
                      description=description, asserts=kernel.assert_sites if kernel is not None else (),
-                     blocking=blocking)
+                     hint=kernel.fault_hint if kernel is not None else "", blocking=blocking)
     _first_fault[0] = fault
     return fault
 
@@ -426,6 +426,7 @@ class CudaKernel:
         # Dynamic shared memory a launch may use now: 48 KB minus static until raised.
         self.max_dynamic_shared_bytes: int = self._attribute(a.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
         self.assert_sites: tuple[str, ...] = ()  # "file:line: message" of its device_asserts, for GpuFault
+        self.fault_hint = ""  # what may explain an address fault of this kernel, for GpuFault
         self._launchers: dict[tuple[tuple[str, ...], tuple[str, ...]], Launcher] = {}
 
     def _attribute(self, attribute: Any) -> int:

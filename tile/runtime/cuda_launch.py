@@ -25,6 +25,11 @@ def launch_metadata(func: Operation, options: dict[str, Any]) -> dict[str, Any]:
             "pdl": bool(options.get("launch_pdl", False))}
 
 
+TENSOR_MAP_HINT = ("this kernel builds TMA tensor maps (tl.make_tensor_descriptor, or block pointers) whose base "
+                   "must be 16-byte aligned and whose strides but the last must be multiples of 16 bytes; a map "
+                   "that breaks the rule points at address 0, and its first copy faults")
+
+
 class CudaBackend:
     """A kernel loaded on one GPU: `device` (an index), by default `loading_device()`, the
     launch's device while jit compiles for it."""
@@ -42,6 +47,8 @@ class CudaBackend:
                                  kernel=self.name, target=device.ptx_target())
         self.kernel = device.load_module(ptx, self.name)
         self.kernel.assert_sites = tuple(metadata.get("asserts", ()))
+        if self.scratch_bytes:
+            self.kernel.fault_hint = TENSOR_MAP_HINT
         self.block_x = metadata["threads"]
         if self.block_x > self.kernel.max_threads_per_block:  # too many registers for this block size
             raise OutOfResources(self.block_x, self.kernel.max_threads_per_block, "threads", kernel=self.name,

@@ -53,14 +53,16 @@ class GpuFault(DriverError):
     (at the next synchronization, copy or launch) and they are sticky: the process's CUDA
     context is unusable afterwards. `kernel` and `grid` name the last launch before the fault
     was seen (the launch itself under CUDA_LAUNCH_BLOCKING=1); `asserts` lists that kernel's
-    device_assert sites ("file:line: message") when the fault is a failed assert; `earlier`
+    device_assert sites ("file:line: message") when the fault is a failed assert; `hint` what
+    may explain an address fault of that kernel (its TMA tensor maps' rule); `earlier`
     is the first fault's GpuFault when this one only reports the lost context."""
 
     def __init__(self, call: str, code: str, *, kernel: str | None = None, grid: tuple | None = None,
-                 description: str = "", asserts: tuple[str, ...] = (), blocking: bool = False,
+                 description: str = "", asserts: tuple[str, ...] = (), hint: str = "", blocking: bool = False,
                  earlier: GpuFault | None = None) -> None:
         self.grid = grid
         self.asserts = asserts
+        self.hint = hint
         self.blocking = blocking
         self.earlier = earlier
         super().__init__(call, code, kernel=kernel, description=description)
@@ -82,6 +84,8 @@ class GpuFault(DriverError):
             sites = "; ".join(self.asserts) if self.asserts else "no tl.device_assert of this kernel is known"
             text += (f" A tl.device_assert failed ({sites}); the GPU printed the failing program (block) and "
                      f"thread, with the source line, on standard output.")
+        elif self.hint and "ADDRESS" in self.code:
+            text += f" Note: {self.hint}."
         text += (" The CUDA context of this process is now unusable (the error is sticky): start a new process "
                  "to use the GPU again.")
         if not self.blocking:
