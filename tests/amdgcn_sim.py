@@ -156,6 +156,8 @@ class Wave:
             return
         if op.startswith("s_"):
             self.scalar(op, d, u)
+        elif op.startswith("v_mfma_"):
+            self.mfma(op, d, u)
         else:
             self.vector(op, d, u)
 
@@ -223,6 +225,35 @@ class Wave:
                 raw[lane] = value & 0xFFFFFFFF
             writes.append((_sub(d[0], k, 1), raw, lanes))
         self.pending.append(("lgkmcnt", self.cells(d[0]), writes))
+
+    def mfma(self, op: str, d, u) -> None:
+        """D = A x B + C with the lane layouts of the CDNA3 ISA's MFMA tables (16-bit A and B,
+        four values per lane; see tile.ir.mfma_layouts), products and sums in float64, one
+        rounding to f32. The matrix core uses all 64 lanes: running it under a partial EXEC is
+        an error of the selection."""
+        if not self.exec.all():
+            raise SimulationError(f"{op} under a partial EXEC")
+        m, n, k = (int(x) for x in op.split("_")[3].split("x"))
+        words = lambda o: np.stack([self.read(_sub(o, i, 1)) for i in range(o.count)])   # [dwords, lanes]
+        halves = lambda w: np.stack([(w[i // 2] >> np.uint64(16 * (i % 2))) & np.uint64(0xFFFF) for i in range(4)])
+        if op.endswith("_bf16"):
+            decode = lambda h: (h << np.uint64(16)).astype(np.uint32).view(np.float32).astype(np.float64)
+        else:
+            decode = lambda h: h.astype(np.uint16).view(np.float16).astype(np.float64)
+        a_values, b_values = decode(halves(words(u[0]))), decode(halves(words(u[1])))   # [4, lanes]
+        lanes = np.arange(LANES)
+        a, b = np.zeros((m, k)), np.zeros((k, n))
+        for j in range(4):
+            a[lanes % m, 4 * (lanes // m) + j] = a_values[j]
+            b[4 * (lanes // n) + j, lanes % n] = b_values[j]
+        c_words = words(u[2])
+        rows = lambda r: 4 * (LANES // n) * (r // 4) + 4 * (lanes // n) + r % 4
+        c = np.zeros((m, n))
+        for r in range(c_words.shape[0]):
+            c[rows(r), lanes % n] = _f32(c_words[r])
+        result = (a @ b + c).astype(np.float32)
+        for r in range(d[0].count):
+            self.write(_sub(d[0], r, 1), _bits(result[rows(r), lanes % n]).astype(np.uint64))
 
     def scalar(self, op: str, d, u) -> None:
         r = lambda k, w=1: int(self.read(u[k], w)[0])  # noqa: E731

@@ -9,8 +9,8 @@ Operand kinds:
 
     sdst  ssrc      one SGPR (a source may also be an inline constant or a 32-bit literal)
     sdst2 ssrc2     an aligned SGPR pair, exec or vcc (a source may be an inline constant)
-    vdst  vsrc      one VGPR                        vdstN  N consecutive VGPRs (loads)
-    vdst2 vsrc2     an aligned VGPR pair            vsrcN  N consecutive VGPRs (stores)
+    vdst  vsrc      one VGPR                        vdstN  N consecutive VGPRs (loads, MFMA results)
+    vdst2 vsrc2     an aligned VGPR pair            vsrcN  N consecutive VGPRs (stores, MFMA sources)
     src   src2      a VALU source: a VGPR, an SGPR or an inline constant (a pair for src2)
     vaddr           a global address in an aligned VGPR pair
     saddr           "off" (the address is in vaddr alone)
@@ -21,7 +21,14 @@ Operand kinds:
 
 Latency classes (CDNA3 ISA 4.5 and the MI300 tuning guides): salu and valu issue every cycle
 (valu: 4 cycles per wave64 instruction), trans (the transcendental unit) at a quarter of that,
-smem, vmem and ds (LDS) wait for memory and are tracked by their counter.
+smem, vmem and ds (LDS) wait for memory and are tracked by their counter; xdl is the matrix
+core (MFMA), whose results the hardware does not interlock (the wait states of waitcnt.HAZARDS).
+
+MFMA (CDNA3 ISA 7, "Matrix Arithmetic Instructions"): D = A x B + C for one wave of 64 lanes.
+gfx942 has one unified file of 512 VGPRs per lane, so A, B, C and D may all be VGPRs (no
+AccVGPRs needed; tile uses the architectural v0..v255). MFMA_SHAPES says per instruction the
+M x N x K it multiplies, the operand type, the dwords per lane of each operand, and its passes
+(4 cycles each); where A, B and D sit in the lanes is tile.ir.mfma_layouts.
 """
 from __future__ import annotations
 
@@ -37,6 +44,37 @@ MAX_LGKMCNT = 15
 GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1)
 DS_OFFSET_RANGE = (0, 65535)         # the unsigned 16-bit offset of ds_read/ds_write
 LDS_BYTES = {"gfx942": 65536}        # per workgroup
+
+
+@dataclass(frozen=True)
+class MfmaShape:
+    """One MFMA instruction: D (m x n, f32) = A (m x k) x B (k x n) + C."""
+
+    mnemonic: str
+    m: int
+    n: int
+    k: int
+    operand_type: str        # "f16" or "bf16"
+    passes: int              # 4-cycle passes; its result is ready passes + 3 wait states later
+
+    @property
+    def operand_dwords(self) -> int:
+        """Dwords of A (and of B) in each lane: m * k 16-bit values over 64 lanes."""
+        return self.m * self.k * 2 // 4 // 64
+
+    @property
+    def result_dwords(self) -> int:
+        return self.m * self.n // 64
+
+
+# Pass counts: LLVM's GCNHazardRecognizer and SISchedule give CDNA2's 16 (32x32x8) and 8
+# (16x16x16); CDNA3 doubles the rate of both, so these are upper bounds and the wait states
+# derived from them (passes + 3 before another instruction touches D) are safe on gfx942.
+MFMA_SHAPES = {shape.mnemonic: shape for shape in (
+    MfmaShape("v_mfma_f32_32x32x8_f16", 32, 32, 8, "f16", 16),
+    MfmaShape("v_mfma_f32_16x16x16_f16", 16, 16, 16, "f16", 8),
+    MfmaShape("v_mfma_f32_16x16x16_bf16", 16, 16, 16, "bf16", 8),
+)}
 
 
 @dataclass(frozen=True)
@@ -137,6 +175,11 @@ def _rows() -> list[InstrInfo]:
     for pred in ("eq", "neq", "lt", "le", "gt", "ge", "u"):   # u: unordered (either is NaN)
         add(f"v_cmp_{pred}_f32", "VOPC", "sdst2 | src src", "valu")
         add(f"v_cmp_{pred}_f64", "VOPC", "sdst2 | src2 src2", "valu")
+
+    # matrix cores: D, A, B, C (C may be D itself: accumulation in place)
+    for shape in MFMA_SHAPES.values():
+        d, ab = shape.result_dwords, shape.operand_dwords
+        add(shape.mnemonic, "VOP3P", f"vdst{d} | vsrc{ab} vsrc{ab} vsrc{d}", "xdl")
 
     # global memory (the FLAT encoding's global segment): loads and stores both count in vmcnt
     for name, width in (("ubyte", 1), ("sbyte", 1), ("ushort", 1), ("sshort", 1), ("dword", 1),

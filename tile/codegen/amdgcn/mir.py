@@ -111,8 +111,8 @@ class MInst:
 
 def _fits(kind: str, o: Operand) -> bool:
     """Whether operand `o` may stand where the table says `kind`."""
-    width = int(kind[-1]) if kind[-1].isdigit() else 1
     base = kind.rstrip("0123456789")
+    width = int(kind[len(base):] or 1)
     if kind == "vcc":
         return o == VCC
     if kind == "saddr":
