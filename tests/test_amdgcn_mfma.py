@@ -8,14 +8,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tile.codegen.amdgcn import AmdgcnKernel, assemble
+import tile
+import tile.language as tl
+from tile.codegen.amdgcn import AmdgcnKernel, assemble, compile_amdgcn
+from tile.compiler import compile_kernel
 from tile.codegen.amdgcn.isa import MFMA_SHAPES
 from tile.codegen.amdgcn.isel import KernArg, Selection
 from tile.codegen.amdgcn.kernel_object import kernel_text
 from tile.codegen.amdgcn.mir import OFF, VCC, Imm, Label, MInst, Reg, Sub
 from tile.codegen.amdgcn.regalloc import allocate
 from tile.codegen.amdgcn.waitcnt import insert_nops, insert_waits
-from tile.ir.mfma_layouts import mfma_operand_layout, mfma_result_layout
+from tile.ir import TensorType, f16
+from tile.ir.mfma_layouts import MfmaLayout, MfmaOperandLayout, mfma_operand_layout, mfma_result_layout
+from tile.ir.types import parse_type
 
 from amdgcn_sim import Simulator
 
@@ -172,3 +177,112 @@ def test_mfma_kernel_assembles_and_computes_on_the_wave_model(shape):
     got[coords[..., 0], coords[..., 1]] = cd
     want = a.astype(np.float64) @ b.astype(np.float64) + c
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- tl.dot on gfx942
+
+@tile.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, BLOCK_K: tl.constexpr,
+               DTYPE: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, BLOCK_K)
+    acc = tl.load(c_ptr + rm[:, None] * N + rn[None, :])
+    for k0 in range(0, K, BLOCK_K):
+        a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :]).to(DTYPE)
+        b = tl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :]).to(DTYPE)
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+def compile_dot(args, num_warps, **constexprs):
+    spec, _ = dot_kernel.specialize(args, constexprs)
+    options = {"num_warps": num_warps, "num_stages": 1, "maxnreg": None}
+    simt = compile_kernel(dot_kernel, spec, options, "gfx942", until="amdgcn").func
+    return compile_amdgcn(simt, "gfx942")
+
+
+@pytest.mark.parametrize("m, n, k, block_k, num_warps, dtype, mnemonic", [
+    (32, 32, 16, 16, 4, "f16", "v_mfma_f32_16x16x16_f16"),
+    (32, 32, 32, 16, 2, "f16", "v_mfma_f32_32x32x8_f16"),
+    (64, 64, 32, 16, 4, "f16", "v_mfma_f32_32x32x8_f16"),
+    (32, 64, 64, 32, 4, "bf16", "v_mfma_f32_16x16x16_bf16"),
+])
+def test_dot_selects_mfma_and_computes_on_the_wave_model(m, n, k, block_k, num_warps, dtype, mnemonic):
+    """Inputs exact in the operand type (f16 arrays; bf16 from f32 arrays that bf16 holds)."""
+    rng = np.random.default_rng(m * n + k)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    if dtype == "bf16":
+        a, b = [(x.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32) for x in (a, b)]
+        a_in, b_in = a, b
+    else:
+        a_in, b_in = a.astype(np.float16), b.astype(np.float16)
+        a, b = a_in.astype(np.float32), b_in.astype(np.float32)
+    out = c.copy()
+    compiled = compile_dot([a_in, b_in, out], num_warps, M=m, N=n, K=k, BLOCK_K=block_k,
+                           DTYPE=tl.bfloat16 if dtype == "bf16" else tl.float16)
+    shape = MFMA_SHAPES[mnemonic]
+    mfmas = [line.split()[0] for line in compiled.text.splitlines() if line.strip().startswith("v_mfma")]
+    waves = num_warps // 2   # the program of one wave, its loop body once
+    assert mfmas == [mnemonic] * (m * n // (shape.m * shape.n * waves) * block_k // shape.k)
+    assert b"ELF" in assemble(compiled.text, "gfx942")[:4]
+    Simulator(compiled, [a_in, b_in, out]).run()
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-4)
+
+
+def test_mfma_layouts_print_and_parse():
+    result = MfmaLayout(32, (2, 1))
+    for layout in (result, MfmaOperandLayout(0, result), MfmaOperandLayout(1, result)):
+        t = TensorType((64, 64), f16, layout)
+        assert parse_type(str(t)) == t
+    assert str(MfmaOperandLayout(1, result)) == "#mfma_op<op_idx = 1, parent = #mfma<instr = 32, wpc = [2, 1]>>"
+    with pytest.raises(ValueError, match="does not tile a \\[32, 64\\] tensor"):
+        result.to_linear((32, 64))
+    with pytest.raises(ValueError, match="unsupported mfma layout"):
+        MfmaLayout(8, (1, 1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([32, 16]), st.sampled_from([(1, 1), (2, 1), (1, 2), (2, 2), (4, 1)]),
+       st.integers(0, 2), st.integers(0, 2), st.integers(0, 2))
+def test_workgroup_layouts_hold_each_wave_s_instruction_tiles(instr, waves, rep_m, rep_n, rep_k):
+    """Over the lowering's 32-thread warps: warp pair w is wave w; in each wave, register
+    R * (i + reps_m * j) + r of the result is the ISA's register r of the tile at (i, j), and
+    A's register 4 * (s + steps * i) + v is value v of k-step s of tile row i (B alike)."""
+    (wm, wn), k_instr = waves, {32: 8, 16: 16}[instr]
+    reps_m, reps_n, steps = 1 << rep_m, 1 << rep_n, 1 << rep_k
+    m, n, k = instr * wm * reps_m, instr * wn * reps_n, k_instr * steps
+    result = MfmaLayout(instr, waves)
+    c, a, b = (result.to_linear((m, n)), MfmaOperandLayout(0, result).to_linear((m, k)),
+               MfmaOperandLayout(1, result).to_linear((k, n)))
+    per_tile = instr * instr // 64
+    for wave in range(wm * wn):
+        wave_m, wave_n = wave % wm, wave // wm
+        for lane in range(0, 64, 7):
+            warp, lane32 = 2 * wave + lane // 32, lane % 32
+            for i in range(reps_m):
+                for j in range(reps_n):
+                    row0, col0 = instr * (wave_m + wm * i), instr * (wave_n + wn * j)
+                    for r in range(per_tile):
+                        row, col = isa_d(instr, instr, lane, r)
+                        assert c.apply(per_tile * (i + reps_m * j) + r, lane32, warp) == (row0 + row, col0 + col)
+                    for s in range(steps):
+                        for v in range(4):
+                            row, kk = isa_a(instr, k_instr, lane, v)
+                            assert a.apply(4 * (s + steps * i) + v, lane32, warp) == (row0 + row, k_instr * s + kk)
+                            kk, col = isa_b(instr, k_instr, lane, v)
+                            assert b.apply(4 * (s + steps * j) + v, lane32, warp) == (k_instr * s + kk, col0 + col)
+
+
+def test_dots_mfma_cannot_take_use_fma():
+    """A wave needs two of the lowering's warps, and MFMA here takes f16/bf16 only: one warp,
+    or f32 operands, take the FMA path (and still compute the right result)."""
+    rng = np.random.default_rng(5)
+    a16, b16 = rng.standard_normal((16, 16)).astype(np.float16), rng.standard_normal((16, 16)).astype(np.float16)
+    c = rng.standard_normal((16, 16)).astype(np.float32)
+    for args, num_warps, dtype in (([a16, b16], 1, tl.float16),
+                                   ([a16.astype(np.float32), b16.astype(np.float32)], 2, tl.float32)):
+        out = c.copy()
+        compiled = compile_dot(args + [out], num_warps, M=16, N=16, K=16, BLOCK_K=16, DTYPE=dtype)
+        assert "v_mfma" not in compiled.text and "v_fma_f32" in compiled.text
+        Simulator(compiled, args + [out]).run()
+        np.testing.assert_allclose(out, a16.astype(np.float64) @ b16 + c, rtol=1e-5, atol=1e-4)

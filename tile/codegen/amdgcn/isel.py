@@ -31,15 +31,15 @@ After (MIR; %s2 is the workgroup id the hardware puts in s2, %s3 the loaded n_el
     global_load_dword %v12.0, %v10.0:1, off
     s_mov_b64 exec, %s11.0:1
 
-Beyond elementwise code: LDS accesses (ds_read/ds_write; simt.smem_addr is the LDS byte
-address itself), simt.barrier (drain, s_barrier), simt.shfl within the lowering's 32-lane
+Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), LDS accesses (ds_read/ds_write;
+simt.smem_addr is the LDS byte address itself), simt.barrier (drain, s_barrier), simt.shfl within the lowering's 32-lane
 warps (each half of a wave64) as ds_bpermute_b32, scf.for with uniform bounds (an SGPR
 induction variable and a backward branch), and scf.if as EXEC masking without branches.
 
 Subnormal f32 and f16 values are kept (the kernel descriptor's denorm modes), f32 -> f16 rounds
 to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of the amount,
-as the hardware does. An op outside the selected subset (atomics, scf.while, integer division,
-MFMA...) raises `UnsupportedOnTarget`, a NotImplementedError naming it and the target.
+as the hardware does. An op outside the selected subset (atomics, scf.while...) raises
+`UnsupportedOnTarget`, a NotImplementedError naming it and the target.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ import numpy as np
 
 from ...ir.core import Operation, Value
 from ...ir.types import DType, PointerType, i1
-from .isa import DS_OFFSET_RANGE, GLOBAL_OFFSET_RANGE, INLINE_FLOATS, info
+from .isa import DS_OFFSET_RANGE, GLOBAL_OFFSET_RANGE, INLINE_FLOATS, MFMA_SHAPES, info
 from .mir import EXEC, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
@@ -1075,6 +1075,34 @@ class Selector:
         sources = [addr, data] if shared else [addr, data, OFF]
         self.masked(op.operand(1), lambda: self.emit(opcode, [], sources, offset=offset))
 
+    def sel_mfma(self, op: Operation) -> None:
+        """simt.mfma: A and B words in VGPR pairs, C in the consecutive VGPRs that D overwrites
+        (the accumulator of the previous MFMA in place when nothing else reads it: a chain the
+        hardware runs back to back; else a fresh copy). The matrix core needs every lane of the
+        wave, so the workgroup must be whole waves and the op outside any scf.if."""
+        instr, atype = op.attrs["instr"], op.attrs["atype"]
+        shape = next((s for s in MFMA_SHAPES.values() if s.m == instr and s.operand_type == atype), None)
+        if shape is None:
+            raise self.unsupported(op, f"an MFMA of {instr}x{instr} on {atype}")
+        parent = op.parent_op
+        while parent is not None and parent is not self.func:
+            if parent.name == "scf.if":
+                raise self.unsupported(op, "an MFMA under scf.if (it needs every lane of the wave)")
+            parent = parent.parent_op
+        if self.func.attrs["num_warps"] * 32 % 64:
+            raise self.unsupported(op, "an MFMA in a workgroup that is not whole waves of 64")
+        a, b = self.gather(list(op.operands[0:2]), 32), self.gather(list(op.operands[2:4]), 32)
+        accumulators = list(op.operands[4:])
+        acc = self.gather(accumulators, 32)
+        if any(len(v.uses) > 1 for v in accumulators) or acc.count != shape.result_dwords:
+            fresh = self.new("v", shape.result_dwords)
+            for k in range(shape.result_dwords):
+                self.valu("v_mov_b32", [fresh.dword(k)], [acc.dword(k)])
+            acc = fresh.all()
+        self.emit(shape.mnemonic, [acc], [a, b, acc])
+        for k, r in enumerate(op.results):
+            self.values[r] = acc.dword(k)
+
     def gather(self, values: list[Value], bits: int) -> Sub:
         """The values of a store in consecutive VGPRs (sub-dword ones packed, lowest first)."""
         operands = [self.to_vgpr(self.operand(v)) for v in values]
@@ -1126,6 +1154,7 @@ _HANDLERS = {
     "simt.smem_addr": Selector.sel_smem_addr,
     "simt.barrier": Selector.sel_barrier,
     "simt.shfl": Selector.sel_shfl,
+    "simt.mfma": Selector.sel_mfma,
     "scf.for": Selector.sel_for,
     "scf.if": Selector.sel_if,
     "simt.unpack": Selector.sel_unpack,
