@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import tile
 import tile.language as tl
-from tile.codegen.amdgcn import AmdgcnKernel, assemble, compile_amdgcn
+from tile.codegen.amdgcn import AmdgcnKernel, UnsupportedOnTarget, assemble, compile_amdgcn, emit_amdgcn
 from tile.compiler import compile_kernel
 from tile.codegen.amdgcn.isa import MFMA_SHAPES
 from tile.codegen.amdgcn.isel import KernArg, Selection
@@ -18,7 +18,7 @@ from tile.codegen.amdgcn.kernel_object import kernel_text
 from tile.codegen.amdgcn.mir import OFF, VCC, Imm, Label, MInst, Reg, Sub
 from tile.codegen.amdgcn.regalloc import allocate
 from tile.codegen.amdgcn.waitcnt import insert_nops, insert_waits
-from tile.ir import TensorType, f16
+from tile.ir import TensorType, f16, parse_op
 from tile.ir.mfma_layouts import MfmaLayout, MfmaOperandLayout, mfma_operand_layout, mfma_result_layout
 from tile.ir.types import parse_type
 
@@ -286,3 +286,32 @@ def test_dots_mfma_cannot_take_use_fma():
         assert "v_mfma" not in compiled.text and "v_fma_f32" in compiled.text
         Simulator(compiled, args + [out]).run()
         np.testing.assert_allclose(out, a16.astype(np.float64) @ b16 + c, rtol=1e-5, atol=1e-4)
+
+
+def _mfma_func(num_warps: int, instr: int, atype: str) -> str:
+    acc = instr * instr // 64
+    zeros = ", ".join(["%z"] * acc)
+    results = ", ".join(f"%d{i}" for i in range(acc))
+    return (f'simt.func {{arg_names = ["p"], num_warps = {num_warps}, shared_bytes = 0, sym_name = "k"}} {{\n'
+            f"^bb(%p: ptr<f32>):\n  %t = simt.tid : i32\n  %z = arith.constant {{value = 0.0}} : f32\n"
+            f"  {results} = simt.mfma %t, %t, %t, %t, {zeros} {{atype = \"{atype}\", instr = {instr}}} : "
+            f"{', '.join(['f32'] * acc)}\n  simt.return\n}}")
+
+
+def test_mfma_outside_whole_waves_or_without_an_instruction_is_refused():
+    with pytest.raises(UnsupportedOnTarget, match="simt.mfma in a workgroup that is not whole waves of 64"):
+        emit_amdgcn(parse_op(_mfma_func(1, 16, "f16")), "gfx942")
+    with pytest.raises(UnsupportedOnTarget, match="simt.mfma of 32x32 on bf16"):
+        emit_amdgcn(parse_op(_mfma_func(2, 32, "bf16")), "gfx942")
+    assert "v_mfma_f32_16x16x16_f16" in emit_amdgcn(parse_op(_mfma_func(2, 16, "f16")), "gfx942")
+
+
+def test_mfma_under_scf_if_is_refused_by_name():
+    """tile's dots reach simt.mfma outside scf.if (if-conversion masks the stores instead);
+    simt IR that puts one under a lane-dependent branch is refused, not run on a narrowed EXEC."""
+    mfma = _mfma_func(2, 16, "f16").splitlines()
+    body = "\n".join(["  %c = arith.cmp %t, %t {predicate = \"eq\"} : i1", "  scf.if %c {",
+                      "  " + mfma[4], "    scf.yield", "  } {", "    scf.yield", "  }"])
+    func = "\n".join(mfma[:4] + [body] + mfma[5:])
+    with pytest.raises(UnsupportedOnTarget, match=r"simt\.mfma under scf\.if \(the matrix core needs every lane"):
+        emit_amdgcn(parse_op(func), "gfx942")

@@ -1083,14 +1083,14 @@ class Selector:
         instr, atype = op.attrs["instr"], op.attrs["atype"]
         shape = next((s for s in MFMA_SHAPES.values() if s.m == instr and s.operand_type == atype), None)
         if shape is None:
-            raise self.unsupported(op, f"an MFMA of {instr}x{instr} on {atype}")
+            raise self.unsupported(op, f"of {instr}x{instr} on {atype}")
         parent = op.parent_op
         while parent is not None and parent is not self.func:
             if parent.name == "scf.if":
-                raise self.unsupported(op, "an MFMA under scf.if (it needs every lane of the wave)")
+                raise self.unsupported(op, "under scf.if (the matrix core needs every lane of the wave)")
             parent = parent.parent_op
         if self.func.attrs["num_warps"] * 32 % 64:
-            raise self.unsupported(op, "an MFMA in a workgroup that is not whole waves of 64")
+            raise self.unsupported(op, "in a workgroup that is not whole waves of 64")
         a, b = self.gather(list(op.operands[0:2]), 32), self.gather(list(op.operands[2:4]), 32)
         accumulators = list(op.operands[4:])
         acc = self.gather(accumulators, 32)
