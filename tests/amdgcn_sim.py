@@ -148,8 +148,14 @@ class Wave:
                       for k in range(d[0].count)]
             self.pending.append(("lgkmcnt", self.cells(d[0]), writes))
             return
+        if op.startswith("global_atomic"):
+            self.atomic(inst)
+            return
         if op.startswith("global_"):
             self.memory(inst)
+            return
+        if op in ("buffer_wbl2", "buffer_inv"):   # one memory, no caches: only the counter moves
+            self.pending.append(("vmcnt", [], []))
             return
         if op.startswith("ds_"):
             self.lds(inst)
@@ -192,6 +198,25 @@ class Wave:
             for k in range(max(1, size // 4)):
                 self.sim.store(address + np.uint64(4 * k), min(size, 4), lanes, self.read(_sub(u[1], k, 1)))
             self.pending.append(("vmcnt", [], []))
+
+    def atomic(self, inst) -> None:
+        """A 32-bit global atomic, lane by lane in lane order; the old values land at the wait.
+        Only the returning form (sc0) exists in tile's table."""
+        op, d, u = inst.opcode, inst.defs, inst.uses
+        if not inst.mods.get("sc0"):
+            raise SimulationError(f"{op} without sc0 does not return the old value")
+        with np.errstate(over="ignore"):
+            address = self.read(u[0], 2) + np.uint64(inst.mods.get("offset", 0) & ((1 << 64) - 1))
+        data = self.read(u[1], 2 if op.endswith("cmpswap") else 1)
+        old = np.zeros(LANES, np.uint64)
+        for lane in np.flatnonzero(self.exec):
+            buf, off = self.sim.locate(int(address[lane]), 4)
+            word = np.frombuffer(bytes(buf[off:off + 4]), np.uint32)[0]
+            value = np.uint32(int(data[lane]) & 0xFFFFFFFF)
+            new = _ATOMIC[op.removeprefix("global_atomic_")](word, value, np.uint32(int(data[lane]) >> 32))
+            buf[off:off + 4] = np.frombuffer(np.uint32(new).tobytes(), np.uint8)
+            old[lane] = word
+        self.pending.append(("vmcnt", self.cells(d[0]), [(d[0], old, self.exec.copy())]))
 
     def lds(self, inst) -> None:
         op, d, u = inst.opcode, inst.defs, inst.uses
@@ -449,6 +474,17 @@ _VINT = {"v_add_u32": np.add, "v_sub_u32": np.subtract, "v_mul_lo_u32": np.multi
 _VSIGNED = {"v_ashrrev_i32": lambda n, a: a.astype(np.int64) >> (n & 31),
             "v_min_i32": np.minimum, "v_max_i32": np.maximum,
             "v_mul_hi_i32": lambda a, b: (a.astype(np.int64) * b) >> 32}
+
+
+_ATOMIC = {   # (old, value, compare) -> new, on uint32 bits
+    "add": lambda o, v, c: (int(o) + int(v)) & 0xFFFFFFFF,
+    "add_f32": lambda o, v, c: np.float32(o.view(np.float32) + v.view(np.float32)).view(np.uint32),
+    "smax": lambda o, v, c: max(o.view(np.int32), v.view(np.int32)).view(np.uint32),
+    "smin": lambda o, v, c: min(o.view(np.int32), v.view(np.int32)).view(np.uint32),
+    "umax": lambda o, v, c: max(o, v), "umin": lambda o, v, c: min(o, v),
+    "and": lambda o, v, c: o & v, "or": lambda o, v, c: o | v, "xor": lambda o, v, c: o ^ v,
+    "swap": lambda o, v, c: v, "cmpswap": lambda o, v, c: v if o == c else o,
+}
 
 
 class Simulator:

@@ -77,6 +77,14 @@ MFMA_SHAPES = {shape.mnemonic: shape for shape in (
 )}
 
 
+# the read-modify-write atomics on 32 bits: (kind, signed or float) -> mnemonic
+GLOBAL_ATOMICS = {"global_atomic_add": ("add", "int"), "global_atomic_add_f32": ("add", "float"),
+                  "global_atomic_smax": ("max", "signed"), "global_atomic_umax": ("max", "unsigned"),
+                  "global_atomic_smin": ("min", "signed"), "global_atomic_umin": ("min", "unsigned"),
+                  "global_atomic_and": ("and", "int"), "global_atomic_or": ("or", "int"),
+                  "global_atomic_xor": ("xor", "int"), "global_atomic_swap": ("exch", "any")}
+
+
 @dataclass(frozen=True)
 class InstrInfo:
     """What tile knows of one instruction."""
@@ -189,6 +197,17 @@ def _rows() -> list[InstrInfo]:
     for name, width in (("byte", 1), ("short", 1), ("dword", 1), ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
         data = "vsrc" if width == 1 else f"vsrc{width}"
         add(f"global_store_{name}", "FLAT", f"| vaddr {data} saddr", "vmem", "vmcnt")
+
+    # global atomics, always in their returning form (sc0: return the old value; sc1: system
+    # scope): they bypass the L1 cache and count in vmcnt like loads (CDNA3 ISA 9.1; LLVM
+    # AMDGPUUsage, "Memory Model GFX942")
+    for name in GLOBAL_ATOMICS:
+        add(name, "FLAT", "vdst | vaddr vsrc saddr", "vmem", "vmcnt")
+    add("global_atomic_cmpswap", "FLAT", "vdst | vaddr vsrc2 saddr", "vmem", "vmcnt")   # data: new, compare
+    # cache maintenance of the memory model: write back dirty L2 lines (release), invalidate
+    # the L1 (and L2 at system scope: acquire); both count in vmcnt
+    add("buffer_wbl2", "MUBUF", "|", "vmem", "vmcnt")
+    add("buffer_inv", "MUBUF", "|", "vmem", "vmcnt")
 
     # LDS (the DS encoding): counted in lgkmcnt, in order among themselves (CDNA3 ISA 10)
     for name, width in (("u8", 1), ("i8", 1), ("u16", 1), ("i16", 1), ("b32", 1), ("b64", 2), ("b128", 4)):

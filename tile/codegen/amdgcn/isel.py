@@ -38,7 +38,8 @@ induction variable and a backward branch), and scf.if as EXEC masking without br
 
 Subnormal f32 and f16 values are kept (the kernel descriptor's denorm modes), f32 -> f16 rounds
 to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of the amount,
-as the hardware does. An op outside the selected subset (atomics, scf.while...) raises
+as the hardware does. Global atomics on 32 bits follow the gfx942 memory model (MEMORY_ORDER).
+An op outside the selected subset (64-bit and LDS atomics, scf.while...) raises
 `UnsupportedOnTarget`, a NotImplementedError naming it and the target.
 """
 from __future__ import annotations
@@ -51,13 +52,27 @@ import numpy as np
 
 from ...ir.core import Operation, Value
 from ...ir.types import DType, PointerType, i1
-from .isa import DS_OFFSET_RANGE, GLOBAL_OFFSET_RANGE, INLINE_FLOATS, MFMA_SHAPES, info
+from .isa import DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_OFFSET_RANGE, INLINE_FLOATS, MFMA_SHAPES, info
 from .mir import EXEC, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
 USER_SGPRS = 2
 WORKITEM_ID_BITS = 10      # gfx90a and later pack the x, y, z ids in v0, 10 bits each
 REMAT_WINDOW = 48          # instructions a lane mask or constant SGPR is reused for before it is recomputed
+
+
+# scope -> (release sequence, acquire sequence, the atomic's own scope bits) on gfx942 (LLVM
+# AMDGPUUsage, "Memory Model GFX942", without tgsplit): the work-group shares one L1, the agent
+# one L2, the system needs the L2 written back / invalidated as well.
+MEMORY_ORDER = {
+    "cta": ((), (), {}),
+    "gpu": ((("buffer_wbl2", {"sc1": 1}),), (("buffer_inv", {"sc1": 1}),), {}),
+    "sys": ((("buffer_wbl2", {"sc0": 1, "sc1": 1}),), (("buffer_inv", {"sc0": 1, "sc1": 1}),), {"sc1": 1}),
+}
+
+
+# which GLOBAL_ATOMICS rows take a value of each kind of number
+_ATOMIC_OPERANDS = {"float": ("float", "any"), "signed": ("signed", "int", "any"), "unsigned": ("unsigned", "int", "any")}
 
 
 class UnsupportedOnTarget(NotImplementedError):
@@ -1075,6 +1090,45 @@ class Selector:
         sources = [addr, data] if shared else [addr, data, OFF]
         self.masked(op.operand(1), lambda: self.emit(opcode, [], sources, offset=offset))
 
+    def sel_atomic(self, op: Operation) -> None:
+        """simt.atom, simt.red and simt.atom_cas on 32-bit global values: the returning form of
+        the instruction under the op's mask (masked-off lanes read 0), wrapped in the cache
+        maintenance and waits the gfx942 memory model asks for its sem and scope
+        (MEMORY_ORDER: before a release, write back and drain earlier memory ops; after an
+        acquire, wait for the atomic and invalidate)."""
+        cas = op.name == "simt.atom_cas"
+        t = op.operand(op.num_operands - 1).type
+        if isinstance(op.operand(0).type, DType):
+            raise self.unsupported(op, "on shared memory")
+        if isinstance(t, PointerType) or t.bits != 32:
+            raise self.unsupported(op, f"of {t}")
+        if cas:
+            opcode = "global_atomic_cmpswap"
+        else:
+            kind = op.attrs["kind"]
+            number = "float" if t.is_floating else "signed" if _signed(t) else "unsigned"
+            opcode = next((name for name, (k, n) in GLOBAL_ATOMICS.items()
+                           if k == kind and n in _ATOMIC_OPERANDS[number]), None)
+            if opcode is None:
+                raise self.unsupported(op, f"{kind} of {t}")
+        sem, scope = op.attrs.get("sem", "relaxed"), op.attrs.get("scope", "gpu")
+        release, acquire, bits = MEMORY_ORDER[scope]
+        addr, offset = self.address(op, False)
+        data = self.gather([op.operand(3), op.operand(2)], 32) if cas else self.to_vgpr(self.operand(op.operand(2)))
+        old = self.new("v").all()
+        self.valu("v_mov_b32", [old], [Imm.int(0)])
+        if sem in ("release", "acq_rel"):
+            for opc, flags in release:
+                self.emit(opc, [], [], **flags)
+            self.emit("s_waitcnt", [], [], vmcnt=0, lgkmcnt=0)
+        self.masked(op.operand(1), lambda: self.emit(opcode, [old], [addr, data, OFF], offset=offset, sc0=1, **bits))
+        if sem in ("acquire", "acq_rel"):
+            self.emit("s_waitcnt", [], [], vmcnt=0)
+            for opc, flags in acquire:
+                self.emit(opc, [], [], **flags)
+        if op.results:
+            self.values[op.result] = old
+
     def sel_mfma(self, op: Operation) -> None:
         """simt.mfma: A and B words in VGPR pairs, C in the consecutive VGPRs that D overwrites
         (the accumulator of the previous MFMA in place when nothing else reads it: a chain the
@@ -1155,6 +1209,9 @@ _HANDLERS = {
     "simt.barrier": Selector.sel_barrier,
     "simt.shfl": Selector.sel_shfl,
     "simt.mfma": Selector.sel_mfma,
+    "simt.atom": Selector.sel_atomic,
+    "simt.red": Selector.sel_atomic,
+    "simt.atom_cas": Selector.sel_atomic,
     "scf.for": Selector.sel_for,
     "scf.if": Selector.sel_if,
     "simt.unpack": Selector.sel_unpack,
