@@ -132,3 +132,15 @@ def wide_atomic_kernel(out_ptr):
 def test_64_bit_atomics_are_refused_by_name():
     with pytest.raises(UnsupportedOnTarget, match=r"gfx942: .* simt\.(atom|red) of i64"):
         build(wide_atomic_kernel, [np.zeros(64, np.int64)])
+
+
+@tile.jit
+def histogram_kernel(x_ptr, out_ptr, BINS: tl.constexpr, BLOCK: tl.constexpr):
+    tl.store(out_ptr + tl.arange(0, BINS), tl.histogram(tl.load(x_ptr + tl.arange(0, BLOCK)), BINS))
+
+
+def test_shared_memory_atomics_are_refused_by_name():
+    """tl.histogram counts in shared memory (simt.red on an LDS address): no ds_add yet."""
+    x, out = np.zeros(256, np.int32), np.zeros(16, np.int32)
+    with pytest.raises(UnsupportedOnTarget, match=r"simt\.red on shared memory"):
+        build(histogram_kernel, [x, out], num_warps=4, BINS=16, BLOCK=256)

@@ -82,6 +82,17 @@ def test_mfma_operands_are_checked():
         MInst("v_mfma_f32_16x16x16_bf16", [d.all()], [a.all(), a.all(), c.all()])
 
 
+def test_valu_results_wait_two_states_before_an_mfma_reads_them():
+    shape = MFMA_SHAPES["v_mfma_f32_16x16x16_f16"]
+    d, a, b, other = Reg("v", 4, 1), Reg("v", 2, 2), Reg("v", 2, 3), Reg("v", 1, 4)
+    write_a = MInst("v_mov_b32", [a.dword(1)], [Imm.int(1)])
+    write_other = MInst("v_mov_b32", [other.all()], [Imm.int(1)])
+    mfma = MInst(shape.mnemonic, [d.all()], [a.all(), b.all(), d.all()])
+    assert _nops_before(insert_nops([write_a, mfma]), 2) == 2
+    assert _nops_before(insert_nops([write_a, write_other, mfma]), 3) == 1
+    assert [i.opcode for i in insert_nops([write_other, mfma])] == ["v_mov_b32", shape.mnemonic]
+
+
 def _nops_before(insts, k):
     """Wait states of the s_nops right before instruction `k` of `insts`."""
     total = 0

@@ -122,6 +122,13 @@ def _valu_then_readfirstlane(first: MInst, then: MInst, assignment) -> bool:
             and bool(_written(first, assignment) & _read(then, assignment)))
 
 
+def _valu_then_mfma(first: MInst, then: MInst, assignment) -> bool:
+    """A VALU op (not itself an MFMA: those are _mfma_result_touched) writes a VGPR that an MFMA
+    reads (rocRoller's VALUWrite observer: 2 wait states on gfx908, gfx90a and gfx94x)."""
+    return (then.opcode in MFMA_SHAPES and first.opcode not in MFMA_SHAPES and info(first.opcode).is_valu
+            and bool(_written(first, assignment) & _read(then, assignment)))
+
+
 def _mfma_result_touched(passes: int):
     """An MFMA of `passes` passes wrote D, and `then` reads or writes any of it, or control flow
     joins or leaves (a label or branch: the next instruction is not known here). The one
@@ -148,6 +155,7 @@ HAZARDS = (
     ("a store's data (over 64 bits) is overwritten", 2, _wide_store_data),
     ("a VALU-written SGPR is read by a VALU", 2, _valu_sgpr_read),
     ("a VALU result is read by v_readfirstlane", 1, _valu_then_readfirstlane),
+    ("a VALU result is read by an MFMA", 2, _valu_then_mfma),
 ) + tuple((f"the result of a {passes}-pass MFMA is touched", passes + 3, _mfma_result_touched(passes))
           for passes in sorted({shape.passes for shape in MFMA_SHAPES.values()}))
 LONGEST_WAIT = max(wait_states for _, wait_states, _ in HAZARDS)
