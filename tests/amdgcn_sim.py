@@ -127,9 +127,10 @@ class Wave:
             if inst.opcode == "s_barrier":
                 yield
             elif inst.opcode == "s_branch" or (inst.opcode == "s_cbranch_scc1" and self.scc) or (
-                    inst.opcode == "s_cbranch_scc0" and not self.scc):
+                    inst.opcode == "s_cbranch_scc0" and not self.scc) or (
+                    inst.opcode == "s_cbranch_execz" and not self.exec.any()):
                 pc = labels[inst.uses[0]]
-            elif inst.opcode not in ("label", "s_cbranch_scc0", "s_cbranch_scc1"):
+            elif inst.opcode not in ("label", "s_cbranch_scc0", "s_cbranch_scc1", "s_cbranch_execz"):
                 self.step(inst)
         raise SimulationError("the program ran past its end without s_endpgm")
 

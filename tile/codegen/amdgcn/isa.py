@@ -133,6 +133,7 @@ def _rows() -> list[InstrInfo]:
     add("s_branch", "SOPP", "| label", "salu")
     add("s_cbranch_scc0", "SOPP", "| label", "salu")
     add("s_cbranch_scc1", "SOPP", "| label", "salu")
+    add("s_cbranch_execz", "SOPP", "| label", "salu")
     add("label", "PSEUDO", "| label", "salu")   # a branch target: prints as `name:`
     add("s_endpgm", "SOPP", "|", "salu")
 

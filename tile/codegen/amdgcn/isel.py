@@ -34,12 +34,13 @@ After (MIR; %s2 is the workgroup id the hardware puts in s2, %s3 the loaded n_el
 Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), LDS accesses (ds_read/ds_write;
 simt.smem_addr is the LDS byte address itself), simt.barrier (drain, s_barrier), simt.shfl within the lowering's 32-lane
 warps (each half of a wave64) as ds_bpermute_b32, scf.for with uniform bounds (an SGPR
-induction variable and a backward branch), and scf.if as EXEC masking without branches.
+induction variable and a backward branch), scf.if as EXEC masking without branches, and
+scf.while as a loop that narrows EXEC to the lanes still running.
 
 Subnormal f32 and f16 values are kept (the kernel descriptor's denorm modes), f32 -> f16 rounds
 to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of the amount,
 as the hardware does. Global atomics on 32 bits follow the gfx942 memory model (MEMORY_ORDER).
-An op outside the selected subset (64-bit and LDS atomics, scf.while...) raises
+An op outside the selected subset (64-bit and LDS atomics, i1 values carried by scf.while...) raises
 `UnsupportedOnTarget`, a NotImplementedError naming it and the target.
 """
 from __future__ import annotations
@@ -397,7 +398,7 @@ class Selector:
         for op in ops:
             self.comment = f"{op.loc.file.rsplit('/', 1)[-1]}:{op.loc.line}" if op.loc else ""
             handler = _HANDLERS.get(op.name)
-            if handler is None or (op.regions and op.name not in ("scf.for", "scf.if")):
+            if handler is None or (op.regions and op.name not in ("scf.for", "scf.if", "scf.while")):
                 raise self.unsupported(op)
             handler(self, op)
 
@@ -456,6 +457,62 @@ class Selector:
         self.forget_recent()
         for result, reg in zip(op.results, carried):
             self.values[result] = reg
+
+    def sel_while(self, op: Operation) -> None:
+        """scf.while as a loop under EXEC: each lane leaves when its condition fails, and the
+        loop ends when no lane is left (the condition need not be uniform):
+
+                s_mov_b64 saved, exec               (loop-carried values into their registers)
+            top:
+                before...  results <- forwarded values        (in the lanes still running)
+                s_and_b64 exec, exec, cond
+                s_cbranch_execz end
+                after...   carried <- yielded values
+                s_branch top
+            end:
+                s_mov_b64 exec, saved
+
+        A lane that left keeps its results: every VGPR write in the loop runs under the
+        narrowed EXEC."""
+        before, after = op.regions[0].block, op.regions[1].block
+        if any(v.type == i1 for v in list(op.operands) + list(op.results)):
+            raise self.unsupported(op, "with i1 loop-carried values")
+        for r in list(self.deferred_others):
+            self.choose_other(r)
+        self.forget_recent()
+        carried = [self.new("v", dwords(v.type)).all() for v in op.operands]
+        for reg, v in zip(carried, op.operands):
+            self.copy(reg, self.operand(v))
+        results = [self.new("v", dwords(r.type)).all() for r in op.results]
+        saved = self.new("s", 2).all()
+        self.salu("s_mov_b64", [saved], [EXEC])
+        self.loops += 1
+        top, end = Label(f".Lwhile{self.loops}"), Label(f".Lwhile{self.loops}_end")
+        self.emit("label", [], [top])
+        for arg, reg in zip(before.args, carried):
+            self.values[arg] = reg
+        self.select_ops(before.ops[:-1])
+        condition = before.ops[-1]
+        for reg, v in zip(results, condition.operands[1:]):
+            self.copy(reg, self.operand(v))
+        self.salu("s_and_b64", [EXEC], [EXEC, self.scalar(condition.operand(0))])
+        self.emit("s_cbranch_execz", [], [end])
+        for arg, reg in zip(after.args, results):
+            self.values[arg] = reg
+        self.select_ops(after.ops[:-1])
+        staged = [self.new(c.bank, c.count).all() for c in carried]   # a parallel copy
+        for reg, v in zip(staged, after.ops[-1].operands):
+            self.copy(reg, self.operand(v))
+        for reg, y in zip(carried, staged):
+            self.copy(reg, y)
+        for r in list(self.deferred_others):
+            self.choose_other(r)
+        self.emit("s_branch", [], [top])
+        self.emit("label", [], [end])
+        self.salu("s_mov_b64", [EXEC], [saved])
+        self.forget_recent()
+        for r, reg in zip(op.results, results):
+            self.values[r] = reg
 
     def sel_if(self, op: Operation) -> None:
         """scf.if as EXEC masking (no branches): the then-region runs in the lanes where the
@@ -1133,15 +1190,15 @@ class Selector:
         """simt.mfma: A and B words in VGPR pairs, C in the consecutive VGPRs that D overwrites
         (the accumulator of the previous MFMA in place when nothing else reads it: a chain the
         hardware runs back to back; else a fresh copy). The matrix core needs every lane of the
-        wave, so the workgroup must be whole waves and the op outside any scf.if."""
+        wave, so the workgroup must be whole waves and the op outside scf.if and scf.while."""
         instr, atype = op.attrs["instr"], op.attrs["atype"]
         shape = next((s for s in MFMA_SHAPES.values() if s.m == instr and s.operand_type == atype), None)
         if shape is None:
             raise self.unsupported(op, f"of {instr}x{instr} on {atype}")
         parent = op.parent_op
         while parent is not None and parent is not self.func:
-            if parent.name == "scf.if":
-                raise self.unsupported(op, "under scf.if (the matrix core needs every lane of the wave)")
+            if parent.name in ("scf.if", "scf.while"):
+                raise self.unsupported(op, f"under {parent.name} (the matrix core needs every lane of the wave)")
             parent = parent.parent_op
         if self.func.attrs["num_warps"] * 32 % 64:
             raise self.unsupported(op, "in a workgroup that is not whole waves of 64")
@@ -1214,6 +1271,7 @@ _HANDLERS = {
     "simt.atom_cas": Selector.sel_atomic,
     "scf.for": Selector.sel_for,
     "scf.if": Selector.sel_if,
+    "scf.while": Selector.sel_while,
     "simt.unpack": Selector.sel_unpack,
     **{name: Selector.sel_binary for name in ("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.rem",
                                                "arith.and", "arith.or", "arith.xor", "arith.shl", "arith.shr",
