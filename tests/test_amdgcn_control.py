@@ -113,3 +113,18 @@ def test_mfma_in_a_while_loop_is_refused_by_name():
     a, c = np.ones((32, 32), np.float16), np.zeros((32, 32), np.float32)
     with pytest.raises(UnsupportedOnTarget, match=r"simt\.mfma under scf\.while \(the matrix core needs every lane"):
         build(dot_in_while_kernel, [a, c, 2], num_warps=4)
+
+
+@tile.jit
+def flag_kernel(x_ptr, out_ptr):
+    go = tl.load(x_ptr) > 0
+    n = 0
+    while go:
+        n += 1
+        go = n < 3
+    tl.store(out_ptr, n)
+
+
+def test_while_carrying_an_i1_is_refused_by_name():
+    with pytest.raises(UnsupportedOnTarget, match=r"scf\.while with i1 loop-carried values"):
+        build(flag_kernel, [np.ones(1, np.int32), np.zeros(1, np.int32)], num_warps=1)
