@@ -128,3 +128,47 @@ def flag_kernel(x_ptr, out_ptr):
 def test_while_carrying_an_i1_is_refused_by_name():
     with pytest.raises(UnsupportedOnTarget, match=r"scf\.while with i1 loop-carried values"):
         build(flag_kernel, [np.ones(1, np.int32), np.zeros(1, np.int32)], num_warps=1)
+
+
+def _tutorial(name: str):
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parent.parent / "tutorials" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"tutorial_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("rows, n_cols, block, num_warps, groups", [(6, 100, 128, 2, 2), (5, 300, 512, 2, 3)])
+def test_tutorial_layer_norm_backward_with_its_lock(rows, n_cols, block, num_warps, groups):
+    """Tutorial 09's backward: dx and partial dw/db sums under per-group spin locks (scf.while
+    around a compare-and-swap, exchanges, a barrier), then the column sums, against NumPy.
+    One wave per program: with two, the wave model (waves in turns between barriers) shows the
+    tutorial's race: thread 0's atomic_xchg(Count, 1) can land before another wave's
+    tl.load(Count), which then adds the uninitialised partial sums."""
+    tutorial = _tutorial("09_layer_norm_backward")
+    x = RNG.standard_normal((rows, n_cols)).astype(np.float32)
+    w, b, dy = (RNG.standard_normal(shape).astype(np.float32) for shape in (n_cols, n_cols, (rows, n_cols)))
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=1).astype(np.float32)
+    rstd = (1 / np.sqrt(x64.var(axis=1) + 1e-5)).astype(np.float32)
+    locks = np.zeros(2 * groups, np.int32)
+    partial_dw, partial_db = np.full((groups, n_cols), np.nan, np.float32), np.full((groups, n_cols), np.nan, np.float32)
+    dx = np.full((rows, n_cols), np.nan, np.float32)
+    args = [dx, dy, partial_dw, partial_db, x, w, mean, rstd, locks, n_cols, n_cols]
+    compiled = build(tutorial.layer_norm_bwd_dx_fused_kernel, args, num_warps=num_warps, GROUP_SIZE_M=groups,
+                     BLOCK_SIZE_N=block)
+    assert b"ELF" in assemble(compiled.text, "gfx942")[:4]
+    Simulator(compiled, args, rows).run()
+    dw, db = np.full(n_cols, np.nan, np.float32), np.full(n_cols, np.nan, np.float32)
+    sums = [partial_dw, partial_db, dw, db, groups, n_cols]
+    # the tutorial's 32 x 128 column blocks need 104 SGPRs here (no spilling yet): 16 x 128
+    columns = build(tutorial.layer_norm_bwd_dwdb_kernel, sums, num_warps=4, BLOCK_SIZE_M=16, BLOCK_SIZE_N=128)
+    Simulator(columns, sums, -(-n_cols // 128)).run()
+    _, dx_ref, dw_ref, db_ref = tutorial.reference(x, w, b, dy)
+    np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dw, dw_ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(db, db_ref, rtol=1e-4, atol=1e-4)
+    assert list(locks[:groups]) == [0] * groups and list(locks[groups:]) == [1] * groups
