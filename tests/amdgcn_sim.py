@@ -488,6 +488,12 @@ _ATOMIC = {   # (old, value, compare) -> new, on uint32 bits
 }
 
 
+def named(kernel: Any, args: Any) -> dict:
+    """The arguments `args` of tile.jit `kernel` by parameter name, as the Simulator takes them
+    (a parameter specialized away, such as an integer equal to 1, is then simply unused)."""
+    return dict(zip(kernel.arg_names, args))
+
+
 class Simulator:
     """Runs `kernel` over a `grid` of workgroups (an int or up to three) on NumPy arrays
     (pointer arguments) and numbers."""
@@ -499,6 +505,10 @@ class Simulator:
         self.buffers: list[np.ndarray] = []
         kernarg = bytearray(max(kernel.selection.kernarg_size, 8))
         pointer_args = [a for a in kernel.selection.kernargs if a.value_kind == "global_buffer"]
+        user = [a.name for a in kernel.selection.kernargs if not a.value_kind.startswith("hidden_")]
+        if isinstance(args, list) and len(args) != len(user):
+            raise SimulationError(f"{kernel.selection.name} takes {len(user)} arguments ({', '.join(user)}), got "
+                                  f"{len(args)}: pass them by name (amdgcn_sim.named; a parameter equal to 1 is specialized away)")
         values = iter(args) if isinstance(args, list) else None
         for a in kernel.selection.kernargs:
             if a.value_kind.startswith("hidden_block_count"):

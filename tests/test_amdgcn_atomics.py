@@ -11,7 +11,7 @@ import tile.language as tl
 from tile.codegen.amdgcn import UnsupportedOnTarget, assemble, compile_amdgcn
 from tile.compiler import compile_kernel
 
-from amdgcn_sim import Simulator
+from amdgcn_sim import Simulator, named
 from amdgcn_util import instructions
 
 RNG = np.random.default_rng(11)
@@ -66,7 +66,7 @@ def test_atomics_compute_on_the_wave_model(op, dtype):
     compiled = build(scatter_kernel, [x, out, old, n], BINS=bins, OP=op, BLOCK=128)
     assert any(line.startswith("global_atomic") for line in instructions(compiled.text))
     assert b"ELF" in assemble(compiled.text, "gfx942")[:4]
-    Simulator(compiled, [x, out, old, n], 2).run()
+    Simulator(compiled, named(scatter_kernel, [x, out, old, n]), 2).run()
     for b in range(bins):   # the wave model runs workgroups, waves and lanes in order
         lanes = x[b::bins]
         if op == "max" and dtype == np.float32:   # two atomics (smax on non-negative bits, umin on negative)
@@ -95,7 +95,7 @@ def test_tickets_and_compare_and_swap():
     tickets, seen = np.full(2 * block, -1, np.int32), np.full(2 * block, -1, np.int32)
     compiled = build(ticket_kernel, [counter, lock, tickets, seen], BLOCK=block)
     assert b"ELF" in assemble(compiled.text, "gfx942")[:4]
-    Simulator(compiled, [counter, lock, tickets, seen], 2).run()
+    Simulator(compiled, named(ticket_kernel, [counter, lock, tickets, seen]), 2).run()
     assert sorted(tickets) == list(range(5, 5 + 2 * block)) and counter[0] == 5 + 2 * block
     assert list(lock) == [1, 2] and list(seen[:2]) == [0, 0] and list(seen[2:]) == [1, 2] * (block - 1)
 

@@ -22,7 +22,7 @@ from tile.ir import TensorType, f16, parse_op
 from tile.ir.mfma_layouts import MfmaLayout, MfmaOperandLayout, mfma_operand_layout, mfma_result_layout
 from tile.ir.types import parse_type
 
-from amdgcn_sim import Simulator
+from amdgcn_sim import Simulator, named
 
 SHAPES = list(MFMA_SHAPES.values())
 
@@ -236,7 +236,7 @@ def test_dot_selects_mfma_and_computes_on_the_wave_model(m, n, k, block_k, num_w
     waves = num_warps // 2   # the program of one wave, its loop body once
     assert mfmas == [mnemonic] * (m * n // (shape.m * shape.n * waves) * block_k // shape.k)
     assert b"ELF" in assemble(compiled.text, "gfx942")[:4]
-    Simulator(compiled, [a_in, b_in, out]).run()
+    Simulator(compiled, named(dot_kernel, [a_in, b_in, out])).run()
     np.testing.assert_allclose(out, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-4)
 
 
@@ -295,7 +295,7 @@ def test_dots_mfma_cannot_take_use_fma():
         out = c.copy()
         compiled = compile_dot(args + [out], num_warps, M=16, N=16, K=16, BLOCK_K=16, DTYPE=dtype)
         assert "v_mfma" not in compiled.text and "v_fma_f32" in compiled.text
-        Simulator(compiled, args + [out]).run()
+        Simulator(compiled, named(dot_kernel, args + [out])).run()
         np.testing.assert_allclose(out, a16.astype(np.float64) @ b16 + c, rtol=1e-5, atol=1e-4)
 
 
@@ -326,3 +326,32 @@ def test_mfma_under_scf_if_is_refused_by_name():
     func = "\n".join(mfma[:4] + [body] + mfma[5:])
     with pytest.raises(UnsupportedOnTarget, match=r"simt\.mfma under scf\.if \(the matrix core needs every lane"):
         emit_amdgcn(parse_op(func), "gfx942")
+
+
+@pytest.mark.parametrize("num_warps, num_stages", [(4, 1), (4, 3), (8, 2)])
+def test_tutorial_matmul_with_masks_and_activation(num_warps, num_stages):
+    """Tutorial 04's kernel (grouped tile order, masked K tail, leaky ReLU, f16 output) at a
+    shape the tiles do not divide, on MFMA."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parent.parent / "tutorials" / "04_matrix_multiplication.py"
+    spec = importlib.util.spec_from_file_location("tutorial_04", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = module.matmul_kernel.fn
+    m, n, k = 40, 72, 40
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float16)
+    names = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
+             "stride_cn"]
+    args = dict(zip(names, [a, b, c, m, n, k, k, 1, n, 1, n, 1]))
+    constexprs = dict(BLOCK_M=32, BLOCK_N=64, BLOCK_K=16, GROUP_M=2, ACTIVATION="leaky_relu")
+    spec_, _ = kernel.specialize(list(args.values()), constexprs)
+    options = {"num_warps": num_warps, "num_stages": num_stages, "maxnreg": None}
+    compiled = compile_amdgcn(compile_kernel(kernel, spec_, options, "gfx942", until="amdgcn").func, "gfx942")
+    assert "v_mfma_f32" in compiled.text and b"ELF" in assemble(compiled.text, "gfx942")[:4]
+    Simulator(compiled, args, 2 * 2).run()
+    exact = a.astype(np.float64) @ b
+    np.testing.assert_allclose(c, np.where(exact >= 0, exact, 0.01 * exact), rtol=2e-3, atol=2e-3)
