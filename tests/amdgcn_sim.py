@@ -508,7 +508,8 @@ class Simulator:
         user = [a.name for a in kernel.selection.kernargs if not a.value_kind.startswith("hidden_")]
         if isinstance(args, list) and len(args) != len(user):
             raise SimulationError(f"{kernel.selection.name} takes {len(user)} arguments ({', '.join(user)}), got "
-                                  f"{len(args)}: pass them by name (amdgcn_sim.named; a parameter equal to 1 is specialized away)")
+                                  f"{len(args)}: pass them by name (amdgcn_sim.named; a parameter equal to 1 "
+                                  "is specialized away)")
         values = iter(args) if isinstance(args, list) else None
         for a in kernel.selection.kernargs:
             if a.value_kind.startswith("hidden_block_count"):

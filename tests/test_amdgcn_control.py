@@ -155,7 +155,7 @@ def test_tutorial_layer_norm_backward_with_its_lock(rows, n_cols, block, num_war
     mean = x64.mean(axis=1).astype(np.float32)
     rstd = (1 / np.sqrt(x64.var(axis=1) + 1e-5)).astype(np.float32)
     locks = np.zeros(2 * groups, np.int32)
-    partial_dw, partial_db = np.full((groups, n_cols), np.nan, np.float32), np.full((groups, n_cols), np.nan, np.float32)
+    partial_dw, partial_db = (np.full((groups, n_cols), np.nan, np.float32) for _ in range(2))
     dx = np.full((rows, n_cols), np.nan, np.float32)
     args = [dx, dy, partial_dw, partial_db, x, w, mean, rstd, locks, n_cols, n_cols]
     compiled = build(tutorial.layer_norm_bwd_dx_fused_kernel, args, num_warps=num_warps, GROUP_SIZE_M=groups,

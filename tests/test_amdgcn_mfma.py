@@ -174,8 +174,9 @@ def test_mfma_kernel_assembles_and_computes_on_the_wave_model(shape):
     c = rng.standard_normal((shape.m, shape.n)).astype(np.float32)
     if shape.operand_type == "bf16":   # inputs that bf16 holds exactly, passed as their upper halves
         a, b = [(x.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32) for x in (a, b)]
-        a_frag, b_frag = (_fragments(layout, x.view(np.uint32) >> np.uint32(16), np.uint16) for layout, x in
-                          ((mfma_operand_layout(0, shape.m, shape.k), a), (mfma_operand_layout(1, shape.n, shape.k), b)))
+        layouts = (mfma_operand_layout(0, shape.m, shape.k), mfma_operand_layout(1, shape.n, shape.k))
+        a_frag, b_frag = (_fragments(layout, x.view(np.uint32) >> np.uint32(16), np.uint16)
+                          for layout, x in zip(layouts, (a, b)))
     else:
         a, b = a.astype(np.float16).astype(np.float32), b.astype(np.float16).astype(np.float32)
         a_frag = _fragments(mfma_operand_layout(0, shape.m, shape.k), a, np.float16)

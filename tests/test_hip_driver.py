@@ -44,7 +44,8 @@ class FakeHip:
 
     def _result(self, call, *values):
         self.calls.append((call,) + values)
-        return (self.fail.get(call, HipError.hipSuccess),) + (("handle:" + call,) if call != "hipModuleLaunchKernel" else ())
+        handle = () if call == "hipModuleLaunchKernel" else ("handle:" + call,)
+        return (self.fail.get(call, HipError.hipSuccess),) + handle
 
     def hipGetErrorString(self, err):
         return f"fake description of {err.name}".encode()

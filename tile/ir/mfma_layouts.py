@@ -73,7 +73,8 @@ def mfma_operand_layout(op_idx: int, mn: int, k: int, wave_size: int = MFMA_WAVE
     """The layout of A (op_idx 0: mn x k) or B (op_idx 1: k x mn) of a 16-bit MFMA."""
     _check_wave(wave_size)
     if mn * k != wave_size * VALUES_PER_LANE:
-        raise ValueError(f"no 16-bit MFMA operand is {mn} x {k} ({VALUES_PER_LANE} values in each of {wave_size} lanes)")
+        raise ValueError(f"no 16-bit MFMA operand is {mn} x {k} "
+                         f"({VALUES_PER_LANE} values in each of {wave_size} lanes)")
 
     def place(along_mn: int, along_k: int) -> tuple[int, int]:
         return (along_mn, along_k) if op_idx == 0 else (along_k, along_mn)

@@ -290,5 +290,6 @@ class AccelerateDot(Pass):
             hoist_invariant_fragments(func)
 
 
-__all__ = ["AccelerateDot", "dot_result_layout", "mfma_result_layout_for", "fma_result_layout", "hoist_invariant_fragments", "mma_capable",
-           "uses_mma", "uses_wgmma", "warps_per_tile", "wgmma_warp_groups", "HOISTED_REGISTERS"]
+__all__ = ["AccelerateDot", "dot_result_layout", "fma_result_layout", "hoist_invariant_fragments",
+           "mfma_result_layout_for", "mma_capable", "uses_mma", "uses_wgmma", "warps_per_tile", "wgmma_warp_groups",
+           "HOISTED_REGISTERS"]

@@ -73,7 +73,8 @@ MEMORY_ORDER = {
 
 
 # which GLOBAL_ATOMICS rows take a value of each kind of number
-_ATOMIC_OPERANDS = {"float": ("float", "any"), "signed": ("signed", "int", "any"), "unsigned": ("unsigned", "int", "any")}
+_ATOMIC_OPERANDS = {"float": ("float", "any"), "signed": ("signed", "int", "any"),
+                    "unsigned": ("unsigned", "int", "any")}
 
 
 class UnsupportedOnTarget(NotImplementedError):
