@@ -227,6 +227,16 @@ class Wave:
             values = data[((address >> np.uint64(2)) & np.uint64(LANES - 1)).astype(np.int64)]
             self.pending.append(("lgkmcnt", self.cells(d[0]), [(d[0], values, lanes)]))
             return
+        if op == "ds_add_u32":   # lane by lane, in lane order
+            address, data = self.read(u[0]) + np.uint64(inst.mods.get("offset", 0)), self.read(u[1])
+            lds = self.sim.lds
+            for lane in np.flatnonzero(lanes):
+                a = int(address[lane])
+                if a + 4 > len(lds):
+                    raise SimulationError(f"LDS atomic at {a} is outside its {len(lds)} bytes")
+                total = (int.from_bytes(bytes(lds[a:a + 4]), "little") + int(data[lane])) & 0xFFFFFFFF
+                lds[a:a + 4] = total.to_bytes(4, "little")
+            return
         kind = op.split("_")[2]
         size = {"u8": 1, "i8": 1, "b8": 1, "u16": 2, "i16": 2, "b16": 2, "b32": 4, "b64": 8, "b128": 16}[kind]
         address = self.read(u[0]) + np.uint64(inst.mods.get("offset", 0))

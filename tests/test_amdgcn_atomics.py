@@ -8,8 +8,9 @@ import pytest
 
 import tile
 import tile.language as tl
-from tile.codegen.amdgcn import UnsupportedOnTarget, assemble, compile_amdgcn
+from tile.codegen.amdgcn import UnsupportedOnTarget, assemble, compile_amdgcn, emit_amdgcn
 from tile.compiler import compile_kernel
+from tile.ir import parse_op
 
 from amdgcn_sim import Simulator, named
 from amdgcn_util import instructions
@@ -139,8 +140,25 @@ def histogram_kernel(x_ptr, out_ptr, BINS: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, BINS), tl.histogram(tl.load(x_ptr + tl.arange(0, BLOCK)), BINS))
 
 
-def test_shared_memory_atomics_are_refused_by_name():
-    """tl.histogram counts in shared memory (simt.red on an LDS address): no ds_add yet."""
-    x, out = np.zeros(256, np.int32), np.zeros(16, np.int32)
-    with pytest.raises(UnsupportedOnTarget, match=r"simt\.red on shared memory"):
-        build(histogram_kernel, [x, out], num_warps=4, BINS=16, BLOCK=256)
+@pytest.mark.parametrize("bins, num_warps", [(16, 4), (8, 2)])
+def test_histogram_counts_in_lds(bins, num_warps):
+    """tl.histogram: bins zeroed in LDS, ds_add_u32 per element, read back after a barrier."""
+    x = RNG.integers(0, bins, 256).astype(np.int32)
+    out = np.full(bins, -1, np.int32)
+    compiled = build(histogram_kernel, [x, out], num_warps=num_warps, BINS=bins, BLOCK=256)
+    assert "ds_add_u32" in compiled.text and b"ELF" in assemble(compiled.text, "gfx942")[:4]
+    Simulator(compiled, named(histogram_kernel, [x, out])).run()
+    np.testing.assert_array_equal(out, np.bincount(x, minlength=bins))
+
+
+def _red_shared_func(kind: str, t: str) -> str:
+    return ('simt.func {arg_names = ["p"], num_warps = 1, shared_bytes = 64, sym_name = "k"} {\n'
+            f"^bb(%p: ptr<f32>):\n  %t = simt.tid : i32\n  %c = arith.constant {{value = true}} : i1\n"
+            f"  %v = arith.constant {{value = 1}} : {t}\n"
+            f'  simt.red %t, %c, %v {{kind = "{kind}", scope = "cta"}}\n  simt.return\n}}')
+
+
+@pytest.mark.parametrize("kind, t", [("max", "i32"), ("add", "i64")])
+def test_other_shared_memory_atomics_are_refused_by_name(kind, t):
+    with pytest.raises(UnsupportedOnTarget, match=rf"simt\.red {kind} of {t} on shared memory"):
+        emit_amdgcn(parse_op(_red_shared_func(kind, t)), "gfx942")

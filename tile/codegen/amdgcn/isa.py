@@ -215,6 +215,7 @@ def _rows() -> list[InstrInfo]:
         add(f"ds_read_{name}", "DS", f"{'vdst' if width == 1 else f'vdst{width}'} | vsrc", "ds", "lgkmcnt")
     for name, width in (("b8", 1), ("b16", 1), ("b32", 1), ("b64", 2), ("b128", 4)):
         add(f"ds_write_{name}", "DS", f"| vsrc {'vsrc' if width == 1 else f'vsrc{width}'}", "ds", "lgkmcnt")
+    add("ds_add_u32", "DS", "| vsrc vsrc", "ds", "lgkmcnt")   # LDS atomic add, no return (tl.histogram's bins)
     # lane permutation through the LDS crossbar (no LDS memory): dst = data of lane addr / 4
     add("ds_bpermute_b32", "DS", "vdst | vsrc vsrc", "ds", "lgkmcnt")
     return rows

@@ -40,7 +40,8 @@ scf.while as a loop that narrows EXEC to the lanes still running.
 Subnormal f32 and f16 values are kept (the kernel descriptor's denorm modes), f32 -> f16 rounds
 to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of the amount,
 as the hardware does. Global atomics on 32 bits follow the gfx942 memory model (MEMORY_ORDER).
-An op outside the selected subset (64-bit and LDS atomics, i1 values carried by scf.while...) raises
+An op outside the selected subset (64-bit atomics, LDS atomics other than an integer add, i1
+values carried by scf.while...) raises
 `UnsupportedOnTarget`, a NotImplementedError naming it and the target.
 """
 from __future__ import annotations
@@ -1149,15 +1150,21 @@ class Selector:
         self.masked(op.operand(1), lambda: self.emit(opcode, [], sources, offset=offset))
 
     def sel_atomic(self, op: Operation) -> None:
-        """simt.atom, simt.red and simt.atom_cas on 32-bit global values: the returning form of
+        """simt.atom, simt.red and simt.atom_cas on 32-bit global values (and simt.red's integer
+        add on an LDS address, as ds_add_u32): for global memory the returning form of
         the instruction under the op's mask (masked-off lanes read 0), wrapped in the cache
         maintenance and waits the gfx942 memory model asks for its sem and scope
         (MEMORY_ORDER: before a release, write back and drain earlier memory ops; after an
         acquire, wait for the atomic and invalidate)."""
         cas = op.name == "simt.atom_cas"
         t = op.operand(op.num_operands - 1).type
-        if isinstance(op.operand(0).type, DType):
-            raise self.unsupported(op, "on shared memory")
+        if isinstance(op.operand(0).type, DType):   # an LDS address: simt.red's add of tl.histogram
+            if op.name != "simt.red" or op.attrs["kind"] != "add" or t.bits != 32 or t.is_floating:
+                raise self.unsupported(op, f"{op.attrs.get('kind', 'cas')} of {t} on shared memory")
+            addr, offset = self.address(op, True)
+            data = self.to_vgpr(self.operand(op.operand(2)))
+            self.masked(op.operand(1), lambda: self.emit("ds_add_u32", [], [addr, data], offset=offset))
+            return
         if isinstance(t, PointerType) or t.bits != 32:
             raise self.unsupported(op, f"of {t}")
         if cas:
