@@ -127,9 +127,10 @@ class Wave:
             if inst.opcode == "s_barrier":
                 yield
             elif inst.opcode == "s_branch" or (inst.opcode == "s_cbranch_scc1" and self.scc) or (
-                    inst.opcode == "s_cbranch_scc0" and not self.scc):
+                    inst.opcode == "s_cbranch_scc0" and not self.scc) or (
+                    inst.opcode == "s_cbranch_execz" and not self.exec.any()):
                 pc = labels[inst.uses[0]]
-            elif inst.opcode not in ("label", "s_cbranch_scc0", "s_cbranch_scc1"):
+            elif inst.opcode not in ("label", "s_cbranch_scc0", "s_cbranch_scc1", "s_cbranch_execz"):
                 self.step(inst)
         raise SimulationError("the program ran past its end without s_endpgm")
 
@@ -148,14 +149,22 @@ class Wave:
                       for k in range(d[0].count)]
             self.pending.append(("lgkmcnt", self.cells(d[0]), writes))
             return
+        if op.startswith("global_atomic"):
+            self.atomic(inst)
+            return
         if op.startswith("global_"):
             self.memory(inst)
+            return
+        if op in ("buffer_wbl2", "buffer_inv"):   # one memory, no caches: only the counter moves
+            self.pending.append(("vmcnt", [], []))
             return
         if op.startswith("ds_"):
             self.lds(inst)
             return
         if op.startswith("s_"):
             self.scalar(op, d, u)
+        elif op.startswith("v_mfma_"):
+            self.mfma(op, d, u)
         else:
             self.vector(op, d, u)
 
@@ -191,6 +200,25 @@ class Wave:
                 self.sim.store(address + np.uint64(4 * k), min(size, 4), lanes, self.read(_sub(u[1], k, 1)))
             self.pending.append(("vmcnt", [], []))
 
+    def atomic(self, inst) -> None:
+        """A 32-bit global atomic, lane by lane in lane order; the old values land at the wait.
+        Only the returning form (sc0) exists in tile's table."""
+        op, d, u = inst.opcode, inst.defs, inst.uses
+        if not inst.mods.get("sc0"):
+            raise SimulationError(f"{op} without sc0 does not return the old value")
+        with np.errstate(over="ignore"):
+            address = self.read(u[0], 2) + np.uint64(inst.mods.get("offset", 0) & ((1 << 64) - 1))
+        data = self.read(u[1], 2 if op.endswith("cmpswap") else 1)
+        old = np.zeros(LANES, np.uint64)
+        for lane in np.flatnonzero(self.exec):
+            buf, off = self.sim.locate(int(address[lane]), 4)
+            word = np.frombuffer(bytes(buf[off:off + 4]), np.uint32)[0]
+            value = np.uint32(int(data[lane]) & 0xFFFFFFFF)
+            new = _ATOMIC[op.removeprefix("global_atomic_")](word, value, np.uint32(int(data[lane]) >> 32))
+            buf[off:off + 4] = np.frombuffer(np.uint32(new).tobytes(), np.uint8)
+            old[lane] = word
+        self.pending.append(("vmcnt", self.cells(d[0]), [(d[0], old, self.exec.copy())]))
+
     def lds(self, inst) -> None:
         op, d, u = inst.opcode, inst.defs, inst.uses
         lanes = self.exec.copy()
@@ -198,6 +226,16 @@ class Wave:
             address, data = self.read(u[0]), self.read(u[1])
             values = data[((address >> np.uint64(2)) & np.uint64(LANES - 1)).astype(np.int64)]
             self.pending.append(("lgkmcnt", self.cells(d[0]), [(d[0], values, lanes)]))
+            return
+        if op == "ds_add_u32":   # lane by lane, in lane order
+            address, data = self.read(u[0]) + np.uint64(inst.mods.get("offset", 0)), self.read(u[1])
+            lds = self.sim.lds
+            for lane in np.flatnonzero(lanes):
+                a = int(address[lane])
+                if a + 4 > len(lds):
+                    raise SimulationError(f"LDS atomic at {a} is outside its {len(lds)} bytes")
+                total = (int.from_bytes(bytes(lds[a:a + 4]), "little") + int(data[lane])) & 0xFFFFFFFF
+                lds[a:a + 4] = total.to_bytes(4, "little")
             return
         kind = op.split("_")[2]
         size = {"u8": 1, "i8": 1, "b8": 1, "u16": 2, "i16": 2, "b16": 2, "b32": 4, "b64": 8, "b128": 16}[kind]
@@ -223,6 +261,35 @@ class Wave:
                 raw[lane] = value & 0xFFFFFFFF
             writes.append((_sub(d[0], k, 1), raw, lanes))
         self.pending.append(("lgkmcnt", self.cells(d[0]), writes))
+
+    def mfma(self, op: str, d, u) -> None:
+        """D = A x B + C with the lane layouts of the CDNA3 ISA's MFMA tables (16-bit A and B,
+        four values per lane; see tile.ir.mfma_layouts), products and sums in float64, one
+        rounding to f32. The matrix core uses all 64 lanes: running it under a partial EXEC is
+        an error of the selection."""
+        if not self.exec.all():
+            raise SimulationError(f"{op} under a partial EXEC")
+        m, n, k = (int(x) for x in op.split("_")[3].split("x"))
+        words = lambda o: np.stack([self.read(_sub(o, i, 1)) for i in range(o.count)])   # [dwords, lanes]
+        halves = lambda w: np.stack([(w[i // 2] >> np.uint64(16 * (i % 2))) & np.uint64(0xFFFF) for i in range(4)])
+        if op.endswith("_bf16"):
+            decode = lambda h: (h << np.uint64(16)).astype(np.uint32).view(np.float32).astype(np.float64)
+        else:
+            decode = lambda h: h.astype(np.uint16).view(np.float16).astype(np.float64)
+        a_values, b_values = decode(halves(words(u[0]))), decode(halves(words(u[1])))   # [4, lanes]
+        lanes = np.arange(LANES)
+        a, b = np.zeros((m, k)), np.zeros((k, n))
+        for j in range(4):
+            a[lanes % m, 4 * (lanes // m) + j] = a_values[j]
+            b[4 * (lanes // n) + j, lanes % n] = b_values[j]
+        c_words = words(u[2])
+        rows = lambda r: 4 * (LANES // n) * (r // 4) + 4 * (lanes // n) + r % 4
+        c = np.zeros((m, n))
+        for r in range(c_words.shape[0]):
+            c[rows(r), lanes % n] = _f32(c_words[r])
+        result = (a @ b + c).astype(np.float32)
+        for r in range(d[0].count):
+            self.write(_sub(d[0], r, 1), _bits(result[rows(r), lanes % n]).astype(np.uint64))
 
     def scalar(self, op: str, d, u) -> None:
         r = lambda k, w=1: int(self.read(u[k], w)[0])  # noqa: E731
@@ -420,6 +487,23 @@ _VSIGNED = {"v_ashrrev_i32": lambda n, a: a.astype(np.int64) >> (n & 31),
             "v_mul_hi_i32": lambda a, b: (a.astype(np.int64) * b) >> 32}
 
 
+_ATOMIC = {   # (old, value, compare) -> new, on uint32 bits
+    "add": lambda o, v, c: (int(o) + int(v)) & 0xFFFFFFFF,
+    "add_f32": lambda o, v, c: np.float32(o.view(np.float32) + v.view(np.float32)).view(np.uint32),
+    "smax": lambda o, v, c: max(o.view(np.int32), v.view(np.int32)).view(np.uint32),
+    "smin": lambda o, v, c: min(o.view(np.int32), v.view(np.int32)).view(np.uint32),
+    "umax": lambda o, v, c: max(o, v), "umin": lambda o, v, c: min(o, v),
+    "and": lambda o, v, c: o & v, "or": lambda o, v, c: o | v, "xor": lambda o, v, c: o ^ v,
+    "swap": lambda o, v, c: v, "cmpswap": lambda o, v, c: v if o == c else o,
+}
+
+
+def named(kernel: Any, args: Any) -> dict:
+    """The arguments `args` of tile.jit `kernel` by parameter name, as the Simulator takes them
+    (a parameter specialized away, such as an integer equal to 1, is then simply unused)."""
+    return dict(zip(kernel.arg_names, args))
+
+
 class Simulator:
     """Runs `kernel` over a `grid` of workgroups (an int or up to three) on NumPy arrays
     (pointer arguments) and numbers."""
@@ -431,6 +515,11 @@ class Simulator:
         self.buffers: list[np.ndarray] = []
         kernarg = bytearray(max(kernel.selection.kernarg_size, 8))
         pointer_args = [a for a in kernel.selection.kernargs if a.value_kind == "global_buffer"]
+        user = [a.name for a in kernel.selection.kernargs if not a.value_kind.startswith("hidden_")]
+        if isinstance(args, list) and len(args) != len(user):
+            raise SimulationError(f"{kernel.selection.name} takes {len(user)} arguments ({', '.join(user)}), got "
+                                  f"{len(args)}: pass them by name (amdgcn_sim.named; a parameter equal to 1 "
+                                  "is specialized away)")
         values = iter(args) if isinstance(args, list) else None
         for a in kernel.selection.kernargs:
             if a.value_kind.startswith("hidden_block_count"):

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import tile
 import tile.language as tl
 
-from amdgcn_sim import SimulationError, Simulator
+from amdgcn_sim import SimulationError, Simulator, named
 from amdgcn_util import instructions, needs_llvm
 from test_amdgcn_codegen import (add_kernel, axpy_unmasked, bf16_grid_kernel, convert_kernel, int_kernel, math_kernel,
                                  sum_kernel, where_kernel)
@@ -27,7 +27,7 @@ def run(kernel, args, grid, num_warps=4, **constexprs):
     options = {"num_warps": num_warps, "num_stages": 3, "maxnreg": None}
     simt = compile_kernel(kernel, spec, options, "gfx942", until="amdgcn").func
     compiled = compile_amdgcn(simt, "gfx942")
-    Simulator(compiled, list(args), grid).run()
+    Simulator(compiled, named(kernel, args), grid).run()
     return compiled
 
 
@@ -411,3 +411,12 @@ def test_negation_and_absolute_value_assemble(name):
     x = np.ones(100, name)
     text = str(tile.dump(unary_kernel, x, x, 100, BLOCK=128, stage="amdgcn", target="gfx942", num_warps=2))
     assert assemble(text, "gfx942")[:4] == b"\x7fELF"
+
+
+def test_the_model_refuses_positional_arguments_that_do_not_fit():
+    """n_elements = 1 is specialized away: four positional values for three kernel arguments
+    would shift, so the model asks for them by name."""
+    x = np.ones(1, np.float32)
+    compiled = run(add_kernel, (x, x, np.zeros(1, np.float32), 1), 1, BLOCK=64)
+    with pytest.raises(SimulationError, match=r"add_kernel takes 3 arguments \(x_ptr, y_ptr, out_ptr\), got 4"):
+        Simulator(compiled, [x, x, x, 1])

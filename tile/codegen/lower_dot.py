@@ -1,5 +1,6 @@
 """Lowering of tt.dot: mma.sync on the tensor cores, or one fma per element and k (a dot with a
-#mma version 3 result goes to lower_wgmma: Hopper's wgmma).
+#mma version 3 result goes to lower_wgmma: Hopper's wgmma; one with an #mfma result to AMD's
+MFMA, `_lower_mfma`).
 
 Tensor cores. Before (a 64x64 f16 tile, 4 warps; #A/#B dot-operand layouts, #C an mma layout):
 
@@ -40,6 +41,7 @@ from typing import Optional
 import numpy as np
 
 from ..ir.core import Operation, Value
+from ..ir.mfma_layouts import MFMA_INSTR_K, MfmaLayout, MfmaOperandLayout
 from ..ir.simt_ops import MMA_SHAPES
 from ..ir.types import DType, element_type, f16, f32, f64, i32
 from .lower_cast import convert
@@ -162,6 +164,46 @@ def _lower_mma(ctx: Lowering, op: Operation, atype: str, plan: list[MmaInstr]) -
     ctx.set(op.result, [convert(ctx, x, f16) if acc_t == f16 else x for x in acc])
 
 
+# ------------------------------------------------------------------------------ mfma
+
+
+def _lower_mfma(ctx: Lowering, op: Operation) -> None:
+    """One simt.mfma per instruction tile and k-step, registers found by the #mfma / #mfma_op
+    register order (tile.ir.mfma_layouts), k-steps outermost:
+
+        %a0 = simt.pack %x0, %x1 : i32          (A's four values of this tile and k-step, two words)
+        %d0, ..., %d15 = simt.mfma %a0, %a1, %b0, %b1, %c0, ..., %c15 {atype = "f16", instr = 32}
+    """
+    a, b, c = op.operands
+    layout = c.type.layout
+    for i, v in ((0, a), (1, b)):
+        if v.type.layout != MfmaOperandLayout(i, layout):
+            raise LoweringError(op, f"operand {'AB'[i]} of an MFMA dot must have layout "
+                                    f"{MfmaOperandLayout(i, layout)}, not {v.type.layout}")
+    atype = element_type(a.type).name
+    steps = a.type.shape[1] // MFMA_INSTR_K[layout.instr]
+    reps_m, reps_n = layout.tile_reps(c.type.shape)
+    per_tile = layout.instr * layout.instr // 64
+    get_a, get_b = operand_source(ctx, a), operand_source(ctx, b)
+
+    def words(get, first: int) -> list[Value]:
+        values = get(list(range(first, first + 4)))
+        return [ctx.pack(values[:2], i32), ctx.pack(values[2:], i32)]
+
+    acc = list(ctx.get(c))
+    for step in range(steps):
+        a_words = [words(get_a, 4 * (step + steps * i)) for i in range(reps_m)]
+        for j in range(reps_n):
+            b_words = words(get_b, 4 * (step + steps * j))
+            for i in range(reps_m):
+                regs = range(per_tile * (i + reps_m * j), per_tile * (i + reps_m * j + 1))
+                out = ctx.ops("simt.mfma", a_words[i] + b_words + [acc[r] for r in regs], [f32] * per_tile,
+                              instr=layout.instr, atype=atype)
+                for r, v in zip(regs, out):
+                    acc[r] = v
+    ctx.set(op.result, acc)
+
+
 # ------------------------------------------------------------------------------ fma
 
 
@@ -203,6 +245,9 @@ def _lower_fma(ctx: Lowering, op: Operation) -> None:
 
 @lowers("tt.dot")
 def _lower_dot(ctx: Lowering, op: Operation) -> None:
+    if isinstance(op.result.type.layout, MfmaLayout):
+        _lower_mfma(ctx, op)
+        return
     if is_wgmma_dot(op):
         lower_wgmma_dot(ctx, op)
         return

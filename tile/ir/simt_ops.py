@@ -43,6 +43,11 @@ The ops:
 
 Tensor cores and asynchronous copies (sm_80+; warp-wide ops run with all 32 lanes converged):
 
+  simt.mfma %a0, %a1, %b0, %b1, %c... {instr, atype} : f32 x (instr^2 / 64)
+                                          AMD's MFMA (gfx942), a wave-wide op of the two warps
+                                          of a 64-lane wave: D = A @ B + C for one instr x instr
+                                          tile; A and B four 16-bit values (atype) packed in two
+                                          i32 each, in the lanes as tile.ir.mfma_layouts says
   simt.mma %a..., %b..., %c... {atype} : T x4     mma.sync.aligned.<shape>.row.col: D = A @ B + C
                                           for one 16x8 tile; `atype` (MMA_SHAPES) fixes the
                                           shape: f16/bf16 m16n8k16, tf32 m16n8k8, s8/u8 m16n8k32.
@@ -308,6 +313,22 @@ def _verify_mma(op: Operation) -> None:
     expect(op, all(v.type == i32 for v in op.operands[:na + nb]), "A and B operands are packed i32 registers")
     expect(op, all(v.type == acc for v in op.operands[na + nb:]) and all(r.type == acc for r in op.results),
            f"accumulators and results are {acc}")
+
+
+MFMA_RESULT_SIZES = (32, 16)   # instr: 32x32x8 or 16x16x16 (tile.ir.mfma_layouts)
+MFMA_TYPES = ("f16", "bf16")
+
+
+@register_op("simt.mfma")
+def _verify_mfma(op: Operation) -> None:
+    instr = op.attrs.get("instr")
+    expect(op, instr in MFMA_RESULT_SIZES and op.attrs.get("atype") in MFMA_TYPES,
+           f"instr must be one of {MFMA_RESULT_SIZES} and atype one of {MFMA_TYPES}")
+    acc = instr * instr // 64
+    expect_counts(op, 4 + acc, acc)
+    expect(op, all(v.type == i32 for v in op.operands[:4]), "A and B are two packed i32 registers each")
+    expect(op, all(v.type == f32 for v in op.operands[4:]) and all(r.type == f32 for r in op.results),
+           "accumulators and results are f32")
 
 
 @register_op("simt.tf32")

@@ -61,6 +61,14 @@ becomes (#w = #mma<version = 3, wpc = [8, 1], instr = [16, 128]>)
     %2 = gpu.convert_layout %acc : tensor<128x128xf32, #w>
     %acc2 = tt.dot %0, %1, %2 : tensor<128x128xf32, #w>
     %3 = gpu.convert_layout %acc2 : tensor<128x128xf32, #b>
+
+On gfx942 (AMD CDNA3), f16 and bf16 dots with an f32 accumulator go to MFMA (MFMA_TARGETS):
+the result gets #mfma (tile.ir.mfma_layouts) and A and B #mfma_op, converted from their
+blocked layouts like mma's operands. A wave is two of the lowering's 32-thread warps, so
+num_warps must be even; the waves form a wm x wn grid (warps_per_tile over instruction tiles),
+and the instruction is 32x32x8 for f16 where each wave gets at least 32 x 32, else 16x16x16
+(the one bf16 MFMA tile selects). M and N must be multiples of the waves' instruction tiles
+and K of the instruction's K, else the dot takes the FMA path.
 """
 from __future__ import annotations
 
@@ -72,6 +80,7 @@ from ..ir import BlockArgument, Operation, TensorType, Value, bf16, f16, f32, i8
 from ..ir.dot_layouts import MAX_WGMMA_N, DotOperandLayout, MmaLayout, wgmma_shared
 from ..ir.gpu_ops import element_bytes, is_elementwise, layout_of, legalize, mma_k_width, with_layout
 from ..ir.layouts import BlockedLayout, blocked_layout
+from ..ir.mfma_layouts import MFMA_INSTR_K, MfmaLayout
 from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
 from .coalesce import MEMORY_OPS
 from .dce import DCE
@@ -142,6 +151,22 @@ def wgmma_result_layout(shape: Sequence[int], num_warps: int) -> MmaLayout:
     return MmaLayout(3, (WARP_GROUP * gm, gn), (16, min(shape[1] // gn, MAX_WGMMA_N)))
 
 
+MFMA_TARGETS = ("gfx942",)
+
+
+def mfma_result_layout_for(op: Operation, target: str, num_warps: int) -> Optional[MfmaLayout]:
+    """The #mfma layout of tt.dot `op` on an AMD target, or None (see the module docstring)."""
+    a, c = op.operand(0).type, op.result.type
+    if target not in MFMA_TARGETS or a.element not in (f16, bf16) or c.element != f32 or num_warps % 2:
+        return None
+    (m, k), n = a.shape, c.shape[1]
+    for instr in (32, 16) if a.element == f16 else (16,):
+        wm, wn = warps_per_tile((m * 16 // instr, n * 16 // instr), num_warps // 2)
+        if m % (instr * wm) == 0 and n % (instr * wn) == 0 and k % MFMA_INSTR_K[instr] == 0:
+            return MfmaLayout(instr, (wm, wn))
+    return None
+
+
 def fma_result_layout(shape: Sequence[int], num_warps: int, threads_per_warp: int = 32) -> BlockedLayout:
     """The FMA path's result layout: near-square blocks per thread, lanes then warps row-major."""
     per_thread = max(1, math.prod(shape) // (num_warps * threads_per_warp))
@@ -151,8 +176,11 @@ def fma_result_layout(shape: Sequence[int], num_warps: int, threads_per_warp: in
 
 
 def dot_result_layout(op: Operation, target: str, num_warps: int,
-                      threads_per_warp: int) -> MmaLayout | BlockedLayout:
+                      threads_per_warp: int) -> MmaLayout | MfmaLayout | BlockedLayout:
     shape = op.result.type.shape
+    mfma = mfma_result_layout_for(op, target, num_warps)
+    if mfma is not None:
+        return mfma
     if uses_wgmma(op, target, num_warps, threads_per_warp):
         return wgmma_result_layout(shape, num_warps)
     if uses_mma(op, target, num_warps, threads_per_warp):
@@ -262,5 +290,6 @@ class AccelerateDot(Pass):
             hoist_invariant_fragments(func)
 
 
-__all__ = ["AccelerateDot", "dot_result_layout", "fma_result_layout", "hoist_invariant_fragments", "mma_capable",
-           "uses_mma", "uses_wgmma", "warps_per_tile", "wgmma_warp_groups", "HOISTED_REGISTERS"]
+__all__ = ["AccelerateDot", "dot_result_layout", "fma_result_layout", "hoist_invariant_fragments",
+           "mfma_result_layout_for", "mma_capable", "uses_mma", "uses_wgmma", "warps_per_tile", "wgmma_warp_groups",
+           "HOISTED_REGISTERS"]

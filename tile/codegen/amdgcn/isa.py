@@ -9,8 +9,8 @@ Operand kinds:
 
     sdst  ssrc      one SGPR (a source may also be an inline constant or a 32-bit literal)
     sdst2 ssrc2     an aligned SGPR pair, exec or vcc (a source may be an inline constant)
-    vdst  vsrc      one VGPR                        vdstN  N consecutive VGPRs (loads)
-    vdst2 vsrc2     an aligned VGPR pair            vsrcN  N consecutive VGPRs (stores)
+    vdst  vsrc      one VGPR                        vdstN  N consecutive VGPRs (loads, MFMA results)
+    vdst2 vsrc2     an aligned VGPR pair            vsrcN  N consecutive VGPRs (stores, MFMA sources)
     src   src2      a VALU source: a VGPR, an SGPR or an inline constant (a pair for src2)
     vaddr           a global address in an aligned VGPR pair
     saddr           "off" (the address is in vaddr alone)
@@ -21,7 +21,14 @@ Operand kinds:
 
 Latency classes (CDNA3 ISA 4.5 and the MI300 tuning guides): salu and valu issue every cycle
 (valu: 4 cycles per wave64 instruction), trans (the transcendental unit) at a quarter of that,
-smem, vmem and ds (LDS) wait for memory and are tracked by their counter.
+smem, vmem and ds (LDS) wait for memory and are tracked by their counter; xdl is the matrix
+core (MFMA), whose results the hardware does not interlock (the wait states of waitcnt.HAZARDS).
+
+MFMA (CDNA3 ISA 7, "Matrix Arithmetic Instructions"): D = A x B + C for one wave of 64 lanes.
+gfx942 has one unified file of 512 VGPRs per lane, so A, B, C and D may all be VGPRs (no
+AccVGPRs needed; tile uses the architectural v0..v255). MFMA_SHAPES says per instruction the
+M x N x K it multiplies, the operand type, the dwords per lane of each operand, and its passes
+(4 cycles each); where A, B and D sit in the lanes is tile.ir.mfma_layouts.
 """
 from __future__ import annotations
 
@@ -37,6 +44,45 @@ MAX_LGKMCNT = 15
 GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1)
 DS_OFFSET_RANGE = (0, 65535)         # the unsigned 16-bit offset of ds_read/ds_write
 LDS_BYTES = {"gfx942": 65536}        # per workgroup
+
+
+@dataclass(frozen=True)
+class MfmaShape:
+    """One MFMA instruction: D (m x n, f32) = A (m x k) x B (k x n) + C."""
+
+    mnemonic: str
+    m: int
+    n: int
+    k: int
+    operand_type: str        # "f16" or "bf16"
+    passes: int              # 4-cycle passes; its result is ready passes + 3 wait states later
+
+    @property
+    def operand_dwords(self) -> int:
+        """Dwords of A (and of B) in each lane: m * k 16-bit values over 64 lanes."""
+        return self.m * self.k * 2 // 4 // 64
+
+    @property
+    def result_dwords(self) -> int:
+        return self.m * self.n // 64
+
+
+# Pass counts: LLVM's GCNHazardRecognizer and SISchedule give CDNA2's 16 (32x32x8) and 8
+# (16x16x16); CDNA3 doubles the rate of both, so these are upper bounds and the wait states
+# derived from them (passes + 3 before another instruction touches D) are safe on gfx942.
+MFMA_SHAPES = {shape.mnemonic: shape for shape in (
+    MfmaShape("v_mfma_f32_32x32x8_f16", 32, 32, 8, "f16", 16),
+    MfmaShape("v_mfma_f32_16x16x16_f16", 16, 16, 16, "f16", 8),
+    MfmaShape("v_mfma_f32_16x16x16_bf16", 16, 16, 16, "bf16", 8),
+)}
+
+
+# the read-modify-write atomics on 32 bits: (kind, signed or float) -> mnemonic
+GLOBAL_ATOMICS = {"global_atomic_add": ("add", "int"), "global_atomic_add_f32": ("add", "float"),
+                  "global_atomic_smax": ("max", "signed"), "global_atomic_umax": ("max", "unsigned"),
+                  "global_atomic_smin": ("min", "signed"), "global_atomic_umin": ("min", "unsigned"),
+                  "global_atomic_and": ("and", "int"), "global_atomic_or": ("or", "int"),
+                  "global_atomic_xor": ("xor", "int"), "global_atomic_swap": ("exch", "any")}
 
 
 @dataclass(frozen=True)
@@ -87,6 +133,7 @@ def _rows() -> list[InstrInfo]:
     add("s_branch", "SOPP", "| label", "salu")
     add("s_cbranch_scc0", "SOPP", "| label", "salu")
     add("s_cbranch_scc1", "SOPP", "| label", "salu")
+    add("s_cbranch_execz", "SOPP", "| label", "salu")
     add("label", "PSEUDO", "| label", "salu")   # a branch target: prints as `name:`
     add("s_endpgm", "SOPP", "|", "salu")
 
@@ -138,6 +185,11 @@ def _rows() -> list[InstrInfo]:
         add(f"v_cmp_{pred}_f32", "VOPC", "sdst2 | src src", "valu")
         add(f"v_cmp_{pred}_f64", "VOPC", "sdst2 | src2 src2", "valu")
 
+    # matrix cores: D, A, B, C (C may be D itself: accumulation in place)
+    for shape in MFMA_SHAPES.values():
+        d, ab = shape.result_dwords, shape.operand_dwords
+        add(shape.mnemonic, "VOP3P", f"vdst{d} | vsrc{ab} vsrc{ab} vsrc{d}", "xdl")
+
     # global memory (the FLAT encoding's global segment): loads and stores both count in vmcnt
     for name, width in (("ubyte", 1), ("sbyte", 1), ("ushort", 1), ("sshort", 1), ("dword", 1),
                         ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
@@ -147,11 +199,23 @@ def _rows() -> list[InstrInfo]:
         data = "vsrc" if width == 1 else f"vsrc{width}"
         add(f"global_store_{name}", "FLAT", f"| vaddr {data} saddr", "vmem", "vmcnt")
 
+    # global atomics, always in their returning form (sc0: return the old value; sc1: system
+    # scope): they bypass the L1 cache and count in vmcnt like loads (CDNA3 ISA 9.1; LLVM
+    # AMDGPUUsage, "Memory Model GFX942")
+    for name in GLOBAL_ATOMICS:
+        add(name, "FLAT", "vdst | vaddr vsrc saddr", "vmem", "vmcnt")
+    add("global_atomic_cmpswap", "FLAT", "vdst | vaddr vsrc2 saddr", "vmem", "vmcnt")   # data: new, compare
+    # cache maintenance of the memory model: write back dirty L2 lines (release), invalidate
+    # the L1 (and L2 at system scope: acquire); both count in vmcnt
+    add("buffer_wbl2", "MUBUF", "|", "vmem", "vmcnt")
+    add("buffer_inv", "MUBUF", "|", "vmem", "vmcnt")
+
     # LDS (the DS encoding): counted in lgkmcnt, in order among themselves (CDNA3 ISA 10)
     for name, width in (("u8", 1), ("i8", 1), ("u16", 1), ("i16", 1), ("b32", 1), ("b64", 2), ("b128", 4)):
         add(f"ds_read_{name}", "DS", f"{'vdst' if width == 1 else f'vdst{width}'} | vsrc", "ds", "lgkmcnt")
     for name, width in (("b8", 1), ("b16", 1), ("b32", 1), ("b64", 2), ("b128", 4)):
         add(f"ds_write_{name}", "DS", f"| vsrc {'vsrc' if width == 1 else f'vsrc{width}'}", "ds", "lgkmcnt")
+    add("ds_add_u32", "DS", "| vsrc vsrc", "ds", "lgkmcnt")   # LDS atomic add, no return (tl.histogram's bins)
     # lane permutation through the LDS crossbar (no LDS memory): dst = data of lane addr / 4
     add("ds_bpermute_b32", "DS", "vdst | vsrc vsrc", "ds", "lgkmcnt")
     return rows

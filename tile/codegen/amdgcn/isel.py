@@ -31,15 +31,18 @@ After (MIR; %s2 is the workgroup id the hardware puts in s2, %s3 the loaded n_el
     global_load_dword %v12.0, %v10.0:1, off
     s_mov_b64 exec, %s11.0:1
 
-Beyond elementwise code: LDS accesses (ds_read/ds_write; simt.smem_addr is the LDS byte
-address itself), simt.barrier (drain, s_barrier), simt.shfl within the lowering's 32-lane
+Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), LDS accesses (ds_read/ds_write;
+simt.smem_addr is the LDS byte address itself), simt.barrier (drain, s_barrier), simt.shfl within the lowering's 32-lane
 warps (each half of a wave64) as ds_bpermute_b32, scf.for with uniform bounds (an SGPR
-induction variable and a backward branch), and scf.if as EXEC masking without branches.
+induction variable and a backward branch), scf.if as EXEC masking without branches, and
+scf.while as a loop that narrows EXEC to the lanes still running.
 
 Subnormal f32 and f16 values are kept (the kernel descriptor's denorm modes), f32 -> f16 rounds
 to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of the amount,
-as the hardware does. An op outside the selected subset (atomics, scf.while, integer division,
-MFMA...) raises `UnsupportedOnTarget`, a NotImplementedError naming it and the target.
+as the hardware does. Global atomics on 32 bits follow the gfx942 memory model (MEMORY_ORDER).
+An op outside the selected subset (64-bit atomics, LDS atomics other than an integer add, i1
+values carried by scf.while...) raises
+`UnsupportedOnTarget`, a NotImplementedError naming it and the target.
 """
 from __future__ import annotations
 
@@ -51,13 +54,28 @@ import numpy as np
 
 from ...ir.core import Operation, Value
 from ...ir.types import DType, PointerType, i1
-from .isa import DS_OFFSET_RANGE, GLOBAL_OFFSET_RANGE, INLINE_FLOATS, info
+from .isa import DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_OFFSET_RANGE, INLINE_FLOATS, MFMA_SHAPES, info
 from .mir import EXEC, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
 USER_SGPRS = 2
 WORKITEM_ID_BITS = 10      # gfx90a and later pack the x, y, z ids in v0, 10 bits each
 REMAT_WINDOW = 48          # instructions a lane mask or constant SGPR is reused for before it is recomputed
+
+
+# scope -> (release sequence, acquire sequence, the atomic's own scope bits) on gfx942 (LLVM
+# AMDGPUUsage, "Memory Model GFX942", without tgsplit): the work-group shares one L1, the agent
+# one L2, the system needs the L2 written back / invalidated as well.
+MEMORY_ORDER = {
+    "cta": ((), (), {}),
+    "gpu": ((("buffer_wbl2", {"sc1": 1}),), (("buffer_inv", {"sc1": 1}),), {}),
+    "sys": ((("buffer_wbl2", {"sc0": 1, "sc1": 1}),), (("buffer_inv", {"sc0": 1, "sc1": 1}),), {"sc1": 1}),
+}
+
+
+# which GLOBAL_ATOMICS rows take a value of each kind of number
+_ATOMIC_OPERANDS = {"float": ("float", "any"), "signed": ("signed", "int", "any"),
+                    "unsigned": ("unsigned", "int", "any")}
 
 
 class UnsupportedOnTarget(NotImplementedError):
@@ -382,7 +400,7 @@ class Selector:
         for op in ops:
             self.comment = f"{op.loc.file.rsplit('/', 1)[-1]}:{op.loc.line}" if op.loc else ""
             handler = _HANDLERS.get(op.name)
-            if handler is None or (op.regions and op.name not in ("scf.for", "scf.if")):
+            if handler is None or (op.regions and op.name not in ("scf.for", "scf.if", "scf.while")):
                 raise self.unsupported(op)
             handler(self, op)
 
@@ -441,6 +459,62 @@ class Selector:
         self.forget_recent()
         for result, reg in zip(op.results, carried):
             self.values[result] = reg
+
+    def sel_while(self, op: Operation) -> None:
+        """scf.while as a loop under EXEC: each lane leaves when its condition fails, and the
+        loop ends when no lane is left (the condition need not be uniform):
+
+                s_mov_b64 saved, exec               (loop-carried values into their registers)
+            top:
+                before...  results <- forwarded values        (in the lanes still running)
+                s_and_b64 exec, exec, cond
+                s_cbranch_execz end
+                after...   carried <- yielded values
+                s_branch top
+            end:
+                s_mov_b64 exec, saved
+
+        A lane that left keeps its results: every VGPR write in the loop runs under the
+        narrowed EXEC."""
+        before, after = op.regions[0].block, op.regions[1].block
+        if any(v.type == i1 for v in list(op.operands) + list(op.results)):
+            raise self.unsupported(op, "with i1 loop-carried values")
+        for r in list(self.deferred_others):
+            self.choose_other(r)
+        self.forget_recent()
+        carried = [self.new("v", dwords(v.type)).all() for v in op.operands]
+        for reg, v in zip(carried, op.operands):
+            self.copy(reg, self.operand(v))
+        results = [self.new("v", dwords(r.type)).all() for r in op.results]
+        saved = self.new("s", 2).all()
+        self.salu("s_mov_b64", [saved], [EXEC])
+        self.loops += 1
+        top, end = Label(f".Lwhile{self.loops}"), Label(f".Lwhile{self.loops}_end")
+        self.emit("label", [], [top])
+        for arg, reg in zip(before.args, carried):
+            self.values[arg] = reg
+        self.select_ops(before.ops[:-1])
+        condition = before.ops[-1]
+        for reg, v in zip(results, condition.operands[1:]):
+            self.copy(reg, self.operand(v))
+        self.salu("s_and_b64", [EXEC], [EXEC, self.scalar(condition.operand(0))])
+        self.emit("s_cbranch_execz", [], [end])
+        for arg, reg in zip(after.args, results):
+            self.values[arg] = reg
+        self.select_ops(after.ops[:-1])
+        staged = [self.new(c.bank, c.count).all() for c in carried]   # a parallel copy
+        for reg, v in zip(staged, after.ops[-1].operands):
+            self.copy(reg, self.operand(v))
+        for reg, y in zip(carried, staged):
+            self.copy(reg, y)
+        for r in list(self.deferred_others):
+            self.choose_other(r)
+        self.emit("s_branch", [], [top])
+        self.emit("label", [], [end])
+        self.salu("s_mov_b64", [EXEC], [saved])
+        self.forget_recent()
+        for r, reg in zip(op.results, results):
+            self.values[r] = reg
 
     def sel_if(self, op: Operation) -> None:
         """scf.if as EXEC masking (no branches): the then-region runs in the lanes where the
@@ -1075,6 +1149,79 @@ class Selector:
         sources = [addr, data] if shared else [addr, data, OFF]
         self.masked(op.operand(1), lambda: self.emit(opcode, [], sources, offset=offset))
 
+    def sel_atomic(self, op: Operation) -> None:
+        """simt.atom, simt.red and simt.atom_cas on 32-bit global values (and simt.red's integer
+        add on an LDS address, as ds_add_u32): for global memory the returning form of
+        the instruction under the op's mask (masked-off lanes read 0), wrapped in the cache
+        maintenance and waits the gfx942 memory model asks for its sem and scope
+        (MEMORY_ORDER: before a release, write back and drain earlier memory ops; after an
+        acquire, wait for the atomic and invalidate)."""
+        cas = op.name == "simt.atom_cas"
+        t = op.operand(op.num_operands - 1).type
+        if isinstance(op.operand(0).type, DType):   # an LDS address: simt.red's add of tl.histogram
+            if op.name != "simt.red" or op.attrs["kind"] != "add" or t.bits != 32 or t.is_floating:
+                raise self.unsupported(op, f"{op.attrs.get('kind', 'cas')} of {t} on shared memory")
+            addr, offset = self.address(op, True)
+            data = self.to_vgpr(self.operand(op.operand(2)))
+            self.masked(op.operand(1), lambda: self.emit("ds_add_u32", [], [addr, data], offset=offset))
+            return
+        if isinstance(t, PointerType) or t.bits != 32:
+            raise self.unsupported(op, f"of {t}")
+        if cas:
+            opcode = "global_atomic_cmpswap"
+        else:
+            kind = op.attrs["kind"]
+            number = "float" if t.is_floating else "signed" if _signed(t) else "unsigned"
+            opcode = next((name for name, (k, n) in GLOBAL_ATOMICS.items()
+                           if k == kind and n in _ATOMIC_OPERANDS[number]), None)
+            if opcode is None:
+                raise self.unsupported(op, f"{kind} of {t}")
+        sem, scope = op.attrs.get("sem", "relaxed"), op.attrs.get("scope", "gpu")
+        release, acquire, bits = MEMORY_ORDER[scope]
+        addr, offset = self.address(op, False)
+        data = self.gather([op.operand(3), op.operand(2)], 32) if cas else self.to_vgpr(self.operand(op.operand(2)))
+        old = self.new("v").all()
+        self.valu("v_mov_b32", [old], [Imm.int(0)])
+        if sem in ("release", "acq_rel"):
+            for opc, flags in release:
+                self.emit(opc, [], [], **flags)
+            self.emit("s_waitcnt", [], [], vmcnt=0, lgkmcnt=0)
+        self.masked(op.operand(1), lambda: self.emit(opcode, [old], [addr, data, OFF], offset=offset, sc0=1, **bits))
+        if sem in ("acquire", "acq_rel"):
+            self.emit("s_waitcnt", [], [], vmcnt=0)
+            for opc, flags in acquire:
+                self.emit(opc, [], [], **flags)
+        if op.results:
+            self.values[op.result] = old
+
+    def sel_mfma(self, op: Operation) -> None:
+        """simt.mfma: A and B words in VGPR pairs, C in the consecutive VGPRs that D overwrites
+        (the accumulator of the previous MFMA in place when nothing else reads it: a chain the
+        hardware runs back to back; else a fresh copy). The matrix core needs every lane of the
+        wave, so the workgroup must be whole waves and the op outside scf.if and scf.while."""
+        instr, atype = op.attrs["instr"], op.attrs["atype"]
+        shape = next((s for s in MFMA_SHAPES.values() if s.m == instr and s.operand_type == atype), None)
+        if shape is None:
+            raise self.unsupported(op, f"of {instr}x{instr} on {atype}")
+        parent = op.parent_op
+        while parent is not None and parent is not self.func:
+            if parent.name in ("scf.if", "scf.while"):
+                raise self.unsupported(op, f"under {parent.name} (the matrix core needs every lane of the wave)")
+            parent = parent.parent_op
+        if self.func.attrs["num_warps"] * 32 % 64:
+            raise self.unsupported(op, "in a workgroup that is not whole waves of 64")
+        a, b = self.gather(list(op.operands[0:2]), 32), self.gather(list(op.operands[2:4]), 32)
+        accumulators = list(op.operands[4:])
+        acc = self.gather(accumulators, 32)
+        if any(len(v.uses) > 1 for v in accumulators) or acc.count != shape.result_dwords:
+            fresh = self.new("v", shape.result_dwords)
+            for k in range(shape.result_dwords):
+                self.valu("v_mov_b32", [fresh.dword(k)], [acc.dword(k)])
+            acc = fresh.all()
+        self.emit(shape.mnemonic, [acc], [a, b, acc])
+        for k, r in enumerate(op.results):
+            self.values[r] = acc.dword(k)
+
     def gather(self, values: list[Value], bits: int) -> Sub:
         """The values of a store in consecutive VGPRs (sub-dword ones packed, lowest first)."""
         operands = [self.to_vgpr(self.operand(v)) for v in values]
@@ -1126,8 +1273,13 @@ _HANDLERS = {
     "simt.smem_addr": Selector.sel_smem_addr,
     "simt.barrier": Selector.sel_barrier,
     "simt.shfl": Selector.sel_shfl,
+    "simt.mfma": Selector.sel_mfma,
+    "simt.atom": Selector.sel_atomic,
+    "simt.red": Selector.sel_atomic,
+    "simt.atom_cas": Selector.sel_atomic,
     "scf.for": Selector.sel_for,
     "scf.if": Selector.sel_if,
+    "scf.while": Selector.sel_while,
     "simt.unpack": Selector.sel_unpack,
     **{name: Selector.sel_binary for name in ("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.rem",
                                                "arith.and", "arith.or", "arith.xor", "arith.shl", "arith.shr",

@@ -85,6 +85,7 @@ class Label:
 
 
 EXEC, VCC, OFF = Special("exec"), Special("vcc"), Special("off")
+CACHE_POLICY_BITS = ("sc0", "sc1")   # modifiers of memory instructions, printed after the offset
 Operand = Union[Sub, Imm, Special, Label]
 
 
@@ -111,8 +112,8 @@ class MInst:
 
 def _fits(kind: str, o: Operand) -> bool:
     """Whether operand `o` may stand where the table says `kind`."""
-    width = int(kind[-1]) if kind[-1].isdigit() else 1
     base = kind.rstrip("0123456789")
+    width = int(kind[len(base):] or 1)
     if kind == "vcc":
         return o == VCC
     if kind == "saddr":
@@ -160,6 +161,7 @@ def print_inst(inst: MInst, assignment: Optional[dict[Reg, int]] = None) -> str:
         text = f"{inst.opcode} {operands}".rstrip()
         if inst.mods.get("offset"):
             text += f" offset:{inst.mods['offset']}"
+        text += "".join(f" {bit}" for bit in CACHE_POLICY_BITS if inst.mods.get(bit))
     return f"{text:<48}; {inst.comment}" if inst.comment else text
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .isa import MAX_LGKMCNT, MAX_VMCNT, info
+from .isa import MAX_LGKMCNT, MAX_VMCNT, MFMA_SHAPES, info
 from .mir import Imm, MInst, Reg, Sub
 
 Unit = tuple
@@ -122,6 +122,31 @@ def _valu_then_readfirstlane(first: MInst, then: MInst, assignment) -> bool:
             and bool(_written(first, assignment) & _read(then, assignment)))
 
 
+def _valu_then_mfma(first: MInst, then: MInst, assignment) -> bool:
+    """A VALU op (not itself an MFMA: those are _mfma_result_touched) writes a VGPR that an MFMA
+    reads (rocRoller's VALUWrite observer: 2 wait states on gfx908, gfx90a and gfx94x)."""
+    return (then.opcode in MFMA_SHAPES and first.opcode not in MFMA_SHAPES and info(first.opcode).is_valu
+            and bool(_written(first, assignment) & _read(then, assignment)))
+
+
+def _mfma_result_touched(passes: int):
+    """An MFMA of `passes` passes wrote D, and `then` reads or writes any of it, or control flow
+    joins or leaves (a label or branch: the next instruction is not known here). The one
+    exception is the accumulation chain: the next MFMA reading exactly that D as its C and
+    writing it again (CDNA3 ISA 7.6, "back-to-back dependent MFMAs")."""
+    def applies(first: MInst, then: MInst, assignment) -> bool:
+        shape = MFMA_SHAPES.get(first.opcode)
+        if shape is None or shape.passes != passes:
+            return False
+        if then.opcode == "label" or then.opcode.startswith(("s_branch", "s_cbranch", "s_endpgm")):
+            return True
+        result = units(first.defs[0], assignment)
+        if then.opcode in MFMA_SHAPES and units(then.uses[2], assignment) == result == units(then.defs[0], assignment):
+            return bool(set(result) & (set(units(then.uses[0], assignment)) | set(units(then.uses[1], assignment))))
+        return bool(set(result) & (_read(then, assignment) | _written(then, assignment)))
+    return applies
+
+
 # (what, wait states, whether `then` after `first` needs them): the hazards of gfx940 that the
 # hardware does not check (CDNA3 ISA 4.5 "Manually Inserted Wait States"; LLVM's
 # GCNHazardRecognizer and rocRoller's wait-state observers list the same)
@@ -130,21 +155,28 @@ HAZARDS = (
     ("a store's data (over 64 bits) is overwritten", 2, _wide_store_data),
     ("a VALU-written SGPR is read by a VALU", 2, _valu_sgpr_read),
     ("a VALU result is read by v_readfirstlane", 1, _valu_then_readfirstlane),
-)
+    ("a VALU result is read by an MFMA", 2, _valu_then_mfma),
+) + tuple((f"the result of a {passes}-pass MFMA is touched", passes + 3, _mfma_result_touched(passes))
+          for passes in sorted({shape.passes for shape in MFMA_SHAPES.values()}))
+LONGEST_WAIT = max(wait_states for _, wait_states, _ in HAZARDS)
 
 
 def insert_nops(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None) -> list[MInst]:
     """`insts` with the s_nop each hazard of HAZARDS needs (the wait states between two
-    instructions count the instructions between them, s_nop N as N + 1)."""
+    instructions count the instructions between them, s_nop N as N + 1; s_nop waits at most
+    8, so a longer need takes several)."""
     out: list[MInst] = []
     for inst in insts:
         need, why, waited = 0, "", 0
-        for earlier in reversed(out[-2:]):
+        for earlier in reversed(out):
+            if waited >= LONGEST_WAIT:
+                break
             for what, wait_states, applies in HAZARDS:
                 if wait_states - waited > need and applies(earlier, inst, assignment):
                     need, why = wait_states - waited, what
-            waited += earlier.uses[0].value + 1 if earlier.opcode == "s_nop" else 1
-        if need > 0:
-            out.append(MInst("s_nop", [], [Imm.int(need - 1)], comment=why))
+            waited += earlier.uses[0].value + 1 if earlier.opcode == "s_nop" else earlier.opcode != "label"
+        while need > 0:
+            out.append(MInst("s_nop", [], [Imm.int(min(need, 8) - 1)], comment=why))
+            need -= 8
         out.append(inst)
     return out

@@ -1,0 +1,208 @@
+"""Where AMD's MFMA instructions keep their operands and results in the lanes of a wave.
+
+An MFMA (gfx90a/gfx942, 64-lane waves) computes D = A x B + C for one wave: A is M x K, B is
+K x N, C and D are M x N in f32. Each lane holds a few registers of each; which element sits in
+register r of lane l is fixed by the ISA (CDNA3 ISA 7.1, "Dependent Arithmetic Instructions"
+and the matrix layout figures; AMD's matrix instruction calculator prints the same tables).
+With 16-bit A and B (f16, bf16; four values per lane in two VGPRs) the layouts are:
+
+    A (M x K)   lane l, value j (0..3):  row l % M,        k = 4 * (l // M) + j
+    B (K x N)   lane l, value j (0..3):  k = 4 * (l // N) + j,  column l % N
+    D (M x N)   lane l, register r:      column l % N,
+                                         row = 4 * (64 / N) * (r // 4) + 4 * (l // N) + r % 4
+
+So 32x32x8: the 32 lanes of each half of the wave hold the 32 rows of A (the halves split K
+in two fours), and D's register r of lane l is row 8 * (r // 4) + 4 * (l // 32) + r % 4 of
+column l % 32. 16x16x16: four groups of 16 lanes split K (A, B) and D's rows in fours.
+
+Each layout is a LinearLayout (register, lane, warp) -> element over one wave (no warp bits):
+the bits of the register and lane indices each move one power-of-two step along a dimension.
+Registers count 16-bit values for A and B (two per VGPR, the low half first) and f32 values
+for D.
+
+Over a workgroup, tt.dot's layouts on gfx942 (the lowering's warps are 32 threads, so a wave is
+two consecutive warps and the wave's lane bit 5 is bit 0 of the warp index):
+
+    #mfma<instr = 32, wpc = [wm, wn]>                     the result: waves tile (instr wm) x (instr wn)
+    #mfma_op<op_idx = 0, parent = #mfma<...>>            A (op_idx 0) or B (1) of that result
+
+Registers: those of one instruction first, then the instruction tile repeated along K (operands
+only), then along M, then along N: register R * (i + reps_m * j) + r of the result is register
+r of the instruction at tile (i, j) (R = instr * instr / 64); register 4 * (s + steps * i) + v
+of A is value v of k-step s of tile row i. A is replicated over the wave columns, B over the
+wave rows.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .layouts import DistributedLayout, LayoutBody, LinearLayout, fmt_list, log2
+from .types import register_layout
+
+MFMA_WAVE_SIZE = 64
+VALUES_PER_LANE = 4   # consecutive K of a 16-bit operand in each lane
+
+
+def _check_wave(wave_size: int) -> None:
+    if wave_size != MFMA_WAVE_SIZE:
+        raise ValueError(f"MFMA runs on waves of {MFMA_WAVE_SIZE} lanes, not {wave_size}")
+
+
+def _powers(n: int) -> list[int]:
+    return [1 << i for i in range(log2(n))]
+
+
+def mfma_result_layout(m: int, n: int, wave_size: int = MFMA_WAVE_SIZE) -> LinearLayout:
+    """The layout of C and D (m x n f32) of one MFMA."""
+    _check_wave(wave_size)
+    lane_groups = wave_size // n            # groups of n lanes: each holds its own 4 rows
+    if lane_groups * VALUES_PER_LANE > m:
+        raise ValueError(f"no MFMA result is {m} x {n}")
+    rows_of_registers = _powers(VALUES_PER_LANE) + [VALUES_PER_LANE * lane_groups * p
+                                                    for p in _powers(m // (VALUES_PER_LANE * lane_groups))]
+    return LinearLayout(
+        (m, n),
+        tuple((row, 0) for row in rows_of_registers),
+        tuple((0, col) for col in _powers(n)) + tuple((VALUES_PER_LANE * p, 0) for p in _powers(lane_groups)),
+        (),
+    )
+
+
+def mfma_operand_layout(op_idx: int, mn: int, k: int, wave_size: int = MFMA_WAVE_SIZE) -> LinearLayout:
+    """The layout of A (op_idx 0: mn x k) or B (op_idx 1: k x mn) of a 16-bit MFMA."""
+    _check_wave(wave_size)
+    if mn * k != wave_size * VALUES_PER_LANE:
+        raise ValueError(f"no 16-bit MFMA operand is {mn} x {k} "
+                         f"({VALUES_PER_LANE} values in each of {wave_size} lanes)")
+
+    def place(along_mn: int, along_k: int) -> tuple[int, int]:
+        return (along_mn, along_k) if op_idx == 0 else (along_k, along_mn)
+
+    shape = place(mn, k)
+    registers = tuple(place(0, p) for p in _powers(VALUES_PER_LANE))
+    lanes = tuple(place(p, 0) for p in _powers(mn)) + tuple(place(0, VALUES_PER_LANE * p)
+                                                             for p in _powers(k // VALUES_PER_LANE))
+    return LinearLayout(shape, registers, lanes, ())
+
+
+MFMA_INSTR_K = {32: 8, 16: 16}   # K of the 16-bit MFMA of each result size (32x32x8, 16x16x16)
+LOWERING_WARP = 32               # threads per warp in the shared lowering: two warps make a wave
+
+
+def _steps(base: tuple[int, int], count: int) -> list[tuple[int, int]]:
+    return [(base[0] * p, base[1] * p) for p in _powers(count)]
+
+
+def _split_wave(wave: LinearLayout) -> tuple[tuple, tuple]:
+    """A wave's 6 lane bases as the lowering's 5 lane bases and the first warp basis."""
+    return wave.lane_bases[:5], wave.lane_bases[5:]
+
+
+@dataclass(frozen=True)
+class MfmaLayout(DistributedLayout):
+    """The result of tt.dot on MFMA: instruction tiles of instr x instr, waves in a wm x wn grid."""
+
+    instr: int
+    waves_per_cta: tuple[int, int]
+
+    name = "mfma"
+    shape_generic = False
+
+    def __post_init__(self) -> None:
+        if self.instr not in MFMA_INSTR_K or len(self.waves_per_cta) != 2:
+            raise ValueError(f"unsupported mfma layout {self}")
+        for w in self.waves_per_cta:
+            log2(w)
+
+    @property
+    def num_warps(self) -> int:
+        return 2 * math.prod(self.waves_per_cta)
+
+    @property
+    def warp_size(self) -> int:
+        return LOWERING_WARP
+
+    def tile_reps(self, shape) -> tuple[int, int]:
+        """Instruction tiles of each wave along M and N (a shape the waves do not tile is an error)."""
+        (m, n), (wm, wn) = shape, self.waves_per_cta
+        if len(shape) != 2 or m % (self.instr * wm) or n % (self.instr * wn):
+            raise ValueError(f"{self} does not tile a {list(shape)} tensor")
+        return m // (self.instr * wm), n // (self.instr * wn)
+
+    def _linear(self, shape: tuple[int, ...]) -> LinearLayout:
+        reps_m, reps_n = self.tile_reps(shape)
+        (wm, wn), t = self.waves_per_cta, self.instr
+        wave = mfma_result_layout(t, t)
+        lanes, half = _split_wave(wave)
+        regs = wave.register_bases + tuple(_steps((t * wm, 0), reps_m) + _steps((0, t * wn), reps_n))
+        warps = half + tuple(_steps((t, 0), wm) + _steps((0, t), wn))
+        return LinearLayout(tuple(shape), regs, lanes, warps)
+
+    def __str__(self) -> str:
+        return f"#mfma<instr = {self.instr}, wpc = {fmt_list(self.waves_per_cta)}>"
+
+    __repr__ = __str__
+
+
+@dataclass(frozen=True)
+class MfmaOperandLayout(DistributedLayout):
+    """A (op_idx 0, M x K) or B (op_idx 1, K x N) of a tt.dot whose result is `parent`."""
+
+    op_idx: int
+    parent: MfmaLayout
+
+    name = "mfma_op"
+    shape_generic = False
+
+    def __post_init__(self) -> None:
+        if self.op_idx not in (0, 1) or not isinstance(self.parent, MfmaLayout):
+            raise ValueError(f"unsupported mfma operand layout {self}")
+
+    @property
+    def num_warps(self) -> int:
+        return self.parent.num_warps
+
+    @property
+    def warp_size(self) -> int:
+        return LOWERING_WARP
+
+    @property
+    def instr_k(self) -> int:
+        return MFMA_INSTR_K[self.parent.instr]
+
+    def _linear(self, shape: tuple[int, ...]) -> LinearLayout:
+        t, k_instr, (wm, wn) = self.parent.instr, self.instr_k, self.parent.waves_per_cta
+        mn_dim = 0 if self.op_idx == 0 else 1
+        k_dim = 1 - mn_dim
+        waves_mn = (wm, wn)[self.op_idx]
+        if len(shape) != 2 or shape[k_dim] % k_instr or shape[mn_dim] % (t * waves_mn):
+            raise ValueError(f"{self} does not tile a {list(shape)} tensor")
+        along = lambda dim, v: (v, 0) if dim == 0 else (0, v)  # noqa: E731
+        wave = mfma_operand_layout(self.op_idx, t, k_instr)
+        lanes, half = _split_wave(wave)
+        regs = wave.register_bases + tuple(_steps(along(k_dim, k_instr), shape[k_dim] // k_instr) +
+                                           _steps(along(mn_dim, t * waves_mn), shape[mn_dim] // (t * waves_mn)))
+        own = _steps(along(mn_dim, t), waves_mn)
+        replicated = [(0, 0)] * log2((wn, wm)[self.op_idx])
+        warps = half + tuple(own + replicated if self.op_idx == 0 else replicated + own)
+        return LinearLayout(tuple(shape), regs, lanes, warps)
+
+    def __str__(self) -> str:
+        return f"#mfma_op<op_idx = {self.op_idx}, parent = {self.parent}>"
+
+    __repr__ = __str__
+
+
+def _parse_mfma(body: str) -> MfmaLayout:
+    f = LayoutBody(body).fields(["instr", "wpc"])
+    return MfmaLayout(f["instr"], tuple(f["wpc"]))  # type: ignore[arg-type]
+
+
+def _parse_mfma_op(body: str) -> MfmaOperandLayout:
+    f = LayoutBody(body).fields(["op_idx", "parent"])
+    return MfmaOperandLayout(f["op_idx"], f["parent"])  # type: ignore[arg-type]
+
+
+register_layout("mfma", _parse_mfma)
+register_layout("mfma_op", _parse_mfma_op)
