@@ -141,13 +141,13 @@ def _tutorial(name: str):
     return module
 
 
-@pytest.mark.parametrize("rows, n_cols, block, num_warps, groups", [(6, 100, 128, 2, 2), (5, 300, 512, 2, 3)])
+@pytest.mark.parametrize("rows, n_cols, block, num_warps, groups", [(6, 100, 128, 2, 2), (5, 300, 512, 4, 3)])
 def test_tutorial_layer_norm_backward_with_its_lock(rows, n_cols, block, num_warps, groups):
     """Tutorial 09's backward: dx and partial dw/db sums under per-group spin locks (scf.while
     around a compare-and-swap, exchanges, a barrier), then the column sums, against NumPy.
-    One wave per program: with two, the wave model (waves in turns between barriers) shows the
-    tutorial's race: thread 0's atomic_xchg(Count, 1) can land before another wave's
-    tl.load(Count), which then adds the uninitialised partial sums."""
+    With two waves per program the wave model (waves in turns between barriers) found a race,
+    fixed in the tutorial by a barrier: thread 0's atomic_xchg(Count, 1) could land before the
+    other wave's tl.load(Count), which then added the uninitialised partial sums."""
     tutorial = _tutorial("09_layer_norm_backward")
     x = RNG.standard_normal((rows, n_cols)).astype(np.float32)
     w, b, dy = (RNG.standard_normal(shape).astype(np.float32) for shape in (n_cols, n_cols, (rows, n_cols)))

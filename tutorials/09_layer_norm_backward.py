@@ -95,6 +95,7 @@ def layer_norm_bwd_dx_fused_kernel(DX, DY, DW, DB, X, W, Mean, Rstd, Lock, strid
     while tl.atomic_cas(Lock, 0, 1) == 1:
         pass
     count = tl.load(Count)
+    tl.debug_barrier()  # every warp has read the count before thread 0 sets it below
     if count == 0:  # the first writer stores: the buffers start uninitialised
         tl.atomic_xchg(Count, 1)
     else:
