@@ -143,6 +143,20 @@ def test_a_pass_that_breaks_the_ir_is_named_with_the_op():
     assert info.value.pass_name == "break-dominance"
 
 
+def test_a_broken_pass_in_a_notebook_names_the_cell(monkeypatch):
+    """In a notebook the op's place reads as IPython names the kernel's cell, as compile errors do."""
+    import sys
+    import types
+
+    here = __file__.rsplit(".", 1)[0]
+    shell = types.SimpleNamespace(compile=types.SimpleNamespace(
+        format_code_name=lambda file: ("Cell", "In[7]") if file.startswith(here) else None))
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+    broken = tile.jit(extra_passes=[break_dominance])(scale)
+    with pytest.raises(PassVerificationError, match=r"does not dominate.*\(from Cell In\[7\]:37:"):
+        tile.dump(broken, X, X, N, BLOCK=128, target="interpreter")
+
+
 def test_cache_keys_include_the_passes(tmp_path, monkeypatch):
     monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
     spec, _ = plain.specialize((X, X, N), {"BLOCK": 128})

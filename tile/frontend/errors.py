@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import linecache
 import os
-import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from ..ir.core import source_name
 from ..runtime.errors import TritonError
 
 _TILE_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -41,13 +41,7 @@ def _in_tile(point: SourcePoint) -> bool:
 
 def _place(point: SourcePoint) -> str:
     """`file:line:col`, with a notebook cell's file named as IPython names it ("Cell In[3]")."""
-    ipython = sys.modules.get("IPython")  # only when already imported: a kernel runs in a notebook
-    shell = ipython.get_ipython() if ipython is not None else None
-    cell = shell.compile.format_code_name(point.file) if shell is not None and hasattr(shell, "compile") else None
-    if cell is None:
-        return f"{point.file}:{point.line}:{point.col}"
-    label, name = cell
-    return f"{label} {name}:{point.line}:{point.col}"
+    return f"{source_name(point.file)}:{point.line}:{point.col}"
 
 
 @dataclass(frozen=True)

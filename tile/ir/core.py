@@ -10,6 +10,8 @@ Values keep their uses, so passes can `replace_all_uses_with` and ask `has_uses`
 """
 from __future__ import annotations
 
+import sys
+
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional, Sequence
 
@@ -26,6 +28,19 @@ class Location:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"
+
+    def describe(self) -> str:
+        """`file:line:col` for a reader: a notebook cell's file named as IPython names it."""
+        return f"{source_name(self.file)}:{self.line}:{self.col}"
+
+
+def source_name(file: str) -> str:
+    """`file` as its reader knows it: "Cell In[3]" for a notebook cell's file (IPython's name,
+    when a notebook kernel runs), else the path."""
+    ipython = sys.modules.get("IPython")  # only when already imported
+    shell = ipython.get_ipython() if ipython is not None else None
+    cell = shell.compile.format_code_name(file) if shell is not None and hasattr(shell, "compile") else None
+    return file if cell is None else f"{cell[0]} {cell[1]}"
 
 
 class Value:

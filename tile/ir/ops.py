@@ -143,7 +143,7 @@ from .types import DType, PointerType, TensorMapType, TensorType, Type, element_
 
 class VerificationError(Exception):
     def __init__(self, op: Operation, message: str):
-        where = f" (from {op.loc})" if op.loc is not None else ""
+        where = f" (from {op.loc.describe()})" if op.loc is not None else ""
         super().__init__(f"'{op.name}': {message}{where}")
         self.op = op
 
