@@ -40,8 +40,6 @@ _ARRAY = "array"
 def _devices_in(value: Any) -> Iterator[tuple[str, int]]:
     """(kind, device index) of each GPU array in `value`: kind "torch" for CUDA torch tensors,
     "array" for other arrays whose device is known. Host arrays and scalars give nothing."""
-    from tile.tools.tensor_descriptor import TensorDescriptor  # tile.tools imports the runtime when it loads
-
     if isinstance(value, (int, float)) or value is None:
         return
     if is_torch_tensor(value):
@@ -56,12 +54,19 @@ def _devices_in(value: Any) -> Iterator[tuple[str, int]]:
             yield from _devices_in(member)
     elif isinstance(value, TensorWrapper):
         yield from _devices_in(value.base)
-    elif isinstance(value, TensorDescriptor):
-        yield from _devices_in(value.base)
     elif hasattr(value, "__dlpack_device__"):
         device_type, index = value.__dlpack_device__()
         if device_type == _DLPACK_CUDA:
             yield _ARRAY, int(index)
+    elif hasattr(value, "block_shape") and isinstance(value, _tensor_descriptor_type()):
+        yield from _devices_in(value.base)
+
+
+def _tensor_descriptor_type() -> type:
+    # imported on first use: tile.tools imports the runtime when it loads
+    from tile.tools.tensor_descriptor import TensorDescriptor
+
+    return TensorDescriptor
 
 
 def launch_device(kernel: str, names: tuple[str, ...], args: tuple, torch_device: Callable[[], int],
