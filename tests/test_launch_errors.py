@@ -14,6 +14,7 @@ import tile.language as tl
 from tile.runtime.errors import LaunchError
 from tile.utils import MAX_GRID, check_grid_limits, grid3
 
+from test_multi_gpu import Tensor
 from test_runtime_driver import fake_kernel
 
 
@@ -86,31 +87,6 @@ def test_gpu_launcher_refuses_float_grids_on_its_fast_path(monkeypatch):
 
 
 # ------------------------------------------------------------------------------ devices
-
-
-class _Dtype:
-    def __str__(self) -> str:
-        return "torch.float32"
-
-
-class Tensor:
-    """A torch.Tensor stand-in (is_torch_tensor goes by the module and class name)."""
-
-    __module__ = "torch"
-    dtype = _Dtype()
-
-    def __init__(self, device: int, address: int = 0x10000) -> None:
-        self.device, self.address = device, address
-
-    @property
-    def is_cuda(self) -> bool:
-        return self.device >= 0
-
-    def get_device(self) -> int:
-        return self.device
-
-    def data_ptr(self) -> int:
-        return self.address
 
 
 class FakeGpuCompiled:

@@ -15,23 +15,11 @@ import numpy as np
 import pytest
 
 import tile
-import tile.language as tl
 
 torch = pytest.importorskip("torch")
+from test_cuda_graphs_gpu import axpy_kernel, on_gpu  # noqa: E402, F401  (on_gpu: an autouse fixture)
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@tile.jit
-def axpy_kernel(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, alpha * tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-
-@pytest.fixture(autouse=True)
-def on_gpu(monkeypatch, tmp_path):
-    monkeypatch.delenv("TILE_INTERPRET", raising=False)
-    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path / "cache"))
 
 
 N = 5000
