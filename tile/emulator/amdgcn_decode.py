@@ -142,19 +142,18 @@ def _instruction(body: str, line: int, origin: str, kernel: str) -> AmdInstr:
     if opcode == "s_waitcnt":
         counts = {name: int(n) for name, n in _COUNTER.findall(rest)}
         return AmdInstr(opcode, (), (), counts, line, body, origin)
-    pieces = [p.strip() for p in rest.split(",")] if rest.strip() else []
+    tokens = rest.split()
     mods: dict[str, int] = {}
-    if pieces:   # modifiers follow the last operand, separated by spaces
-        last, *extra = pieces[-1].split()
-        pieces[-1] = last
-        for token in extra:
-            m = _MOD.match(token)
-            if not m:
-                raise AmdgcnSyntaxError(kernel, f"unknown modifier `{token}` of {opcode}", where=where)
-            if m.group(1):
-                mods["offset"] = int(m.group(2))
-            else:
-                mods[m.group(3)] = 1
+    while tokens and (m := _MOD.match(tokens[-1])):   # modifiers follow the operands: offset:4 sc0 sc1
+        if m.group(1):
+            mods["offset"] = int(m.group(2))
+        else:
+            mods[m.group(3)] = 1
+        tokens.pop()
+    rest = " ".join(tokens)
+    pieces = [p.strip() for p in rest.split(",")] if rest else []
+    if any(" " in p or not p for p in pieces):
+        raise AmdgcnSyntaxError(kernel, f"cannot read the operands of {opcode}", where=where)
     operands = [_operand(p, line, body, kernel) for p in pieces]
     if len(operands) != len(row.defs) + len(row.uses):
         raise AmdgcnSyntaxError(kernel, f"{opcode} takes {len(row.defs) + len(row.uses)} operands, got {len(operands)}",

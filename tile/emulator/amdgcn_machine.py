@@ -29,7 +29,7 @@ instruction it is at (a loop that does not end, a lock never released).
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -200,15 +200,23 @@ class Launch:
         self.rng = np.random.default_rng(LDS_SEED)
 
 
-def _kernarg_bytes(kernel: AmdKernel, grid: tuple[int, int, int], args: Sequence[Any], gmem: GlobalMemory,
-                   names: Optional[Sequence[str]]) -> tuple[bytes, list]:
-    """The kernarg segment of a launch (pointers as host addresses in `gmem`), and the write-backs
-    of arguments copied to the host."""
+def kernarg_segment(kernel: AmdKernel, grid: tuple[int, int, int], args: Union[Sequence[Any], Mapping[str, Any]],
+                    gmem: GlobalMemory) -> tuple[bytes, list]:
+    """The kernarg segment of a launch, laid out as the metadata says (pointers as host
+    addresses of the arrays, registered in `gmem`), and the write-backs of arguments copied to
+    the host. `args`: one per argument the metadata lists, or a mapping by argument name (where a
+    parameter specialized away, such as an integer equal to 1, is simply unused)."""
     from ..runtime.host_args import to_host
 
+    if isinstance(args, Mapping):
+        missing = [a.name for a in kernel.user_args if a.name not in args]
+        if missing:
+            raise EmulatorError(kernel.name, f"no value for argument(s) {', '.join(missing)}")
+        args = [args[a.name] for a in kernel.user_args]
     if len(args) != len(kernel.user_args):
         listed = ", ".join(a.name or "?" for a in kernel.user_args)
-        raise EmulatorError(kernel.name, f"takes {len(kernel.user_args)} arguments ({listed}), got {len(args)}")
+        raise EmulatorError(kernel.name, f"takes {len(kernel.user_args)} arguments ({listed}), got {len(args)}: "
+                                         "pass them by name where a parameter was specialized away (one equal to 1)")
     segment = bytearray(max(kernel.kernarg_size, 8))
     values = iter(args)
     write_backs = []
@@ -219,7 +227,7 @@ def _kernarg_bytes(kernel: AmdKernel, grid: tuple[int, int, int], args: Sequence
             raise EmulatorError(kernel.name, f"kernel argument of kind {a.value_kind} is not known to the emulator")
         else:
             value = next(values)
-        name = (names[k] if names and k < len(names) else "") or a.name or f"argument {k}"
+        name = a.name or f"argument {k}"
         if a.value_kind == "global_buffer":
             host, back = to_host(value)
             if not isinstance(host, np.ndarray):
@@ -243,13 +251,15 @@ def _kernarg_bytes(kernel: AmdKernel, grid: tuple[int, int, int], args: Sequence
     return bytes(segment), write_backs
 
 
-def run_amdgcn(text: str, grid: Any, args: Sequence[Any], max_steps: int = DEFAULT_MAX_STEPS) -> None:
+def run_amdgcn(text: str, grid: Any, args: Union[Sequence[Any], Mapping[str, Any]],
+               max_steps: int = DEFAULT_MAX_STEPS) -> None:
     """Run the kernel of AMDGCN text `text` (as tile emits it for gfx942) on `grid` workgroups
-    with `args`: one per kernarg the metadata lists (NumPy arrays for pointers, numbers)."""
+    with `args`: one per argument the metadata lists (NumPy arrays for pointers, numbers), or
+    a mapping of them by name."""
     kernel = decode_amdgcn(text)
     g = grid3(grid)
     gmem = GlobalMemory()
-    kernarg, write_backs = _kernarg_bytes(kernel, g, args, gmem, None)
+    kernarg, write_backs = kernarg_segment(kernel, g, args, gmem)
     launch = Launch(kernel, gmem, kernarg, max_steps)
     with np.errstate(all="ignore"):
         for z, y, x in np.ndindex(g[2], g[1], g[0]):
@@ -276,4 +286,4 @@ class AmdgcnEmulatorBackend:
         return entry
 
 
-__all__ = ["run_amdgcn", "Wave", "Workgroup", "Launch", "AmdgcnEmulatorBackend"]
+__all__ = ["run_amdgcn", "kernarg_segment", "Wave", "Workgroup", "Launch", "AmdgcnEmulatorBackend"]
