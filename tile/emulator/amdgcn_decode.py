@@ -81,6 +81,13 @@ class AmdInstr:
         text = f"AMDGCN line {self.line} `{self.text}`"
         return text + (f", from {self.origin}" if self.origin else "")
 
+    describe = where
+
+    @property
+    def source(self) -> "AmdInstr":
+        """Where the instruction comes from, as the machine-independent checks ask (describe())."""
+        return self
+
 
 @dataclass(frozen=True)
 class KernArg:

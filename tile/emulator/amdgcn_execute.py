@@ -360,6 +360,7 @@ def _lds(w, ins):
     lds = w.group.lds
     element, count = min(size, 4), max(1, size // 4)
     weights = np.uint64(1) << (np.uint64(8) * np.arange(element, dtype=np.uint64))
+    w.group.lds_access(w, index, ins.opcode.startswith("ds_write"))
     if ins.opcode.startswith("ds_write"):
         for k in range(count):
             data = w.read(ins.uses[1].dword(k))[active]

@@ -36,6 +36,7 @@ import numpy as np
 from ..utils import grid3
 from . import amdgcn_isa as isa
 from .amdgcn_decode import AmdInstr, AmdKernel, AmdOperand, Imm, Reg, Special, decode_amdgcn
+from .checks import SharedChecks
 from .errors import EmulatorError
 from .memory import GlobalMemory
 
@@ -67,6 +68,7 @@ class Wave:
             self.s[2 + k] = group.ids[axis]
         self.v[0] = first_item + lane_ids
         self.ins: Optional[AmdInstr] = None
+        self.index = 0   # the instruction's index in the kernel
 
     # errors --------------------------------------------------------------------------
     def error(self, message: str, lane: Optional[int] = None) -> EmulatorError:
@@ -157,6 +159,7 @@ class Wave:
         pc, steps, budget = 0, 0, self.group.launch.max_steps
         while pc < len(instrs):
             ins = self.ins = instrs[pc]
+            self.index = pc
             pc += 1
             steps += 1
             if steps > budget:
@@ -177,25 +180,55 @@ class Wave:
 
 
 class Workgroup:
-    """One workgroup: its ids, its LDS, its waves."""
+    """One workgroup: its ids, its LDS with its race records, its waves.
+
+    The LDS race checks are the PTX machine's (checks.SharedChecks, one CTA of
+    `workgroup_size` threads): an LDS access by a work-item must be ordered after another
+    work-item's conflicting access by an s_barrier between them. The attributes below are what
+    those checks read of a machine (`m`)."""
 
     def __init__(self, launch: "Launch", ids: tuple[int, int, int]):
         self.launch, self.kernel, self.ids = launch, launch.kernel, ids
         self.wave_size = launch.kernel.wave_size
         self.lds = launch.rng.integers(0, 256, max(launch.kernel.lds_bytes, 0), np.uint8)
+        size = self.kernel.workgroup_size
+        self.checks = SharedChecks(self.lds.size, size, 1)
+        self.ntid, self.grid, self.smem = size, launch.grid, self.lds
+        self.ctas = np.array([ids[0] + launch.grid[0] * (ids[1] + launch.grid[1] * ids[2])])
+        self.cta_local = np.zeros(size, np.int64)
+        self.wave: Optional[Wave] = None   # the wave running
+
+    # what SharedChecks reads of a machine
+    def positions(self) -> np.ndarray:
+        return self.wave.first_item + np.flatnonzero(self.wave.exec)
+
+    @property
+    def pc(self) -> int:
+        return self.wave.index
+
+    def error(self, message: str) -> EmulatorError:
+        return self.wave.error(message)
+
+    def lds_access(self, wave: Wave, index: np.ndarray, write: bool) -> None:
+        """Check and record LDS bytes `index` ([active lanes, bytes]) accessed by `wave`."""
+        self.wave = wave
+        self.checks.access(self, index[:, 0], 1, index.shape[1], write)
 
     def run(self) -> None:
         """The waves in turns from one s_barrier to the next."""
         waves = [Wave(self, first).run() for first in range(0, self.kernel.workgroup_size, self.wave_size)]
+        everyone = np.arange(self.kernel.workgroup_size)
         while waves:
             waves = [w for w in waves if next(w, StopIteration) is not StopIteration]
+            self.checks.barrier(everyone, self.cta_local)
 
 
 class Launch:
     """One launch: the kernel, global memory with the kernarg segment, the budget."""
 
-    def __init__(self, kernel: AmdKernel, gmem: GlobalMemory, kernarg: bytes, max_steps: int):
-        self.kernel, self.gmem, self.max_steps = kernel, gmem, max_steps
+    def __init__(self, kernel: AmdKernel, grid: tuple[int, int, int], gmem: GlobalMemory, kernarg: bytes,
+                 max_steps: int):
+        self.kernel, self.grid, self.gmem, self.max_steps = kernel, grid, gmem, max_steps
         self.kernarg_address = gmem.add_bytes("kernarg segment", kernarg)
         self.rng = np.random.default_rng(LDS_SEED)
 
@@ -260,7 +293,7 @@ def run_amdgcn(text: str, grid: Any, args: Union[Sequence[Any], Mapping[str, Any
     g = grid3(grid)
     gmem = GlobalMemory()
     kernarg, write_backs = kernarg_segment(kernel, g, args, gmem)
-    launch = Launch(kernel, gmem, kernarg, max_steps)
+    launch = Launch(kernel, g, gmem, kernarg, max_steps)
     with np.errstate(all="ignore"):
         for z, y, x in np.ndindex(g[2], g[1], g[0]):
             Workgroup(launch, (x, y, z)).run()
