@@ -276,6 +276,10 @@ def emulate(kernel: Any, target: str = "sm_80", max_steps: int = DEFAULT_MAX_STE
 
     Returns the CompiledKernel (its `asm["ptx"]` is what ran).
 
+    An AMD target (`target="gfx942"`) compiles the kernel to AMDGCN and runs that text on the
+    wave machine (tile.emulator.amdgcn_machine): errors name the AMDGCN line, the tile source
+    line, the workgroup, wave and lane; `max_steps` bounds each wave; `trace` is PTX only.
+
     With `trace=True` (thread 0) or `trace=[0, 1, 32]` (thread indices), those threads of CTA
     `trace_cta` are recorded step by step: after a launch, `emulated.last_trace` (a
     tile.emulator.trace.Trace) lists each instruction they were at, whether they executed it,
