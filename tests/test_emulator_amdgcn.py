@@ -390,3 +390,41 @@ def test_text_without_a_kernel_or_metadata():
         decode_amdgcn(text[:text.index("  .amdgpu_metadata")])
     with pytest.raises(AmdgcnSyntaxError, match=r"the kernel's body \(`hand:` ... `.Lfunc_end_hand:`\) is missing"):
         decode_amdgcn(text.replace(".Lfunc_end_hand:", ""))
+
+
+# ------------------------------------------------------------------ tutorial kernels as gfx942 code
+
+def _tutorial(name: str):
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parent.parent / "tutorials" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"tutorial_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tutorial_softmax():
+    rows, cols = 5, 300
+    x = RNG.standard_normal((rows, cols)).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    kernel = _tutorial("02_fused_softmax").softmax_kernel
+    tile.emulate(kernel, target="gfx942")[(rows,)](out, x, cols, cols, cols, BLOCK=512, num_warps=4)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+def test_tutorial_layer_norm():
+    rows, cols = 4, 300
+    x, w, b = (RNG.standard_normal(shape).astype(np.float16) for shape in ((rows, cols), cols, cols))
+    y = np.full_like(x, np.nan)
+    mean, rstd = np.full(rows, np.nan, np.float32), np.full(rows, np.nan, np.float32)
+    kernel = _tutorial("03_layer_norm").layer_norm_kernel
+    tile.emulate(kernel, target="gfx942")[(rows,)](x, y, w, b, mean, rstd, cols, cols, 1e-5, BLOCK=128, num_warps=2)
+    x64 = x.astype(np.float64)
+    mu, sigma = x64.mean(axis=1), 1 / np.sqrt(x64.var(axis=1) + 1e-5)
+    np.testing.assert_allclose(mean, mu, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rstd, sigma, rtol=1e-5)
+    want = (x64 - mu[:, None]) * sigma[:, None] * w + b
+    np.testing.assert_allclose(y.astype(np.float64), want, rtol=1e-2, atol=1e-2)

@@ -89,10 +89,13 @@ class Wave:
                              "its load was waited for (s_waitcnt)")
 
     def mask_bits(self, lanes: np.ndarray) -> int:
-        return int(np.sum(np.left_shift(np.uint64(1), np.flatnonzero(lanes).astype(np.uint64)), dtype=np.uint64))
+        """A lane mask as the bits of an SGPR pair (lane k: bit k)."""
+        return int.from_bytes(np.packbits(lanes, bitorder="little").tobytes(), "little")
 
     def mask(self, value: int) -> np.ndarray:
-        return np.array([(value >> k) & 1 for k in range(self.lanes)], bool)
+        """The lanes of bits `value` (lane k: bit k), as bools."""
+        raw = np.frombuffer((value & ((1 << self.lanes) - 1)).to_bytes(self.lanes // 8, "little"), np.uint8)
+        return np.unpackbits(raw, bitorder="little").astype(bool)
 
     def read(self, o: AmdOperand, width: int = 1) -> np.ndarray:
         """Per-lane uint64 values of operand `o` (`width` dwords joined)."""
