@@ -311,6 +311,33 @@ def test_an_lds_race_between_waves_is_reported():
         run_amdgcn(_lds_exchange("s_waitcnt lgkmcnt(0)"), 1, [np.zeros(128, np.uint32)])
 
 
+def test_a_workgroup_spins_on_a_flag_a_later_one_sets():
+    """Resident workgroups take turns: workgroup 0 waits for workgroup 1's store."""
+    text = text_of("""
+s_load_dwordx2 s[4:5], s[0:1], 0
+s_waitcnt lgkmcnt(0)
+v_mov_b32 v2, s4
+v_mov_b32 v3, s5
+s_cmp_eq_u32 s2, 0
+s_cbranch_scc1 .Lwait
+v_mov_b32 v1, 1
+global_store_dword v[2:3], v1, off
+s_endpgm
+.Lwait:
+global_load_dword v1, v[2:3], off
+s_waitcnt vmcnt(0)
+v_readfirstlane_b32 s6, v1
+s_cmp_eq_u32 s6, 0
+s_cbranch_scc1 .Lwait
+v_mov_b32 v1, 2
+global_store_dword v[2:3], v1, off offset:4
+s_endpgm
+""", [("flag", 8, "global_buffer")])
+    flag = np.zeros(2, np.uint32)
+    run_amdgcn(text, 2, [flag], max_steps=100_000)
+    assert list(flag) == [1, 2]
+
+
 def test_wave32_from_the_metadata():
     text = text_of("""
 s_load_dwordx2 s[4:5], s[0:1], 0

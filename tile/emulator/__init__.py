@@ -94,8 +94,8 @@ AMDGCN (gfx942), the second instruction set
   registers earlier is an error), LDS per workgroup, s_barrier, a step budget. It reuses the
   GlobalMemory above (bounds checks naming the argument) and SharedChecks (LDS races between
   waves, one CTA per workgroup). Unlike the PTX machine it runs one wave at a time, with one
-  program counter per wave (divergence is EXEC, the compiler's business), and workgroups one
-  after another.
+  program counter per wave (divergence is EXEC, the compiler's business); resident
+  workgroups take turns, so one may spin on a flag another sets.
 - amdgcn_execute.py, amdgcn_isa.py: the executors and their arithmetic tables (CDNA3 ISA).
 """
 from .amdgcn_decode import AmdgcnSyntaxError, decode_amdgcn

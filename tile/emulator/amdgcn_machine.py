@@ -21,14 +21,17 @@ so a missing wait fails instead of reading stale data. Stores and cache maintena
 checked with the argument named); the kernarg segment is an allocation of its own. LDS is a
 byte array per workgroup that starts as garbage (fixed random bytes), as on the hardware.
 
-*Barriers.* The waves of a workgroup run in turns from one s_barrier to the next (each wave
-until it reaches the barrier or ends). Workgroups run one after another, in grid order.
+*Scheduling and barriers.* Up to RESIDENT_WORKGROUPS workgroups are resident at once (in grid
+order, the next starting as one ends) and take turns; in a turn each wave of a workgroup runs
+until it reaches s_barrier, ends, or has run SLICE_STEPS more instructions. A wave at the
+barrier waits until every wave of its workgroup still running is there.
 
 *Step budget.* A wave that runs more than `max_steps` instructions is reported with the
 instruction it is at (a loop that does not end, a lock never released).
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -41,6 +44,12 @@ from .errors import EmulatorError
 from .memory import GlobalMemory
 
 SGPRS, VGPRS = 128, 256
+# Workgroups run together, RESIDENT_WORKGROUPS at a time (in grid order, a new one as one ends),
+# taking turns of SLICE_STEPS instructions per wave: a workgroup spinning on a flag another
+# sets lets the other run, as resident workgroups do on a GPU.
+RESIDENT_WORKGROUPS = 32
+SLICE_STEPS = 256
+BARRIER, SLICE = "barrier", "slice"   # why a wave stops running
 LDS_SEED = 7   # LDS starts with these garbage bytes, as on the hardware
 DEFAULT_MAX_STEPS = 1_000_000
 
@@ -154,8 +163,9 @@ class Wave:
                     self.write(target, values, 1, lanes)
 
     # execution -----------------------------------------------------------------------
-    def run(self) -> Iterator[None]:
-        """A generator: runs until each s_barrier (yields) and to s_endpgm (returns)."""
+    def run(self) -> Iterator[str]:
+        """A generator: yields BARRIER at each s_barrier, SLICE every SLICE_STEPS instructions
+        (other workgroups' turn), and returns at s_endpgm."""
         from .amdgcn_execute import EXECUTE
 
         instrs = self.group.kernel.instrs
@@ -167,11 +177,13 @@ class Wave:
             steps += 1
             if steps > budget:
                 raise self.error(f"more than {budget} instructions: a loop that does not end? (the wave is here)")
+            if steps % SLICE_STEPS == 0:
+                yield SLICE
             op = ins.opcode
             if op == "s_endpgm":
                 return
             if op == "s_barrier":
-                yield
+                yield BARRIER
             elif op == "s_branch" or (op == "s_cbranch_scc1" and self.scc) or (
                     op == "s_cbranch_scc0" and not self.scc) or (op == "s_cbranch_execz" and not self.exec.any()):
                 pc = ins.target
@@ -217,13 +229,27 @@ class Workgroup:
         self.wave = wave
         self.checks.access(self, index[:, 0], 1, index.shape[1], write)
 
-    def run(self) -> None:
-        """The waves in turns from one s_barrier to the next."""
-        waves = [Wave(self, first).run() for first in range(0, self.kernel.workgroup_size, self.wave_size)]
-        everyone = np.arange(self.kernel.workgroup_size)
-        while waves:
-            waves = [w for w in waves if next(w, StopIteration) is not StopIteration]
-            self.checks.barrier(everyone, self.cta_local)
+    def start(self) -> None:
+        self.waves = [Wave(self, first).run() for first in range(0, self.kernel.workgroup_size, self.wave_size)]
+        self.at_barrier: set[int] = set()
+
+    def advance(self) -> bool:
+        """One turn: each wave not waiting at the barrier runs to the barrier, to its end or
+        for a slice; the barrier opens when every wave still running waits there. Returns
+        whether the workgroup is done."""
+        for k, wave in enumerate(self.waves):
+            if wave is None or k in self.at_barrier:
+                continue
+            event = next(wave, None)
+            if event is None:
+                self.waves[k] = None
+            elif event == BARRIER:
+                self.at_barrier.add(k)
+        running = {k for k, wave in enumerate(self.waves) if wave is not None}
+        if running and running <= self.at_barrier:
+            self.at_barrier.clear()
+            self.checks.barrier(np.arange(self.kernel.workgroup_size), self.cta_local)
+        return not running
 
 
 class Launch:
@@ -297,9 +323,16 @@ def run_amdgcn(text: str, grid: Any, args: Union[Sequence[Any], Mapping[str, Any
     gmem = GlobalMemory()
     kernarg, write_backs = kernarg_segment(kernel, g, args, gmem)
     launch = Launch(kernel, g, gmem, kernarg, max_steps)
+    waiting = ((x, y, z) for z, y, x in np.ndindex(g[2], g[1], g[0]))
+    resident: list[Workgroup] = []
     with np.errstate(all="ignore"):
-        for z, y, x in np.ndindex(g[2], g[1], g[0]):
-            Workgroup(launch, (x, y, z)).run()
+        while True:
+            for ids in itertools.islice(waiting, RESIDENT_WORKGROUPS - len(resident)):
+                resident.append(Workgroup(launch, ids))
+                resident[-1].start()
+            if not resident:
+                break
+            resident = [group for group in resident if not group.advance()]
     for back, host in write_backs:
         back(host)
 
