@@ -137,7 +137,8 @@ def _operand(token: str, line: int, text: str, kernel: str) -> AmdOperand:
     try:
         return Imm(struct.unpack("<I", struct.pack("<f", float(token)))[0])
     except ValueError:
-        raise AmdgcnSyntaxError(kernel, f"cannot read operand `{token}`", where=f"AMDGCN line {line} `{text}`") from None
+        where = f"AMDGCN line {line} `{text}`"
+        raise AmdgcnSyntaxError(kernel, f"cannot read operand `{token}`", where=where) from None
 
 
 def _instruction(body: str, line: int, origin: str, kernel: str) -> AmdInstr:
