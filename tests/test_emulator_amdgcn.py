@@ -455,3 +455,26 @@ def test_tutorial_layer_norm():
     np.testing.assert_allclose(rstd, sigma, rtol=1e-5)
     want = (x64 - mu[:, None]) * sigma[:, None] * w + b
     np.testing.assert_allclose(y.astype(np.float64), want, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("body, threads, message", [
+    ("v_mov_b32 v1, v0", 64, "the program ran past its end without s_endpgm"),
+    ("v_mfma_f32_16x16x16_f16 v[0:3], v[4:5], v[6:7], v[0:3]\ns_endpgm", 32,
+     r"v_mfma_f32_16x16x16_f16 under a partial EXEC \[workgroup \(0, 0, 0\), wave 0\]"),
+    ("v_mov_b32 v2, 0\nv_mov_b32 v3, 0\nglobal_atomic_add v1, v[2:3], v0, off\ns_endpgm", 64,
+     "global_atomic_add without sc0 does not return the old value"),
+])
+def test_wave_errors(body, threads, message):
+    with pytest.raises(EmulatorError, match=message):
+        run_amdgcn(text_of(body, [], threads=threads), 1, [])
+
+
+def test_argument_errors():
+    text = text_of("s_endpgm", [("out", 8, "global_buffer"), ("n", 4, "by_value")])
+    with pytest.raises(EmulatorError, match="argument 'out' is a str: pass an array"):
+        run_amdgcn(text, 1, ["no", 3])
+    with pytest.raises(EmulatorError, match="argument 'n' got a str: pass a number"):
+        run_amdgcn(text, 1, [np.zeros(1), "3"])
+    hidden = text_of("s_endpgm", [("out", 8, "global_buffer"), ("", 8, "hidden_printf_buffer")])
+    with pytest.raises(EmulatorError, match="kernel argument of kind hidden_printf_buffer is not known"):
+        run_amdgcn(hidden, 1, [np.zeros(1)])

@@ -291,7 +291,10 @@ def kernarg_segment(kernel: AmdKernel, grid: tuple[int, int, int], args: Union[S
             value = next(values)
         name = a.name or f"argument {k}"
         if a.value_kind == "global_buffer":
-            host, back = to_host(value)
+            try:
+                host, back = to_host(value)
+            except TypeError:
+                host = back = None
             if not isinstance(host, np.ndarray):
                 raise EmulatorError(kernel.name, f"argument '{name}' is a {type(value).__name__}: pass an array")
             raw = gmem.add(name, host, bool(host.flags.writeable)).to_bytes(8, "little")
