@@ -338,6 +338,29 @@ s_endpgm
     assert list(flag) == [1, 2]
 
 
+@pytest.mark.parametrize("wait, lands", [("lgkmcnt(1)", False), ("lgkmcnt(0)", True)])
+def test_scalar_loads_may_return_out_of_order(wait, lands):
+    """Two s_loads in flight: lgkmcnt(1) says one landed, not which (CDNA3 ISA 4.4)."""
+    text = text_of(f"""
+s_load_dwordx2 s[4:5], s[0:1], 0
+s_load_dword s6, s[0:1], 8
+s_waitcnt {wait}
+v_mov_b32 v2, s4
+v_mov_b32 v3, s5
+s_waitcnt lgkmcnt(0)
+v_mov_b32 v1, s6
+global_store_dword v[2:3], v1, off
+s_endpgm
+""", [("out", 8, "global_buffer"), ("n", 4, "by_value")])
+    out = np.zeros(1, np.uint32)
+    if lands:
+        run_amdgcn(text, 1, [out, 9])
+        assert out[0] == 9
+    else:
+        with pytest.raises(EmulatorError, match=r"s4 is touched before its load was waited for.*`v_mov_b32 v2, s4`"):
+            run_amdgcn(text, 1, [out, 9])
+
+
 def test_wave32_from_the_metadata():
     text = text_of("""
 s_load_dwordx2 s[4:5], s[0:1], 0

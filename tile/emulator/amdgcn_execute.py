@@ -94,7 +94,7 @@ def _scalar_load(w, ins):
     address = w.scalar(ins.uses[0], 2) + ins.uses[1].value
     words = w.group.launch.gmem.load(np.array([address], np.uint64), 4, target.count, lambda p, why: w.error(why))
     writes = [(target.dword(k), int(words[0, k]), None) for k in range(target.count)]
-    w.issue("lgkmcnt", target, writes)
+    w.issue("lgkmcnt", target, writes, in_order=False)
 
 
 # vector ALU --------------------------------------------------------------------------------

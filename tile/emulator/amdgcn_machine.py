@@ -69,7 +69,7 @@ class Wave:
         self.exec = first_item + lane_ids < kernel.workgroup_size
         self.vcc = np.zeros(lanes, bool)
         self.scc = False
-        self.pending: list[tuple[str, set, list]] = []   # (counter, cells, writes) in issue order
+        self.pending: list[tuple[str, set, list, bool]] = []   # (counter, cells, writes, in order), issued
         self.busy: set[tuple[str, int]] = set()
         address = group.launch.kernarg_address
         self.s[0], self.s[1] = address & isa.M32, address >> 32
@@ -145,20 +145,31 @@ class Wave:
                 active = self.exec if lanes is None else lanes
                 self.v[o.first + k][active] = word[active]
 
-    def issue(self, counter: str, target: Optional[Reg], writes: list) -> None:
-        """A memory instruction in flight: its `writes` (register, values, lanes) land at a wait."""
+    def issue(self, counter: str, target: Optional[Reg], writes: list, in_order: bool = True) -> None:
+        """A memory instruction in flight: its `writes` (register, values, lanes) land at a wait.
+        `in_order`: whether it returns in issue order among its counter's instructions (scalar
+        loads do not)."""
         cells = self.cells(target) if target is not None else set()
-        self.pending.append((counter, cells, writes))
+        self.pending.append((counter, cells, writes, in_order))
         self.busy |= cells
 
     def wait(self, counts: dict[str, int]) -> None:
+        """s_waitcnt: retire a counter's instructions until at most `counts[counter]` are in
+        flight. vmcnt and the LDS part of lgkmcnt count in issue order; scalar loads may return
+        out of order (CDNA3 ISA 4.4), so a wait that leaves some in flight lands LDS accesses
+        first, then scalar loads newest first: the oldest stay pending, and only lgkmcnt(0)
+        is sure to land a given scalar load."""
         for counter in ("vmcnt", "lgkmcnt"):
             if counter not in counts:
                 continue
             mine = [p for p in self.pending if p[0] == counter]
-            for p in mine[:max(0, len(mine) - counts[counter])]:
+            ordered = [p for p in mine if p[3]]
+            scalar = [p for p in mine if not p[3]]
+            landing = (ordered + scalar[::-1])[:max(0, len(mine) - counts[counter])]
+            for p in landing:
                 self.pending.remove(p)
-                self.busy = set().union(*(q[1] for q in self.pending))
+            self.busy = set().union(*(q[1] for q in self.pending))
+            for p in landing:
                 for target, values, lanes in p[2]:
                     self.write(target, values, 1, lanes)
 
