@@ -38,6 +38,7 @@ import numpy as np
 
 from ..utils import grid3
 from . import amdgcn_isa as isa
+from .amdgcn_execute import EXECUTE
 from .amdgcn_decode import AmdInstr, AmdKernel, AmdOperand, Imm, Reg, Special, decode_amdgcn
 from .checks import SharedChecks
 from .errors import EmulatorError
@@ -177,8 +178,6 @@ class Wave:
     def run(self) -> Iterator[str]:
         """A generator: yields BARRIER at each s_barrier, SLICE every SLICE_STEPS instructions
         (other workgroups' turn), and returns at s_endpgm."""
-        from .amdgcn_execute import EXECUTE
-
         instrs = self.group.kernel.instrs
         pc, steps, budget = 0, 0, self.group.launch.max_steps
         while pc < len(instrs):
