@@ -1,4 +1,4 @@
-"""gfx942 code run on a NumPy model of the waves (tile.emulator, target gfx942) against NumPy in float64:
+"""gfx942 code run on the emulator's wave machine (tile.emulator, target gfx942) against NumPy in float64:
 selection, allocation and waits together compute the kernel, lanes outside the mask touch
 nothing, and no register is read before its load was waited for."""
 from __future__ import annotations

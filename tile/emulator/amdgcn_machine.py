@@ -38,8 +38,8 @@ import numpy as np
 
 from ..utils import grid3
 from . import amdgcn_isa as isa
-from .amdgcn_execute import EXECUTE
 from .amdgcn_decode import AmdInstr, AmdKernel, AmdOperand, Imm, Reg, Special, decode_amdgcn
+from .amdgcn_execute import EXECUTE
 from .checks import SharedChecks
 from .errors import EmulatorError
 from .memory import GlobalMemory
