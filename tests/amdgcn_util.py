@@ -75,3 +75,9 @@ def unmasked_accesses(text: str) -> list[str]:
         elif line.startswith("global_") and not inside:
             bad.append(line)
     return bad
+
+
+def named(kernel, args) -> dict:
+    """The arguments `args` of tile.jit `kernel` by parameter name, as run_amdgcn takes them
+    (a parameter specialized away, such as an integer equal to 1, is then simply unused)."""
+    return dict(zip(kernel.arg_names, args))

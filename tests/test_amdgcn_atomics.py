@@ -11,9 +11,9 @@ import tile.language as tl
 from tile.codegen.amdgcn import UnsupportedOnTarget, assemble, compile_amdgcn, emit_amdgcn
 from tile.compiler import compile_kernel
 from tile.ir import parse_op
+from tile.emulator.amdgcn_machine import run_amdgcn
 
-from amdgcn_sim import Simulator, named
-from amdgcn_util import instructions
+from amdgcn_util import instructions, named
 
 RNG = np.random.default_rng(11)
 
@@ -67,7 +67,7 @@ def test_atomics_compute_on_the_wave_model(op, dtype):
     compiled = build(scatter_kernel, [x, out, old, n], BINS=bins, OP=op, BLOCK=128)
     assert any(line.startswith("global_atomic") for line in instructions(compiled.text))
     assert b"ELF" in assemble(compiled.text, "gfx942")[:4]
-    Simulator(compiled, named(scatter_kernel, [x, out, old, n]), 2).run()
+    run_amdgcn(compiled.text, 2, named(scatter_kernel, [x, out, old, n]))
     for b in range(bins):   # the wave model runs workgroups, waves and lanes in order
         lanes = x[b::bins]
         if op == "max" and dtype == np.float32:   # two atomics (smax on non-negative bits, umin on negative)
@@ -96,7 +96,7 @@ def test_tickets_and_compare_and_swap():
     tickets, seen = np.full(2 * block, -1, np.int32), np.full(2 * block, -1, np.int32)
     compiled = build(ticket_kernel, [counter, lock, tickets, seen], BLOCK=block)
     assert b"ELF" in assemble(compiled.text, "gfx942")[:4]
-    Simulator(compiled, named(ticket_kernel, [counter, lock, tickets, seen]), 2).run()
+    run_amdgcn(compiled.text, 2, named(ticket_kernel, [counter, lock, tickets, seen]))
     assert sorted(tickets) == list(range(5, 5 + 2 * block)) and counter[0] == 5 + 2 * block
     assert list(lock) == [1, 2] and list(seen[:2]) == [0, 0] and list(seen[2:]) == [1, 2] * (block - 1)
 
@@ -147,7 +147,7 @@ def test_histogram_counts_in_lds(bins, num_warps):
     out = np.full(bins, -1, np.int32)
     compiled = build(histogram_kernel, [x, out], num_warps=num_warps, BINS=bins, BLOCK=256)
     assert "ds_add_u32" in compiled.text and b"ELF" in assemble(compiled.text, "gfx942")[:4]
-    Simulator(compiled, named(histogram_kernel, [x, out])).run()
+    run_amdgcn(compiled.text, 1, named(histogram_kernel, [x, out]))
     np.testing.assert_array_equal(out, np.bincount(x, minlength=bins))
 
 

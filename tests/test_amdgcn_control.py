@@ -10,9 +10,9 @@ import tile
 import tile.language as tl
 from tile.codegen.amdgcn import UnsupportedOnTarget, assemble, compile_amdgcn
 from tile.compiler import compile_kernel
+from tile.emulator.amdgcn_machine import run_amdgcn
 
-from amdgcn_sim import Simulator, named
-from amdgcn_util import instructions
+from amdgcn_util import instructions, named
 
 RNG = np.random.default_rng(3)
 
@@ -42,7 +42,7 @@ def test_while_with_a_uniform_trip_count(n_rows):
     out = np.full(128, np.nan, np.float32)
     compiled = build(rows_kernel, [x, out, n_rows], BLOCK=128)
     assert "s_cbranch_execz" in compiled.text and b"ELF" in assemble(compiled.text, "gfx942")[:4]
-    Simulator(compiled, named(rows_kernel, [x, out, n_rows])).run()
+    run_amdgcn(compiled.text, 1, named(rows_kernel, [x, out, n_rows]))
     np.testing.assert_allclose(out, x[:n_rows].astype(np.float64).sum(0), rtol=1e-6, atol=1e-6)
 
 
@@ -71,7 +71,7 @@ def test_while_with_a_per_program_trip_count():
     x = RNG.integers(1, 200, 6).astype(np.int32)
     steps = np.full(6, -1, np.int32)
     compiled = build(collatz_kernel, [x, steps], num_warps=1)
-    Simulator(compiled, named(collatz_kernel, [x, steps]), 6).run()
+    run_amdgcn(compiled.text, 6, named(collatz_kernel, [x, steps]))
     assert list(steps) == [_collatz(int(v)) for v in x]
 
 
@@ -92,7 +92,7 @@ def test_spin_lock():
     compiled = build(locked_kernel, [lock, total, x])
     text = instructions(compiled.text)
     assert any(line.startswith("global_atomic_cmpswap") for line in text)
-    Simulator(compiled, named(locked_kernel, [lock, total, x]), 5).run()
+    run_amdgcn(compiled.text, 5, named(locked_kernel, [lock, total, x]))
     assert total[0] == 7 + x.sum() and lock[0] == 0
 
 
@@ -161,12 +161,12 @@ def test_tutorial_layer_norm_backward_with_its_lock(rows, n_cols, block, num_war
     compiled = build(tutorial.layer_norm_bwd_dx_fused_kernel, args, num_warps=num_warps, GROUP_SIZE_M=groups,
                      BLOCK_SIZE_N=block)
     assert b"ELF" in assemble(compiled.text, "gfx942")[:4]
-    Simulator(compiled, named(tutorial.layer_norm_bwd_dx_fused_kernel, args), rows).run()
+    run_amdgcn(compiled.text, rows, named(tutorial.layer_norm_bwd_dx_fused_kernel, args))
     dw, db = np.full(n_cols, np.nan, np.float32), np.full(n_cols, np.nan, np.float32)
     sums = [partial_dw, partial_db, dw, db, groups, n_cols]
     # the tutorial's 32 x 128 column blocks need 104 SGPRs here (no spilling yet): 16 x 128
     columns = build(tutorial.layer_norm_bwd_dwdb_kernel, sums, num_warps=4, BLOCK_SIZE_M=16, BLOCK_SIZE_N=128)
-    Simulator(columns, named(tutorial.layer_norm_bwd_dwdb_kernel, sums), -(-n_cols // 128)).run()
+    run_amdgcn(columns.text, -(-n_cols // 128), named(tutorial.layer_norm_bwd_dwdb_kernel, sums))
     _, dx_ref, dw_ref, db_ref = tutorial.reference(x, w, b, dy)
     np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(dw, dw_ref, rtol=1e-4, atol=1e-4)

@@ -1,5 +1,5 @@
 """The compiler fuzzer's random kernels (tests/fuzz) for gfx942: each either compiles, assembles
-and computes its NumPy model's memory on the wave model (tests/amdgcn_sim.py), or is refused
+and computes its NumPy model's memory on the wave model (tile.emulator, target gfx942), or is refused
 with UnsupportedOnTarget (atomics, scf.if... not selected yet) or OutOfResources (more than
 256 VGPRs: tile does not spill). Anything else is a bug."""
 from __future__ import annotations
@@ -10,7 +10,6 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 
 import tile
-from amdgcn_sim import Simulator
 from amdgcn_util import unwaited_reads
 from fuzz import harness
 from fuzz.programs import programs
@@ -18,6 +17,7 @@ from tile.codegen.amdgcn import UnsupportedOnTarget, compile_amdgcn
 from tile.compiler import compile_kernel
 from tile.codegen.target import TargetResourceError
 from tile.runtime.errors import OutOfResources
+from tile.emulator.amdgcn_machine import run_amdgcn
 
 SCALE = int(os.environ.get("TILE_FUZZ_EXAMPLES", "0"))
 COMPILED: list[str] = []
@@ -33,7 +33,7 @@ def run_on_wave_model(program) -> list[np.ndarray]:
     assert unwaited_reads(compiled.text) == []
     host = [a.host_view() if isinstance(a, tile.DeviceArray) else a for a in args]
     by_name = dict(zip(kernel.arg_names, host))
-    Simulator(compiled, by_name, program.grid).run()
+    run_amdgcn(compiled.text, program.grid, by_name)
     return [harness.contents(h, b) for h, b in zip(host, program.buffers)]
 
 

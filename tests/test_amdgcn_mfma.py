@@ -21,8 +21,9 @@ from tile.codegen.amdgcn.waitcnt import insert_nops, insert_waits
 from tile.ir import TensorType, f16, parse_op
 from tile.ir.mfma_layouts import MfmaLayout, MfmaOperandLayout, mfma_operand_layout, mfma_result_layout
 from tile.ir.types import parse_type
+from tile.emulator.amdgcn_machine import run_amdgcn
 
-from amdgcn_sim import Simulator, named
+from amdgcn_util import named
 
 SHAPES = list(MFMA_SHAPES.values())
 
@@ -183,7 +184,7 @@ def test_mfma_kernel_assembles_and_computes_on_the_wave_model(shape):
         b_frag = _fragments(mfma_operand_layout(1, shape.n, shape.k), b, np.float16)
     result_layout = mfma_result_layout(shape.m, shape.n)
     cd = _fragments(result_layout, c, np.float32)
-    Simulator(kernel, [a_frag.view(np.uint32), b_frag.view(np.uint32), cd]).run()
+    run_amdgcn(kernel.text, 1, [a_frag.view(np.uint32), b_frag.view(np.uint32), cd])
     got = np.full((shape.m, shape.n), np.nan)
     coords = result_layout.element_coords()[0]
     got[coords[..., 0], coords[..., 1]] = cd
@@ -237,7 +238,7 @@ def test_dot_selects_mfma_and_computes_on_the_wave_model(m, n, k, block_k, num_w
     waves = num_warps // 2   # the program of one wave, its loop body once
     assert mfmas == [mnemonic] * (m * n // (shape.m * shape.n * waves) * block_k // shape.k)
     assert b"ELF" in assemble(compiled.text, "gfx942")[:4]
-    Simulator(compiled, named(dot_kernel, [a_in, b_in, out])).run()
+    run_amdgcn(compiled.text, 1, named(dot_kernel, [a_in, b_in, out]))
     np.testing.assert_allclose(out, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-4)
 
 
@@ -296,7 +297,7 @@ def test_dots_mfma_cannot_take_use_fma():
         out = c.copy()
         compiled = compile_dot(args + [out], num_warps, M=16, N=16, K=16, BLOCK_K=16, DTYPE=dtype)
         assert "v_mfma" not in compiled.text and "v_fma_f32" in compiled.text
-        Simulator(compiled, named(dot_kernel, args + [out])).run()
+        run_amdgcn(compiled.text, 1, named(dot_kernel, args + [out]))
         np.testing.assert_allclose(out, a16.astype(np.float64) @ b16 + c, rtol=1e-5, atol=1e-4)
 
 
@@ -353,6 +354,6 @@ def test_tutorial_matmul_with_masks_and_activation(num_warps, num_stages):
     options = {"num_warps": num_warps, "num_stages": num_stages, "maxnreg": None}
     compiled = compile_amdgcn(compile_kernel(kernel, spec_, options, "gfx942", until="amdgcn").func, "gfx942")
     assert "v_mfma_f32" in compiled.text and b"ELF" in assemble(compiled.text, "gfx942")[:4]
-    Simulator(compiled, args, 2 * 2).run()
+    run_amdgcn(compiled.text, 2 * 2, args)
     exact = a.astype(np.float64) @ b
     np.testing.assert_allclose(c, np.where(exact >= 0, exact, 0.01 * exact), rtol=2e-3, atol=2e-3)

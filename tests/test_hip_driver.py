@@ -18,11 +18,13 @@ import tile.language as tl
 from tile.codegen.amdgcn import assemble, compile_amdgcn
 from tile.codegen.amdgcn.isel import KernArg
 from tile.compiler import compile_kernel
+from tile.emulator.amdgcn_decode import decode_amdgcn
+from tile.emulator.amdgcn_machine import kernarg_segment, run_amdgcn
+from tile.emulator.memory import GlobalMemory
 from tile.runtime import hip_driver
 from tile.runtime.errors import DriverError
 from tile.runtime.hip_driver import HIP_LAUNCH_PARAM_END, HipKernel, pack_kernargs
 
-from amdgcn_sim import Simulator
 
 
 class HipError(enum.Enum):
@@ -118,7 +120,7 @@ def test_load_and_launch_a_compiled_kernel(fake_hip):
     hsaco = assemble(compiled.text, "gfx942")
     sel = compiled.selection
     kernel = HipKernel.load(hsaco, sel.name, sel.kernargs, sel.kernarg_size, sel.workgroup_size)
-    model = Simulator(compiled, args, 3)
+    segment_of_model, _ = kernarg_segment(decode_amdgcn(compiled.text), (3, 1, 1), args, GlobalMemory())
     addresses = [0x7000_0000_0000, 0x7000_0010_0000]
     kernel.launch((3,), addresses + [1.5, 300])
     load, get, launch = fake_hip.calls
@@ -126,11 +128,11 @@ def test_load_and_launch_a_compiled_kernel(fake_hip):
                                                             sel.name.encode())
     assert launch[1:] == ("handle:hipModuleGetFunction", (3, 1, 1), (64, 1, 1), 0, None)
     segment = fake_hip.segments[0]
-    expected = bytearray(model.kernarg[:sel.kernarg_size])   # the wave model's layout, its own buffer addresses
+    expected = bytearray(segment_of_model[:sel.kernarg_size])   # the emulator's layout, its own buffer addresses
     for a, address in zip([a for a in sel.kernargs if a.value_kind == "global_buffer"], addresses):
         expected[a.offset:a.offset + 8] = address.to_bytes(8, "little")
     assert segment == bytes(expected)
-    model.run()
+    run_amdgcn(compiled.text, 3, args)
     np.testing.assert_allclose(out, 1.5 * x + 3)
 
 

@@ -1,8 +1,11 @@
-"""tile's emulator: runs the PTX text tile emits on the CPU, with NumPy.
+"""tile's emulator: runs the PTX and the AMDGCN text tile emits on the CPU, with NumPy.
 
     tile.emulate(add_kernel, target="sm_80")[grid](x, y, out, n, BLOCK=1024)
+    tile.emulate(add_kernel, target="gfx942")[grid](x, y, out, n, BLOCK=1024)   # AMDGCN, waves of 64
     TILE_EMULATE=1 python tutorials/01_vector_add.py      # launches run here when there is no GPU
+    TILE_EMULATE=1 TILE_EMULATE_TARGET=gfx942 python ...  # ... as gfx942 code
     tile.emulator.run_ptx(ptx_text, grid=(4,), args=[x, y, out, n])
+    tile.emulator.run_amdgcn(amdgcn_text, grid=(4,), args=[x, y, out, n])
 
 Why: the block interpreter runs tile IR, the meaning of a kernel. The emulator runs what the
 compiler finally produced, instruction by instruction, so a bug anywhere between (layouts,
@@ -80,12 +83,26 @@ Layout of the package
 - trace.py: step-through records of chosen threads.
 - launch.py: run_ptx, tile.emulate, and the TILE_EMULATE hook of ordinary launches.
 
-The machine and memories know nothing of PTX's spelling: an AMDGCN decoder and instruction
-table can be added beside ptx_decode/ptx_isa and run on the same machine.
+AMDGCN (gfx942), the second instruction set
+-------------------------------------------
+- amdgcn_decode.py: the text tile emits for gfx942 -> AmdKernel (instructions with their
+  line and tile source line, the kernarg layout of the code-object metadata, LDS bytes,
+  workgroup and wave size); operand counts come from the code generator's instruction table,
+  and an unknown instruction is an error naming it and its line.
+- amdgcn_machine.py: workgroups of waves of 64 lanes (the metadata's wave size) with SGPR and
+  VGPR files, EXEC/VCC/SCC, loads that land at the s_waitcnt that drains them (touching their
+  registers earlier is an error), LDS per workgroup, s_barrier, a step budget. It reuses the
+  GlobalMemory above (bounds checks naming the argument) and SharedChecks (LDS races between
+  waves, one CTA per workgroup). Unlike the PTX machine it runs one wave at a time, with one
+  program counter per wave (divergence is EXEC, the compiler's business); resident
+  workgroups take turns, so one may spin on a flag another sets.
+- amdgcn_execute.py, amdgcn_isa.py: the executors and their arithmetic tables (CDNA3 ISA).
 """
+from .amdgcn_decode import AmdgcnSyntaxError, decode_amdgcn
+from .amdgcn_machine import run_amdgcn
 from .errors import EmulatorError, PtxSyntaxError
 from .launch import EMULATOR_PREFIX, emulate, run_ptx
 from .ptx_decode import decode_module
 
-__all__ = ["emulate", "run_ptx", "decode_module", "EmulatorError", "PtxSyntaxError",
-           "EMULATOR_PREFIX"]
+__all__ = ["emulate", "run_ptx", "run_amdgcn", "decode_module", "decode_amdgcn", "EmulatorError", "PtxSyntaxError",
+           "AmdgcnSyntaxError", "EMULATOR_PREFIX"]

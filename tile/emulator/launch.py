@@ -173,11 +173,18 @@ class EmulatorBackend:
 
 def compile_for_emulator(fn: Any, spec: Any, options: dict[str, Any], target: str,
                          max_steps: int = DEFAULT_MAX_STEPS) -> Any:
-    """Compile `fn` under `spec` for PTX `target` ("sm_80", or "emulator:sm_80") and give the
-    CompiledKernel an EmulatorBackend."""
+    """Compile `fn` under `spec` for `target` ("sm_80", "emulator:sm_80", or an AMD target such
+    as "gfx942") and give the CompiledKernel an EmulatorBackend (PTX) or an
+    amdgcn_machine.AmdgcnEmulatorBackend (AMDGCN)."""
     from .. import compiler
 
     ptx_target = target[len(EMULATOR_PREFIX):] if target.startswith(EMULATOR_PREFIX) else target
+    if ptx_target.startswith("gfx"):  # an AMD target: its AMDGCN text runs on the wave machine
+        from .amdgcn_machine import AmdgcnEmulatorBackend
+
+        kernel = compiler.compile_kernel(fn, spec, options, ptx_target)
+        kernel.backend = AmdgcnEmulatorBackend(kernel.stages["amdgcn"], max_steps)
+        return kernel
     kernel = compiler.compile_kernel(fn, spec, options, ptx_target, until="ptx")
     kernel.backend = EmulatorBackend(kernel.stages["ptx"], kernel.launch_info, max_steps)
     return kernel
@@ -196,9 +203,9 @@ class Emulated:
             raise TypeError(f"tile.emulate needs a @tile.jit kernel, got {type(fn).__name__}")
         from ..codegen.target import targets_of
 
-        ptx_targets = targets_of("ptx")
-        if target not in ptx_targets:
-            raise ValueError(f"unknown PTX target {target!r}; expected one of {', '.join(ptx_targets)}")
+        family, known = ("AMD", targets_of("amdgcn")) if target.startswith("gfx") else ("PTX", targets_of("ptx"))
+        if target not in known:
+            raise ValueError(f"unknown {family} target {target!r}; expected one of {', '.join(known)}")
         self.fn, self.target, self.max_steps = fn, target, max_steps
         if trace is True:
             trace = (0,)
@@ -206,6 +213,8 @@ class Emulated:
                                    not all(isinstance(t, int) and t >= 0 for t in trace)):
             raise TypeError(f"trace= takes True or thread indices of a CTA (a list of ints), got {trace!r}")
         self.trace_threads = () if trace is False else tuple(trace)
+        if self.trace_threads and target.startswith("gfx"):
+            raise ValueError(f"trace= steps through PTX only; {target} runs on the AMDGCN wave machine without it")
         self.trace_cta = tuple(trace_cta) + (0,) * (3 - len(trace_cta))
         self.last_trace: Optional[Trace] = None
         self.cache: dict[tuple, Any] = {}
@@ -266,6 +275,10 @@ def emulate(kernel: Any, target: str = "sm_80", max_steps: int = DEFAULT_MAX_STE
         np.testing.assert_array_equal(out, x + y)
 
     Returns the CompiledKernel (its `asm["ptx"]` is what ran).
+
+    An AMD target (`target="gfx942"`) compiles the kernel to AMDGCN and runs that text on the
+    wave machine (tile.emulator.amdgcn_machine): errors name the AMDGCN line, the tile source
+    line, the workgroup, wave and lane; `max_steps` bounds each wave; `trace` is PTX only.
 
     With `trace=True` (thread 0) or `trace=[0, 1, 32]` (thread indices), those threads of CTA
     `trace_cta` are recorded step by step: after a launch, `emulated.last_trace` (a

@@ -6,8 +6,8 @@
 isa (the instruction table), mir (machine IR and printer), isel (selection and uniformity),
 regalloc (liveness, linear scan), waitcnt (s_waitcnt and wait states), kernel_object (text,
 assembler). `emit_amdgcn` is the entry the compiler calls; `compile_amdgcn` also keeps the
-final instructions and register assignment (the tests run them on a NumPy model of the waves,
-tests/amdgcn_sim.py).
+final instructions and register assignment. The text runs on the emulator's wave machine
+(tile.emulate(kernel, target="gfx942"), tile.emulator.amdgcn_machine).
 
 The simt IR comes from the shared lowering with 32-thread warps: a CTA of num_warps * 32
 threads is one workgroup of that many work-items, run as waves of 64 lanes.

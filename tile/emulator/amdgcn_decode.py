@@ -1,0 +1,248 @@
+"""AMDGCN assembly text -> the emulator's decoded kernel (the second instruction set beside PTX).
+
+It reads the text tile emits for gfx942 (tile.codegen.amdgcn.kernel_object): the instructions
+between the kernel's label and `.Lfunc_end_<name>`, the `.amdhsa_*` descriptor (LDS bytes,
+which workgroup ids the hardware writes into SGPRs) and the code-object metadata (the kernarg
+segment: each argument's offset, size and kind; the wave size and workgroup size).
+
+    global_load_dword v4, v[2:3], off offset:4      ; kernel.py:21
+        -> AmdInstr("global_load_dword", defs=(Reg("v", 4, 1),),
+                    uses=(Reg("v", 2, 2), Special("off")), mods={"offset": 4}, line=31,
+                    text="global_load_dword v4, v[2:3], off offset:4", origin="kernel.py:21")
+
+How many operands are results and how many are sources comes from the instruction table of
+the code generator (tile.codegen.amdgcn.isa.INSTRUCTIONS), the one description of the gfx942
+instructions tile knows: a mnemonic outside it, or a line whose operand count disagrees with
+it, is an AmdgcnSyntaxError naming the line. Decoded kernels are cached by the text's hash.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import struct
+from dataclasses import dataclass, field
+from typing import Union
+
+from ..codegen.amdgcn.isa import INSTRUCTIONS
+from .errors import EmulatorError
+
+
+class AmdgcnSyntaxError(EmulatorError):
+    """AMDGCN text the decoder cannot read (malformed, or an instruction it does not know)."""
+
+
+@dataclass(frozen=True)
+class Reg:
+    """`count` consecutive registers of `bank` ("s" or "v") from `first`: v4, s[0:1]."""
+
+    bank: str
+    first: int
+    count: int
+
+    def dword(self, k: int) -> "Reg":
+        return Reg(self.bank, self.first + k, 1)
+
+
+@dataclass(frozen=True)
+class Imm:
+    """An immediate: `value` its bits as written (an inline integer keeps its sign, so a 64-bit
+    operand sign-extends it; a float is its f32 bits)."""
+
+    value: int
+
+
+@dataclass(frozen=True)
+class Special:
+    """exec, vcc or off."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Label:
+    name: str
+
+
+AmdOperand = Union[Reg, Imm, Special, Label]
+
+
+@dataclass
+class AmdInstr:
+    opcode: str
+    defs: tuple[AmdOperand, ...]
+    uses: tuple[AmdOperand, ...]
+    mods: dict[str, int]
+    line: int             # 1-based line of the assembly text
+    text: str             # the instruction as written, without its comment
+    origin: str = ""      # the tile source line of its comment ("kernel.py:21"), if any
+    target: int = -1      # branch target: an instruction index
+
+    def where(self) -> str:
+        text = f"AMDGCN line {self.line} `{self.text}`"
+        return text + (f", from {self.origin}" if self.origin else "")
+
+    describe = where
+
+    @property
+    def source(self) -> "AmdInstr":
+        """Where the instruction comes from, as the machine-independent checks ask (describe())."""
+        return self
+
+
+@dataclass(frozen=True)
+class KernArg:
+    name: str
+    offset: int
+    size: int
+    value_kind: str
+
+
+@dataclass
+class AmdKernel:
+    name: str
+    instrs: list[AmdInstr]
+    kernargs: list[KernArg]
+    kernarg_size: int
+    lds_bytes: int
+    workgroup_size: int
+    wave_size: int
+    workgroup_id_axes: tuple[int, ...]   # the axes whose workgroup id the hardware puts in s2, s3...
+    user_args: list[KernArg] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.user_args = [a for a in self.kernargs if not a.value_kind.startswith("hidden_")]
+
+
+_REG = re.compile(r"^([sv])(\d+)$|^([sv])\[(\d+):(\d+)\]$")
+_MOD = re.compile(r"^(offset):(-?\d+)$|^(sc0|sc1|nt)$")
+_COUNTER = re.compile(r"(vmcnt|lgkmcnt|expcnt)\((\d+)\)")
+_ORIGIN = re.compile(r"([\w.\-/]+\.py:\d+)")
+
+
+def _operand(token: str, line: int, text: str, kernel: str) -> AmdOperand:
+    m = _REG.match(token)
+    if m:
+        if m.group(1):
+            return Reg(m.group(1), int(m.group(2)), 1)
+        first, last = int(m.group(4)), int(m.group(5))
+        return Reg(m.group(3), first, last - first + 1)
+    if token in ("exec", "vcc", "off"):
+        return Special(token)
+    if token.startswith(".L") or token.startswith("L"):
+        return Label(token)
+    try:
+        return Imm(int(token, 0))
+    except ValueError:
+        pass
+    try:
+        return Imm(struct.unpack("<I", struct.pack("<f", float(token)))[0])
+    except ValueError:
+        where = f"AMDGCN line {line} `{text}`"
+        raise AmdgcnSyntaxError(kernel, f"cannot read operand `{token}`", where=where) from None
+
+
+def _instruction(body: str, line: int, origin: str, kernel: str) -> AmdInstr:
+    opcode, _, rest = body.partition(" ")
+    where = f"AMDGCN line {line} `{body}`"
+    row = INSTRUCTIONS.get(opcode)
+    if row is None or opcode == "label":
+        raise AmdgcnSyntaxError(kernel, f"unknown instruction `{opcode}`", where=where)
+    if opcode == "s_waitcnt":
+        counts = {name: int(n) for name, n in _COUNTER.findall(rest)}
+        return AmdInstr(opcode, (), (), counts, line, body, origin)
+    tokens = rest.split()
+    mods: dict[str, int] = {}
+    while tokens and (m := _MOD.match(tokens[-1])):   # modifiers follow the operands: offset:4 sc0 sc1
+        if m.group(1):
+            mods["offset"] = int(m.group(2))
+        else:
+            mods[m.group(3)] = 1
+        tokens.pop()
+    rest = " ".join(tokens)
+    pieces = [p.strip() for p in rest.split(",")] if rest else []
+    if any(" " in p or not p for p in pieces):
+        raise AmdgcnSyntaxError(kernel, f"cannot read the operands of {opcode}", where=where)
+    operands = [_operand(p, line, body, kernel) for p in pieces]
+    if len(operands) != len(row.defs) + len(row.uses):
+        raise AmdgcnSyntaxError(kernel, f"{opcode} takes {len(row.defs) + len(row.uses)} operands, got {len(operands)}",
+                                where=where)
+    split = len(row.defs)
+    return AmdInstr(opcode, tuple(operands[:split]), tuple(operands[split:]), mods, line, body, origin)
+
+
+def _metadata(lines: list[str]) -> tuple[list[KernArg], dict[str, int]]:
+    """The kernel's arguments and its numeric fields (.kernarg_segment_size...) from the
+    code-object metadata between .amdgpu_metadata and .end_amdgpu_metadata."""
+    args: list[dict[str, str]] = []
+    fields: dict[str, int] = {}
+    in_args = False
+    for raw in lines:
+        text = raw.strip()
+        if text.startswith(".args:"):
+            in_args = True
+            continue
+        if not text.startswith(("- .", ".")) or ":" not in text:
+            continue
+        starts_arg = in_args and text.startswith("- ")
+        if starts_arg:
+            args.append({})
+            text = text[2:]
+        key, _, value = text.partition(":")
+        value = value.strip().removeprefix("!str ").strip()
+        if starts_arg or (in_args and raw.startswith("        ")):
+            args[-1][key] = value
+        elif value.lstrip("-").isdigit():
+            fields[key] = int(value)
+    kernargs = [KernArg(a.get(".name", ""), int(a[".offset"]), int(a[".size"]), a[".value_kind"]) for a in args]
+    return kernargs, fields
+
+
+@functools.lru_cache(maxsize=64)
+def decode_amdgcn(text: str) -> AmdKernel:
+    """The one kernel of AMDGCN text `text` (as tile emits it)."""
+    lines = text.splitlines()
+    name_line = next((k for k, line in enumerate(lines) if line.strip().startswith(".globl ")), None)
+    if name_line is None:
+        raise AmdgcnSyntaxError("?", "no `.globl` kernel in the AMDGCN text")
+    name = lines[name_line].split()[1]
+    try:
+        start = lines.index(f"{name}:") + 1
+        end = lines.index(f".Lfunc_end_{name}:")
+    except ValueError:
+        raise AmdgcnSyntaxError(name, f"the kernel's body (`{name}:` ... `.Lfunc_end_{name}:`) is missing") from None
+    instrs: list[AmdInstr] = []
+    labels: dict[str, int] = {}
+    for k in range(start, end):
+        body, _, comment = lines[k].partition(";")
+        body = " ".join(body.split())
+        if not body:
+            continue
+        if body.endswith(":") and " " not in body:
+            labels[body[:-1]] = len(instrs)
+            continue
+        origin = _ORIGIN.search(comment)
+        instrs.append(_instruction(body, k + 1, origin.group(1) if origin else "", name))
+    for ins in instrs:
+        for o in ins.uses:
+            if isinstance(o, Label):
+                if o.name not in labels:
+                    raise AmdgcnSyntaxError(name, f"branch to an unknown label {o.name}", where=ins.where())
+                ins.target = labels[o.name]
+    descriptor = {}
+    for line in lines[end:]:
+        parts = line.split()
+        if len(parts) == 2 and parts[0].startswith(".amdhsa_") and parts[1].isdigit():
+            descriptor[parts[0]] = int(parts[1])
+    try:
+        meta_start = next(k for k, line in enumerate(lines) if line.strip() == ".amdgpu_metadata")
+    except StopIteration:
+        raise AmdgcnSyntaxError(name, "no .amdgpu_metadata (the kernarg layout) in the AMDGCN text") from None
+    kernargs, fields = _metadata(lines[meta_start:])
+    axes = tuple(a for a, axis in enumerate("xyz") if descriptor.get(f".amdhsa_system_sgpr_workgroup_id_{axis}"))
+    return AmdKernel(name, instrs, kernargs, fields.get(".kernarg_segment_size", 0),
+                     descriptor.get(".amdhsa_group_segment_fixed_size", 0),
+                     fields.get(".max_flat_workgroup_size", 64), fields.get(".wavefront_size", 64), axes)
+
+
+__all__ = ["decode_amdgcn", "AmdKernel", "AmdInstr", "KernArg", "Reg", "Imm", "Special", "Label",
+           "AmdgcnSyntaxError"]

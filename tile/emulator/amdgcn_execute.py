@@ -1,0 +1,381 @@
+"""The executors of the gfx942 instructions: EXECUTE[mnemonic](wave, instruction).
+
+Each executor reads operands through the wave (amdgcn_machine.Wave.read: uint64 lanes),
+computes with the tables of amdgcn_isa, and writes results (VGPRs in the EXEC lanes) or issues
+a memory access whose results land at an s_waitcnt. Branches, barriers and s_endpgm are the
+machine's. Every mnemonic of tile's instruction table (tile.codegen.amdgcn.isa.INSTRUCTIONS)
+has an executor here; tests/test_emulator_amdgcn.py checks that.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..codegen.amdgcn.isa import INSTRUCTIONS, MFMA_SHAPES
+from . import amdgcn_isa as isa
+from .amdgcn_decode import AmdInstr, Reg
+
+Executor = Callable[[object, AmdInstr], None]
+EXECUTE: dict[str, Executor] = {}
+
+
+def _executes(*names: str) -> Callable[[Executor], Executor]:
+    def register(fn: Executor) -> Executor:
+        for name in names:
+            EXECUTE[name] = fn
+        return fn
+
+    return register
+
+
+def _width(op: str) -> int:
+    return 2 if op.endswith("64") else 1
+
+
+# scalar ------------------------------------------------------------------------------------
+@_executes("s_waitcnt")
+def _waitcnt(w, ins):
+    w.wait(ins.mods)
+
+
+@_executes("s_nop")
+def _nop(w, ins):
+    pass
+
+
+@_executes("s_mov_b32", "s_mov_b64", "s_not_b32", "s_not_b64")
+def _mov(w, ins):
+    width = _width(ins.opcode)
+    value = w.scalar(ins.uses[0], width)
+    w.write(ins.defs[0], (~value if "not" in ins.opcode else value) & ((1 << (32 * width)) - 1), width)
+
+
+@_executes("s_and_saveexec_b64")
+def _saveexec(w, ins):
+    w.write(ins.defs[0], w.mask_bits(w.exec), 2)
+    w.exec = w.exec & w.mask(w.scalar(ins.uses[0], 2))
+
+
+@_executes(*(name for name in INSTRUCTIONS if name.startswith("s_cmp_")))
+def _scalar_compare(w, ins):
+    _, _, pred, ty = ins.opcode.split("_")
+    width = 2 if ty == "u64" else 1
+    a, b = w.scalar(ins.uses[0], width), w.scalar(ins.uses[1], width)
+    if ty == "i32":
+        a, b = isa.signed(a), isa.signed(b)
+    w.scc = bool(isa.COMPARE[pred](a, b))
+
+
+@_executes("s_cselect_b32", "s_cselect_b64")
+def _cselect(w, ins):
+    width = _width(ins.opcode)
+    w.write(ins.defs[0], w.scalar(ins.uses[0 if w.scc else 1], width), width)
+
+
+@_executes(*isa.SCALAR_64)
+def _scalar_64(w, ins):
+    b_width = 2 if ins.opcode in ("s_and_b64", "s_or_b64", "s_xor_b64", "s_andn2_b64") else 1
+    value = isa.SCALAR_64[ins.opcode](w.scalar(ins.uses[0], 2), w.scalar(ins.uses[1], b_width))
+    w.write(ins.defs[0], value, 2)
+
+
+@_executes(*isa.SCALAR_BINARY)
+def _scalar_binary(w, ins):
+    value, scc = isa.SCALAR_BINARY[ins.opcode](w.scalar(ins.uses[0]), w.scalar(ins.uses[1]), int(w.scc))
+    if scc is not None:
+        w.scc = bool(scc)
+    w.write(ins.defs[0], value & isa.M32)
+
+
+@_executes("s_load_dword", "s_load_dwordx2", "s_load_dwordx4")
+def _scalar_load(w, ins):
+    target = ins.defs[0]
+    address = w.scalar(ins.uses[0], 2) + ins.uses[1].value
+    words = w.group.launch.gmem.load(np.array([address], np.uint64), 4, target.count, lambda p, why: w.error(why))
+    writes = [(target.dword(k), int(words[0, k]), None) for k in range(target.count)]
+    w.issue("lgkmcnt", target, writes, in_order=False)
+
+
+# vector ALU --------------------------------------------------------------------------------
+@_executes(*(name for name in INSTRUCTIONS if name.startswith("v_cmp_")))
+def _vector_compare(w, ins):
+    _, _, pred, ty = ins.opcode.split("_")
+    width = 2 if ty.endswith("64") else 1
+    a, b = w.read(ins.uses[0], width), w.read(ins.uses[1], width)
+    if ty in ("f32", "f64"):
+        a, b = (isa.f32(a), isa.f32(b)) if ty == "f32" else (a.view(np.float64), b.view(np.float64))
+        result = np.isnan(a) | np.isnan(b) if pred == "u" else isa.COMPARE[pred](a, b)
+    elif ty.startswith("i"):
+        a, b = (a.view(np.int64), b.view(np.int64)) if width == 2 else (isa.i32(a), isa.i32(b))
+        result = isa.COMPARE[pred](a, b)
+    else:
+        result = isa.COMPARE[pred](a, b)
+    w.write(ins.defs[0], w.mask_bits(result & w.exec), 2)
+
+
+@_executes("v_readfirstlane_b32")
+def _readfirstlane(w, ins):
+    lane = int(np.argmax(w.exec))
+    w.write(ins.defs[0], int(w.read(ins.uses[0])[lane]))
+
+
+@_executes("v_add_co_u32", "v_addc_co_u32", "v_sub_co_u32", "v_subb_co_u32")
+def _carry_chain(w, ins):
+    a, b = w.read(ins.uses[0]), w.read(ins.uses[1])
+    carry_in = w.vcc.astype(np.uint64) if ins.opcode in ("v_addc_co_u32", "v_subb_co_u32") else np.uint64(0)
+    if "add" in ins.opcode:
+        total = a + b + carry_in
+        carry = total > np.uint64(isa.M32)
+    else:
+        total = a - b - carry_in
+        carry = b + carry_in > a
+    w.write(ins.defs[0], total & np.uint64(isa.M32))
+    w.vcc = np.where(w.exec, carry, False)
+
+
+@_executes(*isa.VECTOR_F64)
+def _vector_f64(w, ins):
+    sources = (w.read(o, 2).view(np.float64) for o in ins.uses)
+    w.write(ins.defs[0], np.asarray(isa.VECTOR_F64[ins.opcode](*sources)).view(np.uint64), 2)
+
+
+@_executes("v_cvt_f64_f32")
+def _cvt_f64_f32(w, ins):
+    w.write(ins.defs[0], isa.f32(w.read(ins.uses[0])).astype(np.float64).view(np.uint64), 2)
+
+
+@_executes("v_cvt_f32_f64")
+def _cvt_f32_f64(w, ins):
+    w.write(ins.defs[0], isa.bits(w.read(ins.uses[0], 2).view(np.float64).astype(np.float32)))
+
+
+@_executes("v_mad_i64_i32", "v_mad_u64_u32")
+def _mad_64(w, ins):
+    """32 x 32 + 64 -> 64 bits; the carry-out into vcc is not modelled (tile never reads it)."""
+    a, b, c = w.read(ins.uses[0]), w.read(ins.uses[1]), w.read(ins.uses[2], 2)
+    if ins.opcode == "v_mad_i64_i32":
+        product = isa.i32(a).astype(np.int64) * isa.i32(b).astype(np.int64)
+        total = product.view(np.uint64) + c
+    else:
+        total = a * b + c
+    w.write(ins.defs[0], total, 2)
+
+
+@_executes("v_lshlrev_b64", "v_lshrrev_b64", "v_ashrrev_i64")
+def _shift_64(w, ins):
+    n = w.read(ins.uses[0]) & np.uint64(63)
+    a = w.read(ins.uses[1], 2)
+    if ins.opcode == "v_lshlrev_b64":
+        value = a << n
+    elif ins.opcode == "v_lshrrev_b64":
+        value = a >> n
+    else:
+        value = (a.view(np.int64) >> n.astype(np.int64)).view(np.uint64)
+    w.write(ins.defs[0], value, 2)
+
+
+@_executes("v_cndmask_b32")
+def _cndmask(w, ins):
+    a, b = w.read(ins.uses[0]), w.read(ins.uses[1])
+    w.write(ins.defs[0], np.where(w.mask(w.scalar(ins.uses[2], 2)), b, a))
+
+
+@_executes(*isa.VECTOR_FLOAT)
+def _vector_float(w, ins):
+    w.write(ins.defs[0], isa.bits(isa.VECTOR_FLOAT[ins.opcode](*(isa.f32(w.read(o)) for o in ins.uses))))
+
+
+@_executes(*isa.VECTOR_INT)
+def _vector_int(w, ins):
+    value = np.asarray(isa.VECTOR_INT[ins.opcode](*(w.read(o) for o in ins.uses))).astype(np.uint64)
+    w.write(ins.defs[0], value & np.uint64(isa.M32))
+
+
+@_executes(*isa.VECTOR_SIGNED)
+def _vector_signed(w, ins):
+    value = np.asarray(isa.VECTOR_SIGNED[ins.opcode](*(isa.i32(w.read(o)) for o in ins.uses))).astype(np.int64)
+    w.write(ins.defs[0], value.view(np.uint64) & np.uint64(isa.M32))
+
+
+@_executes(*isa.CONVERSIONS)
+def _conversion(w, ins):
+    w.write(ins.defs[0], np.asarray(isa.CONVERSIONS[ins.opcode](w.read(ins.uses[0]))).astype(np.uint64))
+
+
+@_executes(*MFMA_SHAPES)
+def _mfma(w, ins):
+    """D = A x B + C with the lane layouts of the CDNA3 ISA's MFMA tables (chapter 7; 16-bit A
+    and B, four values per lane; see tile.ir.mfma_layouts), products and sums in float64, one
+    rounding to f32. The matrix core uses all 64 lanes: a partial EXEC is an error."""
+    if not w.exec.all():
+        raise w.error(f"{ins.opcode} under a partial EXEC")
+    shape = MFMA_SHAPES[ins.opcode]
+    m, n, k = shape.m, shape.n, shape.k
+    lanes = np.arange(w.lanes)
+
+    def words(o: Reg) -> np.ndarray:   # [dwords, lanes]
+        return np.stack([w.read(o.dword(i)) for i in range(o.count)])
+
+    def halves(x: np.ndarray) -> np.ndarray:   # [4, lanes] 16-bit values
+        return np.stack([(x[i // 2] >> np.uint64(16 * (i % 2))) & np.uint64(0xFFFF) for i in range(4)])
+
+    if shape.operand_type == "bf16":
+        def decode(h):
+            return (h << np.uint64(16)).astype(np.uint32).view(np.float32).astype(np.float64)
+    else:
+        def decode(h):
+            return h.astype(np.uint16).view(np.float16).astype(np.float64)
+    a_values, b_values = decode(halves(words(ins.uses[0]))), decode(halves(words(ins.uses[1])))
+    a, b = np.zeros((m, k)), np.zeros((k, n))
+    for j in range(4):
+        a[lanes % m, 4 * (lanes // m) + j] = a_values[j]
+        b[4 * (lanes // n) + j, lanes % n] = b_values[j]
+    c_words = words(ins.uses[2])
+
+    def rows(r: int) -> np.ndarray:
+        return 4 * (w.lanes // n) * (r // 4) + 4 * (lanes // n) + r % 4
+
+    c = np.zeros((m, n))
+    for r in range(c_words.shape[0]):
+        c[rows(r), lanes % n] = isa.f32(c_words[r])
+    result = (a @ b + c).astype(np.float32)
+    for r in range(ins.defs[0].count):
+        w.write(ins.defs[0].dword(r), isa.bits(result[rows(r), lanes % n]).astype(np.uint64))
+
+
+# global memory -----------------------------------------------------------------------------
+def _global_address(w, ins) -> np.ndarray:
+    return w.read(ins.uses[0], 2) + np.uint64(ins.mods.get("offset", 0) & ((1 << 64) - 1))
+
+
+def _check_alignment(w, address: np.ndarray, lanes: np.ndarray, size: int) -> None:
+    bad = np.flatnonzero(lanes & (address % np.uint64(min(size, 4)) != 0))
+    if bad.size:
+        raise w.error(f"address {int(address[bad[0]]):#x} is not aligned to {min(size, 4)} bytes", int(bad[0]))
+
+
+def _fail(w, positions: np.ndarray):
+    return lambda position, why: w.error(why, int(positions[position]))
+
+
+@_executes(*(name for name in INSTRUCTIONS if name.startswith(("global_load_", "global_store_"))))
+def _global(w, ins):
+    kind = ins.opcode.split("_", 2)[2]
+    size = isa.GLOBAL_BYTES[kind]
+    address = _global_address(w, ins)
+    lanes = w.exec.copy()
+    active = np.flatnonzero(lanes)
+    _check_alignment(w, address, lanes, size)
+    gmem = w.group.launch.gmem
+    element, count = min(size, 4), max(1, size // 4)
+    if "load" in ins.opcode:
+        target = ins.defs[0]
+        words = gmem.load(address[active], element, count, _fail(w, active)).astype(np.uint64)
+        writes = []
+        for k in range(count):
+            raw = np.zeros(w.lanes, np.uint64)
+            raw[active] = words[:, k]
+            if kind in isa.SIGN_EXTENDED:
+                sign = (raw >> np.uint64(8 * size - 1)) & np.uint64(1)
+                raw = np.where(sign == 1, raw | np.uint64(isa.M32 ^ ((1 << (8 * size)) - 1)), raw)
+            writes.append((target.dword(k), raw, lanes))
+        w.issue("vmcnt", target, writes)
+    else:
+        data = ins.uses[1]
+        values = np.stack([w.read(data.dword(k))[active] for k in range(count)], axis=1)
+        values = (values & np.uint64((1 << (8 * element)) - 1)).astype(np.dtype(f"u{element}"))
+        gmem.store(address[active], values, element, _fail(w, active))
+        w.issue("vmcnt", None, [])
+
+
+@_executes(*(name for name in INSTRUCTIONS if name.startswith("global_atomic_")))
+def _global_atomic(w, ins):
+    """A 32-bit global atomic, lane by lane in lane order; the old values land at the wait.
+    Only the returning form (sc0) exists in tile's table."""
+    if not ins.mods.get("sc0"):
+        raise w.error(f"{ins.opcode} without sc0 does not return the old value")
+    address = _global_address(w, ins)
+    data = w.read(ins.uses[1], 2 if ins.opcode.endswith("cmpswap") else 1)
+    _check_alignment(w, address, w.exec, 4)
+    apply = isa.ATOMIC[ins.opcode.removeprefix("global_atomic_")]
+    gmem = w.group.launch.gmem
+    old = np.zeros(w.lanes, np.uint64)
+    for lane in np.flatnonzero(w.exec):
+        here = address[lane:lane + 1]
+        fail = _fail(w, np.array([lane]))
+        word = np.uint32(gmem.load(here, 4, 1, fail)[0, 0])
+        new = apply(word, np.uint32(int(data[lane]) & isa.M32), np.uint32(int(data[lane]) >> 32))
+        gmem.store(here, np.array([[new]], np.uint32), 4, fail)
+        old[lane] = word
+    w.issue("vmcnt", ins.defs[0], [(ins.defs[0], old, w.exec.copy())])
+
+
+@_executes("buffer_wbl2", "buffer_inv")
+def _cache_maintenance(w, ins):
+    """One memory and no caches here: only the counter moves."""
+    w.issue("vmcnt", None, [])
+
+
+# LDS ---------------------------------------------------------------------------------------
+@_executes("ds_bpermute_b32")
+def _bpermute(w, ins):
+    """dst[lane] = data[address[lane] / 4 mod 64] (CDNA3 ISA 10.2, through the LDS crossbar)."""
+    address, data = w.read(ins.uses[0]), w.read(ins.uses[1])
+    values = data[((address >> np.uint64(2)) & np.uint64(w.lanes - 1)).astype(np.int64)]
+    w.issue("lgkmcnt", ins.defs[0], [(ins.defs[0], values, w.exec.copy())])
+
+
+def _lds_bytes(w, address: np.ndarray, lanes: np.ndarray, size: int) -> np.ndarray:
+    """[active lanes, size] byte indices of LDS, bounds checked."""
+    lds = w.group.lds
+    active = np.flatnonzero(lanes)
+    outside = np.flatnonzero(address[active] + np.uint64(size) > np.uint64(lds.size))
+    if outside.size:
+        lane = int(active[outside[0]])
+        raise w.error(f"LDS access of {size} bytes at {int(address[lane])} is outside its {lds.size} bytes", lane)
+    return address[active].astype(np.int64)[:, None] + np.arange(size)
+
+
+@_executes("ds_add_u32")
+def _lds_add(w, ins):
+    """The LDS atomic add, lane by lane in lane order (no return)."""
+    address = w.read(ins.uses[0]) + np.uint64(ins.mods.get("offset", 0))
+    data = w.read(ins.uses[1])
+    index = _lds_bytes(w, address, w.exec, 4)
+    lds = w.group.lds
+    for row, lane in zip(index, np.flatnonzero(w.exec)):
+        total = (int.from_bytes(lds[row].tobytes(), "little") + int(data[lane])) & isa.M32
+        lds[row] = np.frombuffer(total.to_bytes(4, "little"), np.uint8)
+
+
+@_executes(*(name for name in INSTRUCTIONS if name.startswith(("ds_read_", "ds_write_"))))
+def _lds(w, ins):
+    kind = ins.opcode.split("_")[2]
+    size = isa.LDS_BYTES[kind]
+    address = w.read(ins.uses[0]) + np.uint64(ins.mods.get("offset", 0))
+    lanes = w.exec.copy()
+    active = np.flatnonzero(lanes)
+    index = _lds_bytes(w, address, lanes, size)
+    lds = w.group.lds
+    element, count = min(size, 4), max(1, size // 4)
+    weights = np.uint64(1) << (np.uint64(8) * np.arange(element, dtype=np.uint64))
+    w.group.lds_access(w, index, ins.opcode.startswith("ds_write"))
+    if ins.opcode.startswith("ds_write"):
+        for k in range(count):
+            data = w.read(ins.uses[1].dword(k))[active]
+            lds[index[:, 4 * k:4 * k + element]] = ((data[:, None] // weights) & np.uint64(0xFF)).astype(np.uint8)
+        return
+    target = ins.defs[0]
+    writes = []
+    for k in range(count):
+        raw = np.zeros(w.lanes, np.uint64)
+        raw[active] = (lds[index[:, 4 * k:4 * k + element]].astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
+        if kind in isa.SIGN_EXTENDED:
+            sign = (raw >> np.uint64(8 * element - 1)) & np.uint64(1)
+            raw = np.where(sign == 1, raw | np.uint64(isa.M32 ^ ((1 << (8 * element)) - 1)), raw)
+        writes.append((target.dword(k), raw, lanes))
+    w.issue("lgkmcnt", target, writes)
+
+
+MACHINE_OWNED = ("s_endpgm", "s_barrier", "s_branch", "s_cbranch_scc0", "s_cbranch_scc1", "s_cbranch_execz", "label")

@@ -1,0 +1,154 @@
+"""What the gfx942 instructions tile emits compute, as tables of NumPy functions.
+
+The wave machine (amdgcn_machine) reads operands as uint64 arrays over the 64 lanes (a 64-bit
+operand's two dwords joined) and looks the arithmetic up here; memory, EXEC, VCC, SCC, waits
+and barriers are the machine's. Semantics follow the AMD Instinct MI300 ISA reference ("CDNA3
+ISA"): chapter 4 (SALU), 6 (VALU), 7 (MFMA), 9 (global atomics).
+
+    SCALAR_BINARY["s_addc_u32"](a, b, scc) -> (result, new SCC or None)
+    VECTOR_FLOAT["v_fma_f32"](a, b, c)     -> float32 lanes (one rounding: products in float64)
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+M32 = (1 << 32) - 1
+M64 = (1 << 64) - 1
+
+
+def f32(x: np.ndarray) -> np.ndarray:
+    """The low 32 bits of uint64 lanes as float32."""
+    return x.astype(np.uint32).view(np.float32)
+
+
+def bits(x: np.ndarray) -> np.ndarray:
+    """float32 lanes as their bits (uint32)."""
+    return np.asarray(x, np.float32).view(np.uint32)
+
+
+def i32(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.uint32).view(np.int32)
+
+
+def signed(x: int, width: int = 32) -> int:
+    return x - (1 << width) if x >> (width - 1) & 1 else x
+
+
+COMPARE = {"eq": np.equal, "ne": np.not_equal, "lg": np.not_equal, "neq": np.not_equal, "lt": np.less,
+           "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+
+# s_<op>_b32/u32/i32 with two 32-bit sources: (a, b, scc) -> (result bits, new SCC or None: kept)
+SCALAR_BINARY: dict[str, Callable[[int, int, int], tuple[int, object]]] = {
+    "s_add_u32": lambda a, b, c: (a + b, a + b > M32),
+    "s_addc_u32": lambda a, b, c: (a + b + c, a + b + c > M32),
+    "s_sub_u32": lambda a, b, c: (a - b, b > a),
+    "s_subb_u32": lambda a, b, c: (a - b - c, b + c > a),
+    "s_mul_i32": lambda a, b, c: (a * b, None),
+    "s_mul_hi_u32": lambda a, b, c: ((a * b) >> 32, None),
+    "s_mul_hi_i32": lambda a, b, c: ((signed(a) * signed(b)) >> 32, None),
+    "s_and_b32": lambda a, b, c: (a & b, None), "s_or_b32": lambda a, b, c: (a | b, None),
+    "s_xor_b32": lambda a, b, c: (a ^ b, None),
+    "s_lshl_b32": lambda a, b, c: (a << (b & 31), None), "s_lshr_b32": lambda a, b, c: (a >> (b & 31), None),
+    "s_ashr_i32": lambda a, b, c: (signed(a) >> (b & 31), None),
+    "s_min_i32": lambda a, b, c: (min(signed(a), signed(b)), None),
+    "s_max_i32": lambda a, b, c: (max(signed(a), signed(b)), None),
+    "s_min_u32": lambda a, b, c: (min(a, b), None), "s_max_u32": lambda a, b, c: (max(a, b), None),
+}
+
+# 64-bit scalar logic and shifts: (a, b) -> result
+SCALAR_64: dict[str, Callable[[int, int], int]] = {
+    "s_and_b64": lambda a, b: a & b, "s_or_b64": lambda a, b: a | b, "s_xor_b64": lambda a, b: a ^ b,
+    "s_andn2_b64": lambda a, b: a & ~b & M64,
+    "s_lshl_b64": lambda a, n: (a << (n & 63)) & M64, "s_lshr_b64": lambda a, n: a >> (n & 63),
+    "s_ashr_i64": lambda a, n: (signed(a, 64) >> (n & 63)) & M64,
+}
+
+
+def bit_field(x: np.ndarray, offset: np.ndarray, width: np.ndarray, is_signed: bool) -> np.ndarray:
+    """v_bfe_u32 / v_bfe_i32: `width` bits of `x` from bit `offset` (both taken mod 32)."""
+    field = (x >> (offset & np.uint64(31))) & ((np.uint64(1) << (width & np.uint64(31))) - np.uint64(1))
+    if not is_signed:
+        return field
+    w = (width & np.uint64(31)).astype(np.int64)
+    f = field.astype(np.int64)
+    return np.where((w > 0) & (f >= (np.int64(1) << np.maximum(w - 1, 0))), f - (np.int64(1) << w), f)
+
+
+def worst_reciprocal(a: np.ndarray) -> np.ndarray:
+    """v_rcp_f32 as badly as its 1-ulp bound allows (CDNA3 ISA 6.2): the largest f32 less than
+    one ulp above 1/a (exact where 1/a is an f32), the side that breaks reciprocal-based division."""
+    exact = 1.0 / a.astype(np.float64)
+    near = exact.astype(np.float32)
+    below = np.where(near.astype(np.float64) > exact, np.nextafter(near, np.float32(0)), near)
+    return np.where(below.astype(np.float64) == exact, below, np.nextafter(below, np.float32(np.inf)))
+
+
+# f32 arithmetic on float32 lanes
+VECTOR_FLOAT: dict[str, Callable[..., np.ndarray]] = {
+    "v_add_f32": np.add, "v_sub_f32": np.subtract, "v_mul_f32": np.multiply,
+    "v_min_f32": np.fmin, "v_max_f32": np.fmax,
+    "v_fma_f32": lambda a, b, c: (a.astype(np.float64) * b + c).astype(np.float32),
+    "v_rcp_f32": worst_reciprocal, "v_rsq_f32": lambda a: np.float32(1) / np.sqrt(a),
+    "v_exp_f32": np.exp2, "v_log_f32": np.log2, "v_sqrt_f32": np.sqrt,
+    "v_floor_f32": np.floor, "v_ceil_f32": np.ceil, "v_trunc_f32": np.trunc, "v_rndne_f32": np.rint,
+}
+# f64 arithmetic on float64 lanes
+VECTOR_F64: dict[str, Callable[..., np.ndarray]] = {
+    "v_add_f64": np.add, "v_mul_f64": np.multiply, "v_min_f64": np.fmin, "v_max_f64": np.fmax,
+    "v_fma_f64": lambda a, b, c: a * b + c,
+}
+# 32-bit integer arithmetic on uint64 lanes (the result is kept mod 2^32)
+VECTOR_INT: dict[str, Callable[..., np.ndarray]] = {
+    "v_mov_b32": lambda a: a,
+    "v_add_u32": np.add, "v_sub_u32": np.subtract, "v_mul_lo_u32": np.multiply,
+    "v_mul_hi_u32": lambda a, b: (a * b) >> np.uint64(32),
+    "v_and_b32": np.bitwise_and, "v_or_b32": np.bitwise_or, "v_xor_b32": np.bitwise_xor,
+    "v_lshlrev_b32": lambda n, a: a << (n & np.uint64(31)), "v_lshrrev_b32": lambda n, a: a >> (n & np.uint64(31)),
+    "v_min_u32": np.minimum, "v_max_u32": np.maximum,
+    "v_bfe_u32": lambda x, o, w: bit_field(x, o, w, False),
+    "v_bfe_i32": lambda x, o, w: bit_field(x, o, w, True).astype(np.uint64),
+    "v_lshl_or_b32": lambda a, n, b: (a << (n & np.uint64(31))) | b,
+    "v_add3_u32": lambda a, b, c: a + b + c,
+}
+# 32-bit signed arithmetic on int32 lanes
+VECTOR_SIGNED: dict[str, Callable[..., np.ndarray]] = {
+    "v_ashrrev_i32": lambda n, a: a.astype(np.int64) >> (n & 31),
+    "v_min_i32": np.minimum, "v_max_i32": np.maximum,
+    "v_mul_hi_i32": lambda a, b: (a.astype(np.int64) * b) >> 32,
+}
+
+
+def _to_int(x: np.ndarray, low: float, high: float) -> np.ndarray:
+    """v_cvt_i32_f32 / v_cvt_u32_f32: truncation, saturating, NaN to 0 (CDNA3 ISA 6.4)."""
+    t = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0)
+    return np.clip(t, low, high).astype(np.int64).astype(np.uint64) & np.uint64(M32)
+
+
+# conversions: uint64 lanes (the source's bits) -> the result's bits
+CONVERSIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "v_cvt_f32_f16": lambda x: bits((x & np.uint64(0xFFFF)).astype(np.uint16).view(np.float16).astype(np.float32)),
+    "v_cvt_f16_f32": lambda x: f32(x).astype(np.float16).view(np.uint16),
+    "v_cvt_f32_i32": lambda x: bits(i32(x).astype(np.float32)),
+    "v_cvt_f32_u32": lambda x: bits(x.astype(np.float32)),
+    "v_cvt_i32_f32": lambda x: _to_int(f32(x), -2.0 ** 31, 2.0 ** 31 - 1),
+    "v_cvt_u32_f32": lambda x: _to_int(f32(x), 0, 2.0 ** 32 - 1),
+}
+
+# 32-bit global atomics on one word: (old, value, compare) -> new, as uint32
+ATOMIC: dict[str, Callable[[np.uint32, np.uint32, np.uint32], object]] = {
+    "add": lambda o, v, c: (int(o) + int(v)) & M32,
+    "add_f32": lambda o, v, c: np.float32(o.view(np.float32) + v.view(np.float32)).view(np.uint32),
+    "smax": lambda o, v, c: max(o.view(np.int32), v.view(np.int32)).view(np.uint32),
+    "smin": lambda o, v, c: min(o.view(np.int32), v.view(np.int32)).view(np.uint32),
+    "umax": lambda o, v, c: max(o, v), "umin": lambda o, v, c: min(o, v),
+    "and": lambda o, v, c: o & v, "or": lambda o, v, c: o | v, "xor": lambda o, v, c: o ^ v,
+    "swap": lambda o, v, c: v, "cmpswap": lambda o, v, c: v if o == c else o,
+}
+
+# bytes of global_load_* / global_store_* and ds_read_* / ds_write_* by their suffix
+GLOBAL_BYTES = {"ubyte": 1, "sbyte": 1, "byte": 1, "ushort": 2, "sshort": 2, "short": 2, "dword": 4,
+                "dwordx2": 8, "dwordx3": 12, "dwordx4": 16}
+LDS_BYTES = {"u8": 1, "i8": 1, "b8": 1, "u16": 2, "i16": 2, "b16": 2, "b32": 4, "b64": 8, "b128": 16}
+SIGN_EXTENDED = {"sbyte", "sshort", "i8", "i16"}
