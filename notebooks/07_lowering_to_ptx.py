@@ -17,7 +17,7 @@
 # thread holds which element (notebook 03). A GPU does not run blocks; it runs threads. The
 # **lowering** (`tile/codegen/`) rewrites every block op into what *one thread* does for the
 # elements it holds: that is the **simt IR**, scalar SSA values in virtual registers. The PTX
-# emitter (`tile/codegen/ptx.py`) then prints simt IR as PTX text, nearly one instruction per
+# emitter (`tile/codegen/ptx/emit.py`) then prints simt IR as PTX text, nearly one instruction per
 # op; the CUDA driver (or `ptxas`) turns PTX into machine code and allocates the real registers.
 #
 # ```
