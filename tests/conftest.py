@@ -29,6 +29,7 @@ def _gpu_count() -> int:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "multigpu: needs two or more NVIDIA GPUs (skipped when fewer are found)")
+    config.addinivalue_line("markers", "emulator: runs the kernel's compiled PTX on tile.emulator (CPU)")
 
 
 def pytest_collection_modifyitems(config, items):

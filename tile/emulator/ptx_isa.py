@@ -21,6 +21,7 @@ import numpy as np
 
 from ..ir.types import DType, bf16, f8e4nv, f8e5, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from ..runtime.interp_dtypes import cast, from_bits, to_bits
+from ..runtime.interp_bits import rcp64h
 from ..runtime.interp_rounding import ROUND_TO_INTEGRAL, rounded_binary, rounded_fma, rounded_sqrt
 from .machine import BARRIER, BRANCH, EXIT, NP_TYPE, OP, TYPE_BITS, UNSIGNED, Machine
 from .program import Instr
@@ -242,6 +243,9 @@ def _div(m: Machine, ins: Instr) -> None:
         if "ftz" in ins.mods:
             x, y = flush(x), flush(y)
         r = (np.asarray(x, np.float64) / np.asarray(y, np.float64)).astype(np.float32)
+        if "approx" in ins.mods:  # computed as x * (1/y), and 1/y is 0 for |y| > 2**126 (the ISA's rule)
+            huge = np.abs(np.asarray(y, np.float64)) > 2.0 ** 126
+            r = np.where(huge, np.float32(0) * np.asarray(x, np.float32), r).astype(np.float32)
         if "ftz" in ins.mods:
             r = flush(r)
     else:
@@ -485,6 +489,9 @@ def _decode_cvt(ins: Instr) -> Any:
     return None
 
 
+_CANONICAL_NAN = {"f16": np.uint16(0x7FFF), "bf16": np.uint16(0x7FFF)}
+
+
 def convert(bits: Any, src: str, dst: str, ins: Instr) -> Any:
     """The bits of `dst` for the bits of `src` under the instruction's rounding modifiers."""
     s, d = DTYPE[src], DTYPE[dst]
@@ -505,6 +512,8 @@ def convert(bits: Any, src: str, dst: str, ins: Instr) -> Any:
     if "relu" in ins.mods:
         out = np.where(np.isnan(out) | (out < 0), 0, out)
     result = to_bits(np.asarray(out), d)
+    if s.is_floating and dst in _CANONICAL_NAN:  # the GPU's narrowing cvt drops a NaN's sign and payload
+        result = np.where(np.isnan(np.asarray(values)), _CANONICAL_NAN[dst], result).astype(result.dtype)
     return result.view(NP_TYPE[dst]) if TYPE_BITS[dst] > 8 else result
 
 
@@ -584,6 +593,8 @@ def _special(m: Machine, ins: Instr) -> None:
         else:
             r = np.divide(NP_TYPE[t](1), x) if mode == "rn" else \
                 rounded_binary("arith.div", np.ones_like(np.asarray(x)), np.asarray(x), DTYPE[t], mode)
+    elif ins.opcode == "rcp" and t == "f64":  # the ISA's rcp.approx.ftz.f64: the high word of 1/x only
+        r = rcp64h(np.asarray(x, np.float64))
     else:
         r = _APPROX[ins.opcode](np.asarray(x, np.float64))
     r = np.asarray(r).astype(NP_TYPE[t])
