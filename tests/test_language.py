@@ -52,7 +52,7 @@ class EmulatedArrays(HostArrays):
 
 @pytest.fixture(params=["numpy", pytest.param("emulator", marks=pytest.mark.emulator),
                         pytest.param("gpu", marks=pytest.mark.gpu)])
-def arrays(request, monkeypatch):
+def arrays(request, monkeypatch, emulator_target):
     if request.param == "numpy":
         monkeypatch.setenv("TILE_INTERPRET", "1")  # NumPy arrays run on the interpreter, also on GPU machines
         return HostArrays()
@@ -61,7 +61,7 @@ def arrays(request, monkeypatch):
 
         monkeypatch.delenv("TILE_INTERPRET", raising=False)
         monkeypatch.setenv("TILE_EMULATE", "1")
-        monkeypatch.setenv("TILE_EMULATE_TARGET", "sm_80")
+        monkeypatch.setenv("TILE_EMULATE_TARGET", emulator_target)
         monkeypatch.setattr(compiler, "_device_target", lambda: compiler.INTERPRETER)  # emulate on GPU machines too
         return EmulatedArrays()
     monkeypatch.delenv("TILE_INTERPRET", raising=False)
