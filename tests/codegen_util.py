@@ -1,16 +1,21 @@
-"""Helpers of the codegen tests: gpu-IR text snippets, lowering, PTX assembly and interpretation."""
+"""Helpers of the codegen tests: gpu-IR text snippets, lowering, PTX assembly, and running a
+simt function: its PTX is emitted for the function's target and run on tile.emulator."""
 from __future__ import annotations
 
-from typing import Sequence
+import contextlib
+import io
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
 import tile.ir.gpu_ops  # noqa: F401  (registers the gpu ops and layouts)
 from ptxas_util import assemble_ok
-from simt_interp import Machine, run_kernel
 from tile.codegen.lower import lower_to_simt
 from tile.codegen.ptx import emit_ptx
+from tile.emulator import run_ptx
 from tile.ir import Operation, parse_op, verify
+from tile.runtime.cuda_launch import launch_metadata
 
 ARCHS = ("sm_80", "sm_90", "sm_90a")
 
@@ -42,13 +47,29 @@ def check_ptx(simt: Operation, archs: Sequence[str] = ARCHS) -> dict:
     return {arch: assemble_ok(emit_ptx(simt, target=arch), arch) for arch in archs}
 
 
-def run(simt: Operation, grid: Sequence[int], args: Sequence) -> tuple[Machine, list]:
-    """Run on the interpreter; numpy arrays become buffers. Returns (machine, device arguments)."""
-    m = Machine()
-    dev = [m.alloc(a) if isinstance(a, np.ndarray) else a for a in args]
-    run_kernel(simt, tuple(grid), dev, m)
-    return m, dev
+@dataclass
+class Emulated:
+    """What a run left besides its arrays: the PTX that ran and the lines the kernel printed."""
+
+    ptx: str
+    printed: list[str]
 
 
-def result(m: Machine, addr: int, like: np.ndarray) -> np.ndarray:
-    return m.read_back(addr, like)
+def run(simt: Operation, grid: Sequence[int], args: Sequence[Any], target: str | None = None
+        ) -> tuple[Emulated, list]:
+    """Emit the PTX of `simt` for `target` (default: the function's own) and run it on
+    tile.emulator over copies of the array arguments. Returns (the run, the arguments as the
+    kernel saw them: the copies, written in place, and the scalars)."""
+    ptx = emit_ptx(simt, target=target or simt.attrs.get("target", "sm_90a"))
+    metadata = launch_metadata(simt, {"num_warps": simt.attrs["num_warps"]})
+    dev = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        run_ptx(ptx, tuple(grid), dev, metadata["name"], metadata["threads"], metadata["shared_bytes"],
+                metadata["arg_kinds"])
+    return Emulated(ptx, printed.getvalue().splitlines(keepends=True)), dev
+
+
+def result(run: Emulated, array: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """The kernel's copy of the argument `like` (an element of run()'s arguments)."""
+    return np.asarray(array).view(like.dtype).reshape(like.shape)
