@@ -11,11 +11,13 @@ import numpy as np
 
 import tile.ir.gpu_ops  # noqa: F401  (registers the gpu ops and layouts)
 from ptxas_util import assemble_ok
+from tile.codegen.floats import float_bits
 from tile.codegen.lower import lower_to_simt
 from tile.codegen.ptx import emit_ptx
 from tile.emulator import run_ptx
-from tile.ir import Operation, parse_op, verify
+from tile.ir import DType, Operation, parse_op, verify
 from tile.runtime.cuda_launch import launch_metadata
+from tile.runtime.interp_dtypes import bits_dtype, from_bits
 
 ARCHS = ("sm_80", "sm_90", "sm_90a")
 
@@ -73,3 +75,15 @@ def run(simt: Operation, grid: Sequence[int], args: Sequence[Any], target: str |
 def result(run: Emulated, array: np.ndarray, like: np.ndarray) -> np.ndarray:
     """The kernel's copy of the argument `like` (an element of run()'s arguments)."""
     return np.asarray(array).view(like.dtype).reshape(like.shape)
+
+
+def encode(values: np.ndarray, t: DType) -> np.ndarray:
+    """The bits of `values` in the float format `t` (f16, bf16, fp8), rounded to nearest even."""
+    storage = np.uint16 if t.bits == 16 else np.uint8
+    return np.array([float_bits(float(v), t) for v in np.asarray(values, np.float64).ravel()],
+                    storage).reshape(np.shape(values))
+
+
+def decode(bits: np.ndarray, t: DType) -> np.ndarray:
+    """The values of bit patterns (any integer array) of the float format `t`."""
+    return from_bits(np.asarray(bits).astype(bits_dtype(t)), t)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from codegen_util import blocked, check_ptx, func, lower, result, run
+from codegen_util import blocked, check_ptx, decode, encode, func, lower, result, run
 from ptxas_util import needs_ptxas
-from simt_interp import decode, encode
 from tile.codegen.lower_core import LoweringError
 from tile.codegen.floats import float_bits
 from tile.ir.types import DTYPES

@@ -19,9 +19,9 @@ import pytest
 
 import tile
 import tile.language as tl
-from codegen_util import check_ptx, lower, result, run
+from codegen_util import check_ptx, decode, lower, result, run
 from ptxas_util import assemble, needs_ptxas, parse_info
-from simt_interp import InterpError, decode
+from tile.emulator import EmulatorError
 from test_codegen_dot import BYTES, IR, coalesced, memory, operands, strides, tensor, values
 from tile.codegen.lower import lower_to_simt
 from tile.codegen.ptx import emit_ptx

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tile.emulator import run_ptx
-from tile.ir.types import bf16, f16, f32, i32
-from tile.runtime.interp_dtypes import cast, to_bits
+from tile.ir.types import bf16, f8e4nv, f8e5, f16, f32, i32
+from tile.runtime.interp_dtypes import cast, from_bits, to_bits
 
 THREADS = 64
 SETTINGS = settings(max_examples=15, deadline=None)
@@ -241,3 +241,14 @@ def test_rcp_approx_f64_computes_the_high_word_only():
     assert ((out.view(np.uint64) & np.uint64(0xFFFFFFFF)) == 0).all()
     np.testing.assert_allclose(out[:30] * x[:30], 1.0, rtol=2.0**-19)
     assert np.isinf(out[30]) and out[31] == 0
+
+
+@pytest.mark.parametrize("pair,fp8", [("e4m3x2", f8e4nv), ("e5m2x2", f8e5)])
+def test_cvt_widens_an_fp8_pair_into_a_half_pair(pair, fp8):
+    """cvt.rn.f16x2.e4m3x2 d, a: byte i of the 16-bit source becomes half i of d (exact)."""
+    a = np.random.default_rng(2).integers(0, 1 << 16, THREADS).astype(np.uint32)
+    got = run(f"cvt.u16.u32 %rs1, %r2;\ncvt.rn.f16x2.{pair} %r4, %rs1;", a, np.zeros(THREADS, np.uint32))
+    for shift in (0, 8):
+        half = (got >> (2 * shift) & 0xFFFF).astype(np.uint16).view(np.float16)
+        want = from_bits((a >> shift & 0xFF).astype(np.uint8), fp8).astype(np.float16)
+        np.testing.assert_array_equal(half, want)  # NaN where the code is a NaN

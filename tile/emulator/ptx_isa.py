@@ -480,8 +480,8 @@ def _decode_cvt(ins: Instr) -> Any:
     dst, src = ins.types
     if dst == "tf32" and (src != "f32" or "rna" not in ins.mods):
         raise ValueError("tf32 conversions supported: cvt.rna.tf32.f32")
-    if dst.endswith("x2") and len(ins.operands) != 3:
-        raise ValueError("a conversion into a pair takes two sources")
+    if dst.endswith("x2") and len(ins.operands) != (2 if src.endswith("x2") else 3):
+        raise ValueError("a conversion into a pair takes two sources, or one pair")
     if dst[0] == "f" and src[0] in "su" and not any(x in ins.mods for x in ROUNDINGS):
         raise ValueError("integer to float conversions need a rounding modifier (.rn, .rz, .rm, .rp)")
     if dst[0] in "su" and src[0] == "f" and not any(x in ins.mods for x in INTEGRAL):
@@ -512,7 +512,7 @@ def convert(bits: Any, src: str, dst: str, ins: Instr) -> Any:
     if "relu" in ins.mods:
         out = np.where(np.isnan(out) | (out < 0), 0, out)
     result = to_bits(np.asarray(out), d)
-    if s.is_floating and dst in _CANONICAL_NAN:  # the GPU's narrowing cvt drops a NaN's sign and payload
+    if s.is_floating and s.bits > d.bits and dst in _CANONICAL_NAN:  # a narrowing cvt drops a NaN's sign and payload
         result = np.where(np.isnan(np.asarray(values)), _CANONICAL_NAN[dst], result).astype(result.dtype)
     return result.view(NP_TYPE[dst]) if TYPE_BITS[dst] > 8 else result
 
@@ -526,7 +526,7 @@ def _cvt(m: Machine, ins: Instr) -> None:
         r = np.where(finite, (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000), bits)
         m.write(ins.operands[0], r.astype(np.uint32), "b32")
         return
-    if dst.endswith("x2"):  # two sources: the first into the upper half
+    if dst.endswith("x2") and not src.endswith("x2"):  # two sources: the first into the upper half
         elem = dst[:-2]
         hi, lo = (convert(m.read(o, f"b{TYPE_BITS[src]}"), src, elem, ins) for o in ins.operands[1:3])
         w = TYPE_BITS[elem]
