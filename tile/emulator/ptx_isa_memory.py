@@ -350,7 +350,15 @@ def _decode_bar(ins: Instr) -> Any:
 ISA["bar"] = OpDef(_bar_sync, _decode_bar, BARRIER)
 ISA["barrier"] = OpDef(_bar_sync, _decode_bar, BARRIER)
 ISA["membar"] = OpDef(_no_op, facts((), ("gl", "cta", "sys"), count=0, operands=0))
-ISA["fence"] = OpDef(_no_op, facts((), ("sc", "acq_rel", "gpu", "cta", "sys", "proxy", "async", "shared::cta",
+def _fence(m: Machine, ins: Instr) -> None:
+    """Fences order nothing more in the emulator's sequentially consistent memory, but
+    fence.proxy.async makes the thread's shared-memory writes visible to the async proxy
+    (wgmma operand reads, TMA stores), which the checks track."""
+    if "proxy" in ins.mods and "async" in ins.mods and "global" not in ins.mods:
+        m.checks.proxy_fence(m.positions())
+
+
+ISA["fence"] = OpDef(_fence, facts((), ("sc", "acq_rel", "gpu", "cta", "sys", "proxy", "async", "shared::cta",
                                         "global", "alias"), count=0, operands=0))
 ISA["bra"] = OpDef(_no_op, facts((), ("uni",), count=0), BRANCH)
 ISA["ret"] = OpDef(_no_op, facts((), ("uni",), count=0, operands=0), EXIT)
