@@ -1,6 +1,6 @@
 """Block pointers (tl.make_block_ptr, tl.advance, tl.load / tl.store with boundary_check and
 padding_option) against NumPy: on the interpreter (and on a GPU through the `arrays` fixture),
-on the simt interpreter (codegen, num_warps 4), as gpu IR (contiguous accesses vectorize like
+on tile.emulator (codegen, num_warps 4), as gpu IR (contiguous accesses vectorize like
 the hand-written pointer kernel), and their errors."""
 from __future__ import annotations
 
@@ -206,7 +206,7 @@ def test_matmul_with_advance(arrays, shapes) -> None:
     _check_matmul(a, b, arrays.get(cd))
 
 
-def test_matmul_with_advance_on_the_simt_interpreter() -> None:
+def test_matmul_with_advance_on_the_emulator() -> None:
     m, n, k = 40, 24, 48
     a, b, c, args = _matmul_args(m, n, k)
     mach, dev, simt, runtime = launch(matmul_kernel, (2, 1), args, dict(BM=32, BN=32, BK=16), num_warps=4)

@@ -1,5 +1,5 @@
-"""arith.cast and arith.bitcast between every pair of dtypes, lowered and run on the simt
-interpreter against exact references (round to nearest even, truncation toward zero), and
+"""arith.cast and arith.bitcast between every pair of dtypes, lowered and run as PTX on
+tile.emulator against exact references (round to nearest even, truncation toward zero), and
 assembled for sm_80 (no fp8) and sm_90a."""
 from __future__ import annotations
 

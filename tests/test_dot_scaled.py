@@ -199,7 +199,7 @@ def test_dot_scaled(arrays, params):
 
 @pytest.mark.parametrize("params", [CASES[1], CASES[5], CASES[6]], ids=_id)
 def test_dot_scaled_lowering(params):
-    """The same dots lowered to simt IR (tensor-core mma) and run on the simt interpreter."""
+    """The same dots lowered to simt IR (tensor-core mma) and run on tile.emulator."""
     (a, sa, b, sb, c0), meta, want = case(**params)
     out = np.full((meta["M"], meta["N"]), np.nan, np.float32)
     args = [a, sa, b, sb, out, c0]

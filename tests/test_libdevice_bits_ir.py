@@ -1,6 +1,6 @@
 """The IR under libdevice_bits: the verifier's rules for rounding modes and the new ops,
 canonicalize folding them exactly (IR text in, IR text out), and their lowering: the PTX
-instructions they print and the simt interpreter running the lowered kernels against the
+instructions they print and tile.emulator running the lowered kernels against the
 tile interpreter, bit for bit."""
 from __future__ import annotations
 
@@ -199,7 +199,7 @@ def _simt_vs_interpreter(names, args, out_dtype) -> None:
     (["add_rd", "sub_ru", "mul_rz", "div_rd", "fma_ru", "remainder", "nextafter", "fdim"], np.float32, np.float32),
     (["add_ru", "div_rz", "mul_rd", "fmod", "copysign", "remainder"], np.float64, np.float64),
 ])
-def test_lowered_float_functions_on_the_simt_interpreter(names, dtype, out) -> None:
+def test_lowered_float_functions_on_the_emulator(names, dtype, out) -> None:
     a, b = float_pairs(dtype, 100)
     a, b = np.resize(a, 256), np.resize(b, 256)
     if "fma_ru" in names:
@@ -209,7 +209,7 @@ def test_lowered_float_functions_on_the_simt_interpreter(names, dtype, out) -> N
         _simt_vs_interpreter(names, [a, b], out)
 
 
-def test_lowered_conversions_and_bit_functions_on_the_simt_interpreter() -> None:
+def test_lowered_conversions_and_bit_functions_on_the_emulator() -> None:
     f = np.resize(float_pairs(np.float32, 64)[0], 128)
     _simt_vs_interpreter(["float2int_rn", "float2int_rd", "float2uint_ru", "ilogb", "isnan", "signbit"], [f], np.int32)
     _simt_vs_interpreter(["float2ll_ru", "float2ull_rd", "llround"], [f], np.int64)
