@@ -72,7 +72,7 @@ def run(simt: Operation, grid: Sequence[int], args: Sequence[Any], target: str |
     return Emulated(ptx, printed.getvalue().splitlines(keepends=True)), dev
 
 
-def result(run: Emulated, array: np.ndarray, like: np.ndarray) -> np.ndarray:
+def result(emulated: Emulated, array: np.ndarray, like: np.ndarray) -> np.ndarray:
     """The kernel's copy of the argument `like` (an element of run()'s arguments)."""
     return np.asarray(array).view(like.dtype).reshape(like.shape)
 
