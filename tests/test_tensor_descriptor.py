@@ -26,11 +26,9 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(H
 RNG = np.random.default_rng(17)
 X = np.zeros((16, 16), np.float32)
 
-# The emulator param runs these kernels' sm_90a PTX, where host descriptors become TMA copies.
-# Kernels that make descriptors in the kernel run their sm_80 PTX: the emulator has no
-# tensormap.replace yet.
+# The emulator param runs these kernels' sm_90a PTX: descriptors become TMA copies, through the
+# host's tensor maps or those the kernel writes with tensormap.replace.
 pytestmark = pytest.mark.emulate_on("sm_90a")
-IN_KERNEL_DESCRIPTORS = pytest.mark.emulate_on("sm_80")
 
 
 def values(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
@@ -143,7 +141,6 @@ def copy_kernel(out_ptr, a_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
 # Rows of 16-byte multiples: TMA's rule, which Triton asks of every descriptor (a 70-float row
 # is checked by the kernel on sm_90a: test_tma_rule_is_checked_where_strides_are_runtime_values).
 @pytest.mark.parametrize("shape,block", [((32, 128), (8, 32)), ((50, 72), (16, 32))])
-@IN_KERNEL_DESCRIPTORS
 def test_copy(arrays, shape, block) -> None:
     a = values(RNG, shape, "float32") - 2
     out = poison(shape, "float32")
@@ -169,7 +166,6 @@ def copy_3d_kernel(out_ptr, a_ptr, shape, strides, BLOCK: tl.constexpr):
     dst.store(offs, src.load(offs))
 
 
-@IN_KERNEL_DESCRIPTORS
 def test_rank_3(arrays) -> None:
     a = values(RNG, (3, 10, 24), "float16")
     out = poison(a.shape, "float16")
@@ -364,7 +360,6 @@ def loop_carried_kernel(a_ptr, M, N, MBLOCK: tl.constexpr, NBLOCK: tl.constexpr)
         n += NBLOCK
 
 
-@IN_KERNEL_DESCRIPTORS
 def test_loop_carried(arrays) -> None:
     a = values(RNG, (16, 128), "float32")
     ad = arrays.put(a)
@@ -388,7 +383,6 @@ def functions_kernel(out_ptr, a_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     abs_blocks(make_desc(a_ptr, M, N, BM, BN), make_desc(out_ptr, M, N, BM, BN), BM, BN)
 
 
-@IN_KERNEL_DESCRIPTORS
 def test_descriptors_through_functions(arrays) -> None:
     a = values(RNG, (32, 128), "float32") - 2
     out = poison(a.shape, "float32")

@@ -358,8 +358,18 @@ def _fence(m: Machine, ins: Instr) -> None:
         m.checks.proxy_fence(m.positions())
 
 
-ISA["fence"] = OpDef(_fence, facts((), ("sc", "acq_rel", "gpu", "cta", "sys", "proxy", "async", "shared::cta",
-                                        "global", "alias"), count=0, operands=0))
+def _decode_fence(ins: Instr) -> Any:
+    """fence and fence.proxy.async; fence.proxy.tensormap::generic.release / .acquire [map], 128."""
+    tensormap = "tensormap::generic" in ins.mods
+    facts((), ("sc", "acq_rel", "gpu", "cta", "sys", "proxy", "async", "shared::cta", "global", "alias") +
+          (("tensormap::generic", "release", "acquire") if tensormap else ()), count=0,
+          operands=None if tensormap else 0)(ins)
+    if tensormap and len(ins.operands) not in (0, 2):
+        raise ValueError("fence.proxy.tensormap::generic takes no operands, or [map] and its size")
+    return None
+
+
+ISA["fence"] = OpDef(_fence, _decode_fence)
 ISA["bra"] = OpDef(_no_op, facts((), ("uni",), count=0), BRANCH)
 ISA["ret"] = OpDef(_no_op, facts((), ("uni",), count=0, operands=0), EXIT)
 ISA["exit"] = OpDef(_no_op, facts((), (), count=0, operands=0), EXIT)
