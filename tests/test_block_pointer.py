@@ -15,6 +15,8 @@ from test_tuples import expect_error
 import tile
 import tile.language as tl
 
+# The emulator param runs these kernels' sm_90a PTX, where block pointers may become TMA copies.
+pytestmark = pytest.mark.emulate_on("sm_90a")
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 RNG = np.random.default_rng(11)
 X = np.zeros((8, 8), np.float32)
