@@ -35,7 +35,7 @@ def compile_simt(kernel, args, meta=None, num_warps: int = 4, target: str = "sm_
 
 
 def launch(kernel, grid, args, meta=None, num_warps: int = 4, target: str = "sm_90a"):
-    """Compile and run on the interpreter; returns (machine, device arguments, simt.func)."""
+    """Compile and run the PTX on tile.emulator; returns (the run, its arguments, simt.func, runtime arguments)."""
     simt, runtime = compile_simt(kernel, args, meta, num_warps, target)
     m, dev = run(simt, grid, runtime)
     return m, dev, simt, runtime

@@ -4,8 +4,8 @@ The reference decodes fp4 (e2m1, two per byte, low nibble first), fp8 (e4m3, e5m
 fp16 operands and e8m0 scales (2**(s - 127), 255 = NaN) from their definitions, converts
 each operand as Triton does on Hopper (to bf16, or fp16 when either format is fp16; the
 scale in that type; one rounding of value * scale), and multiplies in float64. tile
-accumulates in fp32, hence the tolerance. Kernels run on the interpreter, on the simt
-interpreter through the GPU lowering, and (marked gpu) on a GPU.
+accumulates in fp32, hence the tolerance. Kernels run on the interpreter, as PTX on
+tile.emulator through the GPU lowering, and (marked gpu) on a GPU.
 """
 from __future__ import annotations
 
