@@ -49,7 +49,8 @@ class NumpyMath:
     def copysign(self, a, b): return np.copysign(a, b)  # noqa: E704
 
     def fma(self, a, b, c):
-        return rounded_fma(np.asarray(a), np.asarray(b), np.asarray(c), f32 if self.bits == 32 else f64, "rn").astype(self.t)
+        t = f32 if self.bits == 32 else f64
+        return rounded_fma(np.asarray(a), np.asarray(b), np.asarray(c), t, "rn").astype(self.t)
 
     def approx(self, fn, x):
         x64 = np.asarray(x, np.float64)

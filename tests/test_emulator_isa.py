@@ -200,11 +200,11 @@ def test_div_approx_flushes_the_reciprocal_of_huge_divisors():
     """div.approx.f32 is x * (1/y): for 2**126 < |y| the reciprocal is 0, so the quotient is a
     signed 0, or NaN for an infinite x; div.full.f32 stays accurate there."""
     x = np.tile(np.array([3.0, -5.0, np.inf, 1.0], np.float32), THREADS // 4)
-    y = np.tile(np.array([2.0**127, 2.0**127, 3e38, 8.0], np.float32), THREADS // 4)
+    y = np.tile(np.array([-2.0**127, -2.0**127, 3e38, 8.0], np.float32), THREADS // 4)
     body = "mov.b32 %f1, %r2;\nmov.b32 %f2, %r3;\ndiv.{}.f32 %f3, %f1, %f2;\nmov.b32 %r4, %f3;"
     approx = run(body.format("approx"), x.view(np.uint32), y.view(np.uint32)).view(np.float32)
-    np.testing.assert_array_equal(approx[:4], np.array([0.0, -0.0, np.nan, 0.125], np.float32))
-    assert np.signbit(approx[1]) and not np.signbit(approx[0])
+    np.testing.assert_array_equal(approx[:4], np.array([-0.0, 0.0, np.nan, 0.125], np.float32))
+    assert np.signbit(approx[0]) and not np.signbit(approx[1])  # the sign of x * (+-0)
     full = run(body.format("full"), x.view(np.uint32), y.view(np.uint32)).view(np.float32)
     np.testing.assert_allclose(full[:4], x[:4].astype(np.float64) / y[:4], rtol=3e-7)
 

@@ -211,7 +211,8 @@ def test_lowered_float_functions_on_the_emulator(names, dtype, out) -> None:
 
 def test_lowered_conversions_and_bit_functions_on_the_emulator() -> None:
     f = np.resize(float_pairs(np.float32, 64)[0], 128)
-    _emulated_vs_interpreted(["float2int_rn", "float2int_rd", "float2uint_ru", "ilogb", "isnan", "signbit"], [f], np.int32)
+    _emulated_vs_interpreted(["float2int_rn", "float2int_rd", "float2uint_ru", "ilogb", "isnan", "signbit"], [f],
+                             np.int32)
     _emulated_vs_interpreted(["float2ll_ru", "float2ull_rd", "llround"], [f], np.int64)
     big = np.resize(int_values("int64", 100), 128)
     _emulated_vs_interpreted(["ll2float_rn", "ll2float_rz", "ll2float_rd", "ll2float_ru"], [big], np.float32)

@@ -243,9 +243,10 @@ def _div(m: Machine, ins: Instr) -> None:
         if "ftz" in ins.mods:
             x, y = flush(x), flush(y)
         r = (np.asarray(x, np.float64) / np.asarray(y, np.float64)).astype(np.float32)
-        if "approx" in ins.mods:  # computed as x * (1/y), and 1/y is 0 for |y| > 2**126 (the ISA's rule)
-            huge = np.abs(np.asarray(y, np.float64)) > 2.0 ** 126
-            r = np.where(huge, np.float32(0) * np.asarray(x, np.float32), r).astype(np.float32)
+        if "approx" in ins.mods:  # computed as x * (1/y), and 1/y is a signed 0 for |y| > 2**126 (the ISA's rule)
+            ys = np.asarray(y, np.float32)
+            flushed = np.asarray(x, np.float32) * np.copysign(np.float32(0), ys)
+            r = np.where(np.abs(ys) > np.float32(2.0 ** 126), flushed, r).astype(np.float32)
         if "ftz" in ins.mods:
             r = flush(r)
     else:

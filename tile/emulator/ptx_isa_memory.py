@@ -347,9 +347,6 @@ def _decode_bar(ins: Instr) -> Any:
     return arrive, len(ins.operands) == 2
 
 
-ISA["bar"] = OpDef(_bar_sync, _decode_bar, BARRIER)
-ISA["barrier"] = OpDef(_bar_sync, _decode_bar, BARRIER)
-ISA["membar"] = OpDef(_no_op, facts((), ("gl", "cta", "sys"), count=0, operands=0))
 def _fence(m: Machine, ins: Instr) -> None:
     """Fences order nothing more in the emulator's sequentially consistent memory, but
     fence.proxy.async makes the thread's shared-memory writes visible to the async proxy
@@ -369,6 +366,9 @@ def _decode_fence(ins: Instr) -> Any:
     return None
 
 
+ISA["bar"] = OpDef(_bar_sync, _decode_bar, BARRIER)
+ISA["barrier"] = OpDef(_bar_sync, _decode_bar, BARRIER)
+ISA["membar"] = OpDef(_no_op, facts((), ("gl", "cta", "sys"), count=0, operands=0))
 ISA["fence"] = OpDef(_fence, _decode_fence)
 ISA["bra"] = OpDef(_no_op, facts((), ("uni",), count=0), BRANCH)
 ISA["ret"] = OpDef(_no_op, facts((), ("uni",), count=0, operands=0), EXIT)
