@@ -1,16 +1,23 @@
-"""Helpers of the codegen tests: gpu-IR text snippets, lowering, PTX assembly and interpretation."""
+"""Helpers of the codegen tests: gpu-IR text snippets, lowering, PTX assembly, and running a
+simt function: its PTX is emitted for the function's target and run on tile.emulator."""
 from __future__ import annotations
 
-from typing import Sequence
+import contextlib
+import io
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
 import tile.ir.gpu_ops  # noqa: F401  (registers the gpu ops and layouts)
 from ptxas_util import assemble_ok
-from simt_interp import Machine, run_kernel
+from tile.codegen.floats import float_bits
 from tile.codegen.lower import lower_to_simt
 from tile.codegen.ptx import emit_ptx
-from tile.ir import Operation, parse_op, verify
+from tile.emulator import run_ptx
+from tile.ir import DType, Operation, parse_op, verify
+from tile.runtime.cuda_launch import launch_metadata
+from tile.runtime.interp_dtypes import bits_dtype, from_bits
 
 ARCHS = ("sm_80", "sm_90", "sm_90a")
 
@@ -42,13 +49,41 @@ def check_ptx(simt: Operation, archs: Sequence[str] = ARCHS) -> dict:
     return {arch: assemble_ok(emit_ptx(simt, target=arch), arch) for arch in archs}
 
 
-def run(simt: Operation, grid: Sequence[int], args: Sequence) -> tuple[Machine, list]:
-    """Run on the interpreter; numpy arrays become buffers. Returns (machine, device arguments)."""
-    m = Machine()
-    dev = [m.alloc(a) if isinstance(a, np.ndarray) else a for a in args]
-    run_kernel(simt, tuple(grid), dev, m)
-    return m, dev
+@dataclass
+class Emulated:
+    """What a run left besides its arrays: the PTX that ran and the lines the kernel printed."""
+
+    ptx: str
+    printed: list[str]
 
 
-def result(m: Machine, addr: int, like: np.ndarray) -> np.ndarray:
-    return m.read_back(addr, like)
+def run(simt: Operation, grid: Sequence[int], args: Sequence[Any], target: str | None = None
+        ) -> tuple[Emulated, list]:
+    """Emit the PTX of `simt` for `target` (default: the function's own) and run it on
+    tile.emulator over copies of the array arguments. Returns (the run, the arguments as the
+    kernel saw them: the copies, written in place, and the scalars)."""
+    ptx = emit_ptx(simt, target=target or simt.attrs.get("target", "sm_90a"))
+    metadata = launch_metadata(simt, {"num_warps": simt.attrs["num_warps"]})
+    dev = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        run_ptx(ptx, tuple(grid), dev, metadata["name"], metadata["threads"], metadata["shared_bytes"],
+                metadata["arg_kinds"])
+    return Emulated(ptx, printed.getvalue().splitlines(keepends=True)), dev
+
+
+def result(emulated: Emulated, array: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """The kernel's copy of the argument `like` (an element of run()'s arguments)."""
+    return np.asarray(array).view(like.dtype).reshape(like.shape)
+
+
+def encode(values: np.ndarray, t: DType) -> np.ndarray:
+    """The bits of `values` in the float format `t` (f16, bf16, fp8), rounded to nearest even."""
+    storage = np.uint16 if t.bits == 16 else np.uint8
+    return np.array([float_bits(float(v), t) for v in np.asarray(values, np.float64).ravel()],
+                    storage).reshape(np.shape(values))
+
+
+def decode(bits: np.ndarray, t: DType) -> np.ndarray:
+    """The values of bit patterns (any integer array) of the float format `t`."""
+    return from_bits(np.asarray(bits).astype(bits_dtype(t)), t)

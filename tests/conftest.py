@@ -29,6 +29,8 @@ def _gpu_count() -> int:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "multigpu: needs two or more NVIDIA GPUs (skipped when fewer are found)")
+    config.addinivalue_line("markers", "emulator: runs the kernel's compiled PTX on tile.emulator (CPU)")
+    config.addinivalue_line("markers", "emulate_on(target): the PTX target the emulator param runs (default sm_80)")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -40,6 +42,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(one_gpu if gpus else no_gpu)
         elif item.get_closest_marker("gpu") is not None and gpus < 1:
             item.add_marker(no_gpu)
+
+
+@pytest.fixture
+def emulator_target(request) -> str:
+    """The PTX target whose code the `arrays` fixture's emulator param runs: sm_80, or the
+    target of the closest `emulate_on` mark (a module exercising TMA or wgmma says "sm_90a")."""
+    mark = request.node.get_closest_marker("emulate_on")
+    return mark.args[0] if mark is not None else "sm_80"
 
 
 ASSEMBLE_TARGETS = ("sm_80", "sm_90", "sm_90a")

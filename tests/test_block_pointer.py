@@ -1,6 +1,6 @@
 """Block pointers (tl.make_block_ptr, tl.advance, tl.load / tl.store with boundary_check and
 padding_option) against NumPy: on the interpreter (and on a GPU through the `arrays` fixture),
-on the simt interpreter (codegen, num_warps 4), as gpu IR (contiguous accesses vectorize like
+on tile.emulator (codegen, num_warps 4), as gpu IR (contiguous accesses vectorize like
 the hand-written pointer kernel), and their errors."""
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from test_tuples import expect_error
 import tile
 import tile.language as tl
 
+# The emulator param runs these kernels' sm_90a PTX, where block pointers may become TMA copies.
+pytestmark = pytest.mark.emulate_on("sm_90a")
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 RNG = np.random.default_rng(11)
 X = np.zeros((8, 8), np.float32)
@@ -206,7 +208,7 @@ def test_matmul_with_advance(arrays, shapes) -> None:
     _check_matmul(a, b, arrays.get(cd))
 
 
-def test_matmul_with_advance_on_the_simt_interpreter() -> None:
+def test_matmul_with_advance_on_the_emulator() -> None:
     m, n, k = 40, 24, 48
     a, b, c, args = _matmul_args(m, n, k)
     mach, dev, simt, runtime = launch(matmul_kernel, (2, 1), args, dict(BM=32, BN=32, BK=16), num_warps=4)

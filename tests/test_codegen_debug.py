@@ -10,6 +10,7 @@ from ptxas_util import needs_ptxas
 from tile.codegen.lower import lower_to_simt
 from tile.codegen.lower_core import LoweringError
 from tile.codegen.ptx import emit_ptx
+from tile.emulator import EmulatorError
 from tile.ir import Location, Operation, i32, parse_op
 
 L = blocked([2], [32], [2])
@@ -67,7 +68,7 @@ def test_assert() -> None:
     run(simt, (1,), [np.arange(8, dtype=np.float32)])
     x = np.arange(8, dtype=np.float32)
     x[5] = -1
-    with pytest.raises(AssertionError, match=r"x >= 0 \(kernel.py:7\)"):
+    with pytest.raises(EmulatorError, match=r"device-side assertion failed: kernel.py:7: checker: x >= 0"):
         run(simt, (1,), [x])
 
 

@@ -1,4 +1,4 @@
-"""tt.dot lowered to simt IR and PTX, run on the simt interpreter against NumPy (float64).
+"""tt.dot lowered to simt IR and PTX, run on tile.emulator against NumPy (float64).
 
 Hand-written gpu IR with the tensor-core layouts of tile.ir.layouts (#mma, #dot_op, swizzled
 #shared from shared_for_dot): the mma.sync plan on operands held in registers; ldmatrix

@@ -1,6 +1,6 @@
 """End to end: Python kernels -> tile IR -> tile passes -> gpu passes -> simt IR -> PTX.
 
-Each kernel runs on the simt interpreter against NumPy and its PTX assembles with ptxas for
+Each kernel runs as PTX on tile.emulator against NumPy and its PTX assembles with ptxas for
 sm_80, sm_90 and sm_90a. Covers every op family: memory, elementwise and math, casts, 2-D
 tiles, reductions (argmax, custom combine), scans, atomics, control flow, Philox, print and
 assert. `ptxas_report` prints the registers and spills of vector add, softmax and layer norm.
@@ -16,6 +16,7 @@ from codegen_util import ARCHS, check_ptx, result, run
 from ptxas_util import needs_ptxas
 from tile.codegen.lower import lower_to_simt
 from tile.codegen.ptx import emit_ptx
+from tile.emulator import EmulatorError
 from tile.ir import Operation
 from tile.opt.gpu_pipeline import gpu_passes
 from tile.opt.pass_manager import PassManager
@@ -34,7 +35,7 @@ def compile_simt(kernel, args, meta=None, num_warps: int = 4, target: str = "sm_
 
 
 def launch(kernel, grid, args, meta=None, num_warps: int = 4, target: str = "sm_90a"):
-    """Compile and run on the interpreter; returns (machine, device arguments, simt.func)."""
+    """Compile and run the PTX on tile.emulator; returns (the run, its arguments, simt.func, runtime arguments)."""
     simt, runtime = compile_simt(kernel, args, meta, num_warps, target)
     m, dev = run(simt, grid, runtime)
     return m, dev, simt, runtime
@@ -301,7 +302,7 @@ def test_print_and_assert() -> None:
     m, _, _, _ = launch(debug_kernel, (1,), (x,), {"BLOCK": block}, num_warps=1)
     assert len(m.printed) == block and any("x: " in line and "31" in line for line in m.printed)
     x[7] = -1
-    with pytest.raises(AssertionError, match="x must be non-negative"):
+    with pytest.raises(EmulatorError, match="device-side assertion failed: .*: debug_kernel: x must be non-negative"):
         launch(debug_kernel, (1,), (x,), {"BLOCK": block}, num_warps=1)
 
 

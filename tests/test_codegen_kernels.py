@@ -1,4 +1,4 @@
-"""Whole kernels in gpu IR, lowered to simt IR: run on the simt interpreter against NumPy, and
+"""Whole kernels in gpu IR, lowered to simt IR: run on tile.emulator against NumPy, and
 assembled by ptxas for sm_80, sm_90 and sm_90a (vector add, softmax, layer norm, 2-D tiles,
 loops and branches)."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """tt.reduce and tt.scan lowered to simt IR: in-thread, warp shuffles and scratch shared memory,
-over several layouts, dtypes and combine regions (argmax, custom), on the simt interpreter;
+over several layouts, dtypes and combine regions (argmax, custom), on tile.emulator;
 and the PTX of each kind assembles."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Shape ops, sorting, gather and histogram on the GPU path: the layouts of tt.join / tt.split
 (tile.ir.layouts), their rules in convert-to-gpu, legalize and remove-layout-conversions (IR text in
-and out), scratch allocation, and Python kernels lowered to simt IR and run on the simt
-interpreter with 1, 4 and 8 warps against NumPy; their PTX assembles for sm_80, sm_90, sm_90a."""
+and out), scratch allocation, and Python kernels lowered to simt IR and run as PTX on
+tile.emulator with 1, 4 and 8 warps against NumPy; their PTX assembles for sm_80, sm_90, sm_90a."""
 from __future__ import annotations
 
 import numpy as np
@@ -243,7 +243,7 @@ def test_scratch_of_gather_and_histogram():
     assert "scratch_offset" not in in_warp and "shared_bytes = 0" in in_warp
 
 
-# ------------------------------------------------------------------------- simt interpreter
+# ------------------------------------------------------------------------- emulator
 
 
 @tile.jit

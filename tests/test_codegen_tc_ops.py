@@ -1,12 +1,12 @@
 """The simt ops of tensor cores and asynchronous copies, on hand-written simt IR: PTX that
-assembles for sm_80, sm_90 and sm_90a, and the simt interpreter's semantics against the PTX
-ISA, transcribed here independently of the interpreter and of the lowering:
+assembles for sm_80, sm_90 and sm_90a, and its execution on tile.emulator against the PTX
+ISA, transcribed here independently of the emulator and of the lowering:
 
   * mma.sync m16n8k16 (f16, bf16), m16n8k8 (tf32, operands rounded by cvt.rna), m16n8k32 (s8,
     u8): each thread loads its fragments as the ISA's "Matrix Fragments" sections place them;
   * ldmatrix x1 / x2 / x4 with and without .trans;
   * cp.async of 4, 8 and 16 bytes with a source size (zero fill), predication, commit and
-    wait groups, and the interpreter's detection of missing waits and barriers.
+    wait groups, and the emulator's detection of missing waits and barriers.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from codegen_util import ARCHS, check_ptx, result, run
-from simt_interp import InterpError
-from simt_interp_tc import fragment_coords
+from tile.emulator import EmulatorError
+from tile.emulator.memory import UNWRITTEN_SHARED_BYTE
 from tile.codegen.ptx import emit_ptx
 from tile.ir import parse_op, verify
 
@@ -53,17 +53,6 @@ def isa_fragments(atype: str) -> tuple[list, list, list]:
         b = [lambda l, i=i: (gt(l)[1] * 4 + (i & 3) + (16 if i >= 4 else 0), gt(l)[0]) for i in range(8)]
     c = [lambda l, i=i: (gt(l)[0] + (8 if i >= 2 else 0), gt(l)[1] * 2 + (i & 1)) for i in range(4)]
     return a, b, c
-
-
-@pytest.mark.parametrize("atype", ["f16", "bf16", "tf32", "s8", "u8"])
-def test_interpreter_fragments_are_the_isa_fragments(atype: str) -> None:
-    kw = {"f16": 2, "bf16": 2, "tf32": 1, "s8": 4, "u8": 4}[atype]
-    fa, fb, fc = fragment_coords(kw)
-    a, b, c = isa_fragments(atype)
-    for lane in range(32):
-        assert [tuple(fa[i // kw, i % kw, lane]) for i in range(4 * kw)] == [f(lane) for f in a]
-        assert [tuple(fb[i // kw, i % kw, lane]) for i in range(2 * kw)] == [f(lane) for f in b]
-        assert [tuple(fc[j, lane]) for j in range(4)] == [f(lane) for f in c]
 
 
 def _bits16(x: np.ndarray, atype: str) -> np.ndarray:
@@ -232,7 +221,7 @@ def test_ldmatrix(num: int, trans: bool) -> None:
 
 def test_ldmatrix_rows_must_be_aligned() -> None:
     f = _ldmatrix_kernel(4, False, 8)
-    with pytest.raises(InterpError, match="16-byte aligned"):
+    with pytest.raises(EmulatorError, match="16-byte aligned"):
         run(f, (1,), [np.zeros(256, np.int32), np.zeros((32, 4), np.int32)])
 
 
@@ -283,7 +272,7 @@ def test_cp_async_zero_fill_and_predication(nbytes: int, sized: bool, predicated
     src = inp.view(np.uint8).reshape(64, nbytes)
     for t in range(64):
         if predicated and t % 2:
-            assert (got[t] == 0).all()  # never written: shared memory starts as zeros in the interpreter
+            assert (got[t] == UNWRITTEN_SHARED_BYTE).all()  # the predicated-off copy wrote nothing
             continue
         n = min(t % 17, nbytes) if sized else nbytes
         np.testing.assert_array_equal(got[t, :n], src[t, :n])
@@ -293,14 +282,14 @@ def test_cp_async_zero_fill_and_predication(nbytes: int, sized: bool, predicated
 def test_reading_before_the_wait_is_a_race() -> None:
     f = simt_func("cp", [("inp", "ptr<i32>"), ("out", "ptr<i32>")], _cp_async_body(16, "%cn", ""),
                   shared_bytes=512)
-    with pytest.raises(InterpError, match="in flight"):
+    with pytest.raises(EmulatorError, match="before the cp.async.wait_group"):
         run(f, (1,), [np.ones(128, np.int32), np.zeros(128, np.int32)])
 
 
 def test_reading_another_threads_copy_needs_a_barrier() -> None:
     body = _cp_async_body(16, "%cn", "  simt.cp_async_wait {pending = 0}", read_shift=1)
     f = simt_func("cp", [("inp", "ptr<i32>"), ("out", "ptr<i32>")], body, shared_bytes=1024)
-    with pytest.raises(InterpError, match="race"):
+    with pytest.raises(EmulatorError, match="shared-memory race"):
         run(f, (1,), [np.ones(128, np.int32), np.zeros(128, np.int32)])
 
 
@@ -324,7 +313,7 @@ def test_wait_group_retires_the_oldest_groups() -> None:
     m, dev = run(f, (1,), [inp, np.zeros(32, np.int32)])
     np.testing.assert_array_equal(result(m, dev[1], np.zeros(32, np.int32)), inp[0:128:4])
     f = simt_func("cp", [("inp", "ptr<i32>"), ("out", "ptr<i32>")], body.replace("READ", "512"), shared_bytes=1024)
-    with pytest.raises(InterpError, match="in flight"):
+    with pytest.raises(EmulatorError, match="before the cp.async.wait_group"):
         run(f, (1,), [inp, np.zeros(32, np.int32)])
 
 
@@ -342,5 +331,5 @@ def test_copy_over_bytes_another_thread_read_is_a_race() -> None:
   simt.cp_async_wait {pending = 0}"""
     f = simt_func("cp", [("inp", "ptr<i32>")], body, shared_bytes=1024)
     check_ptx(f, ARCHS)
-    with pytest.raises(InterpError, match="race"):
+    with pytest.raises(EmulatorError, match="shared-memory race"):
         run(f, (1,), [np.ones(128, np.int32)])

@@ -1,7 +1,7 @@
-"""tt.dot on Hopper's wgmma (sm_90a), lowered to simt IR and PTX and run on the simt interpreter
+"""tt.dot on Hopper's wgmma (sm_90a), lowered to simt IR and PTX and run on tile.emulator
 against NumPy in float64.
 
-The interpreter's model of wgmma (tests/simt_interp_tc.py) reads A and B through the matrix
+The emulator's wgmma (tile/emulator/ptx_isa_hopper.py) reads A and B through the matrix
 descriptors from the simulated shared memory, with the PTX ISA's canonical layouts and swizzles
 written out independently, and checks the ordering rules: a wgmma reading bytes written since
 the last barrier, or by a thread without a fence.proxy.async after its writes, fails; so does
@@ -19,9 +19,9 @@ import pytest
 
 import tile
 import tile.language as tl
-from codegen_util import check_ptx, lower, result, run
+from codegen_util import check_ptx, decode, lower, result, run
 from ptxas_util import assemble, needs_ptxas, parse_info
-from simt_interp import InterpError, decode
+from tile.emulator import EmulatorError
 from test_codegen_dot import BYTES, IR, coalesced, memory, operands, strides, tensor, values
 from tile.codegen.lower import lower_to_simt
 from tile.codegen.ptx import emit_ptx
@@ -224,13 +224,13 @@ def test_descriptors_are_computed_once_and_stepped_by_adds():
 
 
 @pytest.mark.parametrize("broken, message", [("fence", "fence.proxy.async"), ("barrier", "without a barrier|race")])
-def test_the_interpreter_catches_a_missing_fence_or_barrier(broken, message):
+def test_the_emulator_catches_a_missing_fence_or_barrier(broken, message):
     text = wgmma_ir(64, 64, 32, "f16", 4, 1, 1, fence=broken != "fence", barrier=broken != "barrier")
-    with pytest.raises(InterpError, match=message):
+    with pytest.raises(EmulatorError, match=message):
         run_wgmma(text, "f16", 64, 64, 32, 1, 1)
 
 
-def test_the_interpreter_catches_a_store_over_an_asynchronous_dot():
+def test_the_emulator_catches_a_store_over_an_asynchronous_dot():
     text = wgmma_ir(64, 64, 32, "f16", 4, 1, 1).replace("max_num_imprecise_acc = 0}", "is_async = true, "
                                                          "max_num_imprecise_acc = 0}")
     buf = text.split("gpu.local_store ")[1].split(",")[0]
@@ -240,7 +240,7 @@ def test_the_interpreter_catches_a_store_over_an_asynchronous_dot():
     text = text.replace(dot_line, f"{dot_line}\n  gpu.barrier\n  gpu.local_store {buf}, {x}\n"
                                   f"  {d}w = gpu.dot_wait {d} {{pending = 0}} : {dot_line.split(' : ')[-1]}")
     text = text.replace(f", {d}\n  tt.return", f", {d}w\n  tt.return")
-    with pytest.raises(InterpError, match="wgmma reads it"):
+    with pytest.raises(EmulatorError, match="which the wgmma.mma_async at .* may still read"):
         run_wgmma(text, "f16", 64, 64, 32, 1, 1)
 
 

@@ -629,9 +629,9 @@ NUMERIC_CASES = [  # dtype, (M, N, K), (BM, BN, BK), stages, warps, A and B row-
 
 
 @pytest.mark.parametrize("dtype, size, tile_shape, stages, warps, majors", NUMERIC_CASES)
-def test_matmul_on_the_simt_interpreter(dtype, size, tile_shape, stages, warps, majors):
+def test_matmul_on_the_emulator(dtype, size, tile_shape, stages, warps, majors):
     """Lowered and run thread by thread (mma.sync, ldmatrix, cp.async with its groups, barriers:
-    the interpreter reports shared-memory races) against NumPy in float64."""
+    the emulator reports shared-memory races) against NumPy in float64."""
     import numpy as np
     from codegen_util import result, run as run_simt
     from tile.codegen.lower import lower_to_simt

@@ -4,8 +4,8 @@ The reference decodes fp4 (e2m1, two per byte, low nibble first), fp8 (e4m3, e5m
 fp16 operands and e8m0 scales (2**(s - 127), 255 = NaN) from their definitions, converts
 each operand as Triton does on Hopper (to bf16, or fp16 when either format is fp16; the
 scale in that type; one rounding of value * scale), and multiplies in float64. tile
-accumulates in fp32, hence the tolerance. Kernels run on the interpreter, on the simt
-interpreter through the GPU lowering, and (marked gpu) on a GPU.
+accumulates in fp32, hence the tolerance. Kernels run on the interpreter, as PTX on
+tile.emulator through the GPU lowering, and (marked gpu) on a GPU.
 """
 from __future__ import annotations
 
@@ -199,7 +199,7 @@ def test_dot_scaled(arrays, params):
 
 @pytest.mark.parametrize("params", [CASES[1], CASES[5], CASES[6]], ids=_id)
 def test_dot_scaled_lowering(params):
-    """The same dots lowered to simt IR (tensor-core mma) and run on the simt interpreter."""
+    """The same dots lowered to simt IR (tensor-core mma) and run on tile.emulator."""
     (a, sa, b, sb, c0), meta, want = case(**params)
     out = np.full((meta["M"], meta["N"]), np.nan, np.float32)
     args = [a, sa, b, sb, out, c0]

@@ -74,7 +74,7 @@ def test_bad_arguments_are_refused_by_the_host_wrapper(p, seed, message):
 
 @pytest.mark.parametrize("seed", [123, 2**40 + 5])
 def test_lowered_kernel_computes_the_interpreters_bits(monkeypatch, seed):
-    """tl.rand in the per-thread code the PTX is printed from (run on the simt interpreter)
+    """tl.rand in the per-thread code the PTX is printed from (run on tile.emulator)
     gives exactly the tile interpreter's bits, and both the reference's."""
     n, block = 700, 256
     x = np.random.default_rng(seed % 1000).standard_normal(n).astype(np.float32)

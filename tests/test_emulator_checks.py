@@ -243,3 +243,18 @@ def test_one_cta_per_batch(bench, monkeypatch):
     x = values[1]
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=2e-6, atol=1e-7)
+
+
+def test_tma_store_of_bytes_stored_without_a_proxy_fence():
+    """The epilogue's threads store the C tile to shared memory and fence.proxy.async before
+    the TMA store reads it through the async proxy; without the fence the store is named."""
+    ptx, info, values = _tma_matmul()
+    fences = [line for line in ptx.split("\n") if "fence.proxy.async" in line]
+    assert fences
+    broken = ptx
+    for line in fences:
+        broken = broken.replace(line, "")
+    with pytest.raises(EmulatorError, match=r"cp.async.bulk.tensor reads shared address \d+, which thread \d+ of CTA "
+                                            r"\(\d, 0, 0\) stored at PTX line \d+ `st.shared[^\n]* with no "
+                                            r"fence.proxy.async after it"):
+        _run(broken, info, (2,), values)

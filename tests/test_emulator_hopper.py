@@ -510,3 +510,43 @@ def test_bad_wgmma_operands_are_runtime_errors():
     with pytest.raises(EmulatorError, match=r"wgmma.fence needs whole warp groups \(128 threads\), but 64 threads "
                                             r"run it"):
         run_ptx(good.replace(".maxntid 128, 1, 1", ".maxntid 64, 1, 1"), (1,), args)
+
+
+@tile.jit
+def in_kernel_descriptor_copy(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN], padding_option="nan")
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    off_m, off_n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    dst.store([off_m, off_n], src.load([off_m, off_n]) * 2)
+
+
+@pytest.mark.parametrize("ptx_version", ["8.5", "8.7"])
+def test_tensor_maps_a_kernel_writes(monkeypatch, ptx_version):
+    """tl.make_tensor_descriptor on sm_90a: the kernel fills its tensor maps in global scratch
+    with tensormap.replace (global strides in units of 16 bytes up to PTX ISA 8.5, in bytes
+    after) and its TMA loads and stores use them; ragged edges read as NaN and are not stored."""
+    from tile import compiler
+
+    monkeypatch.setattr(compiler, "_ptx_version", lambda target: ptx_version)
+    m, n = 40, 72
+    x = np.random.default_rng(5).standard_normal((m, n)).astype(np.float16)
+    out = poison((m, n), np.float16)
+    compiled = emulate(in_kernel_descriptor_copy, "sm_90a")[(2, 3)](x, out, m, n, BM=32, BN=32)
+    ptx = compiled.asm["ptx"]
+    assert f".version {ptx_version}" in ptx and "tensormap.replace.tile.global_stride" in ptx
+    assert ("shr.s64" in ptx) == (ptx_version == "8.5")
+    np.testing.assert_array_equal(out, x * 2)
+
+
+def test_tensormap_replace_of_an_unmodelled_value_is_an_error():
+    ptx = HEADER + """.visible .entry k(.param .u64 p)
+.maxntid 32, 1, 1
+{
+.reg .b64 %rd<2>;
+ld.param.u64 %rd1, [p];
+tensormap.replace.tile.interleave_layout.global.b1024.b32 [%rd1], 1;
+ret;
+}
+"""
+    with pytest.raises(EmulatorError, match=r"tensormap.replace: interleave_layout 1 is not modelled \(only 0\)"):
+        run_ptx(ptx, (1,), [np.zeros(128, np.uint8)])

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tile.emulator import run_ptx
-from tile.ir.types import bf16, f16, f32, i32
-from tile.runtime.interp_dtypes import cast, to_bits
+from tile.ir.types import bf16, f8e4nv, f8e5, f16, f32, i32
+from tile.runtime.interp_dtypes import cast, from_bits, to_bits
 
 THREADS = 64
 SETTINGS = settings(max_examples=15, deadline=None)
@@ -184,3 +184,71 @@ def test_shfl_bfly_and_vote():
         lanes = slice(32 * w, 32 * w + 32)
         ballots[lanes] = sum(int(v) << i for i, v in enumerate(a[lanes] > partner[lanes]))
     np.testing.assert_array_equal(got, partner ^ ballots.astype(np.uint32))
+
+
+def test_cvt_to_half_gives_the_canonical_nan():
+    """A NaN narrowed to f16 or bf16 becomes 0x7FFF whatever its sign and payload, as on the GPU
+    (what fp8 encoders that build on the f16 bits rely on)."""
+    nans = np.array([0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFFFFFFF] * (THREADS // 4), np.uint32)
+    for dst in ("f16", "bf16"):
+        got = run(f"mov.b32 %f1, %r2;\ncvt.rn.{dst}.f32 %rs1, %f1;\ncvt.u32.u16 %r4, %rs1;", nans,
+                  np.zeros(THREADS, np.uint32))
+        np.testing.assert_array_equal(got, np.full(THREADS, 0x7FFF, np.uint32))
+
+
+def test_div_approx_flushes_the_reciprocal_of_huge_divisors():
+    """div.approx.f32 is x * (1/y): for 2**126 < |y| the reciprocal is 0, so the quotient is a
+    signed 0, or NaN for an infinite x; div.full.f32 stays accurate there."""
+    x = np.tile(np.array([3.0, -5.0, np.inf, 1.0], np.float32), THREADS // 4)
+    y = np.tile(np.array([-2.0**127, -2.0**127, 3e38, 8.0], np.float32), THREADS // 4)
+    body = "mov.b32 %f1, %r2;\nmov.b32 %f2, %r3;\ndiv.{}.f32 %f3, %f1, %f2;\nmov.b32 %r4, %f3;"
+    approx = run(body.format("approx"), x.view(np.uint32), y.view(np.uint32)).view(np.float32)
+    np.testing.assert_array_equal(approx[:4], np.array([-0.0, 0.0, np.nan, 0.125], np.float32))
+    assert np.signbit(approx[0]) and not np.signbit(approx[1])  # the sign of x * (+-0)
+    full = run(body.format("full"), x.view(np.uint32), y.view(np.uint32)).view(np.float32)
+    np.testing.assert_allclose(full[:4], x[:4].astype(np.float64) / y[:4], rtol=3e-7)
+
+
+RCP64 = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 a, .param .u64 out)
+.maxntid 32, 1, 1
+{
+.reg .b32 %r<2>;
+.reg .b64 %rd<6>;
+.reg .f64 %fd<3>;
+ld.param.u64 %rd1, [a];
+ld.param.u64 %rd2, [out];
+mov.u32 %r1, %tid.x;
+mul.wide.u32 %rd3, %r1, 8;
+add.s64 %rd4, %rd1, %rd3;
+add.s64 %rd5, %rd2, %rd3;
+ld.global.f64 %fd1, [%rd4];
+rcp.approx.ftz.f64 %fd2, %fd1;
+st.global.f64 [%rd5], %fd2;
+ret;
+}
+"""
+
+
+def test_rcp_approx_f64_computes_the_high_word_only():
+    """rcp.approx.ftz.f64 gives the high 32 bits of 1/x (the low word is zero) and flushes a
+    subnormal x to zero (1/x is then infinite)."""
+    x = np.concatenate([np.random.default_rng(1).standard_normal(28) * 1e5, [3.0, -7.0, 2.0**-1030, np.inf]])
+    out = np.full(32, np.nan)
+    run_ptx(RCP64, (1,), [x, out])
+    assert ((out.view(np.uint64) & np.uint64(0xFFFFFFFF)) == 0).all()
+    np.testing.assert_allclose(out[:30] * x[:30], 1.0, rtol=2.0**-19)
+    assert np.isinf(out[30]) and out[31] == 0
+
+
+@pytest.mark.parametrize("pair,fp8", [("e4m3x2", f8e4nv), ("e5m2x2", f8e5)])
+def test_cvt_widens_an_fp8_pair_into_a_half_pair(pair, fp8):
+    """cvt.rn.f16x2.e4m3x2 d, a: byte i of the 16-bit source becomes half i of d (exact)."""
+    a = np.random.default_rng(2).integers(0, 1 << 16, THREADS).astype(np.uint32)
+    got = run(f"cvt.u16.u32 %rs1, %r2;\ncvt.rn.f16x2.{pair} %r4, %rs1;", a, np.zeros(THREADS, np.uint32))
+    for shift in (0, 8):
+        half = (got >> (2 * shift) & 0xFFFF).astype(np.uint16).view(np.float16)
+        want = from_bits((a >> shift & 0xFF).astype(np.uint8), fp8).astype(np.float16)
+        np.testing.assert_array_equal(half, want)  # NaN where the code is a NaN

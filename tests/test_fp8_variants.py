@@ -2,7 +2,7 @@
 every code decoded to fp16/bf16/fp32/fp64, conversions from wider floats and integers
 (round to nearest even with saturation and the NaN code for the fnuz formats; Triton's
 clamp-and-round-half-away rule for e4b15), arithmetic rounded once per result, constants,
-and dot (operands upcast to fp16). Kernels run on the interpreter, on the simt interpreter
+and dot (operands upcast to fp16). Kernels run on the interpreter, on tile.emulator
 through the GPU lowering (sm_80 and sm_90a, where PTX has no instruction for these formats)
 and, marked gpu, on a real GPU. References are computed here from the format definitions.
 """
@@ -292,7 +292,7 @@ def cast_rtz_kernel(x_ptr, out_ptr):
     tl.store(out_ptr, tl.load(x_ptr).to(out_ptr.dtype.element_ty, fp_downcast_rounding="rtz"))
 
 
-# ------------------------------------------------------ the GPU lowering on the simt interpreter
+# ------------------------------------------------------ the GPU lowering on tile.emulator
 
 
 def _cast_ir(src: str, dst: str, target: str) -> str:

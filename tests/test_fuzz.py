@@ -3,8 +3,8 @@ near-miss kernels that must fail with a CompilationError naming their line.
 
 Each generated program runs on the interpreter against its model; every kernel the
 interpreter compiles is also compiled to PTX for sm_80, sm_90 and sm_90a and assembled with
-ptxas (tests/conftest.py's every_kernel_assembles), and a slice is lowered to simt IR and run on
-tests/simt_interp.py. Anything but a matching result is a failure: an internal error in any
+ptxas (tests/conftest.py's every_kernel_assembles), and a slice is lowered to simt IR whose PTX runs
+on tile.emulator. Anything but a matching result is a failure: an internal error in any
 stage is a compiler bug.
 
 The default run is a fixed-seed slice sized for CI. TILE_FUZZ_EXAMPLES=N runs N programs per
@@ -62,9 +62,9 @@ def test_the_model_notices_a_wrong_element(interpret, program):
 
 @fuzz_settings(8)
 @given(program=programs(max_ops=8))
-def test_lowered_programs_match_their_model_on_the_simt_interpreter(interpret, program):
+def test_lowered_programs_match_their_model_on_the_emulator(interpret, program):
     problems = harness.mismatches(program, harness.run_simt(program))
-    assert not problems, "simt interpreter differs from the model:\n" + "\n".join(problems) + f"\n{program}"
+    assert not problems, "emulator differs from the model:\n" + "\n".join(problems) + f"\n{program}"
 
 
 @fuzz_settings(60)

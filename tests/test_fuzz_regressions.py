@@ -2,7 +2,7 @@
 
 Each runs on the interpreter against NumPy; tests/conftest.py also compiles it to PTX for
 sm_80, sm_90 and sm_90a and assembles it with ptxas, and where the bug was in lowering the
-simt IR runs on tests/simt_interp.py too.
+simt IR's PTX runs on tile.emulator too.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The whole gpu pipeline on whole kernels: verified gpu IR, coalesced 16-byte accesses, no
 conversion through shared memory except where data must change threads (a transpose), and the
-right numbers when the result is lowered and run on the simt interpreter (which also reports
+right numbers when the result is lowered and run on tile.emulator (which also reports
 shared-memory races, so missing barriers fail)."""
 from __future__ import annotations
 
@@ -576,16 +576,16 @@ def test_frontend_kernels_through_the_pipeline():
         assert vectors(func) and all(v == 4 for v in vectors(func))
 
 
-# ------------------------------------------------------------------ running on the simt interpreter
+# ------------------------------------------------------------------ running on tile.emulator
 
 RNG = np.random.default_rng(0)
 
 
 @pytest.fixture(scope="module")
 def simt():
-    """run(text, grid, args, num_warps) -> (machine, device args), and read(machine, dev, like)."""
-    pytest.importorskip("simt_interp")
-    codegen_util = pytest.importorskip("codegen_util")
+    """run(text, grid, args, num_warps) -> (the emulated run, its args), and read(run, arg, like):
+    the kernel's PTX on tile.emulator."""
+    import codegen_util
     from tile.codegen.lower import lower_to_simt
 
     def run(text: str, grid, args, num_warps: int = 4):

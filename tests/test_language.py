@@ -1,6 +1,8 @@
 """tile.language against NumPy: memory with masks, elementwise arithmetic over dtypes, scalars,
 math functions and casts. Kernels run through `kernel[grid](...)` on the arrays the `arrays`
-fixture makes (NumPy on the interpreter here; other fixtures can put them on a GPU).
+fixture makes: NumPy arrays on the block interpreter; NumPy arrays on tile.emulator, which runs
+the kernel's compiled sm_80 PTX on the CPU (marked `emulator`: `-m "not emulator"` leaves them
+out); GPU arrays on the PTX backend (marked `gpu`). Every test checks each against NumPy.
 
 Helpers used by the other test_language_*.py files live here too (`arrays`, `bf16_bits`...).
 """
@@ -42,11 +44,26 @@ class GpuArrays(HostArrays):
         return tile.to_device(np.ascontiguousarray(a), dtype)
 
 
-@pytest.fixture(params=["numpy", pytest.param("gpu", marks=pytest.mark.gpu)])
-def arrays(request, monkeypatch):
+class EmulatedArrays(HostArrays):
+    """Kernel arguments as NumPy arrays, run as the kernel's compiled PTX on tile.emulator."""
+
+    name = "emulator"
+
+
+@pytest.fixture(params=["numpy", pytest.param("emulator", marks=pytest.mark.emulator),
+                        pytest.param("gpu", marks=pytest.mark.gpu)])
+def arrays(request, monkeypatch, emulator_target):
     if request.param == "numpy":
         monkeypatch.setenv("TILE_INTERPRET", "1")  # NumPy arrays run on the interpreter, also on GPU machines
         return HostArrays()
+    if request.param == "emulator":
+        from tile import compiler
+
+        monkeypatch.delenv("TILE_INTERPRET", raising=False)
+        monkeypatch.setenv("TILE_EMULATE", "1")
+        monkeypatch.setenv("TILE_EMULATE_TARGET", emulator_target)
+        monkeypatch.setattr(compiler, "_device_target", lambda: compiler.INTERPRETER)  # emulate on GPU machines too
+        return EmulatedArrays()
     monkeypatch.delenv("TILE_INTERPRET", raising=False)
     return GpuArrays()
 

@@ -1,6 +1,6 @@
 """The remaining names of triton.language and of the triton module, with Triton's semantics:
 
-map_elementwise (per-element control flow; interpreter, simt interpreter, GPU), early returns
+map_elementwise (per-element control flow; interpreter, emulator, GPU), early returns
 inside `if`, assume (interpreter check, divisibility for the axis analysis), target_info
 (answers for the target compiled for), constexpr_function, must_use_result, tl.const
 pointers, TRITON_MAX_TENSOR_NUMEL, tl.condition, tl.add/sub/mul with sanitize_overflow,
@@ -37,7 +37,7 @@ def line_of(kernel, offset: int) -> int:
 
 
 def simt_launch(kernel, args: list, meta: dict, num_warps: int = 4) -> tuple:
-    """Compile `kernel` for sm_90a, lower it to simt IR and run it on the simt interpreter."""
+    """Compile `kernel` for sm_90a, lower it to simt IR and run it on tile.emulator."""
     spec, runtime = kernel.specialize(args, meta)
     func = kernel.build_ir(spec, "sm_90a", {"num_warps": num_warps})
     PassManager(tile_passes()).run(func)

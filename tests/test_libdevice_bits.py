@@ -3,8 +3,9 @@
 
 References are independent of the code under test: rounded results come from exact rational
 arithmetic (fractions.Fraction) and stepping along the float grid; integer functions from
-Python integers. The kernels run through the `arrays` fixture: on the interpreter here, and
-(marker `gpu`) on a GPU, where every correctly rounded function must agree bit for bit.
+Python integers. The kernels run through the `arrays` fixture: on the interpreter, as sm_80 PTX
+on tile.emulator (marker `emulator`), and (marker `gpu`) on a GPU, where every correctly rounded
+function must agree bit for bit.
 """
 from __future__ import annotations
 

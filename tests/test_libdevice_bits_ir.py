@@ -1,6 +1,6 @@
 """The IR under libdevice_bits: the verifier's rules for rounding modes and the new ops,
 canonicalize folding them exactly (IR text in, IR text out), and their lowering: the PTX
-instructions they print and the simt interpreter running the lowered kernels against the
+instructions they print and tile.emulator running the lowered kernels against the
 tile interpreter, bit for bit."""
 from __future__ import annotations
 
@@ -182,7 +182,7 @@ def test_sad_prints_sad() -> None:
     assert "\tsad.u32 " in emit_ptx(_simt(["sad"], [x, x, x]))
 
 
-def _simt_vs_interpreter(names, args, out_dtype) -> None:
+def _emulated_vs_interpreted(names, args, out_dtype) -> None:
     n = len(args[0])
     operands = list(args) + [args[0]] * (3 - len(args))
     out = poison((len(names), n), out_dtype)
@@ -199,27 +199,28 @@ def _simt_vs_interpreter(names, args, out_dtype) -> None:
     (["add_rd", "sub_ru", "mul_rz", "div_rd", "fma_ru", "remainder", "nextafter", "fdim"], np.float32, np.float32),
     (["add_ru", "div_rz", "mul_rd", "fmod", "copysign", "remainder"], np.float64, np.float64),
 ])
-def test_lowered_float_functions_on_the_simt_interpreter(names, dtype, out) -> None:
+def test_lowered_float_functions_on_the_emulator(names, dtype, out) -> None:
     a, b = float_pairs(dtype, 100)
     a, b = np.resize(a, 256), np.resize(b, 256)
     if "fma_ru" in names:
-        _simt_vs_interpreter([x for x in names if x != "fma_ru"], [a, b], out)
-        _simt_vs_interpreter(["fma_ru"], [a, b, np.roll(a, 1)], out)
+        _emulated_vs_interpreted([x for x in names if x != "fma_ru"], [a, b], out)
+        _emulated_vs_interpreted(["fma_ru"], [a, b, np.roll(a, 1)], out)
     else:
-        _simt_vs_interpreter(names, [a, b], out)
+        _emulated_vs_interpreted(names, [a, b], out)
 
 
-def test_lowered_conversions_and_bit_functions_on_the_simt_interpreter() -> None:
+def test_lowered_conversions_and_bit_functions_on_the_emulator() -> None:
     f = np.resize(float_pairs(np.float32, 64)[0], 128)
-    _simt_vs_interpreter(["float2int_rn", "float2int_rd", "float2uint_ru", "ilogb", "isnan", "signbit"], [f], np.int32)
-    _simt_vs_interpreter(["float2ll_ru", "float2ull_rd", "llround"], [f], np.int64)
+    _emulated_vs_interpreted(["float2int_rn", "float2int_rd", "float2uint_ru", "ilogb", "isnan", "signbit"], [f],
+                             np.int32)
+    _emulated_vs_interpreted(["float2ll_ru", "float2ull_rd", "llround"], [f], np.int64)
     big = np.resize(int_values("int64", 100), 128)
-    _simt_vs_interpreter(["ll2float_rn", "ll2float_rz", "ll2float_rd", "ll2float_ru"], [big], np.float32)
-    _simt_vs_interpreter(["clz", "popc", "ffs"], [big], np.int32)
-    _simt_vs_interpreter(["brev"], [big], np.int64)
-    _simt_vs_interpreter(["mulhi"], [big, np.roll(big, 1)], np.int64)
+    _emulated_vs_interpreted(["ll2float_rn", "ll2float_rz", "ll2float_rd", "ll2float_ru"], [big], np.float32)
+    _emulated_vs_interpreted(["clz", "popc", "ffs"], [big], np.int32)
+    _emulated_vs_interpreted(["brev"], [big], np.int64)
+    _emulated_vs_interpreted(["mulhi"], [big, np.roll(big, 1)], np.int64)
     x = np.resize(int_values("int32", 100), 128)
-    _simt_vs_interpreter(["mul24", "mulhi", "hadd", "rhadd"], [x, np.roll(x, 3)], np.int32)
-    _simt_vs_interpreter(["byte_perm"], [x, np.roll(x, 3), np.roll(x, 7)], np.int32)
+    _emulated_vs_interpreted(["mul24", "mulhi", "hadd", "rhadd"], [x, np.roll(x, 3)], np.int32)
+    _emulated_vs_interpreted(["byte_perm"], [x, np.roll(x, 3), np.roll(x, 7)], np.int32)
     u = x.view(np.uint32)
-    _simt_vs_interpreter(["sad"], [u, np.roll(u, 1), np.roll(u, 2)], np.uint32)
+    _emulated_vs_interpreted(["sad"], [u, np.roll(u, 1), np.roll(u, 2)], np.uint32)

@@ -1,5 +1,5 @@
 """libdevice through the GPU code generator, without a GPU: a kernel of representative functions
-is lowered to simt IR and run on the simt interpreter (tests/simt_interp.py), whose fma is fused
+is lowered to simt IR and its PTX run on tile.emulator, whose fma is fused
 like the GPU's. It covers the parts of the library that the plain arithmetic of the other tests
 does not: 64-bit integer products and variable shifts (Payne-Hanek reduction of huge arguments),
 the block-wide branch around that slow path, runtime loops bounded by a block reduction (jn),
@@ -34,7 +34,7 @@ def codegen_kernel(x_ptr, n_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_representative_functions_on_the_simt_interpreter(dtype):
+def test_representative_functions_on_the_emulator(dtype):
     rng = np.random.default_rng(11)
     # x: half moderate, half huge (the Payne-Hanek path); u in (-1, 1)
     x = np.concatenate([rng.uniform(0.1, 30.0, BLOCK // 2), np.exp(rng.uniform(5, 80, BLOCK // 2))]).astype(dtype)

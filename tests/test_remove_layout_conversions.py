@@ -1,7 +1,7 @@
 """Chains that mix element widths: coalescing gives a data-flow group of accesses one layout, and
 the conversions that stay move to the narrow side of casts (IR text in, IR text out); then the
 benchmarks' layer norm (fp16 x, f32 or fp16 w and b) through the whole pipeline: one layout,
-16-byte accesses, no spills, and the right numbers on the simt interpreter."""
+16-byte accesses, no spills, and the right numbers on tile.emulator."""
 from __future__ import annotations
 
 import re

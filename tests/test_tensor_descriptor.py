@@ -1,7 +1,7 @@
 """Tensor descriptors: tl.make_tensor_descriptor, desc.load / desc.store (and the functional
 builtins), host TensorDescriptor arguments, tt.descriptor_load / tt.descriptor_store in tile IR
 (verifier, interpreter), the expand-descriptors pass (IR text in and out), codegen on the
-simt interpreter, tile.set_allocator, and the errors of Triton's rules."""
+emulator, tile.set_allocator, and the errors of Triton's rules."""
 from __future__ import annotations
 
 import numpy as np
@@ -25,6 +25,10 @@ from tile.tools.tensor_descriptor import TensorDescriptor
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 RNG = np.random.default_rng(17)
 X = np.zeros((16, 16), np.float32)
+
+# The emulator param runs these kernels' sm_90a PTX: descriptors become TMA copies, through the
+# host's tensor maps or those the kernel writes with tensormap.replace.
+pytestmark = pytest.mark.emulate_on("sm_90a")
 
 
 def values(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
@@ -146,7 +150,7 @@ def test_copy(arrays, shape, block) -> None:
     np.testing.assert_array_equal(arrays.get(od), np.abs(a))
 
 
-def test_copy_on_the_simt_interpreter() -> None:
+def test_copy_on_the_emulator() -> None:
     m, n = 24, 40
     a = values(RNG, (m, n), "float32") - 2
     out = poison((m, n), "float32")
@@ -194,7 +198,7 @@ def test_host_descriptor_load(arrays, dtype: str) -> None:
     np.testing.assert_array_equal(arrays.get(od), x[bm:2 * bm, 2 * bn:3 * bn])
 
 
-def test_host_descriptor_on_the_simt_interpreter() -> None:
+def test_host_descriptor_on_the_emulator() -> None:
     bm, bn = 8, 32
     x = values(RNG, (bm * 3, bn * 4), "float32")
     out = poison((bm, bn), "float32")

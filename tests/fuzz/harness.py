@@ -1,5 +1,5 @@
 """Running generated programs: as a module file, on the interpreter, to PTX through ptxas, on
-the simt interpreter, and on a GPU; and comparing memory with the program's NumPy model."""
+tile.emulator, and on a GPU; and comparing memory with the program's NumPy model."""
 from __future__ import annotations
 
 import hashlib
@@ -95,7 +95,7 @@ def assemble(program: Program, target: str) -> None:
 
 
 def run_simt(program: Program, target: str = "sm_90a") -> list[np.ndarray]:
-    """Lower for `target` and run the simt IR on tests/simt_interp.py."""
+    """Lower for `target` and run the PTX of the simt IR on tile.emulator."""
     from codegen_util import result, run
     from tile.codegen.lower import lower_to_simt
     from tile.opt.gpu_pipeline import gpu_passes

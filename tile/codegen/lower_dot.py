@@ -15,9 +15,9 @@ After (per thread, for each 16x8 tile of the warp and each k-step of 16):
     mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f9, ...}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, ...};
 
 The registers of each instruction come from the layouts alone (`mma_plan`): in thread 0 every
-register of C, A and B sits at one slot of one fragment (tables in tests/simt_interp_tc.py and
-the PTX ISA), which gives its tile; the plan is checked against every lane of every warp
-(each warp may hold other tiles, but the A, B and C tiles of one instruction must agree in
+register of C, A and B sits at one slot of one fragment (the PTX ISA's tables, written out in
+tile/emulator/ptx_isa_tc.py), which gives its tile; the plan is checked against every lane of
+every warp (each warp may hold other tiles, but the A, B and C tiles of one instruction must agree in
 each warp and cover K once). f16/bf16 -> m16n8k16, f32 -> m16n8k8 .tf32 (operands rounded
 with cvt.rna; "tf32x3" splits each operand into a big and a small tf32 part and issues three
 mma), i8/u8 -> m16n8k32 .s32. An f16 accumulator goes through f32 around the mma. Operand

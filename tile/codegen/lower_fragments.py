@@ -2,7 +2,7 @@
 wgmma's A-from-registers path (lower_wgmma).
 
 An m16n8k16 fragment is a fixed pattern of (row, column) offsets per lane and register slot
-(the PTX ISA's figures for mma.m16n8k16; tables in tests/simt_interp_tc.py). `mma_fragments`
+(the PTX ISA's figures for mma.m16n8k16, written out in tile/emulator/ptx_isa_tc.py). `mma_fragments`
 finds, from a layout's element coordinates alone, which registers of each thread form which
 fragment and where each fragment sits in each warp:
 

@@ -222,6 +222,12 @@ def _lower_local_alloc(ctx: Lowering, op: Operation) -> None:
     ctx.set(op.result, [addr])
 
 
+def _aligned_values(ctx: Lowering, base: Value, elem_bytes: int) -> int:
+    """How many elements one access may move from a buffer at `base`: a vector access must be
+    aligned to its size, and a buffer's offset may be aligned to less than 16 bytes."""
+    return max(1, min(16, ctx.smem_align.get(base, 16) // elem_bytes))
+
+
 @lowers("gpu.local_store")
 def _lower_local_store(ctx: Lowering, op: Operation) -> None:
     buf, x = op.operands
@@ -233,7 +239,7 @@ def _lower_local_store(ctx: Lowering, op: Operation) -> None:
         vals = [select(ctx, v, ctx.const(1, u8), ctx.const(0, u8)) for v in vals]
     owner = ctx.owner_pred(info)
     canon = info.canonical_regs()
-    vec = shared_vector(offsets, span, nbytes, max_values=16)
+    vec = shared_vector(offsets, span, nbytes, max_values=_aligned_values(ctx, base, nbytes))
     moved_t, count, per = split_access(u8 if el == i1 else el, vec)
     _guard_pending_scratch(ctx)
     for r in range(0, info.num_regs, vec):
@@ -255,7 +261,7 @@ def lower_local_load(ctx: Lowering, op: Operation) -> None:
     el = element_type(t)
     info, offsets, span, thread_bytes, nbytes = _shared_access(ctx, buf, t)
     base = ctx.get(buf)[0]
-    vec = shared_vector(offsets, span, nbytes, max_values=16)
+    vec = shared_vector(offsets, span, nbytes, max_values=_aligned_values(ctx, base, nbytes))
     mem_el = u8 if el == i1 else el
     moved_t, count, per = split_access(mem_el, vec)
     _guard_pending_scratch(ctx)

@@ -29,6 +29,11 @@ copy's PTX line.
 group, a TMA store its shared source until a cp.async.bulk.wait_group retires its bulk
 group: a write of those bytes earlier (a store, a cp.async or TMA load into a stage still
 being read) is an error naming the reader's PTX line and the wait it needs.
+
+*Proxy fences.* A thread's shared-memory stores are made by the generic proxy; wgmma and TMA
+stores read through the async proxy, which sees them only after the storing thread's
+fence.proxy.async. A wgmma or TMA store reading a byte whose store was not fenced so is an
+error naming the store's PTX line (a cp.async landing is not such a store).
 """
 from __future__ import annotations
 
@@ -57,6 +62,8 @@ class SharedChecks:
         self.reads_committed: dict[str, list[list[np.ndarray]]] = {"wgmma": [], "bulk": []}
         self.copies_in_flight = 0  # copies issued and not landed: while 0, no byte is in flight
         self.async_reads = 0  # byte sets of asynchronous readers not retired
+        self.unfenced = np.full(nbytes, NOBODY, np.int32)  # the thread of a store not yet followed by its proxy fence
+        self.any_unfenced = False
         self.epoch = np.zeros(ctas, np.int32)
         self.synced = np.zeros(threads, np.int32)
         self.enabled = True
@@ -115,6 +122,9 @@ class SharedChecks:
         if write:
             self.writer[b], self.write_instr[b], self.write_epoch[b] = who, m.pc, cta_epoch
             self.reader[b] = NOBODY
+            if threads is None:  # a store of the generic proxy (a cp.async landing is no store of the thread)
+                self.unfenced[b] = tb
+                self.any_unfenced = True
         else:
             fresh = (r == NOBODY) | (r == who) | (read_epoch < cta_epoch)
             self.reader[b] = np.where(fresh, who, SEVERAL)
@@ -159,8 +169,25 @@ class SharedChecks:
             self.copies_in_flight += 1
 
     # ---------------------------------------------------------------- asynchronous readers
+    def proxy_fence(self, threads: np.ndarray) -> None:
+        """fence.proxy.async by `threads`: their earlier stores are visible to the async proxy."""
+        if self.any_unfenced:
+            self.unfenced[np.isin(self.unfenced, threads)] = NOBODY
+            self.any_unfenced = bool((self.unfenced != NOBODY).any())
+
     def async_read(self, m: Any, kind: str, byte_idx: np.ndarray) -> None:
-        """A wgmma (kind "wgmma") or TMA store ("bulk") reads these bytes until its group retires."""
+        """A wgmma (kind "wgmma") or TMA store ("bulk") reads these bytes until its group retires.
+        Bytes a thread stored must have been fenced by it (fence.proxy.async) first."""
+        if self.enabled and self.any_unfenced:
+            writer = self.unfenced[byte_idx]
+            hit = writer != NOBODY
+            if hit.any():
+                k = int(np.flatnonzero(hit)[0])
+                store = m.kernel.instrs[int(self.write_instr[byte_idx[k]])]
+                self.enabled = False
+                raise m.error(f"{m.ins.opcode} reads shared address {int(byte_idx[k]) % m.smem.size}, which "
+                              f"{describe(m, int(writer[k]))} stored at {store.source.describe()} with no "
+                              f"fence.proxy.async after it: the async proxy may not see the store", 0)
         if self.enabled:
             self.async_reader[byte_idx] = m.pc
             self.reads_open[kind].append(byte_idx)

@@ -150,6 +150,15 @@ def _tracer(log: Trace, chosen: Sequence[tuple[int, int]], ctas: np.ndarray, gri
 # ------------------------------------------------------------------ tile kernels
 
 
+def _aligned_scratch(nbytes: int) -> np.ndarray:
+    """`nbytes` zeroed bytes at an address aligned as the allocator's scratch is."""
+    from ..runtime.allocation import SCRATCH_ALIGNMENT
+
+    raw = np.zeros(nbytes + SCRATCH_ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % SCRATCH_ALIGNMENT
+    return raw[start:start + nbytes]
+
+
 class EmulatorBackend:
     """The backend of a kernel compiled for a PTX target and run on the emulator."""
 
@@ -159,7 +168,13 @@ class EmulatorBackend:
 
     def run(self, grid: Any, args: Sequence[Any], trace: Optional[Sequence[tuple[int, int]]] = None
             ) -> Optional[Trace]:
+        """Run on `args`; a kernel with global scratch (its in-kernel tensor maps) gets a zeroed
+        host buffer of `global_scratch_bytes` per program as its last argument, as a launch does."""
         md = self.metadata
+        per_program = md.get("global_scratch_bytes", 0)
+        if per_program:
+            gx, gy, gz = grid3(grid)
+            args = [*args, _aligned_scratch(per_program * gx * gy * gz)]
         return run_ptx(self.ptx, grid, args, md["name"], md["threads"], md["shared_bytes"], md["arg_kinds"],
                        max_steps=self.max_steps, trace=trace)
 

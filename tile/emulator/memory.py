@@ -161,13 +161,16 @@ class GlobalMemory:
                 typed[idx] = vals[:, 0]
 
 
+UNWRITTEN_SHARED_BYTE = 0xCD  # what fresh shared memory holds: never read it as zeros by luck
+
+
 class SharedMemory:
     """The shared memory of a batch of CTAs: `size` bytes each."""
 
     def __init__(self, ctas: int, size: int):
         self.size = -(-size // 16) * 16
         self.data = np.zeros(max(ctas * self.size, 16), np.uint8)
-        self.data[:] = 0xCD  # never read uninitialised shared memory as zeros by luck
+        self.data[:] = UNWRITTEN_SHARED_BYTE
         self._typed: dict[int, np.ndarray] = {}
 
     def typed(self, width: int) -> np.ndarray:

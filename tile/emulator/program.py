@@ -90,6 +90,7 @@ class Kernel:
     # registers some predicated instruction writes: a thread whose predicate was false reads an
     # undefined value there (zeros here), which a GPU kernel may compute with and then discard
     guarded_writes: frozenset = frozenset()
+    ptx_version: tuple[int, int] = (0, 0)  # the module's .version
 
 
 @dataclass
@@ -107,3 +108,4 @@ class Module:
     globals: dict[str, GlobalData]
     dynamic_shared: Optional[str]  # the name of the `.extern .shared` array, if any
     dynamic_shared_align: int = 16
+    ptx_version: tuple[int, int] = (0, 0)

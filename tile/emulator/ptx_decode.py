@@ -310,6 +310,7 @@ def _decode(text: str) -> Module:
             if builder is not None:
                 raise PtxSyntaxError(builder.kernel.name, "an .entry inside a kernel body", _source(st))
             builder = _KernelBuilder(*_entry_header(st))
+            builder.kernel.ptx_version = module.ptx_version
             continue
         if st.kind == "open":
             depth += 1
@@ -362,7 +363,10 @@ def _module_statement(module: Module, st: _Statement) -> None:
         return
     if words[0] == ".target":
         module.target = words[1].rstrip(",")
-    elif words[0] in (".version", ".address_size"):
+    elif words[0] == ".version":
+        major, _, minor = words[1].partition(".")
+        module.ptx_version = (int(major), int(minor or 0))
+    elif words[0] == ".address_size":
         return
     elif words[:2] == [".extern", ".shared"]:
         m = _ARRAY_DECL.search(st.text)

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..ir.types import DType, bf16, f8e4nv, f8e5, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from ..runtime.interp_dtypes import cast, from_bits, to_bits
+from ..runtime.interp_bits import rcp64h
 from ..runtime.interp_rounding import ROUND_TO_INTEGRAL, rounded_binary, rounded_fma, rounded_sqrt
 from .machine import BARRIER, BRANCH, EXIT, NP_TYPE, OP, TYPE_BITS, UNSIGNED, Machine
 from .program import Instr
@@ -242,6 +243,10 @@ def _div(m: Machine, ins: Instr) -> None:
         if "ftz" in ins.mods:
             x, y = flush(x), flush(y)
         r = (np.asarray(x, np.float64) / np.asarray(y, np.float64)).astype(np.float32)
+        if "approx" in ins.mods:  # computed as x * (1/y), and 1/y is a signed 0 for |y| > 2**126 (the ISA's rule)
+            ys = np.asarray(y, np.float32)
+            flushed = np.asarray(x, np.float32) * np.copysign(np.float32(0), ys)
+            r = np.where(np.abs(ys) > np.float32(2.0 ** 126), flushed, r).astype(np.float32)
         if "ftz" in ins.mods:
             r = flush(r)
     else:
@@ -476,13 +481,16 @@ def _decode_cvt(ins: Instr) -> Any:
     dst, src = ins.types
     if dst == "tf32" and (src != "f32" or "rna" not in ins.mods):
         raise ValueError("tf32 conversions supported: cvt.rna.tf32.f32")
-    if dst.endswith("x2") and len(ins.operands) != 3:
-        raise ValueError("a conversion into a pair takes two sources")
+    if dst.endswith("x2") and len(ins.operands) != (2 if src.endswith("x2") else 3):
+        raise ValueError("a conversion into a pair takes two sources, or one pair")
     if dst[0] == "f" and src[0] in "su" and not any(x in ins.mods for x in ROUNDINGS):
         raise ValueError("integer to float conversions need a rounding modifier (.rn, .rz, .rm, .rp)")
     if dst[0] in "su" and src[0] == "f" and not any(x in ins.mods for x in INTEGRAL):
         raise ValueError("float to integer conversions need an integer rounding modifier (.rni, .rzi, .rmi, .rpi)")
     return None
+
+
+_CANONICAL_NAN = {"f16": np.uint16(0x7FFF), "bf16": np.uint16(0x7FFF)}
 
 
 def convert(bits: Any, src: str, dst: str, ins: Instr) -> Any:
@@ -505,6 +513,8 @@ def convert(bits: Any, src: str, dst: str, ins: Instr) -> Any:
     if "relu" in ins.mods:
         out = np.where(np.isnan(out) | (out < 0), 0, out)
     result = to_bits(np.asarray(out), d)
+    if s.is_floating and s.bits > d.bits and dst in _CANONICAL_NAN:  # a narrowing cvt drops a NaN's sign and payload
+        result = np.where(np.isnan(np.asarray(values)), _CANONICAL_NAN[dst], result).astype(result.dtype)
     return result.view(NP_TYPE[dst]) if TYPE_BITS[dst] > 8 else result
 
 
@@ -517,7 +527,7 @@ def _cvt(m: Machine, ins: Instr) -> None:
         r = np.where(finite, (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000), bits)
         m.write(ins.operands[0], r.astype(np.uint32), "b32")
         return
-    if dst.endswith("x2"):  # two sources: the first into the upper half
+    if dst.endswith("x2") and not src.endswith("x2"):  # two sources: the first into the upper half
         elem = dst[:-2]
         hi, lo = (convert(m.read(o, f"b{TYPE_BITS[src]}"), src, elem, ins) for o in ins.operands[1:3])
         w = TYPE_BITS[elem]
@@ -584,6 +594,8 @@ def _special(m: Machine, ins: Instr) -> None:
         else:
             r = np.divide(NP_TYPE[t](1), x) if mode == "rn" else \
                 rounded_binary("arith.div", np.ones_like(np.asarray(x)), np.asarray(x), DTYPE[t], mode)
+    elif ins.opcode == "rcp" and t == "f64":  # the ISA's rcp.approx.ftz.f64: the high word of 1/x only
+        r = rcp64h(np.asarray(x, np.float64))
     else:
         r = _APPROX[ins.opcode](np.asarray(x, np.float64))
     r = np.asarray(r).astype(NP_TYPE[t])

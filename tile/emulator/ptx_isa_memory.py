@@ -347,11 +347,29 @@ def _decode_bar(ins: Instr) -> Any:
     return arrive, len(ins.operands) == 2
 
 
+def _fence(m: Machine, ins: Instr) -> None:
+    """Fences order nothing more in the emulator's sequentially consistent memory, but
+    fence.proxy.async makes the thread's shared-memory writes visible to the async proxy
+    (wgmma operand reads, TMA stores), which the checks track."""
+    if "proxy" in ins.mods and "async" in ins.mods and "global" not in ins.mods:
+        m.checks.proxy_fence(m.positions())
+
+
+def _decode_fence(ins: Instr) -> Any:
+    """fence and fence.proxy.async; fence.proxy.tensormap::generic.release / .acquire [map], 128."""
+    tensormap = "tensormap::generic" in ins.mods
+    facts((), ("sc", "acq_rel", "gpu", "cta", "sys", "proxy", "async", "shared::cta", "global", "alias") +
+          (("tensormap::generic", "release", "acquire") if tensormap else ()), count=0,
+          operands=None if tensormap else 0)(ins)
+    if tensormap and len(ins.operands) not in (0, 2):
+        raise ValueError("fence.proxy.tensormap::generic takes no operands, or [map] and its size")
+    return None
+
+
 ISA["bar"] = OpDef(_bar_sync, _decode_bar, BARRIER)
 ISA["barrier"] = OpDef(_bar_sync, _decode_bar, BARRIER)
 ISA["membar"] = OpDef(_no_op, facts((), ("gl", "cta", "sys"), count=0, operands=0))
-ISA["fence"] = OpDef(_no_op, facts((), ("sc", "acq_rel", "gpu", "cta", "sys", "proxy", "async", "shared::cta",
-                                        "global", "alias"), count=0, operands=0))
+ISA["fence"] = OpDef(_fence, _decode_fence)
 ISA["bra"] = OpDef(_no_op, facts((), ("uni",), count=0), BRANCH)
 ISA["ret"] = OpDef(_no_op, facts((), ("uni",), count=0, operands=0), EXIT)
 ISA["exit"] = OpDef(_no_op, facts((), (), count=0, operands=0), EXIT)

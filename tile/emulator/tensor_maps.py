@@ -12,6 +12,11 @@ cp.async.bulk.tensor reads them back from the parameter's bytes:
 
     emulator_tensor_map(TensorDescriptor.from_tensor(a, [64, 64]))     # -> 128 bytes
     decode_tensor_map(raw)                                              # -> TensorMap
+
+A kernel that makes its own maps (tl.make_tensor_descriptor on sm_90a) zeroes 128 bytes of
+global memory and fills them with tensormap.replace, one field at a time; `replace_field` writes
+each field where this format keeps it (the element type's code in the padding at 116, for the
+fill that follows it).
 """
 from __future__ import annotations
 
@@ -74,6 +79,49 @@ def decode_tensor_map(raw: bytes) -> TensorMap:
     return TensorMap(address, eb, tuple(sizes[:rank]), tuple(strides[:rank]), tuple(box[:rank]), swizzle, fields[20])
 
 
+# tensormap.replace's elemtype codes (PTX ISA, "Tensor-map"), as cuTensorMapEncodeTiled's names
+ELEMTYPES = ("UINT8", "UINT16", "UINT32", "INT32", "UINT64", "INT64", "FLOAT16", "FLOAT32", "FLOAT32_FTZ",
+             "FLOAT64", "BFLOAT16")
+SWIZZLE_MODES = (0, 32, 64, 128)  # tensormap.replace's swizzle_mode codes -> span in bytes
+_ELEMTYPE_AT = 116
+
+
+def replace_field(raw: bytearray, name: str, args: list[int], stride_unit: int) -> None:
+    """tensormap.replace.tile.`name` on the 128 bytes `raw`: `args` are (dimension, value) for
+    per-dimension fields, (value,) otherwise; global strides count `stride_unit` bytes (16 for
+    PTX ISA 8.5 and older). ValueError for a field or value the emulator does not model."""
+    value = args[-1]
+    if name == "global_address":
+        struct.pack_into("<4sQ", raw, 0, MAGIC, 0)
+        struct.pack_into("<Q", raw, 8, value)
+    elif name == "rank":
+        raw[4] = value + 1
+    elif name == "box_dim":
+        struct.pack_into("<I", raw, 96 + 4 * args[0], value)
+    elif name == "global_dim":
+        struct.pack_into("<Q", raw, 16 + 8 * args[0], value)
+    elif name == "global_stride":  # dimension i's stride is that of dimension i + 1
+        struct.pack_into("<Q", raw, 64 + 8 * args[0], value * stride_unit)
+    elif name == "elemtype":
+        if value >= len(ELEMTYPES):
+            raise ValueError(f"element type code {value} is not modelled")
+        raw[5] = ELEMENT_BYTES.get(ELEMTYPES[value], 4)
+        struct.pack_into("<Q", raw, 56, raw[5])
+        raw[_ELEMTYPE_AT] = value
+    elif name == "swizzle_mode":
+        if value >= len(SWIZZLE_MODES):
+            raise ValueError(f"swizzle mode {value} is not modelled")
+        struct.pack_into("<H", raw, 6, SWIZZLE_MODES[value])
+    elif name == "fill_mode":
+        kind = ELEMTYPES[raw[_ELEMTYPE_AT]].replace("_FTZ", "")
+        struct.pack_into("<Q", raw, 120, NAN_BITS.get(kind, 0) if value else 0)
+    elif name in ("element_stride", "interleave_layout"):
+        if value != (1 if name == "element_stride" else 0):
+            raise ValueError(f"{name} {value} is not modelled (only {1 if name == 'element_stride' else 0})")
+    else:
+        raise ValueError(f"the field {name} is not modelled")
+
+
 emulator_tensor_map = TensorMapCache(encode=encode_for_emulator)
 
-__all__ = ["TensorMap", "encode_for_emulator", "decode_tensor_map", "emulator_tensor_map"]
+__all__ = ["TensorMap", "encode_for_emulator", "decode_tensor_map", "emulator_tensor_map", "replace_field"]
