@@ -186,6 +186,19 @@ def _vector_float(w, ins):
     w.write(ins.defs[0], isa.bits(isa.VECTOR_FLOAT[ins.opcode](*(isa.f32(w.read(o)) for o in ins.uses))))
 
 
+@_executes("v_div_scale_f32")
+def _div_scale(w, ins):
+    scaled, flag = isa.div_scale(*(isa.f32(w.read(o)) for o in ins.uses))
+    w.write(ins.defs[0], isa.bits(scaled))
+    w.vcc = np.where(w.exec, flag, False)
+
+
+@_executes("v_div_fmas_f32")
+def _div_fmas(w, ins):
+    """Reads vcc without naming it (the VOP3 encoding has no field for it)."""
+    w.write(ins.defs[0], isa.bits(isa.div_fmas(*(isa.f32(w.read(o)) for o in ins.uses), w.vcc)))
+
+
 @_executes(*isa.VECTOR_INT)
 def _vector_int(w, ins):
     value = np.asarray(isa.VECTOR_INT[ins.opcode](*(w.read(o) for o in ins.uses))).astype(np.uint64)

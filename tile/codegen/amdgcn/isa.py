@@ -162,6 +162,12 @@ def _rows() -> list[InstrInfo]:
                  "v_add_f32", "v_sub_f32", "v_mul_f32", "v_min_f32", "v_max_f32"):
         add(name, "VOP2" if not name.startswith("v_mul_") or name == "v_mul_f32" else "VOP3", "vdst | src src", "valu")
     add("v_fma_f32", "VOP3", "vdst | src src src", "valu")
+    # the steps of IEEE f32 division (CDNA3 ISA 6, VOP3): scale (VCC: only one operand was
+    # scaled), fma with that scale undone (reads VCC without naming it: VCC takes the constant
+    # bus, so its sources are VGPRs), and the special cases' fix-up
+    add("v_div_scale_f32", "VOP3", "vdst vcc | src src src", "valu")
+    add("v_div_fmas_f32", "VOP3", "vdst | vsrc vsrc vsrc", "valu")
+    add("v_div_fixup_f32", "VOP3", "vdst | src src src", "valu")
     add("v_bfe_i32", "VOP3", "vdst | src src src", "valu")
     add("v_bfe_u32", "VOP3", "vdst | src src src", "valu")
     add("v_readfirstlane_b32", "VOP1", "sdst | vsrc", "valu")

@@ -645,6 +645,8 @@ class Selector:
             self.sel_f64(op)
         elif t.name == "f32" and op.name == "arith.div" and op.attrs.get("approx"):
             self.divide_approx(op.result, a, b)
+        elif t.name == "f32" and op.name == "arith.div" and op.attrs.get("rounding") in (None, "rn"):
+            self.divide_f32(op.result, a, b)
         else:
             raise self.unsupported(op, f"on {t}")
 
@@ -751,6 +753,45 @@ class Selector:
         else:
             self.values[op.result] = result
 
+    def divide_f32(self, result: Value, a: Value, b: Value) -> None:
+        """a / b correctly rounded. v_div_scale_f32 keeps the operands where a reciprocal and its
+        residuals are normal (VCC: only one was scaled); a Newton step refines r ~ 1/d, and since
+        v_rcp_f32 may err by a whole ulp (CDNA3 ISA 6.2), which a Newton step can leave on the
+        wrong side of a tie, r and its neighbour towards 1/d are compared by their residuals
+        1 - d * r (exact in an fma) so that r = RN(1/d); then q = n * r corrected twice by its
+        residual n - d * q is the correctly rounded quotient (Markstein's theorem), the last
+        correction rounded once with the scale undone by v_div_fmas_f32; v_div_fixup_f32 answers
+        zeros, infinities and NaNs. The sequence follows LLVM's AMDGPU backend plus the
+        neighbour test. The VALU instructions between the VCC write and v_div_fmas_f32 cover
+        its 4 wait states."""
+        num, den = self.to_vgpr(self.operand(a)), self.to_vgpr(self.operand(b))
+        v = lambda: self.new("v").all()  # noqa: E731
+        den_scaled, num_scaled, rcp, neg_den, e, r0, e0, step, r_other, e_other = (v() for _ in range(10))
+        size0, size_other, r, q0, t0, q1, t1, q = (v() for _ in range(8))
+        towards, nearer = self.new("s", 2).all(), self.new("s", 2).all()
+        one, magnitude = Imm(0x3F800000, "1.0", True), Imm(0x7FFFFFFF, "0x7fffffff", False)
+        self.valu("v_div_scale_f32", [den_scaled, VCC], [den, den, num])
+        self.valu("v_div_scale_f32", [num_scaled, VCC], [num, den, num])
+        self.valu("v_rcp_f32", [rcp], [den_scaled])
+        self.valu("v_xor_b32", [neg_den], [Imm(0x80000000, "0x80000000", False), den_scaled])
+        self.valu("v_fma_f32", [e], [neg_den, rcp, one])
+        self.valu("v_fma_f32", [r0], [e, rcp, rcp])
+        self.valu("v_fma_f32", [e0], [neg_den, r0, one])
+        self.valu("v_cmp_lt_f32", [towards], [Imm.int(0), e0])    # |r0| < |1/d|: the next f32 up in magnitude
+        self.valu("v_cndmask_b32", [step], [Imm.int(-1), Imm.int(1), towards])
+        self.valu("v_add_u32", [r_other], [r0, step])
+        self.valu("v_fma_f32", [e_other], [neg_den, r_other, one])
+        self.valu("v_and_b32", [size0], [magnitude, e0])
+        self.valu("v_and_b32", [size_other], [magnitude, e_other])
+        self.valu("v_cmp_lt_f32", [nearer], [size_other, size0])
+        self.valu("v_cndmask_b32", [r], [r0, r_other, nearer])
+        self.valu("v_mul_f32", [q0], [num_scaled, r])
+        self.valu("v_fma_f32", [t0], [neg_den, q0, num_scaled])
+        self.valu("v_fma_f32", [q1], [t0, r, q0])
+        self.valu("v_fma_f32", [t1], [neg_den, q1, num_scaled])
+        self.valu("v_div_fmas_f32", [q], [t1, r, q1])
+        self.valu("v_div_fixup_f32", [self.result(result, "v")], [q, den, num])
+
     def divide_approx(self, result: Value, a: Value, b: Value) -> None:
         """a / b as a * rcp(b): v_rcp_f32 is within 1 ulp (CDNA3 ISA 6.2), the product within 2."""
         inverse = self.new("v").all()
@@ -809,9 +850,41 @@ class Selector:
         self.valu(_ROUND_F32[op.name], [self.result(op.result, "v")], [self.operand(op.operand(0))])
 
     def sel_sqrt(self, op: Operation) -> None:
-        if op.result.type.name != "f32" or not op.attrs.get("approx"):
-            raise self.unsupported(op, f"on {op.result.type} (only the approximate f32 square root)")
-        self.valu("v_sqrt_f32", [self.result(op.result, "v")], [self.operand(op.operand(0))])
+        if op.result.type.name != "f32" or op.attrs.get("rounding") not in (None, "rn"):
+            raise self.unsupported(op, f"on {op.result.type} (only the f32 square root)")
+        if op.attrs.get("approx"):
+            self.valu("v_sqrt_f32", [self.result(op.result, "v")], [self.operand(op.operand(0))])
+        else:
+            self.sqrt_f32(op.result, op.operand(0))
+
+    def sqrt_f32(self, result: Value, a: Value) -> None:
+        """sqrt(x) correctly rounded (the scheme of LLVM's AMDGPU backend): x below 2^-96 is scaled
+        by 2^32 so that its root is normal; v_sqrt_f32 (within 1 ulp) gives s, and the residuals
+        x - s_down * s and x - s_up * s of its two neighbours (fma: exact) say whether the root lies
+        nearer a neighbour; the root is scaled back by 2^-16. Zeros, infinities and NaNs pass
+        through: their neighbours' residuals are NaN or zero, which neither test takes."""
+        x = self.to_vgpr(self.operand(a))
+        v = lambda: self.new("v").all()  # noqa: E731
+        mask = lambda: self.new("s", 2).all()  # noqa: E731
+        tiny, scaled, sx, s, s_down, s_up, neg_down, neg_up, r_down, r_up, s1, s2, unscaled = (v() for _ in range(13))
+        small, take_down, take_up = mask(), mask(), mask()
+        sign = Imm(0x80000000, "0x80000000", False)
+        self.valu("v_cmp_gt_f32", [small], [Imm(0x0F800000, "0xf800000", False), x])    # 2^-96 > x
+        self.valu("v_mul_f32", [scaled], [Imm(0x4F800000, "0x4f800000", False), x])     # 2^32 x
+        self.valu("v_cndmask_b32", [sx], [x, scaled, small])
+        self.valu("v_sqrt_f32", [s], [sx])
+        self.valu("v_add_u32", [s_down], [Imm.int(-1), s])
+        self.valu("v_add_u32", [s_up], [Imm.int(1), s])
+        self.valu("v_xor_b32", [neg_down], [sign, s_down])
+        self.valu("v_xor_b32", [neg_up], [sign, s_up])
+        self.valu("v_fma_f32", [r_down], [neg_down, s, sx])
+        self.valu("v_fma_f32", [r_up], [neg_up, s, sx])
+        self.valu("v_cmp_ge_f32", [take_down], [Imm.int(0), r_down])
+        self.valu("v_cndmask_b32", [s1], [s, s_down, take_down])
+        self.valu("v_cmp_lt_f32", [take_up], [Imm.int(0), r_up])
+        self.valu("v_cndmask_b32", [s2], [s1, s_up, take_up])
+        self.valu("v_mul_f32", [unscaled], [Imm(0x37800000, "0x37800000", False), s2])   # 2^-16
+        self.valu("v_cndmask_b32", [self.result(result, "v")], [s2, unscaled, small])
 
     def f32_to_bf16(self, result: Value, a: Value) -> None:
         """Round to nearest even by integer arithmetic on the bits (gfx942 has no bf16
