@@ -686,6 +686,8 @@ class Selector:
                 self.salu(scalar_op, [self.result(op.result, "s")], [self.scalar(a), self.half(self.scalar(b), 0)])
             else:
                 self.valu(vector_op, [self.result(op.result, "v")], [self.half(self.operand(b), 0), self.operand(a)])
+        elif op.name == "arith.mul":
+            self.multiply64(op.result, a, b, uniform)
         elif op.name in ("arith.max", "arith.min"):  # no 64-bit min/max instruction: compare and select
             kind = ("i" if signed else "u") + "64"
             mask = self.new("s", 2).all()
@@ -695,6 +697,27 @@ class Selector:
                 self.valu("v_cndmask_b32", [d.dword(i)], [self.half(y, i), self.half(x, i), mask])
         else:
             raise self.unsupported(op, f"on {op.result.type}")
+
+    def multiply64(self, result: Value, a: Value, b: Value, uniform: bool) -> None:
+        """The low 64 bits of a * b (signed or not alike) from 32-bit products:
+        lo(a0 b0) and hi(a0 b0) + lo(a0 b1) + lo(a1 b0) (a1 b1 lies above bit 63)."""
+        if uniform:
+            d, x, y = self.result(result, "s"), self.scalar(a), self.scalar(b)
+            cross0, cross1, high, partial = (self.new("s").all() for _ in range(4))
+            self.salu("s_mul_i32", [d.dword(0)], [self.half(x, 0), self.half(y, 0)])
+            self.salu("s_mul_hi_u32", [high], [self.half(x, 0), self.half(y, 0)])
+            self.salu("s_mul_i32", [cross0], [self.half(x, 0), self.half(y, 1)])
+            self.salu("s_mul_i32", [cross1], [self.half(x, 1), self.half(y, 0)])
+            self.salu("s_add_u32", [partial], [high, cross0])
+            self.salu("s_add_u32", [d.dword(1)], [partial, cross1])
+            return
+        d, x, y = self.result(result, "v"), self.operand(a), self.operand(b)
+        high, cross0, cross1 = (self.new("v").all() for _ in range(3))
+        self.valu("v_mul_lo_u32", [d.dword(0)], [self.half(x, 0), self.half(y, 0)])
+        self.valu("v_mul_hi_u32", [high], [self.half(x, 0), self.half(y, 0)])
+        self.valu("v_mul_lo_u32", [cross0], [self.half(x, 0), self.half(y, 1)])
+        self.valu("v_mul_lo_u32", [cross1], [self.half(x, 1), self.half(y, 0)])
+        self.valu("v_add3_u32", [d.dword(1)], [high, cross0, cross1])
 
     def add64(self, d: Sub, x: Operand, y: Operand, subtract: bool = False) -> None:
         """d = x +/- y on 64-bit values in VGPRs (a carry through vcc)."""

@@ -1,0 +1,59 @@
+"""64-bit integer multiplication on gfx942 (from 32-bit products: no 64 x 64 instruction), per
+lane in VGPRs and for uniform values in SGPRs, run on the emulator against NumPy's wrapping
+int64 and uint64 products."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tile
+import tile.language as tl
+
+from test_amdgcn_sim import run
+
+RNG = np.random.default_rng(64)
+
+
+@tile.jit
+def multiply_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x * y, mask=mask)
+
+
+@tile.jit
+def uniform_multiply_kernel(a, b, out_ptr, BLOCK: tl.constexpr):
+    """A product of two scalar arguments (uniform: SALU), stored per lane."""
+    product = a * b
+    offsets = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, product + offsets)
+
+
+def operands(dtype, n: int) -> np.ndarray:
+    """Both halves of every dword random, and small and negative values among them."""
+    info = np.iinfo(dtype)
+    wide = RNG.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    small = RNG.integers(-5 if info.min else 0, 5, n).astype(dtype)
+    return np.where(RNG.random(n) < 0.8, wide, small)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_multiply_per_lane(dtype):
+    n = 1000
+    x, y = operands(dtype, n), operands(dtype, n)
+    out = np.full(n, 7, dtype)
+    run(multiply_kernel, (x, y, out, n), 4, BLOCK=256)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out, x * y)
+
+
+@pytest.mark.parametrize("a, b", [(3 * 2 ** 40 + 12345, -(2 ** 33) - 7), (-(2 ** 62) + 99, 2 ** 35 + 3),
+                                  (2 ** 63 - 1, 2 ** 63 - 1)])
+def test_multiply_uniform(a, b):
+    out = np.full(64, 7, np.int64)
+    compiled = run(uniform_multiply_kernel, (np.int64(a), np.int64(b), out), 1, num_warps=1, BLOCK=64)
+    assert "s_mul_hi_u32" in compiled.text
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out, np.int64(a) * np.int64(b) + np.arange(64))
