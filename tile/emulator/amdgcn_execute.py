@@ -120,6 +120,19 @@ def _readfirstlane(w, ins):
     w.write(ins.defs[0], int(w.read(ins.uses[0])[lane]))
 
 
+@_executes("v_readlane_b32")
+def _readlane(w, ins):
+    w.write(ins.defs[0], int(w.read(ins.uses[0])[int(w.read(ins.uses[1])[0]) % w.lanes]))
+
+
+@_executes("v_writelane_b32")
+def _writelane(w, ins):
+    """Writes one lane whatever EXEC says (CDNA3 ISA 6: the lane select ignores EXEC)."""
+    lane = np.zeros(w.lanes, bool)
+    lane[int(w.read(ins.uses[1])[0]) % w.lanes] = True
+    w.write(ins.defs[0], w.read(ins.uses[0]), lanes=lane)
+
+
 @_executes("v_add_co_u32", "v_addc_co_u32", "v_sub_co_u32", "v_subb_co_u32")
 def _carry_chain(w, ins):
     a, b = w.read(ins.uses[0]), w.read(ins.uses[1])

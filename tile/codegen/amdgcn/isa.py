@@ -171,6 +171,10 @@ def _rows() -> list[InstrInfo]:
     add("v_bfe_i32", "VOP3", "vdst | src src src", "valu")
     add("v_bfe_u32", "VOP3", "vdst | src src src", "valu")
     add("v_readfirstlane_b32", "VOP1", "sdst | vsrc", "valu")
+    # one lane of a VGPR <-> an SGPR, whatever EXEC says (the lane an inline constant): where
+    # the register allocator keeps SGPRs it spills (CDNA3 ISA 6, VOP3)
+    add("v_readlane_b32", "VOP3", "sdst | vsrc ssrc", "valu")
+    add("v_writelane_b32", "VOP3", "vdst | ssrc ssrc", "valu")
     add("v_lshl_or_b32", "VOP3", "vdst | src src src", "valu")
     add("v_add3_u32", "VOP3", "vdst | src src src", "valu")
     add("v_cndmask_b32", "VOP3", "vdst | src src ssrc2", "valu")

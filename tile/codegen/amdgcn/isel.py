@@ -106,6 +106,12 @@ class Selection:
     lds_bytes: int
     regs: list[Reg] = field(default_factory=list)
 
+    def new(self, bank: str, size: int = 1) -> Reg:
+        """One more virtual register (the register allocator's spill VGPRs and reloads)."""
+        reg = Reg(bank, size, len(self.regs))
+        self.regs.append(reg)
+        return reg
+
 
 # Ops whose result is the same in every lane when their operands are; everything else that
 # produces a value (simt.tid, loads, atomics, shuffles) differs between lanes.
