@@ -152,3 +152,22 @@ def test_09_layer_norm_backward(gfx942_launches, rows, cols, group):
               "layer_norm_bwd_dwdb_kernel")
     if (rows, cols) == (48, 300):
         assert "v_writelane_b32" in gfx942_launches["layer_norm_bwd_dwdb_kernel"]
+
+
+@needs_llvm
+@pytest.mark.parametrize("n_rows, n_cols", [(1151, 8192), (4096, 1000)])
+def test_09_compiles_at_the_gpu_sizes(n_rows, n_cols):
+    """The sizes main() checks on a GPU (too slow to emulate): compiled and assembled."""
+    t = tutorial("09_layer_norm_backward")
+    block, num_warps = t.launch_config(n_cols, 2)
+    groups = t.group_size(n_cols, n_rows)
+    h, w, f = np.ones((n_rows, n_cols), np.float16), np.ones(n_cols, np.float16), np.ones(n_rows, np.float32)
+    partial, locks = np.ones((groups, n_cols), np.float32), np.zeros(2 * groups, np.int32)
+    texts = [tile.dump(t.layer_norm_fwd_kernel, h, h, w, w, f, f, n_cols, n_cols, 1e-5, BLOCK_SIZE_N=block,
+                       num_warps=num_warps, stage="amdgcn", target="gfx942"),
+             tile.dump(t.layer_norm_bwd_dx_fused_kernel, h, h, partial, partial, h, w, f, f, locks, n_cols, n_cols,
+                       GROUP_SIZE_M=groups, BLOCK_SIZE_N=block, num_warps=num_warps, stage="amdgcn", target="gfx942"),
+             tile.dump(t.layer_norm_bwd_dwdb_kernel, partial, partial, w, w, groups, n_cols, BLOCK_SIZE_M=32,
+                       BLOCK_SIZE_N=128, stage="amdgcn", target="gfx942")]
+    for text in texts:
+        assert assemble(str(text), "gfx942")[:4] == b"\x7fELF"
