@@ -694,6 +694,8 @@ class Selector:
                 self.valu(vector_op, [self.result(op.result, "v")], [self.half(self.operand(b), 0), self.operand(a)])
         elif op.name == "arith.mul":
             self.multiply64(op.result, a, b, uniform)
+        elif op.name in ("arith.div", "arith.rem"):
+            self.divide_int64(op)
         elif op.name in ("arith.max", "arith.min"):  # no 64-bit min/max instruction: compare and select
             kind = ("i" if signed else "u") + "64"
             mask = self.new("s", 2).all()
@@ -724,6 +726,71 @@ class Selector:
         self.valu("v_mul_lo_u32", [cross0], [self.half(x, 0), self.half(y, 1)])
         self.valu("v_mul_lo_u32", [cross1], [self.half(x, 1), self.half(y, 0)])
         self.valu("v_add3_u32", [d.dword(1)], [high, cross0, cross1])
+
+    def divide_int64(self, op: Operation) -> None:
+        """64-bit integer division or remainder (truncating; the remainder has the dividend's
+        sign), by restoring division: a loop of 64 steps, each shifting the next bit of the
+        dividend into the remainder and subtracting the divisor where it fits, setting that
+        quotient bit. Signed: on magnitudes, signs restored after. A zero divisor gives a
+        quotient of all ones and the dividend as remainder (as the 32-bit division does)."""
+        x, y = (self.to_vgpr(self.operand(v)) for v in op.operands)
+        signed = _signed(op.result.type)
+        v2, v1 = (lambda: self.new("v", 2).all()), (lambda: self.new("v").all())  # noqa: E731
+        if signed:
+            signs, magnitudes = [], []
+            for value in (x, y):
+                sign, magnitude = v1(), v2()
+                self.valu("v_ashrrev_i32", [sign], [Imm.int(31), self.half(value, 1)])
+                self.negate_where_signed(magnitude, value, sign)
+                signs.append(sign)
+                magnitudes.append(magnitude)
+            x, y = magnitudes
+        dividend, remainder, quotient = v2(), v2(), v2()
+        for d in range(2):
+            self.valu("v_mov_b32", [dividend.dword(d)], [self.half(x, d)])
+            self.valu("v_mov_b32", [remainder.dword(d)], [Imm.int(0)])
+            self.valu("v_mov_b32", [quotient.dword(d)], [Imm.int(0)])
+        self.forget_recent()
+        steps = self.new("s").all()
+        self.salu("s_mov_b32", [steps], [Imm.int(64)])
+        self.loops += 1
+        top = Label(f".Ldivide{self.loops}")
+        self.emit("label", [], [top])
+        next_bit, difference, quotient_bit = v1(), v2(), v1()
+        fits = self.new("s", 2).all()
+        self.valu("v_lshrrev_b32", [next_bit], [Imm.int(31), dividend.dword(1)])
+        self.valu("v_lshlrev_b64", [remainder], [Imm.int(1), remainder])
+        self.valu("v_or_b32", [remainder.dword(0)], [remainder.dword(0), next_bit])
+        self.valu("v_lshlrev_b64", [dividend], [Imm.int(1), dividend])
+        self.valu("v_lshlrev_b64", [quotient], [Imm.int(1), quotient])
+        self.valu("v_cmp_ge_u64", [fits], [remainder, y])
+        self.add64(difference, remainder, y, subtract=True)
+        for d in range(2):
+            self.valu("v_cndmask_b32", [remainder.dword(d)], [remainder.dword(d), difference.dword(d), fits])
+        self.valu("v_or_b32", [quotient_bit], [Imm.int(1), quotient.dword(0)])
+        self.valu("v_cndmask_b32", [quotient.dword(0)], [quotient.dword(0), quotient_bit, fits])
+        self.salu("s_sub_u32", [steps], [steps, Imm.int(1)])
+        self.salu("s_cmp_lg_u32", [], [steps, Imm.int(0)])
+        self.emit("s_cbranch_scc1", [], [top])
+        self.forget_recent()
+        result = quotient if op.name == "arith.div" else remainder
+        if not signed:
+            self.values[op.result] = result
+            return
+        sign = signs[0]
+        if op.name == "arith.div":
+            sign = v1()
+            self.valu("v_xor_b32", [sign], [signs[0], signs[1]])
+        self.negate_where_signed(self.result(op.result, "v"), result, sign)
+
+    def negate_where_signed(self, d: Sub, value: Operand, sign: Sub) -> None:
+        """d = (value ^ s) - s on 64 bits, s a sign dword (0 or -1) standing for both halves:
+        -value where s is -1, value where 0."""
+        flipped = self.new("v", 2).all()
+        for k in range(2):
+            self.valu("v_xor_b32", [flipped.dword(k)], [self.half(value, k), sign])
+        self.valu("v_sub_co_u32", [d.dword(0), VCC], [flipped.dword(0), sign])
+        self.valu("v_subb_co_u32", [d.dword(1), VCC], [flipped.dword(1), sign, VCC])
 
     def add64(self, d: Sub, x: Operand, y: Operand, subtract: bool = False) -> None:
         """d = x +/- y on 64-bit values in VGPRs (a carry through vcc)."""
