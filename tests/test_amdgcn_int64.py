@@ -1,6 +1,6 @@
-"""64-bit integer multiplication on gfx942 (from 32-bit products: no 64 x 64 instruction), per
-lane in VGPRs and for uniform values in SGPRs, run on the emulator against NumPy's wrapping
-int64 and uint64 products."""
+"""64-bit integer arithmetic on gfx942, run on the emulator: multiplication (from 32-bit products:
+no 64 x 64 instruction), per lane in VGPRs and for uniform values in SGPRs, against NumPy's
+wrapping products; division and remainder (a 64-step loop) against exact Python integers."""
 from __future__ import annotations
 
 import numpy as np

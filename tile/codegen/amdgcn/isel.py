@@ -37,6 +37,8 @@ warps (each half of a wave64) as ds_bpermute_b32, scf.for with uniform bounds (a
 induction variable and a backward branch), scf.if as EXEC masking without branches, and
 scf.while as a loop that narrows EXEC to the lanes still running.
 
+f32 division and square root round correctly unless marked approximate (divide_f32, sqrt_f32);
+64-bit integers multiply from 32-bit products and divide in a 64-step loop (divide_int64).
 Subnormal f32 and f16 values are kept (the kernel descriptor's denorm modes), f32 -> f16 rounds
 to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of the amount,
 as the hardware does. Global atomics on 32 bits follow the gfx942 memory model (MEMORY_ORDER).
