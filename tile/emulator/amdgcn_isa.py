@@ -195,6 +195,9 @@ VECTOR_FLOAT: dict[str, Callable[..., np.ndarray]] = {
     "v_fma_f32": fma_rounded_once, "v_div_fixup_f32": div_fixup,
     "v_rcp_f32": worst_reciprocal, "v_rsq_f32": lambda a: np.float32(1) / np.sqrt(a),
     "v_exp_f32": np.exp2, "v_log_f32": np.log2, "v_sqrt_f32": worst_sqrt,
+    # the argument in revolutions: sin(2 pi x) (CDNA3 ISA 6.2: valid for |x| <= 256)
+    "v_sin_f32": lambda a: np.sin(2 * np.pi * a.astype(np.float64)),
+    "v_cos_f32": lambda a: np.cos(2 * np.pi * a.astype(np.float64)),
     "v_floor_f32": np.floor, "v_ceil_f32": np.ceil, "v_trunc_f32": np.trunc, "v_rndne_f32": np.rint,
 }
 # f64 arithmetic on float64 lanes

@@ -154,7 +154,7 @@ def _rows() -> list[InstrInfo]:
     for name in ("v_add_f64", "v_mul_f64", "v_min_f64", "v_max_f64"):   # double rate on CDNA3
         add(name, "VOP3", "vdst2 | src2 src2", "valu")
     add("v_fma_f64", "VOP3", "vdst2 | src2 src2 src2", "valu")
-    for name in ("v_rcp_f32", "v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sqrt_f32"):
+    for name in ("v_rcp_f32", "v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sqrt_f32", "v_sin_f32", "v_cos_f32"):
         add(name, "VOP1", "vdst | src", "trans")
     for name in ("v_add_u32", "v_sub_u32", "v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32",
                  "v_and_b32", "v_or_b32", "v_xor_b32", "v_lshlrev_b32", "v_lshrrev_b32", "v_ashrrev_i32",

@@ -56,6 +56,7 @@ import numpy as np
 
 from ...ir.core import Operation, Value
 from ...ir.types import DType, PointerType, i1
+from ..math_lib import INV_TWO_PI
 from .isa import DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_OFFSET_RANGE, INLINE_FLOATS, MFMA_SHAPES, info
 from .mir import EXEC, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
@@ -1002,6 +1003,11 @@ class Selector:
             self.divide_approx(op.result, *op.operands)
         elif fn in _APPROX:
             self.valu(_APPROX[fn], [self.result(op.result, "v")], [self.operand(op.operand(0))])
+        elif fn in ("sin", "cos"):   # v_sin_f32 / v_cos_f32 take revolutions: x / (2 pi), x in [-pi, pi] here
+            revolutions = self.new("v").all()
+            inverse = struct.unpack("<I", struct.pack("<f", INV_TWO_PI))[0]
+            self.valu("v_mul_f32", [revolutions], [Imm(inverse, hex(inverse), False), self.operand(op.operand(0))])
+            self.valu(f"v_{fn}_f32", [self.result(op.result, "v")], [revolutions])
         else:
             raise self.unsupported(op, f"fn = {fn}")
 
