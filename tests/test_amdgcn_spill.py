@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tile.codegen.amdgcn.isa import SGPR_LIMIT
-from tile.codegen.amdgcn.mir import Imm, MInst, Reg, Sub
+from tile.codegen.amdgcn.mir import Imm, MInst, Reg
 from tile.codegen.amdgcn.regalloc import allocate, allocate_spilling, live_intervals
 from tile.codegen.target import TargetResourceError
 

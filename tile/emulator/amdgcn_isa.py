@@ -6,7 +6,7 @@ and barriers are the machine's. Semantics follow the AMD Instinct MI300 ISA refe
 ISA"): chapter 4 (SALU), 6 (VALU), 7 (MFMA), 9 (global atomics).
 
     SCALAR_BINARY["s_addc_u32"](a, b, scc) -> (result, new SCC or None)
-    VECTOR_FLOAT["v_fma_f32"](a, b, c)     -> float32 lanes (one rounding: products in float64)
+    VECTOR_FLOAT["v_fma_f32"](a, b, c)     -> float32 lanes (rounded once: fma_rounded_once)
 """
 from __future__ import annotations
 
