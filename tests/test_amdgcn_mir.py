@@ -265,10 +265,9 @@ def test_address_scale_must_be_a_power_of_two():
         emit_amdgcn(func, "gfx942")
 
 
-def test_ieee_division_is_not_selected_yet():
-    body = '  %t = simt.tid : i32\n  %f = simt.cvt %t {rnd = "rn"} : f32\n  %d = arith.div %f, %f : f32'
-    func = parse_op(_simt("%p: ptr<f32>, %q: i32", body))
-    with pytest.raises(UnsupportedOnTarget, match=r"arith\.div on f32"):
+def test_f64_division_is_not_selected_yet():
+    func = parse_op(_simt("%p: ptr<f32>, %q: f64", "  %d = arith.div %q, %q : f64"))
+    with pytest.raises(UnsupportedOnTarget, match=r"arith\.div on f64"):
         emit_amdgcn(func, "gfx942")
 
 

@@ -120,6 +120,19 @@ def _readfirstlane(w, ins):
     w.write(ins.defs[0], int(w.read(ins.uses[0])[lane]))
 
 
+@_executes("v_readlane_b32")
+def _readlane(w, ins):
+    w.write(ins.defs[0], int(w.read(ins.uses[0])[int(w.read(ins.uses[1])[0]) % w.lanes]))
+
+
+@_executes("v_writelane_b32")
+def _writelane(w, ins):
+    """Writes one lane whatever EXEC says (CDNA3 ISA 6: the lane select ignores EXEC)."""
+    lane = np.zeros(w.lanes, bool)
+    lane[int(w.read(ins.uses[1])[0]) % w.lanes] = True
+    w.write(ins.defs[0], w.read(ins.uses[0]), lanes=lane)
+
+
 @_executes("v_add_co_u32", "v_addc_co_u32", "v_sub_co_u32", "v_subb_co_u32")
 def _carry_chain(w, ins):
     a, b = w.read(ins.uses[0]), w.read(ins.uses[1])
@@ -184,6 +197,19 @@ def _cndmask(w, ins):
 @_executes(*isa.VECTOR_FLOAT)
 def _vector_float(w, ins):
     w.write(ins.defs[0], isa.bits(isa.VECTOR_FLOAT[ins.opcode](*(isa.f32(w.read(o)) for o in ins.uses))))
+
+
+@_executes("v_div_scale_f32")
+def _div_scale(w, ins):
+    scaled, flag = isa.div_scale(*(isa.f32(w.read(o)) for o in ins.uses))
+    w.write(ins.defs[0], isa.bits(scaled))
+    w.vcc = np.where(w.exec, flag, False)
+
+
+@_executes("v_div_fmas_f32")
+def _div_fmas(w, ins):
+    """Reads vcc without naming it (the VOP3 encoding has no field for it)."""
+    w.write(ins.defs[0], isa.bits(isa.div_fmas(*(isa.f32(w.read(o)) for o in ins.uses), w.vcc)))
 
 
 @_executes(*isa.VECTOR_INT)

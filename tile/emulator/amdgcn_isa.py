@@ -6,7 +6,7 @@ and barriers are the machine's. Semantics follow the AMD Instinct MI300 ISA refe
 ISA"): chapter 4 (SALU), 6 (VALU), 7 (MFMA), 9 (global atomics).
 
     SCALAR_BINARY["s_addc_u32"](a, b, scc) -> (result, new SCC or None)
-    VECTOR_FLOAT["v_fma_f32"](a, b, c)     -> float32 lanes (one rounding: products in float64)
+    VECTOR_FLOAT["v_fma_f32"](a, b, c)     -> float32 lanes (rounded once: fma_rounded_once)
 """
 from __future__ import annotations
 
@@ -85,13 +85,119 @@ def worst_reciprocal(a: np.ndarray) -> np.ndarray:
     return np.where(below.astype(np.float64) == exact, below, np.nextafter(below, np.float32(np.inf)))
 
 
+def worst_sqrt(a: np.ndarray) -> np.ndarray:
+    """v_sqrt_f32 as badly as its 1-ulp bound allows (CDNA3 ISA 6.2), like worst_reciprocal:
+    exact squares stay exact, every other root lands on the f32 just under one ulp above."""
+    exact = np.sqrt(a.astype(np.float64))
+    near = exact.astype(np.float32)
+    below = np.where(near.astype(np.float64) > exact, np.nextafter(near, np.float32(0)), near)
+    return np.where(below.astype(np.float64) == exact, below, np.nextafter(below, np.float32(np.inf)))
+
+
+def fma_rounded_once(a: np.ndarray, b: np.ndarray, c: np.ndarray, scale: object = 1.0) -> np.ndarray:
+    """fma(a, b, c) * scale on float32 lanes with one rounding (scale a power of two). The product
+    is exact in float64; the sum is rounded to odd there (of the two float64 neighbours of the
+    exact sum, the one with an odd last bit), which float64's 29 spare bits make round to f32
+    exactly as the exact sum would, denormal results included."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        product = a.astype(np.float64) * b.astype(np.float64)
+        c64 = c.astype(np.float64)
+        total = product + c64
+        back = total - product   # two-sum: the sum's rounding error, exactly
+        error = (product - (total - back)) + (c64 - back)
+        inexact = np.isfinite(total) & (error != 0)
+        neighbour = np.nextafter(total, np.where(error > 0, np.inf, -np.inf))
+        odd = np.where(total.view(np.uint64) & np.uint64(1), total, neighbour)
+        return (np.where(inexact, odd, total) * scale).astype(np.float32)
+
+
+def _exponent(x: np.ndarray) -> np.ndarray:
+    """The biased exponent field of f32 lanes (0 for zeros and denormals, 255 for inf and NaN)."""
+    return (bits(x) >> np.uint32(23) & np.uint32(0xFF)).astype(np.int64)
+
+
+def _is_denormal(x: np.ndarray) -> np.ndarray:
+    return (x != 0) & (np.abs(x.astype(np.float64)) < 2.0 ** -126)
+
+
+def div_scale(s0: np.ndarray, den: np.ndarray, num: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """v_div_scale_f32 D, VCC = S0, S1 (denominator), S2 (numerator) (CDNA3 ISA 6, VOP3b): the
+    operand S0 (either the numerator or the denominator) scaled by 2^+-64 so that the
+    reciprocal, the residuals and the quotient of the division sequence stay normal. Both
+    operands are scaled alike (the quotient unchanged) for a denormal or huge denominator or a
+    tiny numerator; only one (VCC set, v_div_fmas_f32 scales back) when the quotient itself
+    would overflow or be denormal. The cases are tried in order, the first that holds decides;
+    a zero operand gives NaN (v_div_fixup_f32 answers it)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        d64, n64 = den.astype(np.float64), num.astype(np.float64)
+        quotient, inverse = np.abs(n64 / d64), np.abs(1.0 / d64)
+    tiny = lambda x: (x != 0) & (x < 2.0 ** -126)   # noqa: E731
+    is_den, is_num = s0 == den, s0 == num
+    up, down = np.float32(2.0 ** 64), np.float32(2.0 ** -64)
+    # (condition, scale of S0, VCC): 1 keeps S0
+    cases = [
+        ((num == 0) | (den == 0), np.float32(np.nan), False),
+        (_exponent(num) - _exponent(den) >= 96, np.where(is_den, up, 1), True),
+        (_is_denormal(den), up, False),
+        (tiny(inverse) & tiny(quotient), np.where(is_den, down, 1), True),
+        (tiny(inverse), down, False),
+        (tiny(quotient), np.where(is_num & ~is_den, up, 1), True),
+        (_exponent(num) <= 23, up, False),
+    ]
+    scale, vcc = np.ones(len(s0), np.float32), np.zeros(len(s0), bool)
+    decided = np.zeros(len(s0), bool)
+    for condition, case_scale, case_vcc in cases:
+        now = condition & ~decided
+        scale = np.where(now, case_scale, scale)
+        vcc |= now & case_vcc
+        decided |= condition
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (s0.astype(np.float64) * scale).astype(np.float32), vcc
+
+
+def div_fmas(a: np.ndarray, b: np.ndarray, c: np.ndarray, vcc: np.ndarray) -> np.ndarray:
+    """v_div_fmas_f32 (CDNA3 ISA 6): fma(a, b, c), rounded once, times 2^64 where VCC is set
+    and the scaled quotient c is at least 2 (v_div_scale_f32 made the denominator larger), 2^-64
+    where VCC is set and c is below 2 (it made the numerator larger)."""
+    scale = np.where(vcc, np.where(_exponent(c) > 127, 2.0 ** 64, 2.0 ** -64), 1.0)
+    return fma_rounded_once(a, b, c, scale)
+
+
+def div_fixup(quotient: np.ndarray, den: np.ndarray, num: np.ndarray) -> np.ndarray:
+    """v_div_fixup_f32 D = S0 (quotient), S1 (denominator), S2 (numerator) (CDNA3 ISA 6): the
+    IEEE answers of the special cases (NaN, 0/0, inf/inf, x/0, inf/y, x/inf, 0/y, a quotient
+    below 2^-150), else the quotient's magnitude with the sign of num / den (an intermediate
+    overflow's NaN: infinity)."""
+    negative = np.signbit(den) ^ np.signbit(num)
+    signed = lambda x: np.where(negative, -np.float32(x), np.float32(x))   # noqa: E731
+    quiet = lambda x: (bits(x) | np.uint32(0x400000)).view(np.float32)   # noqa: E731
+    magnitude = np.abs(quotient)
+    cases = [
+        (np.isnan(num), quiet(num)),
+        (np.isnan(den), quiet(den)),
+        ((den == 0) & (num == 0), np.float32(np.nan)),
+        (np.isinf(den) & np.isinf(num), np.float32(np.nan)),
+        ((den == 0) | np.isinf(num), signed(np.inf)),
+        (np.isinf(den) | (num == 0), signed(0.0)),
+        (_exponent(num) - _exponent(den) < -150, signed(0.0)),
+        (np.isnan(quotient), signed(np.inf)),
+    ]
+    result = np.where(negative, -magnitude, magnitude)
+    for condition, value in reversed(cases):   # the first case that holds wins
+        result = np.where(condition, value, result)
+    return result.astype(np.float32)
+
+
 # f32 arithmetic on float32 lanes
 VECTOR_FLOAT: dict[str, Callable[..., np.ndarray]] = {
     "v_add_f32": np.add, "v_sub_f32": np.subtract, "v_mul_f32": np.multiply,
     "v_min_f32": np.fmin, "v_max_f32": np.fmax,
-    "v_fma_f32": lambda a, b, c: (a.astype(np.float64) * b + c).astype(np.float32),
+    "v_fma_f32": fma_rounded_once, "v_div_fixup_f32": div_fixup,
     "v_rcp_f32": worst_reciprocal, "v_rsq_f32": lambda a: np.float32(1) / np.sqrt(a),
-    "v_exp_f32": np.exp2, "v_log_f32": np.log2, "v_sqrt_f32": np.sqrt,
+    "v_exp_f32": np.exp2, "v_log_f32": np.log2, "v_sqrt_f32": worst_sqrt,
+    # the argument in revolutions: sin(2 pi x) (CDNA3 ISA 6.2: valid for |x| <= 256)
+    "v_sin_f32": lambda a: np.sin(2 * np.pi * a.astype(np.float64)),
+    "v_cos_f32": lambda a: np.cos(2 * np.pi * a.astype(np.float64)),
     "v_floor_f32": np.floor, "v_ceil_f32": np.ceil, "v_trunc_f32": np.trunc, "v_rndne_f32": np.rint,
 }
 # f64 arithmetic on float64 lanes

@@ -22,7 +22,7 @@ from .isa import LDS_BYTES, WAVE_SIZE
 from .isel import Selection, UnsupportedOnTarget, select
 from .kernel_object import ToolNotFound, assemble, kernel_text
 from .mir import MInst, Reg
-from .regalloc import allocate
+from .regalloc import allocate_spilling
 from .waitcnt import insert_nops, insert_waits
 
 TARGETS = tuple(WAVE_SIZE)
@@ -52,8 +52,8 @@ def compile_amdgcn(simt: Operation, target: str) -> AmdgcnKernel:
     sel = select(simt, target)
     if sel.lds_bytes > LDS_BYTES[target]:
         raise TargetResourceError(sel.lds_bytes, LDS_BYTES[target], "shared memory", kernel=sel.name, target=target)
-    assignment = allocate(sel.insts, target, sel.name)
-    insts = insert_nops(insert_waits(sel.insts, assignment), assignment)
+    spilled, assignment = allocate_spilling(sel.insts, sel.new, target, sel.name)
+    insts = insert_nops(insert_waits(spilled, assignment), assignment)
     return AmdgcnKernel(sel, insts, assignment, kernel_text(sel, insts, assignment, target))
 
 

@@ -154,7 +154,7 @@ def _rows() -> list[InstrInfo]:
     for name in ("v_add_f64", "v_mul_f64", "v_min_f64", "v_max_f64"):   # double rate on CDNA3
         add(name, "VOP3", "vdst2 | src2 src2", "valu")
     add("v_fma_f64", "VOP3", "vdst2 | src2 src2 src2", "valu")
-    for name in ("v_rcp_f32", "v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sqrt_f32"):
+    for name in ("v_rcp_f32", "v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sqrt_f32", "v_sin_f32", "v_cos_f32"):
         add(name, "VOP1", "vdst | src", "trans")
     for name in ("v_add_u32", "v_sub_u32", "v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32",
                  "v_and_b32", "v_or_b32", "v_xor_b32", "v_lshlrev_b32", "v_lshrrev_b32", "v_ashrrev_i32",
@@ -162,9 +162,19 @@ def _rows() -> list[InstrInfo]:
                  "v_add_f32", "v_sub_f32", "v_mul_f32", "v_min_f32", "v_max_f32"):
         add(name, "VOP2" if not name.startswith("v_mul_") or name == "v_mul_f32" else "VOP3", "vdst | src src", "valu")
     add("v_fma_f32", "VOP3", "vdst | src src src", "valu")
+    # the steps of IEEE f32 division (CDNA3 ISA 6, VOP3): scale (VCC: only one operand was
+    # scaled), fma with that scale undone (reads VCC without naming it: VCC takes the constant
+    # bus, so its sources are VGPRs), and the special cases' fix-up
+    add("v_div_scale_f32", "VOP3", "vdst vcc | src src src", "valu")
+    add("v_div_fmas_f32", "VOP3", "vdst | vsrc vsrc vsrc", "valu")
+    add("v_div_fixup_f32", "VOP3", "vdst | src src src", "valu")
     add("v_bfe_i32", "VOP3", "vdst | src src src", "valu")
     add("v_bfe_u32", "VOP3", "vdst | src src src", "valu")
     add("v_readfirstlane_b32", "VOP1", "sdst | vsrc", "valu")
+    # one lane of a VGPR <-> an SGPR, whatever EXEC says (the lane an inline constant): where
+    # the register allocator keeps SGPRs it spills (CDNA3 ISA 6, VOP3)
+    add("v_readlane_b32", "VOP3", "sdst | vsrc ssrc", "valu")
+    add("v_writelane_b32", "VOP3", "vdst | ssrc ssrc", "valu")
     add("v_lshl_or_b32", "VOP3", "vdst | src src src", "valu")
     add("v_add3_u32", "VOP3", "vdst | src src src", "valu")
     add("v_cndmask_b32", "VOP3", "vdst | src src ssrc2", "valu")

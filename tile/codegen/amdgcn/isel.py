@@ -37,6 +37,8 @@ warps (each half of a wave64) as ds_bpermute_b32, scf.for with uniform bounds (a
 induction variable and a backward branch), scf.if as EXEC masking without branches, and
 scf.while as a loop that narrows EXEC to the lanes still running.
 
+f32 division and square root round correctly unless marked approximate (divide_f32, sqrt_f32);
+64-bit integers multiply from 32-bit products and divide in a 64-step loop (divide_int64).
 Subnormal f32 and f16 values are kept (the kernel descriptor's denorm modes), f32 -> f16 rounds
 to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of the amount,
 as the hardware does. Global atomics on 32 bits follow the gfx942 memory model (MEMORY_ORDER).
@@ -54,6 +56,7 @@ import numpy as np
 
 from ...ir.core import Operation, Value
 from ...ir.types import DType, PointerType, i1
+from ..math_lib import INV_TWO_PI
 from .isa import DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_OFFSET_RANGE, INLINE_FLOATS, MFMA_SHAPES, info
 from .mir import EXEC, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
@@ -105,6 +108,12 @@ class Selection:
     workgroup_size: int
     lds_bytes: int
     regs: list[Reg] = field(default_factory=list)
+
+    def new(self, bank: str, size: int = 1) -> Reg:
+        """One more virtual register (the register allocator's spill VGPRs and reloads)."""
+        reg = Reg(bank, size, len(self.regs))
+        self.regs.append(reg)
+        return reg
 
 
 # Ops whose result is the same in every lane when their operands are; everything else that
@@ -645,6 +654,8 @@ class Selector:
             self.sel_f64(op)
         elif t.name == "f32" and op.name == "arith.div" and op.attrs.get("approx"):
             self.divide_approx(op.result, a, b)
+        elif t.name == "f32" and op.name == "arith.div" and op.attrs.get("rounding") in (None, "rn"):
+            self.divide_f32(op.result, a, b)
         else:
             raise self.unsupported(op, f"on {t}")
 
@@ -684,6 +695,10 @@ class Selector:
                 self.salu(scalar_op, [self.result(op.result, "s")], [self.scalar(a), self.half(self.scalar(b), 0)])
             else:
                 self.valu(vector_op, [self.result(op.result, "v")], [self.half(self.operand(b), 0), self.operand(a)])
+        elif op.name == "arith.mul":
+            self.multiply64(op.result, a, b, uniform)
+        elif op.name in ("arith.div", "arith.rem"):
+            self.divide_int64(op)
         elif op.name in ("arith.max", "arith.min"):  # no 64-bit min/max instruction: compare and select
             kind = ("i" if signed else "u") + "64"
             mask = self.new("s", 2).all()
@@ -693,6 +708,92 @@ class Selector:
                 self.valu("v_cndmask_b32", [d.dword(i)], [self.half(y, i), self.half(x, i), mask])
         else:
             raise self.unsupported(op, f"on {op.result.type}")
+
+    def multiply64(self, result: Value, a: Value, b: Value, uniform: bool) -> None:
+        """The low 64 bits of a * b (signed or not alike) from 32-bit products:
+        lo(a0 b0) and hi(a0 b0) + lo(a0 b1) + lo(a1 b0) (a1 b1 lies above bit 63)."""
+        if uniform:
+            d, x, y = self.result(result, "s"), self.scalar(a), self.scalar(b)
+            cross0, cross1, high, partial = (self.new("s").all() for _ in range(4))
+            self.salu("s_mul_i32", [d.dword(0)], [self.half(x, 0), self.half(y, 0)])
+            self.salu("s_mul_hi_u32", [high], [self.half(x, 0), self.half(y, 0)])
+            self.salu("s_mul_i32", [cross0], [self.half(x, 0), self.half(y, 1)])
+            self.salu("s_mul_i32", [cross1], [self.half(x, 1), self.half(y, 0)])
+            self.salu("s_add_u32", [partial], [high, cross0])
+            self.salu("s_add_u32", [d.dword(1)], [partial, cross1])
+            return
+        d, x, y = self.result(result, "v"), self.operand(a), self.operand(b)
+        high, cross0, cross1 = (self.new("v").all() for _ in range(3))
+        self.valu("v_mul_lo_u32", [d.dword(0)], [self.half(x, 0), self.half(y, 0)])
+        self.valu("v_mul_hi_u32", [high], [self.half(x, 0), self.half(y, 0)])
+        self.valu("v_mul_lo_u32", [cross0], [self.half(x, 0), self.half(y, 1)])
+        self.valu("v_mul_lo_u32", [cross1], [self.half(x, 1), self.half(y, 0)])
+        self.valu("v_add3_u32", [d.dword(1)], [high, cross0, cross1])
+
+    def divide_int64(self, op: Operation) -> None:
+        """64-bit integer division or remainder (truncating; the remainder has the dividend's
+        sign), by restoring division: a loop of 64 steps, each shifting the next bit of the
+        dividend into the remainder and subtracting the divisor where it fits, setting that
+        quotient bit. Signed: on magnitudes, signs restored after. A zero divisor gives a
+        quotient of all ones and the dividend as remainder (as the 32-bit division does)."""
+        x, y = (self.to_vgpr(self.operand(v)) for v in op.operands)
+        signed = _signed(op.result.type)
+        v2, v1 = (lambda: self.new("v", 2).all()), (lambda: self.new("v").all())  # noqa: E731
+        if signed:
+            signs, magnitudes = [], []
+            for value in (x, y):
+                sign, magnitude = v1(), v2()
+                self.valu("v_ashrrev_i32", [sign], [Imm.int(31), self.half(value, 1)])
+                self.negate_where_signed(magnitude, value, sign)
+                signs.append(sign)
+                magnitudes.append(magnitude)
+            x, y = magnitudes
+        dividend, remainder, quotient = v2(), v2(), v2()
+        for d in range(2):
+            self.valu("v_mov_b32", [dividend.dword(d)], [self.half(x, d)])
+            self.valu("v_mov_b32", [remainder.dword(d)], [Imm.int(0)])
+            self.valu("v_mov_b32", [quotient.dword(d)], [Imm.int(0)])
+        self.forget_recent()
+        steps = self.new("s").all()
+        self.salu("s_mov_b32", [steps], [Imm.int(64)])
+        self.loops += 1
+        top = Label(f".Ldivide{self.loops}")
+        self.emit("label", [], [top])
+        next_bit, difference, quotient_bit = v1(), v2(), v1()
+        fits = self.new("s", 2).all()
+        self.valu("v_lshrrev_b32", [next_bit], [Imm.int(31), dividend.dword(1)])
+        self.valu("v_lshlrev_b64", [remainder], [Imm.int(1), remainder])
+        self.valu("v_or_b32", [remainder.dword(0)], [remainder.dword(0), next_bit])
+        self.valu("v_lshlrev_b64", [dividend], [Imm.int(1), dividend])
+        self.valu("v_lshlrev_b64", [quotient], [Imm.int(1), quotient])
+        self.valu("v_cmp_ge_u64", [fits], [remainder, y])
+        self.add64(difference, remainder, y, subtract=True)
+        for d in range(2):
+            self.valu("v_cndmask_b32", [remainder.dword(d)], [remainder.dword(d), difference.dword(d), fits])
+        self.valu("v_or_b32", [quotient_bit], [Imm.int(1), quotient.dword(0)])
+        self.valu("v_cndmask_b32", [quotient.dword(0)], [quotient.dword(0), quotient_bit, fits])
+        self.salu("s_sub_u32", [steps], [steps, Imm.int(1)])
+        self.salu("s_cmp_lg_u32", [], [steps, Imm.int(0)])
+        self.emit("s_cbranch_scc1", [], [top])
+        self.forget_recent()
+        result = quotient if op.name == "arith.div" else remainder
+        if not signed:
+            self.values[op.result] = result
+            return
+        sign = signs[0]
+        if op.name == "arith.div":
+            sign = v1()
+            self.valu("v_xor_b32", [sign], [signs[0], signs[1]])
+        self.negate_where_signed(self.result(op.result, "v"), result, sign)
+
+    def negate_where_signed(self, d: Sub, value: Operand, sign: Sub) -> None:
+        """d = (value ^ s) - s on 64 bits, s a sign dword (0 or -1) standing for both halves:
+        -value where s is -1, value where 0."""
+        flipped = self.new("v", 2).all()
+        for k in range(2):
+            self.valu("v_xor_b32", [flipped.dword(k)], [self.half(value, k), sign])
+        self.valu("v_sub_co_u32", [d.dword(0), VCC], [flipped.dword(0), sign])
+        self.valu("v_subb_co_u32", [d.dword(1), VCC], [flipped.dword(1), sign, VCC])
 
     def add64(self, d: Sub, x: Operand, y: Operand, subtract: bool = False) -> None:
         """d = x +/- y on 64-bit values in VGPRs (a carry through vcc)."""
@@ -750,6 +851,45 @@ class Selector:
             self.valu("v_sub_u32", [self.result(op.result, "v")], [flipped, sign])   # (v ^ s) - s
         else:
             self.values[op.result] = result
+
+    def divide_f32(self, result: Value, a: Value, b: Value) -> None:
+        """a / b correctly rounded. v_div_scale_f32 keeps the operands where a reciprocal and its
+        residuals are normal (VCC: only one was scaled); a Newton step refines r ~ 1/d, and since
+        v_rcp_f32 may err by a whole ulp (CDNA3 ISA 6.2), which a Newton step can leave on the
+        wrong side of a tie, r and its neighbour towards 1/d are compared by their residuals
+        1 - d * r (exact in an fma) so that r = RN(1/d); then q = n * r corrected twice by its
+        residual n - d * q is the correctly rounded quotient (Markstein's theorem), the last
+        correction rounded once with the scale undone by v_div_fmas_f32; v_div_fixup_f32 answers
+        zeros, infinities and NaNs. The sequence follows LLVM's AMDGPU backend plus the
+        neighbour test. The VALU instructions between the VCC write and v_div_fmas_f32 cover
+        its 4 wait states."""
+        num, den = self.to_vgpr(self.operand(a)), self.to_vgpr(self.operand(b))
+        v = lambda: self.new("v").all()  # noqa: E731
+        den_scaled, num_scaled, rcp, neg_den, e, r0, e0, step, r_other, e_other = (v() for _ in range(10))
+        size0, size_other, r, q0, t0, q1, t1, q = (v() for _ in range(8))
+        towards, nearer = self.new("s", 2).all(), self.new("s", 2).all()
+        one, magnitude = Imm(0x3F800000, "1.0", True), Imm(0x7FFFFFFF, "0x7fffffff", False)
+        self.valu("v_div_scale_f32", [den_scaled, VCC], [den, den, num])
+        self.valu("v_div_scale_f32", [num_scaled, VCC], [num, den, num])
+        self.valu("v_rcp_f32", [rcp], [den_scaled])
+        self.valu("v_xor_b32", [neg_den], [Imm(0x80000000, "0x80000000", False), den_scaled])
+        self.valu("v_fma_f32", [e], [neg_den, rcp, one])
+        self.valu("v_fma_f32", [r0], [e, rcp, rcp])
+        self.valu("v_fma_f32", [e0], [neg_den, r0, one])
+        self.valu("v_cmp_lt_f32", [towards], [Imm.int(0), e0])    # |r0| < |1/d|: the next f32 up in magnitude
+        self.valu("v_cndmask_b32", [step], [Imm.int(-1), Imm.int(1), towards])
+        self.valu("v_add_u32", [r_other], [r0, step])
+        self.valu("v_fma_f32", [e_other], [neg_den, r_other, one])
+        self.valu("v_and_b32", [size0], [magnitude, e0])
+        self.valu("v_and_b32", [size_other], [magnitude, e_other])
+        self.valu("v_cmp_lt_f32", [nearer], [size_other, size0])
+        self.valu("v_cndmask_b32", [r], [r0, r_other, nearer])
+        self.valu("v_mul_f32", [q0], [num_scaled, r])
+        self.valu("v_fma_f32", [t0], [neg_den, q0, num_scaled])
+        self.valu("v_fma_f32", [q1], [t0, r, q0])
+        self.valu("v_fma_f32", [t1], [neg_den, q1, num_scaled])
+        self.valu("v_div_fmas_f32", [q], [t1, r, q1])
+        self.valu("v_div_fixup_f32", [self.result(result, "v")], [q, den, num])
 
     def divide_approx(self, result: Value, a: Value, b: Value) -> None:
         """a / b as a * rcp(b): v_rcp_f32 is within 1 ulp (CDNA3 ISA 6.2), the product within 2."""
@@ -809,9 +949,41 @@ class Selector:
         self.valu(_ROUND_F32[op.name], [self.result(op.result, "v")], [self.operand(op.operand(0))])
 
     def sel_sqrt(self, op: Operation) -> None:
-        if op.result.type.name != "f32" or not op.attrs.get("approx"):
-            raise self.unsupported(op, f"on {op.result.type} (only the approximate f32 square root)")
-        self.valu("v_sqrt_f32", [self.result(op.result, "v")], [self.operand(op.operand(0))])
+        if op.result.type.name != "f32" or op.attrs.get("rounding") not in (None, "rn"):
+            raise self.unsupported(op, f"on {op.result.type} (only the f32 square root)")
+        if op.attrs.get("approx"):
+            self.valu("v_sqrt_f32", [self.result(op.result, "v")], [self.operand(op.operand(0))])
+        else:
+            self.sqrt_f32(op.result, op.operand(0))
+
+    def sqrt_f32(self, result: Value, a: Value) -> None:
+        """sqrt(x) correctly rounded (the scheme of LLVM's AMDGPU backend): x below 2^-96 is scaled
+        by 2^32 so that its root is normal; v_sqrt_f32 (within 1 ulp) gives s, and the residuals
+        x - s_down * s and x - s_up * s of its two neighbours (fma: exact) say whether the root lies
+        nearer a neighbour; the root is scaled back by 2^-16. Zeros, infinities and NaNs pass
+        through: their neighbours' residuals are NaN or zero, which neither test takes."""
+        x = self.to_vgpr(self.operand(a))
+        v = lambda: self.new("v").all()  # noqa: E731
+        mask = lambda: self.new("s", 2).all()  # noqa: E731
+        tiny, scaled, sx, s, s_down, s_up, neg_down, neg_up, r_down, r_up, s1, s2, unscaled = (v() for _ in range(13))
+        small, take_down, take_up = mask(), mask(), mask()
+        sign = Imm(0x80000000, "0x80000000", False)
+        self.valu("v_cmp_gt_f32", [small], [Imm(0x0F800000, "0xf800000", False), x])    # 2^-96 > x
+        self.valu("v_mul_f32", [scaled], [Imm(0x4F800000, "0x4f800000", False), x])     # 2^32 x
+        self.valu("v_cndmask_b32", [sx], [x, scaled, small])
+        self.valu("v_sqrt_f32", [s], [sx])
+        self.valu("v_add_u32", [s_down], [Imm.int(-1), s])
+        self.valu("v_add_u32", [s_up], [Imm.int(1), s])
+        self.valu("v_xor_b32", [neg_down], [sign, s_down])
+        self.valu("v_xor_b32", [neg_up], [sign, s_up])
+        self.valu("v_fma_f32", [r_down], [neg_down, s, sx])
+        self.valu("v_fma_f32", [r_up], [neg_up, s, sx])
+        self.valu("v_cmp_ge_f32", [take_down], [Imm.int(0), r_down])
+        self.valu("v_cndmask_b32", [s1], [s, s_down, take_down])
+        self.valu("v_cmp_lt_f32", [take_up], [Imm.int(0), r_up])
+        self.valu("v_cndmask_b32", [s2], [s1, s_up, take_up])
+        self.valu("v_mul_f32", [unscaled], [Imm(0x37800000, "0x37800000", False), s2])   # 2^-16
+        self.valu("v_cndmask_b32", [self.result(result, "v")], [s2, unscaled, small])
 
     def f32_to_bf16(self, result: Value, a: Value) -> None:
         """Round to nearest even by integer arithmetic on the bits (gfx942 has no bf16
@@ -831,6 +1003,11 @@ class Selector:
             self.divide_approx(op.result, *op.operands)
         elif fn in _APPROX:
             self.valu(_APPROX[fn], [self.result(op.result, "v")], [self.operand(op.operand(0))])
+        elif fn in ("sin", "cos"):   # v_sin_f32 / v_cos_f32 take revolutions: x / (2 pi), x in [-pi, pi] here
+            revolutions = self.new("v").all()
+            inverse = struct.unpack("<I", struct.pack("<f", INV_TWO_PI))[0]
+            self.valu("v_mul_f32", [revolutions], [Imm(inverse, hex(inverse), False), self.operand(op.operand(0))])
+            self.valu(f"v_{fn}_f32", [self.result(op.result, "v")], [revolutions])
         else:
             raise self.unsupported(op, f"fn = {fn}")
 

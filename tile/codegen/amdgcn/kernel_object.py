@@ -46,6 +46,7 @@ def kernel_text(sel: Selection, insts: list[MInst], assignment: dict[Reg, int], 
     vgprs = max(1, registers_used(assignment, "v"))
     sgprs = max(1, registers_used(assignment, "s"))
     uses_vcc = any(o == VCC for i in insts for o in i.defs + i.uses)
+    spilled_sgprs = len({(i.defs[0].reg, i.uses[1].value) for i in insts if i.opcode == "v_writelane_b32"})
     body = print_mir(insts, assignment)
     accum_offset = max(4, -(-vgprs // 4) * 4)
     axes = sel.workgroup_id_axes
@@ -84,7 +85,7 @@ def kernel_text(sel: Selection, insts: list[MInst], assignment: dict[Reg, int], 
         f"    .wavefront_size: {WAVE_SIZE[target]}",
         f"    .sgpr_count: {sgprs + 2 * uses_vcc}",
         f"    .vgpr_count: {vgprs}",
-        "    .sgpr_spill_count: 0",
+        f"    .sgpr_spill_count: {spilled_sgprs}",   # dwords kept in VGPR lanes (regalloc)
         "    .vgpr_spill_count: 0",
         f"    .max_flat_workgroup_size: {sel.workgroup_size}",
         "    .args:" if args else "    .args: []",

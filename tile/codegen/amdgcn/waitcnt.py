@@ -118,7 +118,7 @@ def _valu_sgpr_read(first: MInst, then: MInst, assignment) -> bool:
 
 
 def _valu_then_readfirstlane(first: MInst, then: MInst, assignment) -> bool:
-    return (then.opcode == "v_readfirstlane_b32" and info(first.opcode).is_valu
+    return (then.opcode in ("v_readfirstlane_b32", "v_readlane_b32") and info(first.opcode).is_valu
             and bool(_written(first, assignment) & _read(then, assignment)))
 
 
@@ -154,7 +154,7 @@ HAZARDS = (
     ("a transcendental's result is read next", 1, _trans_use),
     ("a store's data (over 64 bits) is overwritten", 2, _wide_store_data),
     ("a VALU-written SGPR is read by a VALU", 2, _valu_sgpr_read),
-    ("a VALU result is read by v_readfirstlane", 1, _valu_then_readfirstlane),
+    ("a VALU result is read by v_readfirstlane or v_readlane", 1, _valu_then_readfirstlane),
     ("a VALU result is read by an MFMA", 2, _valu_then_mfma),
 ) + tuple((f"the result of a {passes}-pass MFMA is touched", passes + 3, _mfma_result_touched(passes))
           for passes in sorted({shape.passes for shape in MFMA_SHAPES.values()}))

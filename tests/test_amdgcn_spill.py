@@ -1,0 +1,125 @@
+"""SGPR spilling of the gfx942 register allocator: more live SGPR values than s0..s101 go to
+VGPR lanes (v_writelane_b32 after each definition, v_readlane_b32 into a short-lived SGPR before
+each use). Property-tested on random straight-line programs run by a small evaluator of the
+physical registers against the same program on unlimited virtual ones; VGPR exhaustion is
+still OutOfResources."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tile.codegen.amdgcn.isa import SGPR_LIMIT
+from tile.codegen.amdgcn.mir import Imm, MInst, Reg
+from tile.codegen.amdgcn.regalloc import allocate, allocate_spilling, live_intervals
+from tile.codegen.target import TargetResourceError
+
+M32 = (1 << 32) - 1
+
+
+class Registers:
+    """Fresh virtual registers, numbered."""
+
+    def __init__(self):
+        self.made: list[Reg] = []
+
+    def __call__(self, bank: str, size: int = 1) -> Reg:
+        self.made.append(Reg(bank, size, len(self.made)))
+        return self.made[-1]
+
+
+def program(registers: Registers, values: int, picks: list[tuple[int, int]]) -> tuple[list[MInst], Reg]:
+    """`values` SGPRs (a few of them pairs) set to constants, then sums of pairs of them picked
+    by `picks` (each keeps both alive to the end), folded into an accumulator that ends in a VGPR."""
+    defined = []
+    insts = []
+    for k in range(values):
+        reg = registers("s", 2 if k % 7 == 3 else 1)
+        for d in range(reg.size):
+            insts.append(MInst("s_mov_b32", [reg.dword(d)], [Imm.int(1000 + 17 * k + d)]))
+        defined.append(reg)
+    total = registers("s")
+    insts.append(MInst("s_mov_b32", [total.all()], [Imm.int(0)]))
+    for a, b in picks + [(k, k) for k in range(values)]:   # every value is read at the end
+        x, y = defined[a % values], defined[b % values]
+        pair = registers("s")
+        insts.append(MInst("s_add_u32", [pair.all()], [x.dword(x.size - 1), y.dword(0)]))
+        after = registers("s")
+        insts.append(MInst("s_add_u32", [after.all()], [total.all(), pair.all()]))
+        total = after
+    out = registers("v")
+    insts.append(MInst("v_mov_b32", [out.all()], [total.all()]))
+    return insts, out
+
+
+def evaluate(insts: list[MInst], place) -> int:
+    """Runs s_mov_b32, s_add_u32, v_mov_b32 and the lane moves on register cells named by
+    `place(sub, k)`; the last v_mov_b32's value."""
+    cells: dict = {}
+    read = lambda o, k=0: o.value & M32 if isinstance(o, Imm) else cells[place(o, k)]  # noqa: E731
+    result = None
+    for inst in insts:
+        if inst.opcode in ("s_mov_b32", "v_mov_b32"):
+            cells[place(inst.defs[0], 0)] = result = read(inst.uses[0])
+        elif inst.opcode == "s_add_u32":
+            cells[place(inst.defs[0], 0)] = (read(inst.uses[0]) + read(inst.uses[1])) & M32
+        elif inst.opcode == "v_writelane_b32":
+            cells[place(inst.defs[0], 0) + (inst.uses[1].value,)] = read(inst.uses[0])
+        elif inst.opcode == "v_readlane_b32":
+            cells[place(inst.defs[0], 0)] = cells[place(inst.uses[0], 0) + (inst.uses[1].value,)]
+        else:
+            raise AssertionError(inst.opcode)
+    return result
+
+
+def check_no_overlap(insts: list[MInst], assignment: dict[Reg, int], limit: int) -> None:
+    intervals = live_intervals(insts)
+    regs = list(intervals)
+    for i, a in enumerate(regs):
+        if a.bank == "s":
+            assert assignment[a] + a.size <= limit
+        for b in regs[i + 1:]:
+            if a.bank != b.bank:
+                continue
+            cells_a = set(range(assignment[a], assignment[a] + a.size))
+            cells_b = set(range(assignment[b], assignment[b] + b.size))
+            (sa, ea), (sb, eb) = intervals[a], intervals[b]
+            assert not (cells_a & cells_b and sa <= eb and sb <= ea), (a, b)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(80, 200), st.lists(st.tuples(st.integers(0, 500), st.integers(0, 500)), max_size=30))
+def test_spilled_programs_compute_what_the_virtual_ones_do(values, picks):
+    registers = Registers()
+    insts, _ = program(registers, values, picks)
+    expected = evaluate(insts, lambda o, k: ("virtual", o.reg.id, o.start + k))
+    spilled, assignment = allocate_spilling(insts, registers, "gfx942")
+    check_no_overlap(spilled, assignment, SGPR_LIMIT["gfx942"])
+    assert evaluate(spilled, lambda o, k: (o.bank, assignment[o.reg] + o.start + k)) == expected
+    try:
+        allocate(insts, "gfx942")
+        fits = True
+    except TargetResourceError:
+        fits = False
+    assert (spilled == insts) == fits   # spilling only where the SGPRs ran out
+
+
+def test_many_spilled_dwords_take_several_spill_vgprs():
+    registers = Registers()
+    insts, _ = program(registers, 300, [])
+    spilled, assignment = allocate_spilling(insts, registers, "gfx942")
+    spill_vgprs = {i.defs[0].reg for i in spilled if i.opcode == "v_writelane_b32"}
+    assert len(spill_vgprs) >= 3 and max(i.uses[1].value for i in spilled if i.opcode == "v_writelane_b32") < 64
+    assert evaluate(spilled, lambda o, k: (o.bank, assignment[o.reg] + o.start + k)) == \
+        evaluate(insts, lambda o, k: ("virtual", o.reg.id, o.start + k))
+
+
+def test_running_out_of_vgprs_still_fails():
+    registers = Registers()
+    values = [registers("v") for _ in range(300)]
+    insts = [MInst("v_mov_b32", [v.all()], [Imm.int(k)]) for k, v in enumerate(values)]
+    total = registers("v")
+    insts += [MInst("v_add_u32", [total.all()], [v.all(), Imm.int(1)]) for v in values]
+    with pytest.raises(TargetResourceError) as e:
+        allocate_spilling(insts, registers, "gfx942", "big")
+    assert e.value.name == "VGPRs" and e.value.limit == 256 and "big" in str(e.value)
