@@ -38,3 +38,24 @@ def test_cumsum_of_a_dot_result(interpret):
     m, dev, _, runtime = launch(cumsum_of_dot_kernel, (1, 1, 1), [x, np.full_like(out, np.nan)], {"BLOCK": 32},
                                 target="sm_80")
     np.testing.assert_array_equal(out_of(m, dev, runtime, runtime[1]), want)
+
+
+@tile.jit
+def flip_of_one_element_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    top = tl.max(tl.load(x_ptr + tl.arange(0, BLOCK)), axis=0, keep_dims=True)
+    tl.store(out_ptr + tl.arange(0, 1), tl.flip(top, 0))
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_flip_of_a_length_one_dimension(interpret, monkeypatch, target):
+    """tl.flip of a (1,) block reshaped it to the hypercube of its dimension, () here, which
+    reshape refuses ("the shape must be positive compile-time integers, got ()"): reversing
+    one element now gives the block back. Found by tests/test_fuzz_emulator.py."""
+    x = np.random.default_rng(1).integers(-100, 100, 8).astype(np.int32)
+    out = np.full(1, -1, np.int32)
+    flip_of_one_element_kernel[(1,)](x, out, BLOCK=8)
+    np.testing.assert_array_equal(out, [x.max()])
+    monkeypatch.delenv("TILE_INTERPRET")
+    out = np.full(1, -1, np.int32)
+    tile.emulate(flip_of_one_element_kernel, target=target)[(1,)](x, out, BLOCK=8)
+    np.testing.assert_array_equal(out, [x.max()])
