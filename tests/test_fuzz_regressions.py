@@ -59,3 +59,32 @@ def test_flip_of_a_length_one_dimension(interpret, monkeypatch, target):
     out = np.full(1, -1, np.int32)
     tile.emulate(flip_of_one_element_kernel, target=target)[(1,)](x, out, BLOCK=8)
     np.testing.assert_array_equal(out, [x.max()])
+
+
+@tile.jit
+def reduce_then_pipelined_dot_kernel(x_ptr, a_ptr, b_ptr, out_ptr, iters):
+    top = tl.max(tl.load(x_ptr + tl.arange(0, 64)), axis=0, keep_dims=True)
+    acc = tl.zeros((16, 64), tl.float32)
+    for k in range(0, iters):
+        a = tl.load(a_ptr + k * 1024 + tl.arange(0, 16)[:, None] * 64 + tl.arange(0, 64)[None, :])
+        b = tl.load(b_ptr + k * 4096 + tl.arange(0, 64)[:, None] * 64 + tl.arange(0, 64)[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(out_ptr + tl.arange(0, 16)[:, None] * 64 + tl.arange(0, 64)[None, :], acc + top)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_a_pipelined_copy_waits_for_the_readers_of_a_reduce_scratch(target):
+    """The cross-warp max put its result in scratch shared memory that the pipelined loop's
+    buffers reuse; the loop's first cp.async was issued right after the reads of that scratch,
+    with no barrier, so a fast warp could overwrite the max before a slow one read it (the
+    emulator's race check: "writes shared address 0, read by several threads ... with no barrier
+    between"). cp.async and TMA copies now follow a barrier after scratch use, as local stores do."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(64).astype(np.float32)
+    a = (rng.integers(-4, 5, 2048) / 4).astype(np.float32)
+    b = (rng.integers(-4, 5, 8192) / 4).astype(np.float32)
+    out = np.full(1024, np.nan, np.float32)
+    tile.emulate(reduce_then_pipelined_dot_kernel, target=target)[(1,)](x, a, b, out, 2, num_warps=8, num_stages=2)
+    want = sum(a[k * 1024:(k + 1) * 1024].reshape(16, 64).astype(np.float64) @ b[k * 4096:(k + 1) * 4096].reshape(64, 64)
+               for k in range(2)) + x.max()
+    np.testing.assert_allclose(out.reshape(16, 64), want, rtol=1e-6, atol=1e-6)
