@@ -88,3 +88,40 @@ def test_a_pipelined_copy_waits_for_the_readers_of_a_reduce_scratch(target):
     want = sum(a[k * 1024:(k + 1) * 1024].reshape(16, 64).astype(np.float64) @ b[k * 4096:(k + 1) * 4096].reshape(64, 64)
                for k in range(2)) + x.max()
     np.testing.assert_allclose(out.reshape(16, 64), want, rtol=1e-6, atol=1e-6)
+
+
+@tile.jit
+def widen_kernel(x_ptr, out_ptr):
+    offs = tl.arange(0, 16)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(tl.float32))
+
+
+def fast_binder_key(array, kind: str = "runtime") -> tuple:
+    from tile.frontend.specialize import fast_arg
+
+    return eval(fast_arg(array, kind).key.format(a="array", v="0").rstrip(", ") + ",")
+
+
+@pytest.mark.parametrize("kind", ["runtime", "nospec"])
+def test_the_fast_binder_keys_a_device_array_by_its_tile_dtype(kind):
+    """The fast binder (GPU DeviceArrays) keyed an array by its NumPy dtype, which is uint16
+    for u16 and bf16 alike (uint8 for u8 and the fp8 types): a kernel launched with u16 and then
+    with bf16 arrays ran its u16 code on the bf16 bits. The fuzz harness hits this on the GPU,
+    since programs with the same source share one kernel whatever their buffers' dtypes."""
+    keys = set()
+    for dtype in ("u16", "bf16", "f16", "u8", "f8e4nv", "f8e5"):
+        array = tile.DeviceArray(16, dtype)
+        array.is_device = True  # the fast binder's case, without allocating on a GPU
+        keys.add(fast_binder_key(array, kind))
+    assert len(keys) == 6
+
+
+@pytest.mark.gpu
+def test_a_kernel_launched_with_u16_then_bf16_arrays_compiles_for_each():
+    values = np.random.default_rng(3).integers(1, 200, 16)
+    as_u16 = tile.to_device(values.astype(np.uint16))
+    as_bf16 = tile.to_device((values.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16), "bf16")
+    for source in (as_u16, as_bf16):
+        out = tile.to_device(np.full(16, np.nan, np.float32))
+        widen_kernel[(1,)](source, out)
+        np.testing.assert_array_equal(out.numpy(), values.astype(np.float32))
