@@ -131,16 +131,17 @@ class ControlAndMemoryOps:
         if s is None:
             return False
         limit, step = self.draw(st.integers(0, 20)), self.draw(st.integers(1, 7))
-        trips = []
+        trips, finals = [], []
         for value in s.model.tolist():
             count = 0
-            while value > limit and count <= 8:
-                value, count = value - step, count + 1
+            while value > limit and count <= 8:  # w - step wraps in w's type (an unsigned w below step too)
+                value, count = int(M.wrap(np.array(value - step, dtype=object), s.dtype)), count + 1
             trips.append(count)
+            finals.append(value)
         if max(trips) > 8:
             return False
         name = self.fresh("w")
-        wrapped = M.wrap(M.as_objects(s.model) - np.array(trips, dtype=object) * step, s.dtype)
+        wrapped = M.wrap(np.array(finals, dtype=object), s.dtype)
         self.emit(f"{name} = {s.name}")
         self.emit(f"while {name} > {limit}:")
         self.emit(f"    {name} = {name} - {step}")
