@@ -74,14 +74,14 @@ def compare_with_interpreter(monkeypatch: pytest.MonkeyPatch, program: Program, 
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@fuzz_settings(12)
+@fuzz_settings(40)
 @given(program=programs())
 def test_programs_on_the_emulator_match_the_interpreter(monkeypatch, target, program):
     compare_with_interpreter(monkeypatch, program, target)
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@fuzz_settings(4)
+@fuzz_settings(10)
 @given(program=programs(max_ops=8))
 def test_programs_with_unaligned_pointers_match_the_interpreter(monkeypatch, target, program):
     """Pointers without the 16-byte fact: the compiler must not vectorize their accesses."""
