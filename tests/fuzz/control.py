@@ -12,9 +12,10 @@ from fuzz import model as M
 from fuzz.values import Val, offsets
 
 DOT_TYPES = ("f16", "bf16", "f32", "i8")
-ATOMIC_TYPES = {"add": ("i32", "u32", "i64", "u64", "f32"), "max": ("i32", "u32", "i64", "u64"),
-                "min": ("i32", "u32", "i64", "u64"), "xchg": ("i32", "u32", "i64", "u64", "f32"),
-                "cas": ("i32", "i64", "u32")}  # fmt: skip
+ATOMIC_TYPES = {"add": ("i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f64"),
+                "max": ("i32", "u32", "i64", "u64", "f32", "f64"), "min": ("i32", "u32", "i64", "u64", "f32", "f64"),
+                "xchg": ("i32", "u32", "i64", "u64", "f32", "f64"),
+                "cas": ("i16", "u16", "i32", "u32", "i64", "u64")}  # fmt: skip
 
 
 class ControlAndMemoryOps:
@@ -266,7 +267,7 @@ class ControlAndMemoryOps:
         keep = np.broadcast_to(np.arange(numel).reshape(shape) < self.n, old.shape) if masked else \
             np.ones(old.shape, bool)
         if kind == "add":
-            if t == "f32":
+            if M.is_float(t):
                 new = M.round_float(old + v.model, t)
             else:
                 new = M.wrap(M.as_objects(old) + M.as_objects(v.model), t)
@@ -289,7 +290,7 @@ class ControlAndMemoryOps:
         returned = self.add(expr, t, shape, old.copy())
         if masked:
             # Masked-off lanes return no defined value: keep only the lanes that ran.
-            zero = "0.0" if t == "f32" else "0"
+            zero = "0.0" if M.is_float(t) else "0"
             returned.model = np.where(keep, old, np.zeros((), old.dtype))
             self.add(f"tl.where(({offs}) < n, {returned.name}, {zero})", t, shape, returned.model)
             self.pool.remove(returned)
