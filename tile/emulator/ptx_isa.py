@@ -476,8 +476,8 @@ def _decode_cvt(ins: Instr) -> Any:
     dst, src = ins.types
     if dst == "tf32" and (src != "f32" or "rna" not in ins.mods):
         raise ValueError("tf32 conversions supported: cvt.rna.tf32.f32")
-    if dst.endswith("x2") and len(ins.operands) != 3:
-        raise ValueError("a conversion into a pair takes two sources")
+    if dst.endswith("x2") and len(ins.operands) != (2 if src.endswith("x2") else 3):
+        raise ValueError("a conversion into a pair takes two sources (one pair when it converts a pair)")
     if dst[0] == "f" and src[0] in "su" and not any(x in ins.mods for x in ROUNDINGS):
         raise ValueError("integer to float conversions need a rounding modifier (.rn, .rz, .rm, .rp)")
     if dst[0] in "su" and src[0] == "f" and not any(x in ins.mods for x in INTEGRAL):
@@ -517,7 +517,7 @@ def _cvt(m: Machine, ins: Instr) -> None:
         r = np.where(finite, (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000), bits)
         m.write(ins.operands[0], r.astype(np.uint32), "b32")
         return
-    if dst.endswith("x2"):  # two sources: the first into the upper half
+    if dst.endswith("x2") and not src.endswith("x2"):  # two sources: the first into the upper half
         elem = dst[:-2]
         hi, lo = (convert(m.read(o, f"b{TYPE_BITS[src]}"), src, elem, ins) for o in ins.operands[1:3])
         w = TYPE_BITS[elem]
