@@ -197,6 +197,8 @@ class Generator(ControlAndMemoryOps):
         if a.dtype == "i1" or (bt == "i1"):
             return None
         div = op in ("/", "//", "%")
+        if div and not literal and M.is_int(a.dtype) and M.is_int(bt) and M.is_signed(a.dtype) != M.is_signed(bt):
+            return None  # tile, like Triton, refuses to divide integers of different signedness
         if op in ("//", "%") and not (M.is_int(a.dtype) and M.is_int(bt) and M.is_signed(a.dtype) == M.is_signed(bt)
                                       or literal and M.is_int(a.dtype)):
             return None
