@@ -37,17 +37,18 @@ def fuzz_settings(default: int) -> settings:
 
 
 def unaligned_arguments(program: Program) -> list[Any]:
-    """Launch arguments whose arrays start one element past a 16-byte boundary (views into a
-    larger NumPy array), so no pointer carries the divisibility-16 fact; bf16 buffers, which
-    NumPy cannot name, stay DeviceArrays."""
+    """Launch arguments whose arrays start off a 16-byte boundary (views into a larger NumPy
+    array), so no pointer carries the divisibility-16 fact; bf16 buffers, which NumPy cannot
+    name, stay DeviceArrays."""
     args = harness.arguments(program)
     for i, buf in enumerate(program.buffers):
-        if buf.dtype == "bf16" or buf.init.dtype.itemsize >= 16:
+        if buf.dtype == "bf16":
             continue
-        base = np.empty(buf.init.size + 1, buf.init.dtype)
-        view = base[1:]
+        size = buf.init.dtype.itemsize
+        base = np.empty(buf.init.size + 16 // size, buf.init.dtype)
+        skip = next(k for k in range(16 // size) if (base.ctypes.data + k * size) % 16)
+        view = base[skip:skip + buf.init.size]
         view[...] = buf.init
-        assert view.ctypes.data % 16, "the view must break the 16-byte alignment"
         args[i] = view
     return args
 
