@@ -12,9 +12,10 @@ from fuzz import model as M
 from fuzz.values import Val, offsets
 
 DOT_TYPES = ("f16", "bf16", "f32", "i8")
-ATOMIC_TYPES = {"add": ("i32", "u32", "i64", "u64", "f32"), "max": ("i32", "u32", "i64", "u64"),
-                "min": ("i32", "u32", "i64", "u64"), "xchg": ("i32", "u32", "i64", "u64", "f32"),
-                "cas": ("i32", "i64", "u32")}  # fmt: skip
+ATOMIC_TYPES = {"add": ("i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f64"),
+                "max": ("i32", "u32", "i64", "u64", "f32", "f64"), "min": ("i32", "u32", "i64", "u64", "f32", "f64"),
+                "xchg": ("i32", "u32", "i64", "u64", "f32", "f64"),
+                "cas": ("i16", "u16", "i32", "u32", "i64", "u64")}  # fmt: skip
 
 
 class ControlAndMemoryOps:
@@ -131,16 +132,17 @@ class ControlAndMemoryOps:
         if s is None:
             return False
         limit, step = self.draw(st.integers(0, 20)), self.draw(st.integers(1, 7))
-        trips = []
+        trips, finals = [], []
         for value in s.model.tolist():
             count = 0
-            while value > limit and count <= 8:
-                value, count = value - step, count + 1
+            while value > limit and count <= 8:  # w - step wraps in w's type (an unsigned w below step too)
+                value, count = int(M.wrap(np.array(value - step, dtype=object), s.dtype)), count + 1
             trips.append(count)
+            finals.append(value)
         if max(trips) > 8:
             return False
         name = self.fresh("w")
-        wrapped = M.wrap(M.as_objects(s.model) - np.array(trips, dtype=object) * step, s.dtype)
+        wrapped = M.wrap(np.array(finals, dtype=object), s.dtype)
         self.emit(f"{name} = {s.name}")
         self.emit(f"while {name} > {limit}:")
         self.emit(f"    {name} = {name} - {step}")
@@ -265,7 +267,7 @@ class ControlAndMemoryOps:
         keep = np.broadcast_to(np.arange(numel).reshape(shape) < self.n, old.shape) if masked else \
             np.ones(old.shape, bool)
         if kind == "add":
-            if t == "f32":
+            if M.is_float(t):
                 new = M.round_float(old + v.model, t)
             else:
                 new = M.wrap(M.as_objects(old) + M.as_objects(v.model), t)
@@ -288,7 +290,7 @@ class ControlAndMemoryOps:
         returned = self.add(expr, t, shape, old.copy())
         if masked:
             # Masked-off lanes return no defined value: keep only the lanes that ran.
-            zero = "0.0" if t == "f32" else "0"
+            zero = "0.0" if M.is_float(t) else "0"
             returned.model = np.where(keep, old, np.zeros((), old.dtype))
             self.add(f"tl.where(({offs}) < n, {returned.name}, {zero})", t, shape, returned.model)
             self.pool.remove(returned)

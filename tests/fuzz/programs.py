@@ -197,6 +197,8 @@ class Generator(ControlAndMemoryOps):
         if a.dtype == "i1" or (bt == "i1"):
             return None
         div = op in ("/", "//", "%")
+        if div and not literal and M.is_int(a.dtype) and M.is_int(bt) and M.is_signed(a.dtype) != M.is_signed(bt):
+            return None  # tile, like Triton, refuses to divide integers of different signedness
         if op in ("//", "%") and not (M.is_int(a.dtype) and M.is_int(bt) and M.is_signed(a.dtype) == M.is_signed(bt)
                                       or literal and M.is_int(a.dtype)):
             return None
@@ -637,7 +639,10 @@ class Generator(ControlAndMemoryOps):
             else:
                 k = 1 << self.draw(st.integers(0, int(a.shape[-1]).bit_length() - 1))
                 shape = a.shape[:-1] + (k,)
-                self.add(f"tl.topk({a.name}, {k})", t, shape, ordered[..., :k].copy())
+                out_t = t
+                if k < a.shape[-1] and M.BITS[t] < 32:  # its candidates pass through tl.max, which widens
+                    out_t = "f32" if M.is_float(t) else "i32"
+                self.add(f"tl.topk({a.name}, {k})", out_t, shape, M.convert(ordered[..., :k], t, out_t))
         return True
 
     # ------------------------------------------------------------------ stores

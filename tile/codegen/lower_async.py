@@ -31,7 +31,9 @@ contiguous and aligned in the swizzled buffer is one cp.async of 4, 8 or 16 byte
 (lower_shape.shared_address), the global one the pointer's base + an immediate. Groups of
 less than 4 bytes (f16 with vector 1, int8 with vector 2) are a predicated ld.global with
 `other` 0 and an st.shared: synchronous, so the later wait has nothing to wait for. Threads
-holding replicated elements do not copy (their cp.async is predicated off).
+holding replicated elements do not copy (their cp.async is predicated off). Like a
+gpu.local_store, a copy follows a barrier when a reduce's or scan's scratch was used since the
+last one: the scratch may share the buffer's bytes, and insert-barriers leaves it to lowering.
 """
 from __future__ import annotations
 
@@ -89,6 +91,8 @@ def _lower_async_copy(ctx: Lowering, op: Operation) -> None:
     base = ctx.get(view)[0]
     if nbytes >= 4 and ctx.smem_align.get(base, 1) < min(nbytes, 16):
         raise LoweringError(op, f"the view is not aligned for {nbytes}-byte copies")
+    if ctx.scratch_pending:  # a reduce/scan's scratch may share these bytes: its readers finish first
+        ctx.barrier()
     thread = ctx.from_tid([o * eb for o in tid_offsets])
     ptr_regs = ctx.get(ptrs)
     owner = ctx.owner_pred(info)

@@ -266,12 +266,14 @@ def fast_arg(v: Any, kind: str) -> Optional[FastArg]:
     if t in (float, bool) or v is None:
         return FastArg(t)
     if is_torch_tensor(v) and v.is_cuda:
-        fast = _TORCH_ARRAY._replace(type=t)
+        fast, dtype = _TORCH_ARRAY._replace(type=t), "{a}.dtype, "
     elif t is DeviceArray and v.is_device:
-        fast = FastArg(t, "{a}.is_device and {a}.device == _launch_device", "{a}.data_ptr()", "{a}.dtype, {v} & 15, ")
+        # The tile dtype, not the NumPy one: bf16 and fp8 arrays are stored as uint16 and uint8.
+        dtype = "{a}.tile_dtype, "
+        fast = FastArg(t, "{a}.is_device and {a}.device == _launch_device", "{a}.data_ptr()", dtype + "{v} & 15, ")
     else:
         return None
-    return fast._replace(key="{a}.dtype, ") if nospec else fast
+    return fast._replace(key=dtype) if nospec else fast
 
 
 def _number_key(v: Any, specialize: bool) -> tuple:

@@ -453,4 +453,6 @@ def flip(x, dim=None):
         dim = rank - 1
     if not isinstance(dim, int) or isinstance(dim, bool) or not -rank <= dim < rank:
         raise ValueError(f"tl.flip: dim must be a compile-time integer in [{-rank}, {rank}), got {dim!r}")
+    if x.shape[dim] == 1:  # nothing to reverse; the hypercube of a (1,) block would have no axes
+        return x
     return current().call(_flip_impl, [x], {"dim": dim % rank})
