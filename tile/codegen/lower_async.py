@@ -91,8 +91,7 @@ def _lower_async_copy(ctx: Lowering, op: Operation) -> None:
     base = ctx.get(view)[0]
     if nbytes >= 4 and ctx.smem_align.get(base, 1) < min(nbytes, 16):
         raise LoweringError(op, f"the view is not aligned for {nbytes}-byte copies")
-    if ctx.scratch_pending:  # a reduce/scan's scratch may share these bytes: its readers finish first
-        ctx.barrier()
+    ctx.barrier_after_scratch()
     thread = ctx.from_tid([o * eb for o in tid_offsets])
     ptr_regs = ctx.get(ptrs)
     owner = ctx.owner_pred(info)

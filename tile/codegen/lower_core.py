@@ -457,6 +457,12 @@ class Lowering:
         self.effect("simt.barrier")
         self.smem_pending = self.scratch_pending = False
 
+    def barrier_after_scratch(self) -> None:
+        """A barrier if a reduce's or scan's scratch was used since the last one: a write into
+        shared memory may share its bytes, and its readers must finish first."""
+        if self.scratch_pending:
+            self.barrier()
+
 
 def wrap(value: int, t: Type) -> int:
     """`value` wrapped to the integer type `t` (pointers: 64 bits)."""

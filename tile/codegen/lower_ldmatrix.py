@@ -228,8 +228,7 @@ def _lower_local_load(ctx: Lowering, op: Operation) -> None:
     if not (packs and isinstance(t, TensorType) and (is_dot_operand(t.layout) or dot is not None)):
         lower_local_load(ctx, op)
         return
-    if ctx.scratch_pending:
-        ctx.barrier()
+    ctx.barrier_after_scratch()
     operand = SharedOperand(ctx, op)
     ctx.smem_pending = True
     if dot is not None and _deferrable(op, dot):

@@ -58,17 +58,14 @@ def split_access(el, vector: int) -> tuple[object, int, int]:
 
 
 def pack_words(ctx: Lowering, vals: list[Value], word_t, per: int) -> list[Value]:
-    """`vals` in words of `per` elements; a word that simt.unpack split is taken back whole
-    (a global load's words stored to shared memory are not repacked)."""
-    words = []
-    for i in range(0, len(vals), per):
-        group = vals[i:i + per]
-        unpack = group[0].owner_op
-        if unpack is not None and unpack.name == "simt.unpack" and list(unpack.results) == group:
-            words.append(unpack.operand(0))
-        else:
-            words.append(ctx.op("simt.pack", group, word_t))
-    return words
+    """`vals` in words of `per` elements (Lowering.pack: a word that simt.unpack split is taken
+    back whole, so a global load's words stored to shared memory are not repacked)."""
+    return [ctx.pack(vals[i:i + per], word_t) for i in range(0, len(vals), per)]
+
+
+def unpack_words(ctx: Lowering, words: list[Value], el, per: int) -> list[Value]:
+    """The elements of `words`, `per` of type `el` in each, lowest first."""
+    return [x for w in words for x in ctx.ops("simt.unpack", [w], [el] * per)]
 
 
 def emit_load(ctx: Lowering, addr: Value, pred: Value, others: Optional[list[Value]], el, vector: int,
@@ -85,7 +82,7 @@ def emit_load(ctx: Lowering, addr: Value, pred: Value, others: Optional[list[Val
     op = ctx.effect("simt.ld_global", operands, [moved_t] * count, vector=count, offset=off, **attrs)
     vals = list(op.results)
     if per > 1:
-        vals = [x for w in vals for x in ctx.ops("simt.unpack", [w], [mem_el] * per)]
+        vals = unpack_words(ctx, vals, mem_el, per)
     if el == i1:
         vals = [ctx.op("arith.cmp", [v, ctx.const(0, u8)], i1, predicate="ne") for v in vals]
     return vals

@@ -33,7 +33,7 @@ from ..ir.layouts import SharedLayout
 from ..ir.types import TensorType, element_type, i1, i32, u8
 from .lower_core import LayoutInfo, Lowering, LoweringError, lowers
 from .lower_elementwise import select
-from .lower_memory import pack_words, split_access
+from .lower_memory import pack_words, split_access, unpack_words
 
 Coord = tuple[int, ...]
 
@@ -202,11 +202,6 @@ def _address(ctx: Lowering, base: Value, thread_bytes: Value, span: int, offset:
     return shared_address(ctx, base, thread_bytes, span * elem_bytes, offset * elem_bytes)
 
 
-def _guard_pending_scratch(ctx: Lowering) -> None:
-    if ctx.scratch_pending:
-        ctx.barrier()
-
-
 def alignment(n: int) -> int:
     """The largest power of two dividing n, at most 16 (the alignment of dynamic shared memory)."""
     return min(16, n & -n) if n else 16
@@ -241,7 +236,7 @@ def _lower_local_store(ctx: Lowering, op: Operation) -> None:
     canon = info.canonical_regs()
     vec = shared_vector(offsets, span, nbytes, max_values=_aligned_values(ctx, base, nbytes))
     moved_t, count, per = split_access(u8 if el == i1 else el, vec)
-    _guard_pending_scratch(ctx)
+    ctx.barrier_after_scratch()
     for r in range(0, info.num_regs, vec):
         if canon[r] != r:
             continue
@@ -264,14 +259,14 @@ def lower_local_load(ctx: Lowering, op: Operation) -> None:
     vec = shared_vector(offsets, span, nbytes, max_values=_aligned_values(ctx, base, nbytes))
     mem_el = u8 if el == i1 else el
     moved_t, count, per = split_access(mem_el, vec)
-    _guard_pending_scratch(ctx)
+    ctx.barrier_after_scratch()
     out: list[Value] = []
     for r in range(0, info.num_regs, vec):
         addr = _address(ctx, base, thread_bytes, span, offsets[r], nbytes)
         b, off = ctx.split(addr)
         ld = ctx.effect("simt.ld_shared", [b, ctx.const(True, i1)], [moved_t] * count, vector=count, offset=off)
         if per > 1:
-            out += [x for w in ld.results for x in ctx.ops("simt.unpack", [w], [mem_el] * per)]
+            out += unpack_words(ctx, list(ld.results), mem_el, per)
         else:
             out += ld.results
     if el == i1:

@@ -199,8 +199,7 @@ def _lower_mbarrier_expect(ctx: Lowering, op: Operation) -> None:
 def _lower_tma_load_async(ctx: Lowering, op: Operation) -> None:
     view, tensormap, bars, stage, pred = op.operands[:5]
     boxes, _ = _boxes(ctx, view, op.operands[5:], bool(op.attrs.get("transposed")))
-    if ctx.scratch_pending:  # a reduce/scan's scratch may share the view's bytes: its readers finish first
-        ctx.barrier()
+    ctx.barrier_after_scratch()
     issuing = ctx.and_pred(_first_thread(ctx), ctx.get(pred)[0])
     bar = _barrier(ctx, bars, stage)
     for addr, coords in boxes:
