@@ -30,7 +30,9 @@ contiguous and aligned in the swizzled buffer is one cp.async of 4, 8 or 16 byte
 16, .ca below); the shared address is the view's base + T(tid) ^ C like every shared access
 (lower_shape.shared_address), the global one the pointer's base + an immediate. Groups of
 less than 4 bytes (f16 with vector 1, int8 with vector 2) are a predicated ld.global with
-`other` 0 and an st.shared: synchronous, so the later wait has nothing to wait for. Threads
+`other` 0 and an st.shared: synchronous, so the later wait has nothing to wait for; in a
+function whose wgmma reads shared memory, a fence.proxy.async follows them (cp.async bytes go
+unfenced, see opt/insert_barriers.py; generic st.shared bytes are invisible to wgmma without). Threads
 holding replicated elements do not copy (their cp.async is predicated off). Like a
 gpu.local_store, a copy follows a barrier when a reduce's or scan's scratch was used since the
 last one: the scratch may share the buffer's bytes, and insert-barriers leaves it to lowering.
@@ -41,6 +43,7 @@ from ..ir.core import Operation, Value
 from ..ir.gpu_ops import element_bytes
 from ..ir.layouts import SharedLayout
 from ..ir.types import element_type, i1, i32
+from ..opt.insert_barriers import reads_async_proxy
 from .lower_core import Lowering, LoweringError, lowers
 from .lower_elementwise import select
 from .lower_memory import emit_load, vector_groups
@@ -96,6 +99,7 @@ def _lower_async_copy(ctx: Lowering, op: Operation) -> None:
     ptr_regs = ctx.get(ptrs)
     owner = ctx.owner_pred(info)
     canon = info.canonical_regs()
+    copied_now = False
     for g in groups:
         if canon[g[0]] != g[0]:
             continue
@@ -103,11 +107,18 @@ def _lower_async_copy(ctx: Lowering, op: Operation) -> None:
         mask = masks[g[0]] if masks is not None else ctx.const(True, i1)
         if nbytes < 4:
             _copy_now(ctx, dst, ptr_regs[g[0]], mask, owner, el, vector)
+            copied_now = True
             continue
         size = _source_size(ctx, mask, nbytes)
         (db, doff), (sb, soff) = ctx.split(dst), ctx.split(ptr_regs[g[0]])
         ctx.effect("simt.cp_async", [db, sb, size, owner], bytes=nbytes, offset=doff, src_offset=soff)
+    if copied_now and _wgmma_reads_shared(ctx.func):
+        ctx.effect("simt.fence_proxy_async")
     ctx.smem_pending = True
+
+
+def _wgmma_reads_shared(func: Operation) -> bool:
+    return any(reads_async_proxy(op) for op in func.walk())
 
 
 def _and_leaves(ctx: Lowering, p: Value) -> list[Value]:

@@ -371,13 +371,27 @@ class Lowering:
     def tid(self) -> Value:
         return self.op("simt.tid", [], i32)
 
-    def from_tid(self, images: Sequence[int]) -> Value:
-        """XOR over the set bits b of %tid of images[b], as an i32 (bits above the CTA are zero)."""
+    def warp_tid(self) -> Value:
+        """%tid of lane 0 of this thread's warp (shfl.sync.idx, once, in the prologue): the same
+        in every lane, so ptxas keeps what is computed from it in uniform registers."""
+        key = ("simt.shfl", "warp_tid")
+        if key not in self.memo[0]:
+            op = Operation("simt.shfl", [self.tid(), self.const(0, i32)], [i32], {"mode": "idx"})
+            self._insert(op, hoist=True)
+            self.memo[0][key] = op.result
+        return self.memo[0][key]
+
+    def from_tid(self, images: Sequence[int], warp_uniform: bool = False) -> Value:
+        """XOR over the set bits b of %tid of images[b], as an i32 (bits above the CTA are zero).
+        `warp_uniform`: the images of the lane bits are zero, and the value is computed from
+        warp_tid, so that ptxas sees it is the same in every lane."""
         images = [int(x) for x in images[:self.lane_bits + self.warp_bits]]
-        tid = self.tid()
         nonzero = [(b, x) for b, x in enumerate(images) if x]
         if not nonzero:
             return self.const(0, i32)
+        if warp_uniform:
+            assert all(b >= self.lane_bits for b, _ in nonzero), "a warp-uniform value depends on lane bits"
+        tid = self.warp_tid() if warp_uniform else self.tid()
         single = all(x & (x - 1) == 0 for _, x in nonzero)
         disjoint = single and len({x for _, x in nonzero}) == len(nonzero)
         terms: list[Value] = []

@@ -27,7 +27,9 @@ Everything comes from the layouts. The accumulator's register bases hold the wgm
 bits as the PTX ISA's fragment; checked here) and then the origins of the 64 x n instruction
 tiles; its other warp bits place the warp groups. A descriptor's start address is the buffer
 plus the offset (SharedLayout.offset_of) of its tile's origin: the warp group's part is
-per-thread (from %tid, once), the instruction tile's and the k-step's a constant. K-major
+per-warp (from lane 0's %tid through shfl.sync.idx, once: ptxas then builds the descriptors
+in uniform registers instead of moving each one there with R2UR), the instruction tile's and
+the k-step's a constant. K-major
 operands: SBO = bytes between 8-row groups (LBO unused: 1). MN-major (f16/bf16 only): LBO =
 bytes between swizzle atoms along M or N, SBO = bytes between 8-row groups along K. Swizzle
 mode 1, 2, 3 for 128, 64, 32 bytes (tile.ir.dot_layouts.wgmma_swizzle).
@@ -117,7 +119,7 @@ def _operand(ctx: Lowering, op: Operation, v: Value, k_dim: int, info: LayoutInf
     base = ctx.get(v)[0]
     if ctx.smem_align.get(base, 1) < 16:
         raise LoweringError(op, f"wgmma reads {t} from a buffer not aligned to 16 bytes")
-    return _Operand(base, ctx.from_tid(images), span, layout, t.shape, eb, k_major, fields)
+    return _Operand(base, ctx.from_tid(images, warp_uniform=True), span, layout, t.shape, eb, k_major, fields)
 
 
 def instruction_tiles(info: LayoutInfo, n: int, op: Operation) -> list[tuple[tuple[int, int], list[int]]]:

@@ -15,9 +15,12 @@ the lowering, which puts barriers around its own scratch use (the contract): a r
 with a `scratch_offset` therefore also clears the pending sets.
 
 wgmma (a tt.dot reading #shared operands) reads them through the async proxy: before it, shared bytes
-written by ordinary stores or landed copies ("unfenced" writes) need a gpu.fence_async_shared in
-every writing thread and then a gpu.barrier (a barrier alone does not publish them to the async
-proxy); bytes written since the last barrier but already fenced need the barrier. A dot with
+written by ordinary stores ("unfenced" writes) need a gpu.fence_async_shared in every writing
+thread and then a gpu.barrier (a barrier alone does not publish them to the async proxy); bytes
+written since the last barrier but already fenced, and bytes landed by cp.async copies, need the
+barrier only. cp.async copies are left unfenced as Triton's and CUTLASS's Hopper cp.async + wgmma
+pipelines leave them: the fence (MEMBAR.ALL.CTA in SASS) would wait in every iteration for the
+copies of the later stages still in flight. A dot with
 {is_async} keeps its reads in flight, oldest first, until a gpu.dot_wait retires them (all but the
 newest `pending`): then they are pending reads like a local_load's. A store or copy over bytes an
 asynchronous dot still reads gets a gpu.dot_wait {pending = 0} and a barrier.
@@ -44,14 +47,10 @@ After:
     gpu.barrier
     %z = gpu.local_load %b : ...
 
-In a function with wgmma, each gpu.async_wait is followed by a fence at once, so the copies
-that land there are fenced before the next stage's copies are issued, and the barrier that
-the next hazard needs (often the one before those copies) publishes them to every thread.
-A pipelined wgmma loop (S = 3, the dot asynchronous) gets that fence, a barrier before the dot,
-and a barrier before the copies into the stage the previous iteration's dot read:
+A pipelined wgmma loop (S = 3, the dot asynchronous) gets a barrier before the dot, and a
+barrier before the copies into the stage the previous iteration's dot read:
     gpu.async_wait {pending = 1}
-    gpu.fence_async_shared           // this thread's landed copies, visible to wgmma
-    gpu.barrier                      // ... every thread's
+    gpu.barrier                      // every thread's copies of this stage landed
     %d = tt.dot %va, %vb, %acc {is_async = true}
     gpu.dot_wait {pending = 1}       // the previous iteration's dot is done
     gpu.barrier                      // ... in every warp group
@@ -61,7 +60,7 @@ same barrier before them; the copy's bytes need none after it: every thread wait
 stage's mbarrier (gpu.mbarrier_wait) before reading them, which makes them visible to it and to
 its wgmma.
 A loop whose copies come first (attention: the dot of the previous iteration retired) needs
-one barrier: after the fence, before the copies; it also orders the dot after the landing.
+one barrier: after the wait, before the copies; it also orders the dot after the landing.
 Writes still unfenced before a loop with a wgmma inside (attention's Q tile) are fenced before
 the loop, not by a fence in every iteration.
 
@@ -184,7 +183,7 @@ def _untag(state: _Pending, loop: Operation) -> _Pending:
                     tuple(fix(d) for d in state.dots))
 
 
-def _reads_async_proxy(op: Operation) -> bool:
+def reads_async_proxy(op: Operation) -> bool:
     """A wgmma: a tt.dot with an operand in shared memory."""
     return op.name == "tt.dot" and any(isinstance(layout_of(v), SharedLayout) for v in op.operands[:2])
 
@@ -196,7 +195,6 @@ class InsertBarriers(Pass):
 
     def run(self, func: Operation) -> None:
         self.func = func
-        self.fence_landed_copies = any(_reads_async_proxy(op) for op in func.walk())
         self._block(func.regions[0].block, _Pending(), insert=True)
 
     def _barrier(self, op: Operation, insert: bool, before: tuple[Operation, ...] = ()) -> None:
@@ -227,7 +225,7 @@ class InsertBarriers(Pass):
                     self._barrier(op, insert)
                     state = state.cleared()
                 state = state.replace(reads=state.reads | {access})
-            elif _reads_async_proxy(op):
+            elif reads_async_proxy(op):
                 state = self._wgmma(op, state, insert)
             elif name == "gpu.dot_wait":
                 keep = len(state.dots) - op.attrs["pending"]
@@ -235,20 +233,13 @@ class InsertBarriers(Pass):
                 state = state.replace(reads=state.reads | retired, dots=state.dots[max(keep, 0):])
             elif name == "gpu.fence_async_shared":
                 state = state.replace(unfenced=frozenset())
-            elif name == "gpu.async_wait" and self.fence_landed_copies:
-                # Fenced at once, the landed copies need only the barrier that the next hazard
-                # puts in anyway; fenced at the dot, the fence would follow the next stage's copies.
-                if insert:
-                    op.parent.insert_after(op, Operation("gpu.fence_async_shared", loc=op.loc))
-                state = state.replace(writes=state.writes | state.in_flight, in_flight=frozenset())
             elif name == "gpu.async_wait":
-                state = state.replace(writes=state.writes | state.in_flight, unfenced=state.unfenced | state.in_flight,
-                                      in_flight=frozenset())
+                state = state.replace(writes=state.writes | state.in_flight, in_flight=frozenset())
             elif name == "scf.if":
                 then, other = op.regions[0].block, op.regions[1].block
                 state = self._block(then, state, insert) | self._block(other, state, insert)
             elif name == "scf.for":
-                if state.unfenced and any(_reads_async_proxy(inner) for inner in op.walk()):
+                if state.unfenced and any(reads_async_proxy(inner) for inner in op.walk()):
                     # Fenced here, not at the dot inside, where it would run every iteration.
                     if insert:
                         op.parent.insert_before(op, Operation("gpu.fence_async_shared", loc=op.loc))
@@ -288,4 +279,4 @@ class InsertBarriers(Pass):
             entry = new
 
 
-__all__ = ["InsertBarriers"]
+__all__ = ["InsertBarriers", "reads_async_proxy"]
