@@ -522,8 +522,8 @@ def in_kernel_descriptor_copy(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.con
 
 @pytest.mark.parametrize("ptx_version", ["8.5", "8.7"])
 def test_tensor_maps_a_kernel_writes(monkeypatch, ptx_version):
-    """tl.make_tensor_descriptor on sm_90a: the kernel fills its tensor maps in global scratch
-    with tensormap.replace (global strides in units of 16 bytes up to PTX ISA 8.5, in bytes
+    """tl.make_tensor_descriptor on sm_90a: the kernel builds its tensor maps in shared memory
+    with tensormap.replace and copies them to global scratch (global strides in units of 16 bytes up to PTX ISA 8.5, in bytes
     after) and its TMA loads and stores use them; ragged edges read as NaN and are not stored."""
     from tile import compiler
 
@@ -533,7 +533,7 @@ def test_tensor_maps_a_kernel_writes(monkeypatch, ptx_version):
     out = poison((m, n), np.float16)
     compiled = emulate(in_kernel_descriptor_copy, "sm_90a")[(2, 3)](x, out, m, n, BM=32, BN=32)
     ptx = compiled.asm["ptx"]
-    assert f".version {ptx_version}" in ptx and "tensormap.replace.tile.global_stride" in ptx
+    assert f".version {ptx_version}" in ptx and "tensormap.replace.tile.global_stride.shared::cta" in ptx
     assert ("shr.s64" in ptx) == (ptx_version == "8.5")
     np.testing.assert_array_equal(out, x * 2)
 

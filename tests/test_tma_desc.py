@@ -64,7 +64,7 @@ def _copy_args(m=100, n=64, dtype=np.float16):
 
 def _fields(ptx: str, field: str) -> list[str]:
     """The operands after the slot of each `tensormap.replace` of `field`, in order."""
-    return re.findall(rf"tensormap\.replace\.tile\.{field}\.global\.b1024\.b(?:32|64) \[%rd\d+\], ([^;]+);", ptx)
+    return re.findall(rf"tensormap\.replace\.tile\.{field}\.shared::cta\.b1024\.b(?:32|64) \[%rd\d+\], ([^;]+);", ptx)
 
 
 def _dump(kernel, *args, stage="ptx", target="sm_90a", **meta):
@@ -118,15 +118,17 @@ def test_make_tensormap_verifier() -> None:
 def test_copy_kernel_ptx() -> None:
     ptx = _dump(desc_copy_kernel, *_copy_args(), BM=32, BN=64)
     assert ".param .u64 global_scratch" in ptx
-    assert ptx.count("tensormap.replace.tile.global_address.global.b1024.b64") == 2
+    assert ptx.count("tensormap.replace.tile.global_address.shared::cta.b1024.b64") == 2
     for field in ("rank", "box_dim", "global_dim", "element_stride", "elemtype", "interleave_layout",
                   "swizzle_mode", "fill_mode"):
-        assert f"tensormap.replace.tile.{field}.global.b1024.b32" in ptx, field
-    assert "tensormap.replace.tile.global_stride.global.b1024.b64" in ptx
+        assert f"tensormap.replace.tile.{field}.shared::cta.b1024.b32" in ptx, field
+    assert "tensormap.replace.tile.global_stride.shared::cta.b1024.b64" in ptx
     assert _fields(ptx, "elemtype") == ["6", "6"]  # f16
     assert _fields(ptx, "swizzle_mode") == ["3", "3"]  # 128-byte rows
     assert _fields(ptx, "box_dim") == ["0, 64", "1, 32"] * 2  # innermost first
     assert _fields(ptx, "rank") == ["1", "1"] and _fields(ptx, "fill_mode") == ["0", "0"]
+    # built in shared memory, then copied to the program's global slot in 16-byte words
+    assert ptx.count("ld.shared.v4.b32") == ptx.count("st.global.v4.b32") == 2 * 8
     assert ptx.count("fence.proxy.tensormap::generic.release.gpu;") == 2
     assert ptx.count("fence.proxy.tensormap::generic.acquire.gpu") == 2
     assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx

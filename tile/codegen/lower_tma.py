@@ -44,10 +44,13 @@ parameter, TENSOR_MAP_BYTES per slot, `global_scratch_bytes` per program):
 ->
     %pid = %ctaid.x + %nctaid.x * (%ctaid.y + %nctaid.y * %ctaid.z)
     %at = simt.addptr %scratch, %pid * 2 + 1 {scale = 128}          // 2 slots per program
-    %map = simt.tensormap_create %at, %t0, %x, %N, %M, %sm_bytes {box = [64, 64], elemtype = 6, swizzle = 3, fill = 0}
+    %staging = simt.smem_addr {offset = 1024}                        // the op's scratch_offset
+    %map = simt.tensormap_create %at, %t0, %staging, %x, %N, %M, %sm_bytes {box = [64, 64], elemtype = 6, ...}
 
-Thread 0 writes the map and issues every TMA copy, so its own release/acquire fences (in the
-PTX of simt.tensormap_create) are all the ordering the copies need.
+Thread 0 builds the map in the op's 128 bytes of scratch shared memory (tensormap.replace on
+shared memory is a local read-modify-write; on global memory each of the 13 fields would be a
+round trip to L2), copies it to its global slot, and issues every TMA copy, so its own
+release/acquire fences (in the PTX of simt.tensormap_create) are all the ordering the copies need.
 """
 from __future__ import annotations
 
@@ -57,7 +60,7 @@ from ..ir.core import BlockArgument, Operation, Value
 from ..ir.gpu_ops import element_bytes
 from ..ir.tma_layouts import TENSOR_MAP_BYTES, tma_layout
 from ..ir.types import i1, i32, i64, tensormap
-from .lower_core import Lowering, lowers
+from .lower_core import Lowering, LoweringError, lowers
 
 
 def _boxes(ctx: Lowering, buf: Value, coord_values: list[Value],
@@ -240,7 +243,14 @@ def _lower_make_tensormap(ctx: Lowering, op: Operation) -> None:
     slot = ctx.addptr(ctx.get(scratch)[0], index, TENSOR_MAP_BYTES)
     dims = [ctx.get(v)[0] for v in reversed(op.operands[1:1 + rank])]
     strides = [ctx.mul(ctx.get(v)[0], ctx.const(element.bytes, i64)) for v in reversed(op.operands[1 + rank:rank * 2])]
-    result = ctx.op("simt.tensormap_create", [slot, _first_thread(ctx), ctx.get(base)[0], *dims, *strides], tensormap,
-                    box=list(reversed(layout.box)), elemtype=TENSORMAP_ELEMTYPES[element.name],
-                    swizzle=TENSORMAP_SWIZZLES[layout.swizzle], fill=TENSORMAP_FILLS[op.attrs["padding"]])
+    staging_offset = op.attrs.get("scratch_offset")
+    if not isinstance(staging_offset, int) or staging_offset < 0:
+        raise LoweringError(op, "needs scratch_offset (run the shared-memory allocator first)")
+    staging = ctx.op("simt.smem_addr", [], i32, offset=staging_offset)
+    if ctx.smem_pending:  # slower threads may still use these bytes
+        ctx.barrier()
+    result = ctx.effect("simt.tensormap_create", [slot, _first_thread(ctx), staging, ctx.get(base)[0], *dims, *strides],
+                        [tensormap], box=list(reversed(layout.box)), elemtype=TENSORMAP_ELEMTYPES[element.name],
+                        swizzle=TENSORMAP_SWIZZLES[layout.swizzle], fill=TENSORMAP_FILLS[op.attrs["padding"]]).result
+    ctx.smem_pending = ctx.scratch_pending = True
     ctx.set(op.result, [result])

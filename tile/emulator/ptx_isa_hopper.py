@@ -46,8 +46,9 @@ memory when a thread's try_wait sees that phase complete, so a kernel that reads
 without waiting reads the poison of fresh shared memory. A store writes the in-bounds
 elements of a shared box to global memory when it issues.
 
-*tensormap.replace.tile* writes one field of a tensor map in global memory (a kernel's own
-descriptors; tensor_maps.replace_field); fence.proxy.tensormap::generic orders nothing more.
+*tensormap.replace.tile* writes one field of a tensor map in global or shared::cta memory (a
+kernel's own descriptors; tensor_maps.replace_field); fence.proxy.tensormap::generic orders
+nothing more.
 
 Also: fence.proxy.async (ordering only), elect.sync (lane 0 of the member mask's active lanes),
 setmaxnreg.inc/dec (checked: a multiple of 8 in 24..256, run by whole warp groups).
@@ -65,9 +66,9 @@ from .machine import Machine
 from .memory import UINT
 from .program import Instr
 from .ptx_isa import define, facts
-from .ptx_isa_memory import effective_address
+from .ptx_isa_memory import effective_address, load_bits, store_bits
 from .ptx_isa_tc import ELEMENTS_PER_WORD, fragment_elements
-from .tensor_maps import TensorMap, decode_tensor_map, replace_field
+from .tensor_maps import TENSOR_MAP_BYTES, TensorMap, decode_tensor_map, replace_field
 
 WARPGROUP = 128
 SWIZZLE_OF_MODE = {0: 0, 1: 128, 2: 64, 3: 32}  # descriptor bits 62-63 -> swizzle span in bytes
@@ -450,7 +451,7 @@ _REPLACED = ("global_address", "rank", "box_dim", "global_dim", "global_stride",
 
 
 def _decode_tensormap_replace(ins: Instr) -> Any:
-    facts(("b32", "b64"), ("tile", "global", "b1024") + _REPLACED, required=[_REPLACED])(ins)
+    facts(("b32", "b64"), ("tile", "global", "shared::cta", "b1024") + _REPLACED, required=[_REPLACED])(ins)
     if len(ins.operands) not in (2, 3) or ins.operands[0][0] != "addr":
         raise ValueError("takes [map], then a value or a dimension and a value")
     return next(x for x in ins.mods if x in _REPLACED)
@@ -458,10 +459,21 @@ def _decode_tensormap_replace(ins: Instr) -> Any:
 
 @define("tensormap.replace", _decode_tensormap_replace)
 def _tensormap_replace(m: Machine, ins: Instr) -> None:
-    address = effective_address(m, ins.operands[0], True)
     args = [np.broadcast_to(np.asarray(m.read(o, "u64" if ins.types[0] == "b64" else "u32")), (m.count,))
             for o in ins.operands[1:]]
     stride_unit = 16 if m.kernel.ptx_version <= (8, 5) else 1
+    if "shared::cta" in ins.mods:
+        maps = load_bits(m, "shared", ins.operands[0], 1, TENSOR_MAP_BYTES).copy()
+        for k in range(m.count):
+            raw = bytearray(maps[k].tobytes())
+            try:
+                replace_field(raw, ins.spec, [int(a[k]) for a in args], stride_unit)
+            except ValueError as e:
+                raise m.error(f"tensormap.replace: {e}", k) from None
+            maps[k] = np.frombuffer(bytes(raw), np.uint8)
+        store_bits(m, "shared", ins.operands[0], maps, 1)
+        return
+    address = effective_address(m, ins.operands[0], True)
     for k in range(m.count):
         at = np.array([address[k]], np.uint64)
         raw = bytearray(m.gmem.load(at, 1, 128, m.fail)[0].tobytes())

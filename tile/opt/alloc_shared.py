@@ -3,7 +3,8 @@
 Buffers: every gpu.local_alloc (`bytes` attr; a multi-buffered one holds all its stages) and
 the scratch of every tt.reduce / tt.scan whose operand layout splits the reduced axis across
 warps, of every tt.gather that does not stay within warps (its source, row-major) and of every
-tt.histogram (its bins, 4 bytes each) (`scratch_bytes`). A buffer lives from its definition to its last use in program order,
+tt.histogram (its bins, 4 bytes each) and of every tt.make_tensormap (the 128 bytes, aligned to 128,
+in which the map is built before it goes to global memory) (`scratch_bytes`). A buffer lives from its definition to its last use in program order,
 uses of its gpu.local_view stages included (a reduce's scratch: during the op); a use inside a
 loop that does not contain the definition keeps the buffer alive for the whole loop, since the
 next iteration comes back to it. Buffers are placed largest first at the lowest offset free of
@@ -14,7 +15,7 @@ so each swizzle atom must start at such a boundary; a TMA copy's buffer likewise
 to 128 bytes). The copies a pipelined loop
 leaves in flight land at the gpu.async_wait {pending = 0} right after the loop, before any
 later buffer that reuses their bytes is touched.
-Sets `offset` on local_alloc, `scratch_offset` on reduce/scan, and func attr `shared_bytes`.
+Sets `offset` on local_alloc, `scratch_offset` on the others, and func attr `shared_bytes`.
 
 Before:
     %a = gpu.local_alloc {bytes = 4096, offset = -1} : tensor<32x32xf32, #shared<...>>
@@ -39,7 +40,7 @@ from ..ir import Operation, TensorType
 from ..ir.dot_layouts import wgmma_swizzle
 from ..ir.gpu_ops import element_bytes, stage_layout
 from ..ir.layouts import gather_in_warp, warps_split_dim
-from ..ir.tma_layouts import tma_layout
+from ..ir.tma_layouts import TENSOR_MAP_BYTES, tma_layout
 from .pass_manager import Pass
 
 ALIGN = 16
@@ -55,8 +56,9 @@ def _func_of(op: Operation) -> Operation:
 
 def needs_scratch(op: Operation) -> bool:
     """Whether an op's lowering exchanges data through scratch shared memory: a tt.reduce / tt.scan
-    whose operand's warps split the axis, a tt.gather not done by warp shuffles, any tt.histogram."""
-    if op.name == "tt.histogram":
+    whose operand's warps split the axis, a tt.gather not done by warp shuffles, any tt.histogram,
+    any tt.make_tensormap."""
+    if op.name in ("tt.histogram", "tt.make_tensormap"):
         return True
     if op.name == "tt.gather":
         src, index = op.operand(0).type, op.operand(1).type
@@ -68,13 +70,16 @@ def needs_scratch(op: Operation) -> bool:
 
 
 def scratch_bytes(op: Operation) -> int:
-    """tt.gather: the source, row-major; tt.histogram: 4 bytes per bin; tt.reduce / tt.scan:
+    """tt.gather: the source, row-major; tt.histogram: 4 bytes per bin; tt.make_tensormap: a tensor
+    map (TENSOR_MAP_BYTES); tt.reduce / tt.scan:
     num_warps * numel(shape without the axis, at least 1) * sum over operands of max(4, element bytes),
     laid out as [operand][warp][result element, row-major]."""
     if op.name == "tt.gather":
         return op.operand(0).type.numel * element_bytes(op.operand(0).type)
     if op.name == "tt.histogram":
         return 4 * op.result.type.numel
+    if op.name == "tt.make_tensormap":
+        return TENSOR_MAP_BYTES
     t = op.operand(0).type
     axis = op.attrs["axis"]
     rest = max(1, math.prod(t.shape[:axis] + t.shape[axis + 1:]))
@@ -119,7 +124,8 @@ def _buffers(func: Operation) -> list[_Buffer]:
             align = SWIZZLE_ALIGN if layout.max_phase > 1 else ALIGN
             out.append(_Buffer(op, op.attrs["bytes"], pos[op], stop, max(align, _wgmma_alignment(op))))
         elif needs_scratch(op):
-            out.append(_Buffer(op, scratch_bytes(op), pos[op], end[op]))
+            align = TENSOR_MAP_BYTES if op.name == "tt.make_tensormap" else ALIGN  # tensormap.replace's .b1024
+            out.append(_Buffer(op, scratch_bytes(op), pos[op], end[op], align))
     return out
 
 

@@ -10,17 +10,19 @@ A tensormap value is the generic address of its kernel parameter (emit.py's para
 `mov.b64 %rd1, k_param; cvta.param.u64 %rd1, %rd1;`), or of a map that the kernel wrote in global
 memory:
 
-    simt.tensormap_create %slot, %p, %base, %d0, %d1, %s1 {box = [64, 64], elemtype = 6, swizzle = 3, fill = 0}
+    simt.tensormap_create %slot, %p, %staging, %base, %d0, %d1, %s1 {box = [64, 64], elemtype = 6, swizzle = 3, fill = 0}
 ->
-    mov.b64 %rd9, 0;
-    @%p1 st.global.v2.b64 [%rd2], {%rd9, %rd9};   ... eight times: every field starts as zero
-    @%p1 tensormap.replace.tile.global_address.global.b1024.b64 [%rd2], %rd3;
-    @%p1 tensormap.replace.tile.rank.global.b1024.b32 [%rd2], 1;                  // rank - 1
-    @%p1 tensormap.replace.tile.box_dim.global.b1024.b32 [%rd2], 0, 64;          // per dimension,
-    @%p1 tensormap.replace.tile.global_dim.global.b1024.b32 [%rd2], 0, %r4;      // innermost first
-    @%p1 tensormap.replace.tile.global_stride.global.b1024.b64 [%rd2], 0, %rd5;  // bytes, outer dims
-    @%p1 tensormap.replace.tile.element_stride.global.b1024.b32 [%rd2], 0, 1;
-    @%p1 tensormap.replace.tile.elemtype.global.b1024.b32 [%rd2], 6;   ... interleave_layout, swizzle_mode, fill_mode
+    mov.b32 %r9, 0;
+    @%p1 st.shared.v4.b32 [%r2], {%r9, %r9, %r9, %r9};   ... eight times: every field starts as zero
+    cvt.u64.u32 %rd8, %r2;
+    @%p1 tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%rd8], %rd3;
+    @%p1 tensormap.replace.tile.rank.shared::cta.b1024.b32 [%rd8], 1;                  // rank - 1
+    @%p1 tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%rd8], 0, 64;          // per dimension,
+    @%p1 tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%rd8], 0, %r4;      // innermost first
+    @%p1 tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%rd8], 0, %rd5;  // bytes, outer dims
+    @%p1 tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%rd8], 0, 1;
+    @%p1 tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%rd8], 6;   ... interleave_layout, swizzle_mode, fill_mode
+    @%p1 ld.shared.v4.b32 {%r10, %r11, %r12, %r13}, [%r2];      ... and st.global.v4.b32 to %slot, eight times
     @%p1 fence.proxy.tensormap::generic.release.gpu;
     @%p1 fence.proxy.tensormap::generic.acquire.gpu [%rd2], 128;
 
@@ -70,16 +72,16 @@ def _mbarrier_wait(e: _Emitter, op: Operation) -> None:
     e.emit(f"@!{done} bra.uni {loop};")
 
 
-_REPLACE = "{guard}tensormap.replace.tile.{field}.global.b1024.{width} [{slot}], {args};"
+_REPLACE = "{guard}tensormap.replace.tile.{field}.shared::cta.b1024.{width} [{staging}], {args};"
 
 
 @handles("simt.tensormap_create")
 def _tensormap_create(e: _Emitter, op: Operation) -> None:
     box = op.attrs["box"]
     rank = len(box)
-    slot, guard = e.src(op.operand(0)), e.guard(op.operand(1))
-    dims = [e.src(v) for v in op.operands[3:3 + rank]]
-    strides = [e.src(v) for v in op.operands[3 + rank:]]
+    slot, guard, staging = e.src(op.operand(0)), e.guard(op.operand(1)), e.src(op.operand(2))
+    dims = [e.src(v) for v in op.operands[4:4 + rank]]
+    strides = [e.src(v) for v in op.operands[4 + rank:]]
     if tuple(int(part) for part in e.ptx_version.split(".")) <= (8, 5):
         shifted = []
         for stride in strides:
@@ -87,15 +89,18 @@ def _tensormap_create(e: _Emitter, op: Operation) -> None:
             e.emit(f"shr.s64 {reg}, {stride}, 4;")
             shifted.append(reg)
         strides = shifted
-    zero = e.new_reg("rd")
-    e.emit(f"mov.b64 {zero}, 0;")
+    zero = e.new_reg("r")
+    e.emit(f"mov.b32 {zero}, 0;")
     for offset in range(0, TENSOR_MAP_BYTES, 16):
-        e.emit(f"{guard}st.global.v2.b64 [{slot}+{offset}], {{{zero}, {zero}}};")
+        e.emit(f"{guard}st.shared.v4.b32 [{staging}+{offset}], {{{zero}, {zero}, {zero}, {zero}}};")
+    e.uses_smem = True
+    wide = e.new_reg("rd")
+    e.emit(f"cvt.u64.u32 {wide}, {staging};")
 
     def replace(field: str, args: str, width: str = "b32") -> None:
-        e.emit(_REPLACE.format(guard=guard, field=field, width=width, slot=slot, args=args))
+        e.emit(_REPLACE.format(guard=guard, field=field, width=width, staging=wide, args=args))
 
-    replace("global_address", e.src(op.operand(2)), "b64")
+    replace("global_address", e.src(op.operand(3)), "b64")
     replace("rank", str(rank - 1))
     for i in range(rank):
         replace("box_dim", f"{i}, {box[i]}")
@@ -109,6 +114,10 @@ def _tensormap_create(e: _Emitter, op: Operation) -> None:
     replace("interleave_layout", "0")
     replace("swizzle_mode", str(op.attrs["swizzle"]))
     replace("fill_mode", str(op.attrs["fill"]))
+    for offset in range(0, TENSOR_MAP_BYTES, 16):
+        words = [e.new_reg("r") for _ in range(4)]
+        e.emit(f"{guard}ld.shared.v4.b32 {{{', '.join(words)}}}, [{staging}+{offset}];")
+        e.emit(f"{guard}st.global.v4.b32 [{slot}+{offset}], {{{', '.join(words)}}};")
     e.emit(f"{guard}fence.proxy.tensormap::generic.release.gpu;")
     e.emit(f"{guard}fence.proxy.tensormap::generic.acquire.gpu [{slot}], {TENSOR_MAP_BYTES};")
     e.emit(f"mov.b64 {e.reg(op.result)}, {slot};")
