@@ -130,8 +130,8 @@ GPU_FWD = [(128, False, dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3
            (128, True, dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3)),
            (128, True, dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3)),
            (64, True, dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3))]
-# the tutorial's causal D = 128 launch spills 3 registers outside its loops (read in its SASS)
-SPILL_ALLOWANCE = {(128, True, 128): 12}
+# the tutorial's causal D = 128 launch spills 5 registers outside its loops (read in its SASS)
+SPILL_ALLOWANCE = {(128, True, 128): 20}
 
 
 @needs_ptxas
