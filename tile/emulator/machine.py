@@ -76,10 +76,15 @@ class Machine:
         self.call_params: dict[str, Any] = {}  # the .param variables of a call sequence
         self.tracer: Any = None  # a trace.Tracer when chosen threads of this batch are traced
         self.mbarriers: dict[tuple[int, int], Any] = {}  # (CTA in the batch, shared address) -> ptx_isa_hopper.MBarrier
-        # accumulators of wgmma groups not yet retired by a wgmma.wait_group: register -> the wgmma's index
-        self.wgmma_pending: dict[int, int] = {}
-        self.wgmma_open: list[int] = []
-        self.wgmma_groups: list[list[int]] = []
+        # wgmma accumulators in flight, per warp group of the batch (thread // 128), since the warp
+        # groups of different CTAs run their K loops apart: a warp group's groups are numbered as
+        # it commits them; register -> (the wgmma's index, the group number each warp group wrote
+        # it in, -1 where none); a warp group's register is in flight while that number is at least
+        # the first of its groups not retired by a wgmma.wait_group
+        self.wgmma_pending: dict[int, tuple[int, np.ndarray]] = {}
+        groups = -(-self.threads // 128)
+        self.wgmma_committed = np.zeros(groups, np.int64)
+        self.wgmma_retired = np.zeros(groups, np.int64)
         # counted barriers (bar.sync b, n / bar.arrive b, n): CTA * 16 + b -> [arrived, count, [(waiting, resume PC)]]
         self.named_barriers: dict[int, list] = {}
         self.waiting_at: dict[int, Instr] = {}  # thread -> the bar.sync it waits at
@@ -157,7 +162,7 @@ class Machine:
         tag = op[0]
         if tag == "reg":
             if self.wgmma_pending and op[1] in self.wgmma_pending:
-                raise self._in_flight(op[1], "reads")
+                self._check_in_flight(op[1], "reads")
             arr = self.regs[op[1]]
             if arr is None:
                 arr = self._unwritten(op[1])
@@ -190,7 +195,7 @@ class Machine:
             raise self.error(f"the destination {op!r} is not a register")
         i = op[1]
         if self.wgmma_pending and i in self.wgmma_pending:
-            raise self._in_flight(i, "writes")
+            self._check_in_flight(i, "writes")
         if self.tracer is not None:
             self.tracer.wrote(self, i, value, t)
         rb = self.reg_bits[i]
@@ -217,10 +222,16 @@ class Machine:
         new[self.act] = bits
         self.regs[i] = new
 
-    def _in_flight(self, register: int, what: str) -> EmulatorError:
-        source = self.kernel.instrs[self.wgmma_pending[register]].source.describe()
-        return self.error(f"{self.ins.opcode} {what} {self.kernel.reg_names[register]}, an accumulator of the wgmma at "
-                          f"{source}, before a wgmma.wait_group retires it")
+    def _check_in_flight(self, register: int, what: str) -> None:
+        """An error when an active thread's warp group has `register` in flight (an accumulator of
+        a wgmma that no wgmma.wait_group has retired yet)."""
+        pc, group_of = self.wgmma_pending[register]
+        groups = self.positions() // 128
+        busy = group_of[groups] >= self.wgmma_retired[groups]
+        if busy.any():
+            source = self.kernel.instrs[pc].source.describe()
+            raise self.error(f"{self.ins.opcode} {what} {self.kernel.reg_names[register]}, an accumulator of the wgmma "
+                             f"at {source}, before a wgmma.wait_group retires it", int(np.flatnonzero(busy)[0]))
 
     def full(self, op: Operand) -> np.ndarray:
         """A register's array over all threads of the batch (for warp exchanges)."""
