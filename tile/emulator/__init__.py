@@ -28,7 +28,9 @@ it "divergent": each step then runs the instruction at the smallest PC, for exac
 that are there (min-PC scheduling). Code that branches forward around a block, or backward to
 repeat a loop, reconverges on its own: threads that are ahead wait at the join until the others
 catch up. A CTA that waits too long behind others (they spin on a lock it holds) gets to run
-alone for a while, so spin locks across CTAs make progress. `ret` retires threads. An
+alone for a while, so spin locks across CTAs make progress; a batch that runs long yields its
+turn to later batches of the grid, so a CTA may wait on a CTA that starts after it (a true
+deadlock ends at the step budget, naming the line the threads spin on). `ret` retires threads. An
 instruction guarded by a predicate (`@%p1 ld...`) runs only for threads whose predicate holds.
 
 *Memories.* Global memory is the host memory of the arguments: a pointer parameter is the

@@ -7,12 +7,14 @@
 Arguments are NumPy arrays (CPU torch tensors, tile DeviceArrays and GPU arrays are copied to
 the host and back, as the interpreter does) and Python numbers. A grid runs in batches of
 CTAs: each batch is one `Machine` whose registers hold every thread of its CTAs, so a launch
-costs one NumPy operation per instruction per batch.
+costs one NumPy operation per instruction per batch. Batches run one after the other, and in
+turns when one does not finish quickly (its CTAs may wait on those of a later batch).
 """
 from __future__ import annotations
 
+import collections
 import functools
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -31,6 +33,7 @@ from .trace import Trace, Tracer
 BATCH_THREADS = 1 << 17  # threads per batch: registers of about 512 KiB each
 BATCH_SHARED_BYTES = 1 << 21  # shared memory per batch (the race checks keep 32 bytes of records per byte)
 DEFAULT_MAX_STEPS = 2_000_000
+MAX_LIVE_BATCHES = 16  # batches that run in turns at most (their registers are all held)
 EMULATOR_PREFIX = "emulator:"
 
 
@@ -131,16 +134,51 @@ def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = No
     total = g[0] * g[1] * g[2]
     per_batch = max(1, min(BATCH_THREADS // ntid, BATCH_SHARED_BYTES // max(static + shared_bytes, 1)))
     log = Trace(kernel) if trace is not None else None
+    starts = iter(range(0, total, per_batch))
+
+    def start_batch() -> Optional[Iterator[None]]:
+        """The next batch of CTAs, ready to run (None when all have started)."""
+        start = next(starts, None)
+        if start is None:
+            return None
+        ctas = np.arange(start, min(total, start + per_batch), dtype=np.int64)
+        machine = Machine(k, ctas, g, ntid, params, gmem, static + shared_bytes, symbols, max_steps)
+        if log is not None:
+            machine.tracer = _tracer(log, trace, ctas, g, ntid)
+        return machine.run(kinds, handlers)
+
     with np.errstate(all="ignore"):
-        for start in range(0, total, per_batch):
-            ctas = np.arange(start, min(total, start + per_batch), dtype=np.int64)
-            machine = Machine(k, ctas, g, ntid, params, gmem, static + shared_bytes, symbols, max_steps)
-            if log is not None:
-                machine.tracer = _tracer(log, trace, ctas, g, ntid)
-            machine.run(kinds, handlers)
+        _run_in_turns(start_batch)
     for back, host in write_backs:
         back(host)
     return log
+
+
+def _run_in_turns(start_batch: Callable[[], Optional[Iterator[None]]]) -> None:
+    """Run the batches of a grid: one at a time while each finishes within its turn
+    (machine.TURN_STEPS steps); a batch that does not may wait on CTAs of a later batch (a flag
+    or a lock they set), so the next batch starts beside it, up to MAX_LIVE_BATCHES, and the
+    running ones take turns. A true deadlock ends at the step budget of a batch, naming where its
+    threads spin."""
+    running: collections.deque = collections.deque()
+    first = start_batch()
+    if first is not None:
+        running.append(first)
+    while running:
+        try:
+            next(running[0])
+        except StopIteration:
+            running.popleft()
+            if not running:
+                following = start_batch()
+                if following is not None:
+                    running.append(following)
+            continue
+        if len(running) < MAX_LIVE_BATCHES:
+            following = start_batch()
+            if following is not None:
+                running.append(following)
+        running.rotate(-1)
 
 
 def _tracer(log: Trace, chosen: Sequence[tuple[int, int]], ctas: np.ndarray, grid: tuple[int, int, int],

@@ -9,6 +9,8 @@ itself: the threads that skipped ahead wait at the join point until the others a
 when every live thread shares a PC again the machine is uniform again. CTAs are independent,
 so min-PC order is kept within a CTA only when it would starve another: a CTA that has not
 run for STARVED_AFTER steps (it holds a lock the others spin on) runs alone for as many.
+`run` is a generator that yields every TURN_STEPS steps: the launch gives the other batches of
+the grid a turn then, so a CTA may also wait on a CTA of a batch that started after its own.
 
 The instruction set (ptx_isa) never sees PCs: a handler reads operands for the active threads
 (`read`), writes results for them (`write`), and asks the memories for loads and stores.
@@ -17,7 +19,7 @@ every live thread of each CTA arriving there is there (else: a deadlock on a GPU
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
@@ -41,6 +43,9 @@ OP, BRANCH, EXIT, BARRIER = 0, 1, 2, 3
 # CTAs of a batch are independent: one that has not run for this many steps (it waits ahead of a
 # CTA spinning on a lock it holds) runs alone for as many
 STARVED_AFTER = 256
+# a batch that has not finished after this many steps yields its turn (launch.run_ptx then runs
+# the other batches: its CTAs may wait on theirs)
+TURN_STEPS = 20_000
 
 
 class Machine:
@@ -263,8 +268,9 @@ class Machine:
                              f"(divergent control flow or exited threads)", bad)
 
     # ---------------------------------------------------------------- running
-    def run(self, kinds: list[int], handlers: list[Any]) -> None:
-        """Run the batch to completion (every thread exits)."""
+    def run(self, kinds: list[int], handlers: list[Any]) -> Iterator[None]:
+        """Run the batch to completion (every thread exits), yielding every TURN_STEPS steps so
+        the launch can run other batches in between."""
         instrs = self.kernel.instrs
         end = len(instrs)
         counts = [0] * (end + 1)
@@ -306,7 +312,9 @@ class Machine:
             self.steps += 1
             counts[cur] += 1
             if self.steps > self.max_steps:
-                raise self._budget_error(counts)
+                raise self._budget_error(counts, pcs, live)
+            if self.steps % TURN_STEPS == 0:
+                yield
             act = base
             taken = None
             if ins.guard is not None:
@@ -473,13 +481,16 @@ class Machine:
                              f"threads of the CTA here: a deadlock on a GPU ({self.thread_info(int(skipping[0]))} "
                              f"skips it)", int(act[np.flatnonzero(self.cta_local[act] == c)[0]]))
 
-    def _budget_error(self, counts: list[int]) -> EmulatorError:
+    def _budget_error(self, counts: list[int], pcs: Optional[np.ndarray], live: np.ndarray) -> EmulatorError:
+        """The step budget ran out: name the most executed instruction and a thread there (a
+        deadlock across CTAs, each waiting for another, ends here too)."""
         hot = max(range(len(counts)), key=counts.__getitem__)
         src = self.kernel.instrs[hot].source
         self.act = None
+        there = np.flatnonzero(live) if pcs is None else np.flatnonzero(live & (pcs <= hot))
         return self.error(f"the kernel ran {self.max_steps} steps without finishing (raise max_steps if it is "
-                          f"just long); threads spin in a loop: the most executed instruction ran {counts[hot]} times",
-                          source=src)
+                          f"just long); threads spin in a loop, or CTAs wait on each other (a deadlock on a GPU): the most "
+                          f"executed instruction ran {counts[hot]} times", int(there[0]) if there.size else None, source=src)
 
 
 def immediate(op: Operand, t: str) -> Any:
