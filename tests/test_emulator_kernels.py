@@ -275,6 +275,81 @@ def test_persistent_tma_matmul(k, stages):
     np.testing.assert_allclose(c.astype(np.float64), want, rtol=1e-2, atol=2e-3 * np.sqrt(k))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float8e4nv", "float8e5"])
+@pytest.mark.parametrize("shape, block", [((100, 80), (32, 64)), ((33, 48), (16, 32))])
+def test_tma_ragged_round_trip(dtype, shape, block):
+    """tests/test_tma_gpu.py's copy through host descriptors: the loads past the edges read the
+    fill, the stores clip; the bytes come back unchanged (bf16 and fp8 as random bits)."""
+    from test_tma_gpu import BIT_DTYPES, ragged_copy_kernel
+
+    if dtype in BIT_DTYPES:
+        bits = np.uint16 if dtype == "bfloat16" else np.uint8
+        x = RNG.integers(0, np.iinfo(bits).max, size=shape, endpoint=True).astype(bits)
+        src, dst = tile.to_device(x, BIT_DTYPES[dtype]), tile.to_device(np.full(shape, 0xA5, bits), BIT_DTYPES[dtype])
+    else:
+        x = RNG.standard_normal(shape).astype(dtype)
+        src, dst = x, np.full(shape, np.nan, dtype)
+    grid = (tile.cdiv(shape[0], block[0]), tile.cdiv(shape[1], block[1]))
+    emulate(ragged_copy_kernel, "sm_90a")[grid](TensorDescriptor.from_tensor(src, list(block)),
+                                                TensorDescriptor.from_tensor(dst, list(block)))
+    got = dst.numpy() if hasattr(dst, "numpy") else dst
+    np.testing.assert_array_equal(got.view(np.uint8), x.view(np.uint8))
+
+
+@pytest.mark.parametrize("padding", ["zero", "nan"])
+def test_tma_out_of_bounds_reads(padding):
+    """A host descriptor's block hanging over the corner reads the padding (tests/test_tma_gpu.py)."""
+    from test_tma_gpu import shifted_load_kernel
+
+    x = RNG.standard_normal((50, 40)).astype(np.float32)
+    out = np.full((32, 32), 7.0, np.float32)
+    emulate(shifted_load_kernel, "sm_90a")[(1,)](TensorDescriptor.from_tensor(x, [32, 32], padding=padding), out, 30,
+                                                 20, BM=32, BN=32)
+    want = np.full((32, 32), 0.0 if padding == "zero" else np.nan)
+    want[:20, :20] = x[30:50, 20:40]
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_in_kernel_descriptors(target):
+    """tests/test_tma_desc_gpu.py's kernels: a ragged copy and a matmul through descriptors made
+    in the kernel (on sm_90a, tensor maps each program writes into its global scratch), the
+    padding of a block over the corner, and descriptors made in a loop over groups whose
+    matrices are reached through pointer tables."""
+    from test_tma_desc import desc_copy_kernel, desc_matmul_kernel
+    from test_tma_desc_gpu import padded_load_kernel, per_group_scale_kernel
+
+    m, n = 65, 144
+    x = RNG.standard_normal((m, n)).astype(np.float16)
+    y = np.full_like(x, np.nan)
+    emulate(desc_copy_kernel, target)[(tile.cdiv(m, 64), tile.cdiv(n, 128))](x, y, m, n, BM=64, BN=128)
+    np.testing.assert_array_equal(y, (x.astype(np.float64) * 2 + 1).astype(np.float16))
+
+    m, n, k = 200, 136, 72
+    a, b = RNG.standard_normal((m, k)).astype(np.float16), RNG.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float16)
+    emulate(desc_matmul_kernel, target)[(tile.cdiv(m, 64), tile.cdiv(n, 64))](a, b, c, m, n, k, BM=64, BN=64, BK=32)
+    np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
+                               atol=1e-1)
+
+    x = RNG.standard_normal((40, 48)).astype(np.float32)
+    for padding in ("zero", "nan"):
+        out = np.full((32, 32), 7.0, np.float32)
+        emulate(padded_load_kernel, target)[(1,)](x, out, 40, 48, 24, 32, BM=32, BN=32, PADDING=padding)
+        want = np.full((32, 32), 0.0 if padding == "zero" else np.nan, np.float32)
+        want[:16, :16] = x[24:, 32:]
+        np.testing.assert_array_equal(out, want)
+
+    sizes = [70, 256, 9]
+    xs = [RNG.standard_normal((s, 32)).astype(np.float32) for s in sizes]
+    ys = [np.full_like(v, np.nan) for v in xs]
+    tables = [np.array([v.ctypes.data for v in vs], np.int64) for vs in (xs, ys)]
+    emulate(per_group_scale_kernel, target, reachable=xs + ys)[(3,)](tables[0], np.array(sizes, np.int32), tables[1],
+                                                                     GROUPS=3, N=32, BM=32)
+    for g, (v, w) in enumerate(zip(xs, ys)):
+        np.testing.assert_array_equal(w, v * (g + 1))
+
+
 # ------------------------------------------------------------------ benchmarks/kernels.py
 
 
