@@ -307,3 +307,16 @@ def test_ctas_waiting_on_each_other_are_a_deadlock(monkeypatch):
                                             r"`while tl.atomic_add\(flags"):
         emulate(_wait_for_the_next_cta, max_steps=50_000)[(8,)](flags, 8, CYCLE=True, num_warps=1)
     np.testing.assert_array_equal(flags, 0)
+
+
+def test_ctas_waiting_beyond_the_live_batches_are_reported(monkeypatch):
+    """One CTA per batch and at most two batches at once: CTA 1 waits on CTA 2, which never
+    starts; the error says so."""
+    from tile.emulator import StepBudgetError, launch
+
+    monkeypatch.setattr(launch, "BATCH_THREADS", 32)
+    monkeypatch.setattr(launch, "MAX_LIVE_BATCHES", 2)
+    flags = np.zeros(4, np.int32)
+    with pytest.raises(StepBudgetError, match=r"ran 30000 steps without finishing.*; 2 CTAs of the grid had not "
+                                              r"started \(the emulator runs at most 2 batches of 1 CTAs at once\)"):
+        emulate(_wait_for_the_next_cta, max_steps=30_000)[(4,)](flags, 4, CYCLE=False, num_warps=1)

@@ -102,9 +102,9 @@ AMDGCN (gfx942), the second instruction set
 """
 from .amdgcn_decode import AmdgcnSyntaxError, decode_amdgcn
 from .amdgcn_machine import run_amdgcn
-from .errors import EmulatorError, PtxSyntaxError
+from .errors import EmulatorError, PtxSyntaxError, StepBudgetError
 from .launch import EMULATOR_PREFIX, emulate, run_ptx
 from .ptx_decode import decode_module
 
 __all__ = ["emulate", "run_ptx", "run_amdgcn", "decode_module", "decode_amdgcn", "EmulatorError", "PtxSyntaxError",
-           "AmdgcnSyntaxError", "EMULATOR_PREFIX"]
+           "StepBudgetError", "AmdgcnSyntaxError", "EMULATOR_PREFIX"]

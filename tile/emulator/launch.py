@@ -21,7 +21,7 @@ import numpy as np
 from ..codegen.floats import float_bits
 from ..ir.types import bf16, f16
 from ..utils import grid3
-from .errors import EmulatorError
+from .errors import EmulatorError, StepBudgetError
 from .machine import Machine
 from .memory import GlobalMemory
 from .program import Kernel, Module
@@ -148,7 +148,15 @@ def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = No
         return machine.run(kinds, handlers)
 
     with np.errstate(all="ignore"):
-        _run_in_turns(start_batch)
+        try:
+            _run_in_turns(start_batch)
+        except StepBudgetError as error:
+            unstarted = len(range(next(starts, total), total))
+            if not unstarted:
+                raise
+            raise StepBudgetError(error.kernel, f"{error.message}; {unstarted} CTAs of the grid had not started (the "
+                                                f"emulator runs at most {MAX_LIVE_BATCHES} batches of {per_batch} "
+                                                f"CTAs at once)", error.source, error.where) from None
     for back, host in write_backs:
         back(host)
     return log

@@ -23,7 +23,7 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from .errors import EmulatorError
+from .errors import EmulatorError, StepBudgetError
 from .checks import SharedChecks
 from .memory import GlobalMemory, SharedMemory
 from .program import Instr, Kernel, Operand, Source
@@ -481,16 +481,17 @@ class Machine:
                              f"threads of the CTA here: a deadlock on a GPU ({self.thread_info(int(skipping[0]))} "
                              f"skips it)", int(act[np.flatnonzero(self.cta_local[act] == c)[0]]))
 
-    def _budget_error(self, counts: list[int], pcs: Optional[np.ndarray], live: np.ndarray) -> EmulatorError:
+    def _budget_error(self, counts: list[int], pcs: Optional[np.ndarray], live: np.ndarray) -> StepBudgetError:
         """The step budget ran out: name the most executed instruction and a thread there (a
         deadlock across CTAs, each waiting for another, ends here too)."""
         hot = max(range(len(counts)), key=counts.__getitem__)
         src = self.kernel.instrs[hot].source
         self.act = None
         there = np.flatnonzero(live) if pcs is None else np.flatnonzero(live & (pcs <= hot))
-        return self.error(f"the kernel ran {self.max_steps} steps without finishing (raise max_steps if it is "
-                          f"just long); threads spin in a loop, or CTAs wait on each other (a deadlock on a GPU): the most "
-                          f"executed instruction ran {counts[hot]} times", int(there[0]) if there.size else None, source=src)
+        message = (f"the kernel ran {self.max_steps} steps without finishing (raise max_steps if it is just long); "
+                   f"threads spin in a loop, or CTAs wait on each other (a deadlock on a GPU): the most executed "
+                   f"instruction ran {counts[hot]} times")
+        return StepBudgetError(self.kernel.name, message, src, self.thread_info(int(there[0]) if there.size else None))
 
 
 def immediate(op: Operand, t: str) -> Any:
