@@ -32,6 +32,7 @@ emulator), so CI checks the corpus builders and the comparison itself.
 """
 from __future__ import annotations
 
+import abc
 import contextvars
 import importlib.util
 import math
@@ -40,7 +41,7 @@ import re
 import sys
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -104,24 +105,27 @@ def aligned_copy(values: np.ndarray, alignment: int = 256) -> np.ndarray:
     return out
 
 
-class Side:
+class Side(abc.ABC):
     """How one side holds arrays and launches: the emulator on host copies, or the GPU."""
 
     name = ""
 
+    @abc.abstractmethod
     def array(self, buf: Buffer) -> Any:
-        raise NotImplementedError
+        """A fresh array of this side holding `buf`'s initial contents."""
 
     def values(self, array: Any) -> np.ndarray:
         """The array's memory as a NumPy array (bf16: its uint16 bits)."""
         return np.asarray(array.numpy() if hasattr(array, "numpy") else array)
 
+    @abc.abstractmethod
     def address(self, array: Any) -> int:
-        raise NotImplementedError
+        """The address a kernel reaches the array at (for tables of pointers)."""
 
+    @abc.abstractmethod
     def launch(self, kernel: Any, target: str, grid: tuple, args: list, kwargs: dict, reachable: list) -> str:
-        """Run; the PTX text that ran."""
-        raise NotImplementedError
+        """Run the kernel compiled for `target`; the PTX text that ran. `reachable`: arrays the
+        kernel reaches only through pointer tables (the emulator must be told of them)."""
 
 
 class EmulatorSide(Side):

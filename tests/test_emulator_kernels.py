@@ -366,7 +366,8 @@ def test_mma_peak_kernel(bench, target):
         np.testing.assert_allclose(c[program].astype(np.float64), want, rtol=1e-2, atol=2e-2 * iters)
 
 
-@pytest.mark.parametrize("target, block, warps, stages", [("sm_80", (128, 128, 32), 8, 4), ("sm_90a", (128, 64, 64), 4, 3),
+@pytest.mark.parametrize("target, block, warps, stages", [("sm_80", (128, 128, 32), 8, 4),
+                                                          ("sm_90a", (128, 64, 64), 4, 3),
                                                           ("sm_90a", (64, 128, 32), 4, 4)])
 def test_matmul_at_benchmark_configs(bench, target, block, warps, stages):
     """benchmarks/kernels.py's matmul at bench_matmul's larger blocks, ragged M and N, K of five steps."""
