@@ -310,12 +310,12 @@ def test_ctas_waiting_on_each_other_are_a_deadlock(monkeypatch):
 
 
 def test_ctas_waiting_beyond_the_live_batches_are_reported(monkeypatch):
-    """One CTA per batch and at most two batches at once: CTA 1 waits on CTA 2, which never
-    starts; the error says so."""
+    """One CTA per batch and at most two batches (64 threads) at once: CTA 1 waits on CTA 2,
+    which never starts; the error says so."""
     from tile.emulator import StepBudgetError, launch
 
     monkeypatch.setattr(launch, "BATCH_THREADS", 32)
-    monkeypatch.setattr(launch, "MAX_LIVE_BATCHES", 2)
+    monkeypatch.setattr(launch, "MAX_LIVE_THREADS", 64)
     flags = np.zeros(4, np.int32)
     with pytest.raises(StepBudgetError, match=r"ran 30000 steps without finishing.*; 2 CTAs of the grid had not "
                                               r"started \(the emulator runs at most 2 batches of 1 CTAs at once\)"):

@@ -33,7 +33,7 @@ from .trace import Trace, Tracer
 BATCH_THREADS = 1 << 17  # threads per batch: registers of about 512 KiB each
 BATCH_SHARED_BYTES = 1 << 21  # shared memory per batch (the race checks keep 32 bytes of records per byte)
 DEFAULT_MAX_STEPS = 2_000_000
-MAX_LIVE_BATCHES = 16  # batches that run in turns at most (their registers are all held)
+MAX_LIVE_THREADS = 1 << 19  # threads of the batches that run in turns, at most (their registers are all held)
 EMULATOR_PREFIX = "emulator:"
 
 
@@ -147,25 +147,26 @@ def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = No
             machine.tracer = _tracer(log, trace, ctas, g, ntid)
         return machine.run(kinds, handlers)
 
+    live_batches = max(2, MAX_LIVE_THREADS // (per_batch * ntid))
     with np.errstate(all="ignore"):
         try:
-            _run_in_turns(start_batch)
+            _run_in_turns(start_batch, live_batches)
         except StepBudgetError as error:
             unstarted = len(range(next(starts, total), total))
             if not unstarted:
                 raise
             raise StepBudgetError(error.kernel, f"{error.message}; {unstarted} CTAs of the grid had not started (the "
-                                                f"emulator runs at most {MAX_LIVE_BATCHES} batches of {per_batch} "
-                                                f"CTAs at once)", error.source, error.where) from None
+                                                f"emulator runs at most {live_batches} batches of {per_batch} CTAs "
+                                                f"at once)", error.source, error.where) from None
     for back, host in write_backs:
         back(host)
     return log
 
 
-def _run_in_turns(start_batch: Callable[[], Optional[Iterator[None]]]) -> None:
+def _run_in_turns(start_batch: Callable[[], Optional[Iterator[None]]], live_batches: int) -> None:
     """Run the batches of a grid: one at a time while each finishes within its turn
     (machine.TURN_STEPS steps); a batch that does not may wait on CTAs of a later batch (a flag
-    or a lock they set), so the next batch starts beside it, up to MAX_LIVE_BATCHES, and the
+    or a lock they set), so the next batch starts beside it, up to `live_batches`, and the
     running ones take turns. A true deadlock ends at the step budget of a batch, naming where its
     threads spin."""
     running: collections.deque = collections.deque()
@@ -182,7 +183,7 @@ def _run_in_turns(start_batch: Callable[[], Optional[Iterator[None]]]) -> None:
                 if following is not None:
                     running.append(following)
             continue
-        if len(running) < MAX_LIVE_BATCHES:
+        if len(running) < live_batches:
             following = start_batch()
             if following is not None:
                 running.append(following)
