@@ -27,8 +27,9 @@ about 30 s. So on 16 cores
 `TILE_DIFF_PROGRAMS=150 TILE_DIFF_SHARDS=16 pytest -n 16 -rA tests/test_emulator_differential_gpu.py`
 (4,800 generated kernels) should fit in about four minutes: lower TILE_DIFF_PROGRAMS if not.
 
-test_the_comparison_on_the_emulator_alone runs the harness without a GPU (both sides on the
-emulator), so CI checks the corpus builders and the comparison itself.
+The tests without the `gpu` mark run the harness without a GPU (both sides on the emulator, one
+through the GPU side's launch path), so CI checks the corpus builders, the launches and the
+comparison itself.
 """
 from __future__ import annotations
 
@@ -144,12 +145,14 @@ class EmulatorSide(Side):
 
 
 class GpuSide(Side):
-    """Launches through the ordinary path, the device's target set to `target`."""
+    """Launches through the ordinary path, the device's target set to `target`. With
+    `target_prefix` EMULATOR_PREFIX the same path runs on the emulator (TILE_EMULATE's way),
+    which lets CI check this side's launches without a GPU."""
 
     name = "GPU"
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch):
-        self.monkeypatch = monkeypatch
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, target_prefix: str = ""):
+        self.monkeypatch, self.target_prefix = monkeypatch, target_prefix
 
     def array(self, buf: Buffer) -> Any:
         return tile.to_device(buf.init.copy(), "bf16" if buf.bf16 else None)
@@ -163,7 +166,7 @@ class GpuSide(Side):
         with self.monkeypatch.context() as patch:
             patch.delenv("TILE_INTERPRET", raising=False)
             patch.delenv("TILE_EMULATE", raising=False)
-            patch.setattr(compiler, "_device_target", lambda: target)
+            patch.setattr(compiler, "_device_target", lambda: self.target_prefix + target)
             scratch = []
 
             def run() -> Any:  # global scratch (in-kernel tensor maps) from tile's allocator, as a user gives it
@@ -512,11 +515,30 @@ def test_the_comparison_on_the_emulator_alone(name):
         compare(case, "sm_80", _Shifted(output), EmulatorSide())
 
 
+@pytest.mark.parametrize("name, target", [("add_kernel", "sm_80"), ("seeded_dropout (float16)", "sm_90a"),
+                                          ("attn_fwd (bf16, causal=False, D=32)", "sm_80"),
+                                          ("layer_norm_bwd_dx_fused (37x100, 4 locks)", "sm_80"),
+                                          ("tma_matmul", "sm_90a"), ("persistent_matmul", "sm_90a")])
+def test_the_gpu_launch_path_on_the_emulator(monkeypatch, name, target):
+    """The GPU side's launches (DeviceArrays, bf16, descriptors of device arrays, the allocator
+    context, the PTX of the launch) through TILE_EMULATE's path: the emulator stands in for the
+    device, so CI runs this side's code too. (The grouped GEMM cases need a real GPU: their
+    pointer tables hold addresses the emulator is not told of on this path.)"""
+    from tile.emulator import EMULATOR_PREFIX
+
+    case = next(c for c in CORPUS if c.name == name)
+    compare(case, target, GpuSide(monkeypatch, EMULATOR_PREFIX), EmulatorSide())
+
+
 @settings(max_examples=3, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 @given(program=programs(max_ops=6))
 def test_generated_programs_on_the_emulator_alone(program):
-    """The generated-program path of the differential test, both sides on the emulator."""
-    compare_program(program, "sm_80", EmulatorSide(), EmulatorSide())
+    """The generated-program path of the differential test, both sides on the emulator, one of
+    them through the GPU side's launch path."""
+    from tile.emulator import EMULATOR_PREFIX
+
+    with pytest.MonkeyPatch.context() as patch:
+        compare_program(program, "sm_80", GpuSide(patch, EMULATOR_PREFIX), EmulatorSide())
 
 
 def test_exactness_of_ptx():
