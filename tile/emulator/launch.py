@@ -152,7 +152,7 @@ def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = No
         try:
             _run_in_turns(start_batch, live_batches)
         except StepBudgetError as error:
-            unstarted = len(range(next(starts, total), total))
+            unstarted = total - next(starts, total)
             if not unstarted:
                 raise
             raise StepBudgetError(error.kernel, f"{error.message}; {unstarted} CTAs of the grid had not started (the "
