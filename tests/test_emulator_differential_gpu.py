@@ -133,8 +133,10 @@ class EmulatorSide(Side):
     name = "emulator"
 
     def array(self, buf: Buffer) -> Any:
-        if buf.bf16:  # NumPy has no bf16: a DeviceArray of bf16 (the emulator copies it to the host and back)
-            return tile.to_device(buf.init.copy(), "bf16")
+        if buf.bf16:  # NumPy has no bf16: a DeviceArray of bf16, in host memory also on a GPU machine
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("TILE_INTERPRET", "1")
+                return tile.to_device(buf.init.copy(), "bf16")
         return aligned_copy(buf.init)
 
     def address(self, array: Any) -> int:
@@ -526,6 +528,7 @@ def test_the_gpu_launch_path_on_the_emulator(monkeypatch, name, target):
     pointer tables hold addresses the emulator is not told of on this path.)"""
     from tile.emulator import EMULATOR_PREFIX
 
+    monkeypatch.setenv("TILE_INTERPRET", "1")  # the GPU side's arrays in host memory, also on a GPU machine
     case = next(c for c in CORPUS if c.name == name)
     compare(case, target, GpuSide(monkeypatch, EMULATOR_PREFIX), EmulatorSide())
 
@@ -538,6 +541,7 @@ def test_generated_programs_on_the_emulator_alone(program):
     from tile.emulator import EMULATOR_PREFIX
 
     with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TILE_INTERPRET", "1")  # the GPU side's arrays in host memory, also on a GPU machine
         compare_program(program, "sm_80", GpuSide(patch, EMULATOR_PREFIX), EmulatorSide())
 
 

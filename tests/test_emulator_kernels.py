@@ -62,6 +62,14 @@ def bench() -> types.ModuleType:
     return load_kernels("emulator_kernels_bench", tile.jit, tl)
 
 
+@pytest.fixture(autouse=True)
+def host_memory(monkeypatch):
+    """DeviceArrays made here (bf16 and fp8, which NumPy cannot name) live in host memory, also
+    on a GPU machine: the emulator addresses host memory, and a host descriptor of GPU memory
+    would hand it device addresses. tile.emulate compiles for its target whatever this says."""
+    monkeypatch.setenv("TILE_INTERPRET", "1")
+
+
 def poison(shape, dtype) -> np.ndarray:
     a = np.empty(shape, dtype)
     a.view(np.uint8)[...] = 0xAB
