@@ -33,7 +33,10 @@ from .trace import Trace, Tracer
 BATCH_THREADS = 1 << 17  # threads per batch: registers of about 512 KiB each
 BATCH_SHARED_BYTES = 1 << 21  # shared memory per batch (the race checks keep 32 bytes of records per byte)
 DEFAULT_MAX_STEPS = 2_000_000
-MAX_LIVE_THREADS = 1 << 19  # threads of the batches that run in turns, at most (their registers are all held)
+# the batches that run in turns hold their registers and shared memory (with its race records)
+# at once: at most this many threads and shared bytes (four full batches), and at least two batches
+MAX_LIVE_THREADS = 4 * BATCH_THREADS
+MAX_LIVE_SHARED_BYTES = 4 * BATCH_SHARED_BYTES
 EMULATOR_PREFIX = "emulator:"
 
 
@@ -147,7 +150,8 @@ def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = No
             machine.tracer = _tracer(log, trace, ctas, g, ntid)
         return machine.run(kinds, handlers)
 
-    live_batches = max(2, MAX_LIVE_THREADS // (per_batch * ntid))
+    live_batches = max(2, min(MAX_LIVE_THREADS // (per_batch * ntid),
+                              MAX_LIVE_SHARED_BYTES // max(per_batch * (static + shared_bytes), 1)))
     with np.errstate(all="ignore"):
         try:
             _run_in_turns(start_batch, live_batches)
