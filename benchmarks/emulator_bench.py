@@ -24,7 +24,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUME
 import argparse  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
-from typing import Any, Callable  # noqa: E402
+from typing import Any, Callable, Iterator  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -108,16 +108,15 @@ def counted(fn: Callable[[], None]) -> tuple[int, int]:
     totals = [0, 0]
     run = emulator_machine.Machine.run
 
-    def counting(self: Any, kinds: list[int], handlers: list[Any]) -> Any:
+    def counting(self: Any, kinds: list[int], handlers: list[Any]) -> Iterator[None]:  # Machine.run yields turns
         def counted_handler(handler: Any) -> Any:
             def execute(m: Any, ins: Any) -> Any:
                 totals[1] += m.count
                 return handler(m, ins)
             return execute
 
-        out = run(self, kinds, [counted_handler(h) for h in handlers])
+        yield from run(self, kinds, [counted_handler(h) for h in handlers])
         totals[0] += self.steps
-        return out
 
     emulator_machine.Machine.run = counting
     try:

@@ -270,3 +270,53 @@ def test_spin_lock_across_ctas():
     lock_and_count = np.zeros(2, np.uint32)
     run_ptx(ptx, (8,), [lock_and_count])
     np.testing.assert_array_equal(lock_and_count, [0, 8])
+
+
+@tile.jit
+def _wait_for_the_next_cta(flags, n_programs, CYCLE: tl.constexpr):
+    """Program i waits until program i + 1 has set its flag, then sets its own: the last program
+    goes first, so every program waits on one that starts after it. CYCLE: the last program
+    waits on program 0 instead, which waits on it: a deadlock."""
+    pid = tl.program_id(0)
+    if pid + 1 < n_programs or CYCLE:
+        while tl.atomic_add(flags + (pid + 1) % n_programs, 0) == 0:
+            pass
+    tl.atomic_xchg(flags + pid, pid + 1)
+
+
+def test_ctas_wait_on_ctas_of_a_later_batch(monkeypatch):
+    """Two CTAs per batch, eight CTAs: CTA 0 waits (through CTAs 1..6) for CTA 7 of the last
+    batch. The waiting batch yields its turn, later batches start beside it, and all finish."""
+    from tile.emulator import launch
+
+    monkeypatch.setattr(launch, "BATCH_THREADS", 64)
+    flags = np.zeros(8, np.int32)
+    emulate(_wait_for_the_next_cta)[(8,)](flags, 8, CYCLE=False, num_warps=1)
+    np.testing.assert_array_equal(flags, np.arange(1, 9))
+
+
+def test_ctas_waiting_on_each_other_are_a_deadlock(monkeypatch):
+    """The same chain closed into a cycle: every batch runs in turns until the step budget ends,
+    with the PTX line and the tile source line where the threads spin."""
+    from tile.emulator import launch
+
+    monkeypatch.setattr(launch, "BATCH_THREADS", 64)
+    flags = np.zeros(8, np.int32)
+    with pytest.raises(EmulatorError, match=r"ran 50000 steps without finishing[^\n]*\(thread 0 of CTA \(\d, 0, 0\)\)"
+                                            r"\n  at PTX line \d+ `[^\n]*`, from test_emulator.py:\d+ "
+                                            r"`while tl.atomic_add\(flags"):
+        emulate(_wait_for_the_next_cta, max_steps=50_000)[(8,)](flags, 8, CYCLE=True, num_warps=1)
+    np.testing.assert_array_equal(flags, 0)
+
+
+def test_ctas_waiting_beyond_the_live_batches_are_reported(monkeypatch):
+    """One CTA per batch and at most two batches (64 threads) at once: CTA 1 waits on CTA 2,
+    which never starts; the error says so."""
+    from tile.emulator import StepBudgetError, launch
+
+    monkeypatch.setattr(launch, "BATCH_THREADS", 32)
+    monkeypatch.setattr(launch, "MAX_LIVE_THREADS", 64)
+    flags = np.zeros(4, np.int32)
+    with pytest.raises(StepBudgetError, match=r"ran 30000 steps without finishing.*; 2 CTAs of the grid had not "
+                                              r"started \(the emulator runs at most 2 batches of 1 CTAs at once\)"):
+        emulate(_wait_for_the_next_cta, max_steps=30_000)[(4,)](flags, 4, CYCLE=False, num_warps=1)

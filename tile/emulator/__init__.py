@@ -28,7 +28,9 @@ it "divergent": each step then runs the instruction at the smallest PC, for exac
 that are there (min-PC scheduling). Code that branches forward around a block, or backward to
 repeat a loop, reconverges on its own: threads that are ahead wait at the join until the others
 catch up. A CTA that waits too long behind others (they spin on a lock it holds) gets to run
-alone for a while, so spin locks across CTAs make progress. `ret` retires threads. An
+alone for a while, so spin locks across CTAs make progress; a batch that runs long yields its
+turn to later batches of the grid, so a CTA may wait on a CTA that starts after it (a true
+deadlock ends at the step budget, naming the line the threads spin on). `ret` retires threads. An
 instruction guarded by a predicate (`@%p1 ld...`) runs only for threads whose predicate holds.
 
 *Memories.* Global memory is the host memory of the arguments: a pointer parameter is the
@@ -100,9 +102,9 @@ AMDGCN (gfx942), the second instruction set
 """
 from .amdgcn_decode import AmdgcnSyntaxError, decode_amdgcn
 from .amdgcn_machine import run_amdgcn
-from .errors import EmulatorError, PtxSyntaxError
+from .errors import EmulatorError, PtxSyntaxError, StepBudgetError
 from .launch import EMULATOR_PREFIX, emulate, run_ptx
 from .ptx_decode import decode_module
 
 __all__ = ["emulate", "run_ptx", "run_amdgcn", "decode_module", "decode_amdgcn", "EmulatorError", "PtxSyntaxError",
-           "AmdgcnSyntaxError", "EMULATOR_PREFIX"]
+           "StepBudgetError", "AmdgcnSyntaxError", "EMULATOR_PREFIX"]

@@ -17,8 +17,12 @@ class EmulatorError(RuntimeError):
         if source is not None:
             text += f"\n  at {source.describe()}"
         super().__init__(text)
-        self.kernel = kernel
-        self.source = source
+        self.kernel, self.message, self.source, self.where = kernel, message, source, where
+
+
+class StepBudgetError(EmulatorError):
+    """A batch of CTAs ran its `max_steps` without finishing: a loop that never ends, or CTAs
+    that wait on each other."""
 
 
 class PtxSyntaxError(EmulatorError):

@@ -7,19 +7,21 @@
 Arguments are NumPy arrays (CPU torch tensors, tile DeviceArrays and GPU arrays are copied to
 the host and back, as the interpreter does) and Python numbers. A grid runs in batches of
 CTAs: each batch is one `Machine` whose registers hold every thread of its CTAs, so a launch
-costs one NumPy operation per instruction per batch.
+costs one NumPy operation per instruction per batch. Batches run one after the other, and in
+turns when one does not finish quickly (its CTAs may wait on those of a later batch).
 """
 from __future__ import annotations
 
+import collections
 import functools
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
 from ..codegen.floats import float_bits
 from ..ir.types import bf16, f16
 from ..utils import grid3
-from .errors import EmulatorError
+from .errors import EmulatorError, StepBudgetError
 from .machine import Machine
 from .memory import GlobalMemory
 from .program import Kernel, Module
@@ -31,6 +33,10 @@ from .trace import Trace, Tracer
 BATCH_THREADS = 1 << 17  # threads per batch: registers of about 512 KiB each
 BATCH_SHARED_BYTES = 1 << 21  # shared memory per batch (the race checks keep 32 bytes of records per byte)
 DEFAULT_MAX_STEPS = 2_000_000
+# the batches that run in turns hold their registers and shared memory (with its race records)
+# at once: at most this many threads and shared bytes (four full batches), and at least two batches
+MAX_LIVE_THREADS = 4 * BATCH_THREADS
+MAX_LIVE_SHARED_BYTES = 4 * BATCH_SHARED_BYTES
 EMULATOR_PREFIX = "emulator:"
 
 
@@ -60,13 +66,16 @@ def _handlers(kernel: Kernel) -> tuple[list[int], list[Callable]]:
 
 def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = None, threads: Optional[int] = None,
             shared_bytes: int = 0, arg_kinds: Optional[Sequence[str]] = None, arg_names: Optional[Sequence[str]] = None,
-            max_steps: int = DEFAULT_MAX_STEPS, trace: Optional[Sequence[tuple[int, int]]] = None
-            ) -> Optional[Trace]:
+            max_steps: int = DEFAULT_MAX_STEPS, trace: Optional[Sequence[tuple[int, int]]] = None,
+            reachable: Sequence[np.ndarray] = ()) -> Optional[Trace]:
     """Run kernel `kernel` (default: the module's only kernel) of PTX text `ptx` on `grid` with
     `args` (one per .param: arrays for pointers, numbers for scalars). `threads` per CTA
     defaults to the kernel's .maxntid; `shared_bytes` is the dynamic shared memory; `arg_kinds`
     (tile's launch metadata: "ptr", "f16", "bf16", ...) says how to pass 16-bit floats.
-    `trace`: (linear CTA index, thread) pairs to record step by step; the Trace is returned."""
+    `trace`: (linear CTA index, thread) pairs to record step by step; the Trace is returned.
+    `reachable`: NumPy arrays the kernel reaches through pointers stored in memory (the matrices of
+    a grouped GEMM, whose addresses, `array.ctypes.data`, sit in a pointer table): registered as
+    allocations "reachable[i]" beside the arguments, so the bounds checks accept them."""
     from ..runtime.host_args import to_host
 
     module: Module = decode_module(ptx)
@@ -108,6 +117,11 @@ def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = No
         params[p.name] = gmem.add(name, host, bool(host.flags.writeable))
         if back is not None:
             write_backs.append((back, host))
+    for i, array in enumerate(reachable):
+        if not isinstance(array, np.ndarray):
+            raise EmulatorError(kernel, f"reachable[{i}] is a {type(array).__name__}: pass the NumPy array whose "
+                                        f"address the kernel loads")
+        gmem.add(f"reachable[{i}]", array, bool(array.flags.writeable))
     for gname, data in module.globals.items():
         symbols[gname] = ("global", gmem.add_bytes(gname, data.data))
     for sname, off in k.shared_symbols.items():
@@ -123,16 +137,61 @@ def run_ptx(ptx: str, grid: Any, args: Sequence[Any], kernel: Optional[str] = No
     total = g[0] * g[1] * g[2]
     per_batch = max(1, min(BATCH_THREADS // ntid, BATCH_SHARED_BYTES // max(static + shared_bytes, 1)))
     log = Trace(kernel) if trace is not None else None
+    starts = iter(range(0, total, per_batch))
+
+    def start_batch() -> Optional[Iterator[None]]:
+        """The next batch of CTAs, ready to run (None when all have started)."""
+        start = next(starts, None)
+        if start is None:
+            return None
+        ctas = np.arange(start, min(total, start + per_batch), dtype=np.int64)
+        machine = Machine(k, ctas, g, ntid, params, gmem, static + shared_bytes, symbols, max_steps)
+        if log is not None:
+            machine.tracer = _tracer(log, trace, ctas, g, ntid)
+        return machine.run(kinds, handlers)
+
+    live_batches = max(2, min(MAX_LIVE_THREADS // (per_batch * ntid),
+                              MAX_LIVE_SHARED_BYTES // max(per_batch * (static + shared_bytes), 1)))
     with np.errstate(all="ignore"):
-        for start in range(0, total, per_batch):
-            ctas = np.arange(start, min(total, start + per_batch), dtype=np.int64)
-            machine = Machine(k, ctas, g, ntid, params, gmem, static + shared_bytes, symbols, max_steps)
-            if log is not None:
-                machine.tracer = _tracer(log, trace, ctas, g, ntid)
-            machine.run(kinds, handlers)
+        try:
+            _run_in_turns(start_batch, live_batches)
+        except StepBudgetError as error:
+            unstarted = total - next(starts, total)
+            if not unstarted:
+                raise
+            raise StepBudgetError(error.kernel, f"{error.message}; {unstarted} CTAs of the grid had not started (the "
+                                                f"emulator runs at most {live_batches} batches of {per_batch} CTAs "
+                                                f"at once)", error.source, error.where) from None
     for back, host in write_backs:
         back(host)
     return log
+
+
+def _run_in_turns(start_batch: Callable[[], Optional[Iterator[None]]], live_batches: int) -> None:
+    """Run the batches of a grid: one at a time while each finishes within its turn
+    (machine.TURN_STEPS steps); a batch that does not may wait on CTAs of a later batch (a flag
+    or a lock they set), so the next batch starts beside it, up to `live_batches`, and the
+    running ones take turns. A true deadlock ends at the step budget of a batch, naming where its
+    threads spin."""
+    running: collections.deque = collections.deque()
+    first = start_batch()
+    if first is not None:
+        running.append(first)
+    while running:
+        try:
+            next(running[0])
+        except StopIteration:
+            running.popleft()
+            if not running:
+                following = start_batch()
+                if following is not None:
+                    running.append(following)
+            continue
+        if len(running) < live_batches:
+            following = start_batch()
+            if following is not None:
+                running.append(following)
+        running.rotate(-1)
 
 
 def _tracer(log: Trace, chosen: Sequence[tuple[int, int]], ctas: np.ndarray, grid: tuple[int, int, int],
@@ -166,8 +225,8 @@ class EmulatorBackend:
         self.ptx, self.metadata, self.max_steps = ptx, metadata, max_steps
         decode_module(ptx)  # decode errors surface at compile time
 
-    def run(self, grid: Any, args: Sequence[Any], trace: Optional[Sequence[tuple[int, int]]] = None
-            ) -> Optional[Trace]:
+    def run(self, grid: Any, args: Sequence[Any], trace: Optional[Sequence[tuple[int, int]]] = None,
+            reachable: Sequence[np.ndarray] = ()) -> Optional[Trace]:
         """Run on `args`; a kernel with global scratch (its in-kernel tensor maps) gets a zeroed
         host buffer of `global_scratch_bytes` per program as its last argument, as a launch does."""
         md = self.metadata
@@ -176,7 +235,7 @@ class EmulatorBackend:
             gx, gy, gz = grid3(grid)
             args = [*args, _aligned_scratch(per_program * gx * gy * gz)]
         return run_ptx(self.ptx, grid, args, md["name"], md["threads"], md["shared_bytes"], md["arg_kinds"],
-                       max_steps=self.max_steps, trace=trace)
+                       max_steps=self.max_steps, trace=trace, reachable=reachable)
 
     def make_entry(self, positions: tuple[int, ...], value_count: int, compiled: Any = None) -> Callable[..., Any]:
         def entry(grid: Any, values: tuple, args: tuple, stream: Optional[int]) -> Any:
@@ -209,7 +268,7 @@ class Emulated:
     """`tile.emulate(kernel, target)`: index with a grid, call with the kernel's arguments."""
 
     def __init__(self, fn: Any, target: str, max_steps: int, trace: Any = False,
-                 trace_cta: tuple[int, int, int] = (0, 0, 0)):
+                 trace_cta: tuple[int, int, int] = (0, 0, 0), reachable: Sequence[np.ndarray] = ()):
         from ..frontend.jit import JITFunction
 
         while not isinstance(fn, JITFunction) and hasattr(fn, "fn"):  # autotune / heuristics wrappers
@@ -231,6 +290,9 @@ class Emulated:
         if self.trace_threads and target.startswith("gfx"):
             raise ValueError(f"trace= steps through PTX only; {target} runs on the AMDGCN wave machine without it")
         self.trace_cta = tuple(trace_cta) + (0,) * (3 - len(trace_cta))
+        if reachable and target.startswith("gfx"):
+            raise ValueError(f"reachable= is PTX only; {target} runs on the AMDGCN wave machine without it")
+        self.reachable = tuple(reachable)
         self.last_trace: Optional[Trace] = None
         self.cache: dict[tuple, Any] = {}
 
@@ -269,12 +331,15 @@ class Emulated:
             gx, gy, _ = grid3(grid)
             x, y, z = self.trace_cta
             chosen = [(x + gx * (y + gy * z), t) for t in self.trace_threads]
-        self.last_trace = compiled.backend.run(grid, values, chosen)
+        if self.reachable:
+            self.last_trace = compiled.backend.run(grid, values, chosen, self.reachable)
+        else:
+            self.last_trace = compiled.backend.run(grid, values, chosen)
         return compiled
 
 
 def emulate(kernel: Any, target: str = "sm_80", max_steps: int = DEFAULT_MAX_STEPS, trace: Any = False,
-            trace_cta: tuple[int, ...] = (0, 0, 0)) -> Emulated:
+            trace_cta: tuple[int, ...] = (0, 0, 0), reachable: Sequence[np.ndarray] = ()) -> Emulated:
     """Run `kernel` (a @tile.jit function) as the PTX tile compiles for `target`, on the CPU.
 
     `tile.emulate(kernel, target="sm_80")[grid](*args, **constexprs)` compiles the kernel for
@@ -303,8 +368,12 @@ def emulate(kernel: Any, target: str = "sm_80", max_steps: int = DEFAULT_MAX_STE
         emulated = tile.emulate(add_kernel, trace=[0, 1])
         emulated[(1,)](x, y, out, n, BLOCK=256)
         print(emulated.last_trace.format())
+
+    `reachable=[a0, b0, c0, ...]`: NumPy arrays the kernel reaches only through pointers it loads
+    from memory (a grouped GEMM's table of matrix addresses, `a0.ctypes.data`): the bounds checks
+    accept them as they accept the arguments, and the kernel writes into them in place.
     """
-    return Emulated(kernel, target, max_steps, trace, trace_cta)
+    return Emulated(kernel, target, max_steps, trace, trace_cta, reachable)
 
 
 __all__ = ["run_ptx", "emulate", "Emulated", "EmulatorBackend", "compile_for_emulator", "EMULATOR_PREFIX"]

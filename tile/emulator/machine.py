@@ -9,6 +9,8 @@ itself: the threads that skipped ahead wait at the join point until the others a
 when every live thread shares a PC again the machine is uniform again. CTAs are independent,
 so min-PC order is kept within a CTA only when it would starve another: a CTA that has not
 run for STARVED_AFTER steps (it holds a lock the others spin on) runs alone for as many.
+`run` is a generator that yields every TURN_STEPS steps: the launch gives the other batches of
+the grid a turn then, so a CTA may also wait on a CTA of a batch that started after its own.
 
 The instruction set (ptx_isa) never sees PCs: a handler reads operands for the active threads
 (`read`), writes results for them (`write`), and asks the memories for loads and stores.
@@ -17,11 +19,11 @@ every live thread of each CTA arriving there is there (else: a deadlock on a GPU
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from .errors import EmulatorError
+from .errors import EmulatorError, StepBudgetError
 from .checks import SharedChecks
 from .memory import GlobalMemory, SharedMemory
 from .program import Instr, Kernel, Operand, Source
@@ -41,6 +43,9 @@ OP, BRANCH, EXIT, BARRIER = 0, 1, 2, 3
 # CTAs of a batch are independent: one that has not run for this many steps (it waits ahead of a
 # CTA spinning on a lock it holds) runs alone for as many
 STARVED_AFTER = 256
+# a batch that has not finished after this many steps yields its turn (launch.run_ptx then runs
+# the other batches: its CTAs may wait on theirs)
+TURN_STEPS = 20_000
 
 
 class Machine:
@@ -76,10 +81,15 @@ class Machine:
         self.call_params: dict[str, Any] = {}  # the .param variables of a call sequence
         self.tracer: Any = None  # a trace.Tracer when chosen threads of this batch are traced
         self.mbarriers: dict[tuple[int, int], Any] = {}  # (CTA in the batch, shared address) -> ptx_isa_hopper.MBarrier
-        # accumulators of wgmma groups not yet retired by a wgmma.wait_group: register -> the wgmma's index
-        self.wgmma_pending: dict[int, int] = {}
-        self.wgmma_open: list[int] = []
-        self.wgmma_groups: list[list[int]] = []
+        # wgmma accumulators in flight, per warp group of the batch (thread // 128), since the warp
+        # groups of different CTAs run their K loops apart: a warp group's groups are numbered as
+        # it commits them; register -> (the wgmma's index, the group number each warp group wrote
+        # it in, -1 where none); a warp group's register is in flight while that number is at least
+        # the first of its groups not retired by a wgmma.wait_group
+        self.wgmma_pending: dict[int, tuple[int, np.ndarray]] = {}
+        groups = -(-self.threads // 128)
+        self.wgmma_committed = np.zeros(groups, np.int64)
+        self.wgmma_retired = np.zeros(groups, np.int64)
         # counted barriers (bar.sync b, n / bar.arrive b, n): CTA * 16 + b -> [arrived, count, [(waiting, resume PC)]]
         self.named_barriers: dict[int, list] = {}
         self.waiting_at: dict[int, Instr] = {}  # thread -> the bar.sync it waits at
@@ -157,7 +167,7 @@ class Machine:
         tag = op[0]
         if tag == "reg":
             if self.wgmma_pending and op[1] in self.wgmma_pending:
-                raise self._in_flight(op[1], "reads")
+                self._check_in_flight(op[1], "reads")
             arr = self.regs[op[1]]
             if arr is None:
                 arr = self._unwritten(op[1])
@@ -190,7 +200,7 @@ class Machine:
             raise self.error(f"the destination {op!r} is not a register")
         i = op[1]
         if self.wgmma_pending and i in self.wgmma_pending:
-            raise self._in_flight(i, "writes")
+            self._check_in_flight(i, "writes")
         if self.tracer is not None:
             self.tracer.wrote(self, i, value, t)
         rb = self.reg_bits[i]
@@ -217,10 +227,16 @@ class Machine:
         new[self.act] = bits
         self.regs[i] = new
 
-    def _in_flight(self, register: int, what: str) -> EmulatorError:
-        source = self.kernel.instrs[self.wgmma_pending[register]].source.describe()
-        return self.error(f"{self.ins.opcode} {what} {self.kernel.reg_names[register]}, an accumulator of the wgmma at "
-                          f"{source}, before a wgmma.wait_group retires it")
+    def _check_in_flight(self, register: int, what: str) -> None:
+        """An error when an active thread's warp group has `register` in flight (an accumulator of
+        a wgmma that no wgmma.wait_group has retired yet)."""
+        pc, group_of = self.wgmma_pending[register]
+        groups = self.positions() // 128
+        busy = group_of[groups] >= self.wgmma_retired[groups]
+        if busy.any():
+            source = self.kernel.instrs[pc].source.describe()
+            raise self.error(f"{self.ins.opcode} {what} {self.kernel.reg_names[register]}, an accumulator of the wgmma "
+                             f"at {source}, before a wgmma.wait_group retires it", int(np.flatnonzero(busy)[0]))
 
     def full(self, op: Operand) -> np.ndarray:
         """A register's array over all threads of the batch (for warp exchanges)."""
@@ -252,8 +268,9 @@ class Machine:
                              f"(divergent control flow or exited threads)", bad)
 
     # ---------------------------------------------------------------- running
-    def run(self, kinds: list[int], handlers: list[Any]) -> None:
-        """Run the batch to completion (every thread exits)."""
+    def run(self, kinds: list[int], handlers: list[Any]) -> Iterator[None]:
+        """Run the batch to completion (every thread exits), yielding every TURN_STEPS steps so
+        the launch can run other batches in between."""
         instrs = self.kernel.instrs
         end = len(instrs)
         counts = [0] * (end + 1)
@@ -295,7 +312,9 @@ class Machine:
             self.steps += 1
             counts[cur] += 1
             if self.steps > self.max_steps:
-                raise self._budget_error(counts)
+                raise self._budget_error(counts, pcs, live)
+            if self.steps % TURN_STEPS == 0:
+                yield
             act = base
             taken = None
             if ins.guard is not None:
@@ -462,13 +481,17 @@ class Machine:
                              f"threads of the CTA here: a deadlock on a GPU ({self.thread_info(int(skipping[0]))} "
                              f"skips it)", int(act[np.flatnonzero(self.cta_local[act] == c)[0]]))
 
-    def _budget_error(self, counts: list[int]) -> EmulatorError:
+    def _budget_error(self, counts: list[int], pcs: Optional[np.ndarray], live: np.ndarray) -> StepBudgetError:
+        """The step budget ran out: name the most executed instruction and a thread there (a
+        deadlock across CTAs, each waiting for another, ends here too)."""
         hot = max(range(len(counts)), key=counts.__getitem__)
         src = self.kernel.instrs[hot].source
         self.act = None
-        return self.error(f"the kernel ran {self.max_steps} steps without finishing (raise max_steps if it is "
-                          f"just long); threads spin in a loop: the most executed instruction ran {counts[hot]} times",
-                          source=src)
+        there = np.flatnonzero(live) if pcs is None else np.flatnonzero(live & (pcs <= hot))
+        message = (f"the kernel ran {self.max_steps} steps without finishing (raise max_steps if it is just long); "
+                   f"threads spin in a loop, or CTAs wait on each other (a deadlock on a GPU): the most executed "
+                   f"instruction ran {counts[hot]} times")
+        return StepBudgetError(self.kernel.name, message, src, self.thread_info(int(there[0]) if there.size else None))
 
 
 def immediate(op: Operand, t: str) -> Any:

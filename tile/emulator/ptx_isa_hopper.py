@@ -278,8 +278,11 @@ def _wgmma(m: Machine, ins: Instr) -> None:
     scale_d = _uniform(m, scale_d, "scale-d")
     rows, cols = d_fragment(spec.n)
     integer = spec.dtype == "s32"
-    for reg in d_regs[1]:  # the accumulators of an earlier wgmma chain into this one
-        m.wgmma_pending.pop(reg[1], None)
+    wg = groups[:, 0] // WARPGROUP
+    for reg in d_regs[1]:  # the accumulators of an earlier wgmma of these warp groups chain into this one
+        found = m.wgmma_pending.get(reg[1])
+        if found is not None:
+            found[1][wg] = -1
     for i, reg in enumerate(d_regs[1]):
         value = d[np.arange(ng)[:, None], rows[i], cols[i]]
         if scale_d.any():
@@ -290,8 +293,10 @@ def _wgmma(m: Machine, ins: Instr) -> None:
         else:
             m.write(reg, value.reshape(-1).astype(np.float32), "f32")
     for reg in d_regs[1]:
-        m.wgmma_pending[reg[1]] = m.pc
-    m.wgmma_open.extend(reg[1] for reg in d_regs[1])
+        found = m.wgmma_pending.get(reg[1])
+        group_of = np.full(m.wgmma_committed.size, -1, np.int64) if found is None else found[1]
+        group_of[wg] = m.wgmma_committed[wg]  # the warp groups' open group
+        m.wgmma_pending[reg[1]] = (m.pc, group_of)
 
 
 def _whole_warp_groups(m: Machine, ins: Instr) -> None:
@@ -303,20 +308,20 @@ define("wgmma.fence", facts((), ("sync", "aligned"), count=0, operands=0))(_whol
 
 @define("wgmma.commit_group", facts((), ("sync", "aligned"), count=0, operands=0))
 def _wgmma_commit(m: Machine, ins: Instr) -> None:
-    _warp_groups(m)
-    m.wgmma_groups.append(m.wgmma_open)
-    m.wgmma_open = []
+    m.wgmma_committed[_warp_groups(m)[:, 0] // WARPGROUP] += 1
     m.checks.commit("wgmma")
 
 
 @define("wgmma.wait_group", facts((), ("sync", "aligned"), count=0, operands=1))
 def _wgmma_wait(m: Machine, ins: Instr) -> None:
-    """Retire all but the newest N committed groups: their accumulators may be used again."""
-    _warp_groups(m)
+    """Retire all but the newest N committed groups of the warp groups here: their accumulators
+    may be used again."""
+    wg = _warp_groups(m)[:, 0] // WARPGROUP
     keep = int(ins.operands[0][1])
-    while len(m.wgmma_groups) > keep:
-        for reg in m.wgmma_groups.pop(0):
-            m.wgmma_pending.pop(reg, None)
+    m.wgmma_retired[wg] = np.maximum(m.wgmma_retired[wg], m.wgmma_committed[wg] - keep)
+    for reg, (_, group_of) in list(m.wgmma_pending.items()):
+        if (group_of < m.wgmma_retired).all():
+            del m.wgmma_pending[reg]
     m.checks.retire("wgmma", keep)
 
 

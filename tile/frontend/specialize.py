@@ -163,16 +163,17 @@ def _with_tensor_maps(value: Any, key: tuple, arg: Any, tensor_map: Callable[[Te
     return out
 
 
-def flattening_entry(entry: Callable[..., None], keys: tuple[tuple, ...],
+def flattening_entry(entry: Callable[..., Any], keys: tuple[tuple, ...],
                      tensor_map: Optional[Callable[[TensorDescriptor], bytes]] = None,
-                     names: tuple[str, ...] = ()) -> Callable[..., None]:
+                     names: tuple[str, ...] = ()) -> Callable[..., Any]:
     """An entry for a kernel with tuple or descriptor arguments: spreads their launch values
-    and arguments into leaves, then calls `entry` (made for the leaves). `keys` are the keys of
+    and arguments into leaves, then calls `entry` (made for the leaves) and returns what it
+    returns (the CompiledKernel, as every launch does). `keys` are the keys of
     the runtime (non-constexpr) arguments, `names` their names. With `tensor_map` (a kernel
     compiled with tensor-map leaves), each descriptor also passes `tensor_map(descriptor)`, its
     128 bytes; a ValueError of it (a TMA rule broken) names the argument."""
 
-    def flat_entry(grid: Any, values: tuple, args: tuple, stream: Any) -> None:
+    def flat_entry(grid: Any, values: tuple, args: tuple, stream: Any) -> Any:
         flat_values, flat_args = [], []
         for i, (key, value, arg) in enumerate(zip(keys, values, args)):
             if key[0] in AGGREGATES and tensor_map is not None:
@@ -189,7 +190,7 @@ def flattening_entry(entry: Callable[..., None], keys: tuple[tuple, ...],
             else:
                 flat_values.append(value)
                 flat_args.append(arg)
-        entry(grid, tuple(flat_values), tuple(flat_args), stream)
+        return entry(grid, tuple(flat_values), tuple(flat_args), stream)
 
     return flat_entry
 
