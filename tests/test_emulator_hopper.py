@@ -550,3 +550,25 @@ ret;
 """
     with pytest.raises(EmulatorError, match=r"tensormap.replace: interleave_layout 1 is not modelled \(only 0\)"):
         run_ptx(ptx, (1,), [np.zeros(128, np.uint8)])
+
+
+def test_tensormap_copy_by_part_of_a_warp_is_an_error():
+    """tensormap.cp_fenceproxy is .sync.aligned: one lane alone may not run it."""
+    ptx = HEADER + """.visible .entry k(.param .u64 p)
+.maxntid 32, 1, 1
+{
+.reg .b64 %rd<3>;
+.reg .b32 %r<3>;
+.reg .pred %p<2>;
+.shared .align 128 .b8 staging[128];
+ld.param.u64 %rd1, [p];
+mov.u32 %r1, staging;
+cvt.u64.u32 %rd2, %r1;
+mov.u32 %r2, %tid.x;
+setp.eq.u32 %p1, %r2, 0;
+@%p1 tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%rd1], [%rd2], 128;
+ret;
+}
+"""
+    with pytest.raises(EmulatorError, match=r"needs every lane of the warp"):
+        run_ptx(ptx, (1,), [np.zeros(128, np.uint8)])

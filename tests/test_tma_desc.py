@@ -127,9 +127,9 @@ def test_copy_kernel_ptx() -> None:
     assert _fields(ptx, "swizzle_mode") == ["3", "3"]  # 128-byte rows
     assert _fields(ptx, "box_dim") == ["0, 64", "1, 32"] * 2  # innermost first
     assert _fields(ptx, "rank") == ["1", "1"] and _fields(ptx, "fill_mode") == ["0", "0"]
-    # built in shared memory, then copied to the program's global slot in 16-byte words
-    assert ptx.count("ld.shared.v4.b32") == ptx.count("st.global.v4.b32") == 2 * 8
-    assert ptx.count("fence.proxy.tensormap::generic.release.gpu;") == 2
+    # built in shared memory, then copied to the program's global slot by warp 0, with the release
+    copy = "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+    assert ptx.count(copy) == 2 and "fence.proxy.tensormap::generic.release" not in ptx
     assert ptx.count("fence.proxy.tensormap::generic.acquire.gpu") == 2
     assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx
     assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx

@@ -45,12 +45,14 @@ parameter, TENSOR_MAP_BYTES per slot, `global_scratch_bytes` per program):
     %pid = %ctaid.x + %nctaid.x * (%ctaid.y + %nctaid.y * %ctaid.z)
     %at = simt.addptr %scratch, %pid * 2 + 1 {scale = 128}          // 2 slots per program
     %staging = simt.smem_addr {offset = 1024}                        // the op's scratch_offset
-    %map = simt.tensormap_create %at, %t0, %staging, %x, %N, %M, %sm_bytes {box = [64, 64], elemtype = 6, ...}
+    %map = simt.tensormap_create %at, %t0, %w0, %staging, %x, %N, %M, %sm_bytes {box = [64, 64], elemtype = 6, ...}
 
 Thread 0 builds the map in the op's 128 bytes of scratch shared memory (tensormap.replace on
 shared memory is a local read-modify-write; on global memory each of the 13 fields would be a
-round trip to L2), copies it to its global slot, and issues every TMA copy, so its own
-release/acquire fences (in the PTX of simt.tensormap_create) are all the ordering the copies need.
+round trip to L2); warp 0 (%w0) copies it to its global slot with tensormap.cp_fenceproxy,
+whose release is scoped to the tensor map (a fence.proxy.tensormap release after ordinary
+stores is a MEMBAR.ALL.GPU in SASS), and acquires it. Thread 0 issues every TMA copy, so that
+acquire is all the ordering the copies need.
 """
 from __future__ import annotations
 
@@ -249,7 +251,9 @@ def _lower_make_tensormap(ctx: Lowering, op: Operation) -> None:
     staging = ctx.op("simt.smem_addr", [], i32, offset=staging_offset)
     if ctx.smem_pending:  # slower threads may still use these bytes
         ctx.barrier()
-    result = ctx.effect("simt.tensormap_create", [slot, _first_thread(ctx), staging, ctx.get(base)[0], *dims, *strides],
+    first_warp = ctx.op("arith.cmp", [ctx.tid(), ctx.const(ctx.warp_size, i32)], i1, predicate="lt")
+    result = ctx.effect("simt.tensormap_create",
+                        [slot, _first_thread(ctx), first_warp, staging, ctx.get(base)[0], *dims, *strides],
                         [tensormap], box=list(reversed(layout.box)), elemtype=TENSORMAP_ELEMTYPES[element.name],
                         swizzle=TENSORMAP_SWIZZLES[layout.swizzle], fill=TENSORMAP_FILLS[op.attrs["padding"]]).result
     ctx.smem_pending = ctx.scratch_pending = True

@@ -47,8 +47,9 @@ without waiting reads the poison of fresh shared memory. A store writes the in-b
 elements of a shared box to global memory when it issues.
 
 *tensormap.replace.tile* writes one field of a tensor map in global or shared::cta memory (a
-kernel's own descriptors; tensor_maps.replace_field); fence.proxy.tensormap::generic orders
-nothing more.
+kernel's own descriptors; tensor_maps.replace_field); *tensormap.cp_fenceproxy* (.sync.aligned:
+every lane of the warp, the same addresses in each) copies a map of 128 bytes from shared to
+global memory, read by the warp's first lane; fence.proxy.tensormap::generic orders nothing more.
 
 Also: fence.proxy.async (ordering only), elect.sync (lane 0 of the member mask's active lanes),
 setmaxnreg.inc/dec (checked: a multiple of 8 in 24..256, run by whole warp groups).
@@ -487,6 +488,34 @@ def _tensormap_replace(m: Machine, ins: Instr) -> None:
         except ValueError as e:
             raise m.error(f"tensormap.replace: {e}", k) from None
         m.gmem.store(at, np.frombuffer(bytes(raw), np.uint8)[None, :], 1, m.fail)
+
+
+def _decode_tensormap_copy(ins: Instr) -> Any:
+    facts((), ("global", "shared::cta", "tensormap::generic", "release", "gpu", "cta", "sys", "sync", "aligned"),
+          required=[("global",), ("shared::cta",), ("sync",), ("aligned",)], count=0)(ins)
+    if len(ins.operands) != 3 or ins.operands[0][0] != "addr" or ins.operands[1][0] != "addr" or \
+            ins.operands[2] != ("imm", TENSOR_MAP_BYTES):
+        raise ValueError(f"takes [global map], [shared map], {TENSOR_MAP_BYTES}")
+    return None
+
+
+@define("tensormap.cp_fenceproxy", _decode_tensormap_copy)
+def _tensormap_copy(m: Machine, ins: Instr) -> None:
+    m.require_full_warps()
+    positions = m.positions()
+    dst = effective_address(m, ins.operands[0], True)
+    src = effective_address(m, ins.operands[1], False)
+    warps = positions // 32
+    for warp in np.unique(warps):
+        lanes = np.flatnonzero(warps == warp)
+        if (dst[lanes] != dst[lanes[0]]).any() or (src[lanes] != src[lanes[0]]).any():
+            raise m.error(f"{ins.opcode}: the lanes of a warp copy different tensor maps", int(lanes[0]))
+        keep, m.act = m.act, positions[lanes[:1]]
+        try:
+            tensor_map = load_bits(m, "shared", ins.operands[1], 1, TENSOR_MAP_BYTES)
+            m.gmem.store(np.array([dst[lanes[0]]], np.uint64), tensor_map, 1, m.fail)
+        finally:
+            m.act = keep
 
 
 def box_addresses(tmap: TensorMap, coords: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -113,13 +113,14 @@ first; nothing happens where the i1 %pred is false):
                                           shared %dst (i32), completing bytes on %bar
   simt.tma_store %src, %tmap, %pred, %c...   cp.async.bulk.tensor.Nd.global.shared::cta
                                           .bulk_group: shared %src to the box at %c (clipped)
-  simt.tensormap_create %slot, %pred, %staging, %base, %dim..., %stride... {box, elemtype, swizzle, fill} : tensormap
-                                          builds a tensor map in the 128 shared bytes at i32
-                                          %staging (zeros, then tensormap.replace of each field:
-                                          %dim i32 and %stride i64 bytes innermost first, the
-                                          innermost stride left out), copies it to the 128 bytes
-                                          at global %slot and fences it for the tensormap proxy;
-                                          the result is %slot, for TMA copies
+  simt.tensormap_create %slot, %pred, %warp, %staging, %base, %dim..., %stride... {box, elemtype, swizzle, fill} : tensormap
+                                          thread %pred builds a tensor map in the 128 shared
+                                          bytes at i32 %staging (zeros, then tensormap.replace of
+                                          each field: %dim i32 and %stride i64 bytes innermost
+                                          first, the innermost stride left out); the whole warp
+                                          %warp copies it to the 128 bytes at global %slot with
+                                          the tensormap proxy's release and acquires it; the
+                                          result is %slot, for TMA copies
   simt.bulk_commit                        cp.async.bulk.commit_group
   simt.bulk_wait {pending, read}          cp.async.bulk.wait_group[.read] N: at most N groups
                                           still reading their shared memory (read), or still
@@ -543,12 +544,12 @@ def _verify_tensormap_create(op: Operation) -> None:
     box = op.attrs.get("box")
     expect(op, isinstance(box, list) and 1 <= len(box) <= 5, f"box must be a list of 1 to 5 ints, got {box!r}")
     rank = len(box)
-    expect_counts(op, 4 + 2 * rank - 1, 1)
-    expect(op, isinstance(op.operand(0).type, PointerType) and op.operand(1).type == i1
-           and op.operand(2).type == i32 and isinstance(op.operand(3).type, PointerType),
-           "operands start with the slot, a predicate, the shared staging address, the base")
-    expect(op, all(v.type == i32 for v in op.operands[4:4 + rank]), "dimensions are i32")
-    expect(op, all(v.type == i64 for v in op.operands[4 + rank:]), "strides are i64 bytes")
+    expect_counts(op, 5 + 2 * rank - 1, 1)
+    expect(op, isinstance(op.operand(0).type, PointerType) and op.operand(1).type == i1 and op.operand(2).type == i1
+           and op.operand(3).type == i32 and isinstance(op.operand(4).type, PointerType),
+           "operands start with the slot, the thread and warp predicates, the shared staging address, the base")
+    expect(op, all(v.type == i32 for v in op.operands[5:5 + rank]), "dimensions are i32")
+    expect(op, all(v.type == i64 for v in op.operands[5 + rank:]), "strides are i64 bytes")
     expect(op, op.result.type == tensormap, "the result is a tensormap")
 
 

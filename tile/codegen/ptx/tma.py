@@ -10,7 +10,7 @@ A tensormap value is the generic address of its kernel parameter (emit.py's para
 `mov.b64 %rd1, k_param; cvta.param.u64 %rd1, %rd1;`), or of a map that the kernel wrote in global
 memory:
 
-    simt.tensormap_create %slot, %p, %staging, %base, %d0, %d1, %s1 {box = [64, 64], elemtype = 6, swizzle = 3, fill = 0}
+    simt.tensormap_create %slot, %p, %w, %staging, %base, %d0, %d1, %s1 {box = [64, 64], elemtype = 6, swizzle = 3, fill = 0}
 ->
     mov.b32 %r9, 0;
     @%p1 st.shared.v4.b32 [%r2], {%r9, %r9, %r9, %r9};   ... eight times: every field starts as zero
@@ -22,9 +22,8 @@ memory:
     @%p1 tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%rd8], 0, %rd5;  // bytes, outer dims
     @%p1 tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%rd8], 0, 1;
     @%p1 tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%rd8], 6;   ... interleave_layout, swizzle_mode, fill_mode
-    @%p1 ld.shared.v4.b32 {%r10, %r11, %r12, %r13}, [%r2];      ... and st.global.v4.b32 to %slot, eight times
-    @%p1 fence.proxy.tensormap::generic.release.gpu;
-    @%p1 fence.proxy.tensormap::generic.acquire.gpu [%rd2], 128;
+    @%p2 tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%rd2], [%rd8], 128;
+    @%p2 fence.proxy.tensormap::generic.acquire.gpu [%rd2], 128;   // %p2: warp 0, every lane
 
 PTX ISA 8.5 and older take the global strides divided by 16 (a ptxas quirk that Triton works
 around the same way).
@@ -79,9 +78,9 @@ _REPLACE = "{guard}tensormap.replace.tile.{field}.shared::cta.b1024.{width} [{st
 def _tensormap_create(e: _Emitter, op: Operation) -> None:
     box = op.attrs["box"]
     rank = len(box)
-    slot, guard, staging = e.src(op.operand(0)), e.guard(op.operand(1)), e.src(op.operand(2))
-    dims = [e.src(v) for v in op.operands[4:4 + rank]]
-    strides = [e.src(v) for v in op.operands[4 + rank:]]
+    slot, guard, warp, staging = e.src(op.operand(0)), e.guard(op.operand(1)), e.guard(op.operand(2)), e.src(op.operand(3))
+    dims = [e.src(v) for v in op.operands[5:5 + rank]]
+    strides = [e.src(v) for v in op.operands[5 + rank:]]
     if tuple(int(part) for part in e.ptx_version.split(".")) <= (8, 5):
         shifted = []
         for stride in strides:
@@ -100,7 +99,7 @@ def _tensormap_create(e: _Emitter, op: Operation) -> None:
     def replace(field: str, args: str, width: str = "b32") -> None:
         e.emit(_REPLACE.format(guard=guard, field=field, width=width, staging=wide, args=args))
 
-    replace("global_address", e.src(op.operand(3)), "b64")
+    replace("global_address", e.src(op.operand(4)), "b64")
     replace("rank", str(rank - 1))
     for i in range(rank):
         replace("box_dim", f"{i}, {box[i]}")
@@ -114,10 +113,7 @@ def _tensormap_create(e: _Emitter, op: Operation) -> None:
     replace("interleave_layout", "0")
     replace("swizzle_mode", str(op.attrs["swizzle"]))
     replace("fill_mode", str(op.attrs["fill"]))
-    for offset in range(0, TENSOR_MAP_BYTES, 16):
-        words = [e.new_reg("r") for _ in range(4)]
-        e.emit(f"{guard}ld.shared.v4.b32 {{{', '.join(words)}}}, [{staging}+{offset}];")
-        e.emit(f"{guard}st.global.v4.b32 [{slot}+{offset}], {{{', '.join(words)}}};")
-    e.emit(f"{guard}fence.proxy.tensormap::generic.release.gpu;")
-    e.emit(f"{guard}fence.proxy.tensormap::generic.acquire.gpu [{slot}], {TENSOR_MAP_BYTES};")
+    e.emit(f"{warp}tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned "
+           f"[{slot}], [{wide}], {TENSOR_MAP_BYTES};")
+    e.emit(f"{warp}fence.proxy.tensormap::generic.acquire.gpu [{slot}], {TENSOR_MAP_BYTES};")
     e.emit(f"mov.b64 {e.reg(op.result)}, {slot};")
