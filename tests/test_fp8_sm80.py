@@ -1,0 +1,260 @@
+"""fp8 e4m3 (tl.float8e4nv) and e5m2 (tl.float8e5) on sm_80 / sm_86, where PTX has no fp8 cvt:
+conversions in integer and f32 arithmetic (tile.codegen.lower_float8) that give what sm_89's
+cvt.rn.satfinite.{e4m3,e5m2}x2.f32 and cvt.rn.f16x2.{e4m3,e5m2}x2 give, and dots whose fp8
+operands go to f16 for mma.sync.
+
+Kernels compiled for sm_80 run on tile.emulator and are compared bit for bit with the same
+kernels on the interpreter (tile.runtime.interp_dtypes: round to nearest even, overflow and
+infinities to +-largest finite, subnormals). NaN is the one place they differ: the interpreter
+keeps a NaN's sign (and e5m2's payload bits), while the GPU's cvt gives the canonical NaN 0x7f
+(and 0x7fff for a NaN code widened to f16), which the sm_80 code reproduces; the GPU test at the
+end compares sm_80's code with the native instructions on a real GPU, NaN included.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tile
+import tile.language as tl
+from ptxas_util import assemble_ok, needs_ptxas
+from test_language import poison
+
+FP8 = {"f8e4nv": tl.float8e4nv, "f8e5": tl.float8e5}
+NAMES = list(FP8)
+CODES = np.arange(256, dtype=np.uint8)
+NAN_CODE = 0x7F
+F16_NAN = 0x7FFF
+RNG = np.random.default_rng(80)
+BLOCK = 1024
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@tile.jit
+def convert_kernel(x_ptr, out_ptr, n, DTYPE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask).to(DTYPE), mask=mask)
+
+
+@pytest.fixture(autouse=True)
+def interpreter(monkeypatch):
+    """Plain launches run on the interpreter (also on GPU machines); the emulator is explicit."""
+    monkeypatch.setenv("TILE_INTERPRET", "1")
+
+
+def as_arg(bits: np.ndarray, dtype):
+    """An array of bits as a kernel argument of `dtype` (fp8 and bf16 are reinterpreted)."""
+    return tile.reinterpret(bits, dtype) if dtype in (*FP8.values(), tl.bfloat16) else bits
+
+
+STORAGE = {tl.float16: np.float16, tl.bfloat16: np.uint16, tl.float32: np.float32, tl.float64: np.float64,
+           tl.int32: np.int32, tl.int64: np.int64, tl.uint8: np.uint8, tl.int8: np.int8}
+
+
+def converted(x: np.ndarray, src, dst, target: str | None) -> np.ndarray:
+    """`x` (bits or values, as the kernel reads them) converted from `src` to `dst`, on the
+    interpreter (target None) or on the emulator running `target`'s PTX; the result's bits."""
+    out = poison(x.size, np.uint8 if dst in FP8.values() else STORAGE[dst])
+    launch = convert_kernel if target is None else tile.emulate(convert_kernel, target=target)
+    launch[(tile.cdiv(x.size, BLOCK),)](as_arg(x, src), as_arg(out, dst), x.size, DTYPE=dst, BLOCK=BLOCK)
+    return out.view(np.uint16) if out.dtype == np.float16 else out
+
+
+def f32_values(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, np.float32)
+
+
+def check_encoding(x: np.ndarray, src, name: str, nan: np.ndarray, target: str = "sm_80") -> None:
+    """sm_80's codes equal the interpreter's, and NaN inputs (`nan`) give 0x7f."""
+    got, want = converted(x, src, FP8[name], target), converted(x, src, FP8[name], None)
+    np.testing.assert_array_equal(got[~nan], want[~nan], err_msg=f"{src} -> {name}")
+    np.testing.assert_array_equal(got[nan], NAN_CODE)
+
+
+def fp8_values(name: str) -> np.ndarray:
+    """float64 value of each code, from the interpreter's decoding."""
+    return converted(CODES, FP8[name], tl.float64, None)
+
+
+def probe_f32(name: str) -> np.ndarray:
+    """Every value of the format; the midpoints between neighbours (ties) and one f32 ulp either
+    side; around the largest value and half an ulp beyond it; the smallest subnormal's half;
+    f32 subnormals; infinities, NaNs with payloads and signed zeros: both signs."""
+    values = fp8_values(name)
+    pos = np.unique(values[:128][np.isfinite(values[:128])]).astype(np.float32)
+    mids = ((pos[:-1].astype(np.float64) + pos[1:]) / 2).astype(np.float32)
+    top = pos[-1]
+    beyond = np.array([top + (top - pos[-2]) / 2], np.float32)
+    extra = np.array([top * 1.01, pos[1] / 2, pos[1] * 0.51, pos[1] / 3, 1e-40, 1.4e-45, 3e38, np.inf,
+                      0.0], np.float32)
+    mags = np.concatenate([pos, mids, np.nextafter(mids, 0), np.nextafter(mids, np.inf), beyond,
+                           np.nextafter(beyond, 0), np.nextafter(beyond, np.inf), extra])
+    nans = np.array([0x7FC00000, 0x7F800001, 0x7FFFFFFF, 0x7FA00000], np.uint32).view(np.float32)
+    return np.concatenate([mags, -mags, nans, -nans])
+
+
+# ------------------------------------------------------------------------------ encoding
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_f16_pattern_encodes_like_the_interpreter(name):
+    x = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    check_encoding(x, tl.float16, name, np.isnan(x))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_bf16_pattern_encodes_like_the_interpreter(name):
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    check_encoding(bits, tl.bfloat16, name, (bits & 0x7FFF) > 0x7F80)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_f32_edges_encode_like_the_interpreter(name):
+    x = probe_f32(name)
+    check_encoding(x, tl.float32, name, np.isnan(x))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@SETTINGS
+@given(bits=st.lists(st.integers(0, (1 << 32) - 1), min_size=1, max_size=300), scale=st.integers(-30, 30))
+def test_random_f32_encode_like_the_interpreter(name, bits, scale):
+    """Any f32 bit pattern, and the same patterns' mantissas moved near the format's range
+    (exponent 127 + scale) where the rounding happens."""
+    raw = np.array(bits, np.uint32)
+    near = (raw & np.uint32(0x807FFFFF)) | np.uint32((127 + scale) << 23)
+    x = np.concatenate([raw, near]).view(np.float32)
+    check_encoding(x, tl.float32, name, np.isnan(x))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_f64_rounds_once(name):
+    """Values off the f32 grid right next to ties of the format: a rounding to f32 on the way
+    would turn some into ties."""
+    values = fp8_values(name)
+    pos = np.unique(values[:128][np.isfinite(values[:128])])
+    mids = (pos[:-1] + pos[1:]) / 2
+    nudge = RNG.choice([-1.0, 0.0, 1.0], mids.size) * mids * 2.0 ** -40
+    x = np.concatenate([mids + nudge, -(mids - nudge), RNG.standard_normal(256) * 2.0 ** RNG.integers(-20, 17, 256)])
+    check_encoding(x, tl.float64, name, np.zeros(x.size, bool))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("src", [tl.int8, tl.int32, tl.int64])
+def test_integers_encode_like_the_interpreter(name, src):
+    info = np.iinfo(STORAGE[src])
+    values = fp8_values(name)
+    top = int(np.max(values[np.isfinite(values)]))
+    x = np.concatenate([np.arange(-300, 300), [top - 1, top, top + 1, top + top // 30, -top - 17],
+                        RNG.integers(info.min, info.max, 256, endpoint=True)])
+    x = np.clip(x, info.min, info.max).astype(STORAGE[src])
+    check_encoding(x, src, name, np.zeros(x.size, bool))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("other", ["f8e4nv", "f8e5", "f8e4b15", "f8e4b8", "f8e5b16"])
+def test_every_code_of_each_fp8_format_converts(name, other):
+    src = FP8.get(other) or getattr(tl, {"f8e4b15": "float8e4b15", "f8e4b8": "float8e4b8",
+                                         "f8e5b16": "float8e5b16"}[other])
+    nan = np.isnan(converted(CODES, src, tl.float32, None))
+    got = converted(CODES, src, FP8[name], "sm_80")
+    if other == name:  # a conversion to its own type moves bits
+        np.testing.assert_array_equal(got, CODES)
+        return
+    want = converted(CODES, src, FP8[name], None)
+    np.testing.assert_array_equal(got[~nan], want[~nan])
+    np.testing.assert_array_equal(got[nan], NAN_CODE)
+
+
+# ------------------------------------------------------------------------------ decoding
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("dst", [tl.float16, tl.bfloat16, tl.float32, tl.float64])
+def test_every_code_decodes_like_the_interpreter(name, dst):
+    got, want = converted(CODES, FP8[name], dst, "sm_80"), converted(CODES, FP8[name], dst, None)
+    nan = np.isnan(fp8_values(name))
+    np.testing.assert_array_equal(got[~nan], want[~nan])
+    if dst == tl.float16:
+        np.testing.assert_array_equal(got[nan], F16_NAN)  # what cvt.rn.f16x2.{e4m3,e5m2}x2 gives
+    elif dst == tl.bfloat16:
+        assert np.all((got[nan] & 0x7F80 == 0x7F80) & (got[nan] & 0x7F != 0))
+    else:
+        assert np.isnan(got[nan]).all()
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("dst", [tl.int32, tl.int8, tl.uint8])
+def test_finite_codes_truncate_to_integers(name, dst):
+    values = fp8_values(name)
+    in_range = np.isfinite(values) & (np.trunc(values) >= np.iinfo(STORAGE[dst]).min) & \
+        (np.trunc(values) <= np.iinfo(STORAGE[dst]).max)
+    codes = CODES[in_range]
+    np.testing.assert_array_equal(converted(codes, FP8[name], dst, "sm_80"), converted(codes, FP8[name], dst, None))
+    np.testing.assert_array_equal(converted(codes, FP8[name], dst, "sm_80"), np.trunc(values[in_range]))
+
+
+# -------------------------------------------------------------------------- PTX, errors
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", ["sm_80", "sm_86"])
+def test_sm80_ptx_has_no_fp8_instruction_and_assembles(target):
+    for name in NAMES:
+        for src, dst in ((tl.float32, FP8[name]), (FP8[name], tl.float32), (FP8[name], tl.float16),
+                         (tl.float64, FP8[name]), (tl.float8e4nv, tl.float8e5), (FP8[name], tl.int32)):
+            x = np.zeros(64, np.uint8 if src in FP8.values() else STORAGE[src])
+            out = np.zeros(64, np.uint8 if dst in FP8.values() else STORAGE[dst])
+            ptx = str(tile.dump(convert_kernel, as_arg(x, src), as_arg(out, dst), 64, DTYPE=dst, BLOCK=64,
+                                stage="ptx", target=target))
+            assert "e4m3" not in ptx and "e5m2" not in ptx
+            assemble_ok(ptx, target)
+
+
+@tile.jit
+def cast_rtz_kernel(x_ptr, out_ptr):
+    tl.store(out_ptr, tl.load(x_ptr).to(out_ptr.dtype.element_ty, fp_downcast_rounding="rtz"))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_round_toward_zero_to_fp8_is_refused(name):
+    """As in Triton, no fp8 conversion rounds toward zero: the user's line is named, on every target."""
+    for target in ("sm_80", "sm_90a", "interpreter"):
+        with pytest.raises(tile.CompilationError, match="rtz") as e:
+            tile.dump(cast_rtz_kernel, np.zeros(4, np.float32), tile.reinterpret(np.zeros(4, np.uint8), FP8[name]),
+                      stage="ptx" if target != "interpreter" else "tile", target=target)
+        assert e.value.line == cast_rtz_kernel.fn.__code__.co_firstlineno + 2
+
+
+# ---------------------------------------------------------------------------------- GPU
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", NAMES)
+def test_sm80_code_matches_the_native_cvt_on_the_gpu(name, monkeypatch):
+    """The same conversions compiled for sm_80 (integer arithmetic) and for the GPU's own target
+    (cvt.rn.satfinite / cvt.rn.f16x2 on sm_89+) give the same bits, NaNs included."""
+    from tile import compiler
+
+    monkeypatch.delenv("TILE_INTERPRET")
+    native = compiler._device_target()
+    if int(native[3:5]) < 89:
+        pytest.skip(f"{native} has no fp8 cvt to compare with")
+    f16 = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    cases = [(f16, tl.float16, FP8[name]), (probe_f32(name), tl.float32, FP8[name]),
+             (CODES, FP8[name], tl.float16), (CODES, FP8[name], tl.float32)]
+    results = {}
+    for target in (native, "sm_80"):
+        monkeypatch.setattr(compiler, "_device_target", lambda target=target: target)
+        results[target] = []
+        for x, src, dst in cases:
+            out = tile.to_device(poison(x.size, np.uint8 if dst in FP8.values() else STORAGE[dst]))
+            convert_kernel[(tile.cdiv(x.size, BLOCK),)](as_arg(tile.to_device(x), src), as_arg(out, dst), x.size,
+                                                        DTYPE=dst, BLOCK=BLOCK)
+            # f32 NaNs compare as NaN (their payload is cvt.f32.f16's), the narrower results bit for bit
+            results[target].append(out.numpy().view(np.uint8 if dst in FP8.values() else np.uint16
+                                                      if dst == tl.float16 else np.float32))
+    for (x, src, dst), a, b in zip(cases, results[native], results["sm_80"]):
+        np.testing.assert_array_equal(b, a, err_msg=f"{src} -> {dst}: sm_80 vs {native}")
