@@ -12,6 +12,8 @@ end compares sm_80's code with the native instructions on a real GPU, NaN includ
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -194,6 +196,87 @@ def test_finite_codes_truncate_to_integers(name, dst):
     codes = CODES[in_range]
     np.testing.assert_array_equal(converted(codes, FP8[name], dst, "sm_80"), converted(codes, FP8[name], dst, None))
     np.testing.assert_array_equal(converted(codes, FP8[name], dst, "sm_80"), np.trunc(values[in_range]))
+
+
+# ----------------------------------------------------------------------------------- dot
+
+
+@tile.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, BK: tl.constexpr,
+               OUT: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, BK)
+    acc = tl.zeros([M, N], OUT)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc, out_dtype=OUT)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@tile.jit
+def invariant_a_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                           STEPS: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    acc = tl.zeros([M, N], tl.float32)
+    for s in range(STEPS):
+        b = tl.load(b_ptr + s * K * N + rk[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+def finite_codes(name: str, shape, rng=RNG) -> np.ndarray:
+    values = fp8_values(name)
+    return rng.choice(CODES[np.isfinite(values)], shape).astype(np.uint8)
+
+
+MMA_F16 = re.compile(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.\w+\.f16\.f16\.")
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_86"])
+@pytest.mark.parametrize("a_name, b_name, out", [("f8e5", "f8e5", tl.float32), ("f8e4nv", "f8e4nv", tl.float32),
+                                                 ("f8e4nv", "f8e5", tl.float32), ("f8e5", "f8e5", tl.float16)])
+def test_dot_goes_to_f16_mma(target, a_name, b_name, out):
+    """fp8 operands become f16 (exactly) and the dot runs on mma.sync's f16 form; the result is
+    the float64 product of the decoded values, to the accumulator's rounding."""
+    M, N, K, BK = 64, 32, 96, 32
+    a, b = finite_codes(a_name, (M, K)), finite_codes(b_name, (K, N))
+    if out == tl.float16:  # keep the f16 sums finite
+        a, b = a & 0xBF, b & 0xBF
+    c = poison((M, N), STORAGE[out])
+    kernel = tile.emulate(dot_kernel, target=target)[(1,)](tile.reinterpret(a, FP8[a_name]),
+                                                          tile.reinterpret(b, FP8[b_name]), c, M=M, N=N, K=K,
+                                                          BK=BK, OUT=out)
+    ptx = kernel.asm["ptx"]
+    assert MMA_F16.search(ptx) and "e5m2" not in ptx and "e4m3" not in ptx
+    want = fp8_values(a_name)[a] @ fp8_values(b_name)[b]
+    tol = 1e-6 if out == tl.float32 else 4e-3
+    np.testing.assert_allclose(c, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+def test_dot_with_a_loop_invariant_operand():
+    """A loaded before the loop, B in it: both reach the f16 mma through their conversions."""
+    M, N, K, STEPS = 32, 32, 32, 3
+    a, b = finite_codes("f8e5", (M, K)), finite_codes("f8e5", (STEPS, K, N))
+    c = poison((M, N), np.float32)
+    args = (tile.reinterpret(a, tl.float8e5), tile.reinterpret(b, tl.float8e5), c)
+    gpu = str(tile.dump(invariant_a_dot_kernel, *args, M=M, N=N, K=K, STEPS=STEPS, stage="gpu", target="sm_80"))
+    assert re.search(r"tt\.dot %\w+, %\w+, %\w+ .*: tensor<32x32xf32, #mma", gpu)
+    assert len(re.findall(r"arith\.cast %\w+ : tensor<32x32xf16", gpu)) == 2
+    tile.emulate(invariant_a_dot_kernel, target="sm_80")[(1,)](*args, M=M, N=N, K=K, STEPS=STEPS)
+    values = fp8_values("f8e5")
+    want = sum(values[a] @ values[b[s]] for s in range(STEPS))
+    np.testing.assert_allclose(c, want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
+
+
+@needs_ptxas
+def test_fp8_dot_assembles_for_sm80():
+    a, b = np.zeros((64, 64), np.uint8), np.zeros((64, 64), np.uint8)
+    ptx = str(tile.dump(dot_kernel, tile.reinterpret(a, tl.float8e4nv), tile.reinterpret(b, tl.float8e5),
+                        np.zeros((64, 64), np.float32), M=64, N=64, K=64, BK=32, OUT=tl.float32, stage="ptx",
+                        target="sm_80"))
+    assert MMA_F16.search(ptx)
+    assemble_ok(ptx, "sm_80")
 
 
 # -------------------------------------------------------------------------- PTX, errors
