@@ -269,6 +269,37 @@ def test_dot_with_a_loop_invariant_operand():
     np.testing.assert_allclose(c, want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
 
 
+@tile.jit
+def reduce_and_small_dot_kernel(x_ptr, a_ptr, b_ptr, max_ptr, sum_ptr, c_ptr, N: tl.constexpr):
+    """fp8 through a reduction's combine, an f32 sum, and a dot too small for mma.sync (FMA path)."""
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(max_ptr + tl.arange(0, 1), tl.max(x, axis=0) + tl.zeros([1], x.dtype))
+    tl.store(sum_ptr + tl.arange(0, 1), tl.sum(x.to(tl.float32), axis=0) + tl.zeros([1], tl.float32))
+    r8, r16 = tl.arange(0, 8), tl.arange(0, 16)
+    a = tl.load(a_ptr + r8[:, None] * 16 + r16[None, :])
+    b = tl.load(b_ptr + r16[:, None] * 16 + r16[None, :])
+    tl.store(c_ptr + r8[:, None] * 16 + r16[None, :], tl.dot(a, b))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reductions_and_fma_dots_run_like_the_interpreter(name):
+    x, a, b = finite_codes(name, 256), finite_codes(name, (8, 16)), finite_codes(name, (16, 16))
+    results = []
+    for launch in (reduce_and_small_dot_kernel, tile.emulate(reduce_and_small_dot_kernel, target="sm_80")):
+        outs = [poison(1, np.uint8), poison(1, np.float32), poison((8, 16), np.float32)]
+        launch[(1,)](*(tile.reinterpret(v, FP8[name]) for v in (x, a, b)), tile.reinterpret(outs[0], FP8[name]),
+                     *outs[1:], N=256)
+        results.append(outs)
+    (max_i, sum_i, dot_i), (max_e, sum_e, dot_e) = results
+    values = fp8_values(name)
+    np.testing.assert_array_equal(max_e, max_i)
+    assert values[max_e[0]] == values[x].max()
+    np.testing.assert_allclose(sum_e, values[x].sum(), rtol=1e-6)
+    want = values[a] @ values[b]
+    np.testing.assert_allclose(dot_e, want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
+    np.testing.assert_allclose(dot_i, want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
+
+
 @needs_ptxas
 def test_fp8_dot_assembles_for_sm80():
     a, b = np.zeros((64, 64), np.uint8), np.zeros((64, 64), np.uint8)

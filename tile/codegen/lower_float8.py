@@ -46,6 +46,7 @@ _SIGN_F32 = 1 << 31
 _INF_F32_BITS = 0x7F800000
 _F16_CANONICAL_NAN = 0x7FFF   # what cvt.rn.f16x2.{e4m3,e5m2}x2 makes of every NaN code
 _OCP_NAN_CODE = 0x7F          # what cvt.rn.satfinite.{e4m3,e5m2}x2.f32 makes of every NaN
+_F16_BIAS = 15
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class OcpFormat:
     @property
     def decodes_through_f16(self) -> bool:
         """Whether the code is the top byte of its value's f16 (f16's exponent field and bias)."""
-        return self.dtype.exponent_bits == f16.exponent_bits and self.bias == 15
+        return self.dtype.exponent_bits == f16.exponent_bits and self.bias == _F16_BIAS
 
 
 OCP_FORMATS: dict[str, OcpFormat] = {
