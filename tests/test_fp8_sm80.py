@@ -254,15 +254,16 @@ def test_dot_goes_to_f16_mma(target, a_name, b_name, out):
     np.testing.assert_allclose(c, want, rtol=tol, atol=tol * np.abs(want).max())
 
 
-def test_dot_with_a_loop_invariant_operand():
-    """A loaded before the loop, B in it: both reach the f16 mma through their conversions."""
+def test_a_loop_invariant_operand_is_converted_once():
+    """A loaded before the loop is converted to f16 before it too (B, loaded in it, in it)."""
     M, N, K, STEPS = 32, 32, 32, 3
     a, b = finite_codes("f8e5", (M, K)), finite_codes("f8e5", (STEPS, K, N))
     c = poison((M, N), np.float32)
     args = (tile.reinterpret(a, tl.float8e5), tile.reinterpret(b, tl.float8e5), c)
     gpu = str(tile.dump(invariant_a_dot_kernel, *args, M=M, N=N, K=K, STEPS=STEPS, stage="gpu", target="sm_80"))
-    assert re.search(r"tt\.dot %\w+, %\w+, %\w+ .*: tensor<32x32xf32, #mma", gpu)
-    assert len(re.findall(r"arith\.cast %\w+ : tensor<32x32xf16", gpu)) == 2
+    casts = [m.start() for m in re.finditer(r"arith\.cast %\w+ : tensor<32x32xf16, #dot_op<op_idx = (\d)", gpu)]
+    assert len(casts) == 2 and casts[0] < gpu.index("scf.for") < casts[1]
+    assert "op_idx = 0" in gpu[casts[0]:casts[0] + 60] and re.search(r"tt\.dot .*: tensor<32x32xf32, #mma", gpu)
     tile.emulate(invariant_a_dot_kernel, target="sm_80")[(1,)](*args, M=M, N=N, K=K, STEPS=STEPS)
     values = fp8_values("f8e5")
     want = sum(values[a] @ values[b[s]] for s in range(STEPS))

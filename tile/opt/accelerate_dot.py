@@ -139,7 +139,7 @@ def upcast_operands_to_f16(op: Operation) -> None:
     """Replace the fp8 operands of tt.dot `op` by their f16 values, each converted right after
     it is defined (so a loop-invariant operand is converted once, outside the loop)."""
     for i in (0, 1):
-        v = op.operand(i)
+        v = _source(op.operand(i))
         cast = Operation("arith.cast", [v], [with_element(v.type, f16)], loc=op.loc)
         if isinstance(v, BlockArgument):
             v.block.insert(0, cast)
