@@ -353,23 +353,46 @@ def test_sm80_code_matches_the_native_cvt_on_the_gpu(name, monkeypatch):
     (cvt.rn.satfinite / cvt.rn.f16x2 on sm_89+) give the same bits, NaNs included."""
     from tile import compiler
 
+    probes = probe_f32(name)  # on the interpreter, before launches go to the GPU
     monkeypatch.delenv("TILE_INTERPRET")
     native = compiler._device_target()
-    if int(native[3:5]) < 89:
+    if int(re.match(r"sm_(\d+)", native).group(1)) < 89:
         pytest.skip(f"{native} has no fp8 cvt to compare with")
     f16 = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
-    cases = [(f16, tl.float16, FP8[name]), (probe_f32(name), tl.float32, FP8[name]),
+    cases = [(f16, tl.float16, FP8[name]), (probes, tl.float32, FP8[name]),
              (CODES, FP8[name], tl.float16), (CODES, FP8[name], tl.float32)]
     results = {}
     for target in (native, "sm_80"):
         monkeypatch.setattr(compiler, "_device_target", lambda target=target: target)
+        kernel = tile.jit(convert_kernel.fn)  # a kernel of its own per target: no launch cache shared
         results[target] = []
         for x, src, dst in cases:
             out = tile.to_device(poison(x.size, np.uint8 if dst in FP8.values() else STORAGE[dst]))
-            convert_kernel[(tile.cdiv(x.size, BLOCK),)](as_arg(tile.to_device(x), src), as_arg(out, dst), x.size,
-                                                        DTYPE=dst, BLOCK=BLOCK)
+            compiled = kernel[(tile.cdiv(x.size, BLOCK),)](as_arg(tile.to_device(x), src), as_arg(out, dst), x.size,
+                                                          DTYPE=dst, BLOCK=BLOCK)
+            assert compiled.target == target
             # f32 NaNs compare as NaN (their payload is cvt.f32.f16's), the narrower results bit for bit
             results[target].append(out.numpy().view(np.uint8 if dst in FP8.values() else np.uint16
                                                       if dst == tl.float16 else np.float32))
     for (x, src, dst), a, b in zip(cases, results[native], results["sm_80"]):
         np.testing.assert_array_equal(b, a, err_msg=f"{src} -> {dst}: sm_80 vs {native}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("a_name, b_name", [("f8e5", "f8e5"), ("f8e4nv", "f8e4nv"), ("f8e4nv", "f8e5")])
+def test_sm80_fp8_dot_on_the_gpu(a_name, b_name, monkeypatch):
+    """The f16 mma.sync path of an fp8 dot, as PTX for sm_80, on the GPU."""
+    from tile import compiler
+
+    values_a, values_b = fp8_values(a_name), fp8_values(b_name)  # on the interpreter
+    M, N, K, BK = 128, 64, 256, 32
+    a, b = finite_codes(a_name, (M, K)), finite_codes(b_name, (K, N))
+    monkeypatch.delenv("TILE_INTERPRET")
+    monkeypatch.setattr(compiler, "_device_target", lambda: "sm_80")
+    c = tile.to_device(poison((M, N), np.float32))
+    compiled = tile.jit(dot_kernel.fn)[(1,)](tile.reinterpret(tile.to_device(a), FP8[a_name]),
+                                             tile.reinterpret(tile.to_device(b), FP8[b_name]), c, M=M, N=N, K=K,
+                                             BK=BK, OUT=tl.float32)
+    assert compiled.target == "sm_80" and MMA_F16.search(compiled.asm["ptx"])
+    want = values_a[a] @ values_b[b]
+    np.testing.assert_allclose(c.numpy(), want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
