@@ -184,6 +184,7 @@ def encode_ocp(ctx: Lowering, x: Value, t: DType) -> Value:
     is_nan = _cmp(ctx, "gt", a, _u32(ctx, _INF_F32_BITS))
     return _code_from_u32(ctx, _select(ctx, is_nan, _u32(ctx, _OCP_NAN_CODE), signed), t)
 
+
 def encode_e4b15(ctx: Lowering, h: Value) -> Value:
     """f16 `h` converted to f8e4b15 by Triton's rule (clamp to 1.75, round half away from zero)."""
     w = ctx.op("simt.cvt", [ctx.op("arith.bitcast", [h], u16)], u32)

@@ -80,13 +80,13 @@ import re
 from typing import Optional, Sequence
 
 from ..ir import BlockArgument, Operation, TensorType, Value, bf16, f16, f32, i8, i32, u8
-from ..ir.float8 import is_float8_variant
-from ..ir.types import with_element
 from ..ir.dot_layouts import MAX_WGMMA_N, DotOperandLayout, MmaLayout, wgmma_shared
+from ..ir.float8 import is_float8_variant
 from ..ir.gpu_ops import element_bytes, is_elementwise, layout_of, legalize, mma_k_width, with_layout
 from ..ir.layouts import BlockedLayout, blocked_layout
 from ..ir.mfma_layouts import MFMA_INSTR_K, MfmaLayout
 from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
+from ..ir.types import with_element
 from .coalesce import MEMORY_OPS
 from .dce import DCE
 from .pass_manager import Pass
