@@ -11,8 +11,10 @@ Rules (every result is the correctly rounded value, as `arith.cast` specifies):
     f64 or wide ints, the value is first rounded to f32 *to odd* (rz, then the last bit set if
     inexact) so that the second rounding is exact: rounding to odd at 24 bits then to nearest
     at p <= 11 bits equals one rounding to nearest;
-  * fp8 (e4m3 "nv" and e5m2) needs sm_89+ (cvt.rn.satfinite.{e4m3,e5m2}x2.f32 saturates to the
-    largest finite value, as Triton does); fp8 conversions on sm_80/86 raise LoweringError;
+  * fp8 (e4m3 "nv" and e5m2) on sm_89+: cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (saturates to the
+    largest finite value, as Triton does) and cvt.rn.f16x2.{e4m3,e5m2}x2; on older PTX targets
+    (sm_80, sm_86) the same results in integer and f32 arithmetic (lower_float8: decoded to f16
+    or f32, encoded from f32);
   * Triton's other fp8 formats (f8e4b15, f8e4b8, f8e5b16) convert in integer arithmetic on
     every target (lower_float8): decoded exactly to f32; encoded from f32 (f8e4b8, f8e5b16:
     exact or rounded to odd first) or from f16 rounded toward zero (f8e4b15, Triton's rule);
@@ -32,6 +34,8 @@ from ..ir.ops import TRITON_ROUNDINGS, cast_rounding
 from ..ir.types import DType, element_type, f16, f32, f64, i1, i32, u8
 from . import lower_float8
 from .lower_core import Lowering, LoweringError, lowers
+
+FP8_CVT_ARCH = 89  # the first PTX architecture with cvt instructions for e4m3 / e5m2
 
 INT_RESULT_ROUNDING = {"rn": "rni", "rz": "rzi", "rd": "rmi", "ru": "rpi"}  # cvt modifiers into integers
 FLOAT_RESULT_ROUNDING = {"rn": "rn", "rz": "rz", "rd": "rm", "ru": "rp"}
@@ -58,12 +62,12 @@ def f32_round_to_odd(ctx: Lowering, v: Value) -> Value:
     return ctx.op("arith.bitcast", [ctx.op("arith.select", [inexact, odd, bits], i32)], f32)
 
 
-def _needs_fp8_target(ctx: Lowering, src: DType, dst: DType) -> None:
-    if (src.is_fp8 or dst.is_fp8) and src != dst and ctx.sm < 89:
-        raise LoweringError(ctx.func, f"converting {src} to {dst} needs sm_89 or newer (target {ctx.target})")
+def ocp_fp8_in_software(ctx: Lowering, t: DType) -> bool:
+    """Whether `t` is e4m3 / e5m2 on a PTX target without fp8 cvt instructions (lower_float8 converts)."""
+    return t.name in lower_float8.OCP_FORMATS and ctx.facts.isa == "ptx" and ctx.sm < FP8_CVT_ARCH
 
 
-def _to_float8_variant(ctx: Lowering, v: Value, dst: DType) -> Value:
+def _to_float8_in_software(ctx: Lowering, v: Value, dst: DType) -> Value:
     src = v.type
     e4b15 = dst.name == "f8e4b15"
     narrow_float = src.is_floating and src.bits < 32 and not (e4b15 and src == f16)
@@ -75,7 +79,9 @@ def _to_float8_variant(ctx: Lowering, v: Value, dst: DType) -> Value:
         return lower_float8.encode_e4b15(ctx, v)
     if src != f32:
         v = f32_round_to_odd(ctx, v)  # f64 and wide integers: the second rounding is then exact
-    return lower_float8.encode_fnuz(ctx, v, dst)
+    if is_float8_variant(dst):
+        return lower_float8.encode_fnuz(ctx, v, dst)
+    return lower_float8.encode_ocp(ctx, v, dst)
 
 
 def convert(ctx: Lowering, v: Value, dst: DType, rounding: Optional[str] = None) -> Value:
@@ -84,14 +90,18 @@ def convert(ctx: Lowering, v: Value, dst: DType, rounding: Optional[str] = None)
     src = v.type
     if src == dst:
         return v
+    if dst.is_fp8 and TRITON_ROUNDINGS.get(rounding, rounding) not in (None, "rn"):
+        raise LoweringError(ctx.func, f"conversion to {dst} rounds to nearest only")  # the frontend refuses rtz
     if is_float8_variant(src):
         v, src = lower_float8.decode_to_f32(ctx, v), f32
-        if src == dst:
-            return v
-    if is_float8_variant(dst):
-        return _to_float8_variant(ctx, v, dst)
+    elif ocp_fp8_in_software(ctx, src):
+        v = lower_float8.decode_ocp(ctx, v)
+        src = v.type
+    if src == dst:
+        return v
+    if is_float8_variant(dst) or ocp_fp8_in_software(ctx, dst):
+        return _to_float8_in_software(ctx, v, dst)
     if src.is_floating and src.bits <= 16:
-        _needs_fp8_target(ctx, src, dst)
         v, src = to_f32_exact(ctx, v), f32  # f16, bf16 and fp8 are exact in f32
         if src == dst:
             return v
@@ -99,10 +109,7 @@ def convert(ctx: Lowering, v: Value, dst: DType, rounding: Optional[str] = None)
         return ctx.op("arith.cmp", [v, ctx.const(0, src)], i1, predicate="ne")
     if src == i1:
         return ctx.op("arith.select", [v, ctx.const(1, dst), ctx.const(0, dst)], dst)
-    _needs_fp8_target(ctx, src, dst)
     mode = TRITON_ROUNDINGS.get(rounding, rounding) or ("rz" if src.is_floating and dst.is_integer else "rn")
-    if dst.is_fp8 and mode != "rn":
-        raise LoweringError(ctx.func, f"conversion to {dst} rounds to nearest only")
     if dst.is_integer:
         return _cvt(ctx, v, dst, INT_RESULT_ROUNDING[mode] if src.is_floating else "")
     rnd = FLOAT_RESULT_ROUNDING[mode]

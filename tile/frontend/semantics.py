@@ -17,7 +17,6 @@ import numbers
 from typing import Any, Optional, Sequence
 
 from tile.ir.builder import Builder
-from tile.ir.float8 import is_float8_variant
 from tile.ir.types import (DTYPES, DType, PointerType, TensorType, Type, bf16, element_type, f16, f32, f64, i1, i32,
                            i64, u32, u64, with_element)
 
@@ -197,7 +196,7 @@ class Semantic(BlockOps, ExtraOps, ScaledDotOps):
         if rounding is not None and not narrowing:
             raise ValueError(f"fp_downcast_rounding applies only to narrowing float conversions, not "
                              f"{to_dtype(src)!r} to {to_dtype(dst)!r}")
-        if rounding == "rtz" and is_float8_variant(dst):
+        if rounding == "rtz" and dst.is_fp8:  # as in Triton: no fp8 conversion rounds toward zero
             raise ValueError(f"conversions to {to_dtype(dst)!r} follow its own rounding rule; "
                              f"fp_downcast_rounding='rtz' is not supported for it")
         attrs = {"rounding": "rtz"} if rounding == "rtz" else {}

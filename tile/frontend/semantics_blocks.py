@@ -199,8 +199,10 @@ class BlockOps:
                 from .semantics import describe
 
                 raise ValueError(f"tl.dot: the {name} operand must be a 2-D block, got {describe(x)}")
-        if is_float8_variant(a.element) or is_float8_variant(b.element):
+        mixed_fp8 = a.element.is_fp8 and b.element.is_fp8 and a.element != b.element
+        if is_float8_variant(a.element) or is_float8_variant(b.element) or mixed_fp8:
             # like Triton: the tensor cores know no such fp8 format, so both operands go to fp16
+            # (exact); e4m3 times e5m2 goes there too, since tile's dots take one operand type
             a, b = self.cast(a, f16), self.cast(b, f16)
         ea, eb = a.element, b.element
         if ea != eb and not (ea.is_fp8 and eb.is_fp8):

@@ -25,8 +25,11 @@ instruction's K, on sm_80 and later with 32-thread warps:
     f32 operands, input_precision "tf32" ("tf32x3")     m16n8k8 on tf32-rounded inputs (three
                                                         of them on split operands), k_width 1
     i8 / u8 operands, i32 accumulator                   m16n8k32, k_width 4
-Everything else (input_precision "ieee", f64, fp8, smaller shapes, other targets) takes the
-FMA path: the result gets a blocked layout where each thread
+e4m3 / e5m2 operands on targets whose tensor cores take no fp8 (sm_80, sm_86) are converted to f16
+first (exact), as Triton does on Ampere, and take the f16 row above:
+    %a16 = arith.cast %a : tensor<64x32xf16, #b>      (from f8e5, right after %a is defined)
+Everything else (input_precision "ieee", f64, fp8 on sm_89 and sm_90, smaller shapes, other
+targets) takes the FMA path: the result gets a blocked layout where each thread
 holds a near-square block (rows_per_thread x cols_per_thread of the result), and the operands
 take fma_operand_layout (tile.ir.dot_layouts): A's rows and B's columns as the result has them, all of
 K in each thread's registers; the lowering does one fma per result element and k.
@@ -78,15 +81,18 @@ from typing import Optional, Sequence
 
 from ..ir import BlockArgument, Operation, TensorType, Value, bf16, f16, f32, i8, i32, u8
 from ..ir.dot_layouts import MAX_WGMMA_N, DotOperandLayout, MmaLayout, wgmma_shared
+from ..ir.float8 import is_float8_variant
 from ..ir.gpu_ops import element_bytes, is_elementwise, layout_of, legalize, mma_k_width, with_layout
 from ..ir.layouts import BlockedLayout, blocked_layout
 from ..ir.mfma_layouts import MFMA_INSTR_K, MfmaLayout
 from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
+from ..ir.types import with_element
 from .coalesce import MEMORY_OPS
 from .dce import DCE
 from .pass_manager import Pass
 
 MIN_MMA_ARCH = 80
+FP8_MMA_ARCH = 89  # the first architecture whose tensor cores take e4m3 / e5m2
 HOISTED_REGISTERS = 64  # per thread, for the fragments of loop-invariant operands kept in registers
 
 
@@ -118,6 +124,28 @@ def uses_mma(op: Operation, target: str, num_warps: int, threads_per_warp: int) 
         return False
     (m, k), n = a.shape, c.shape[1]
     return m >= 16 and n >= 8 and k >= 8 * mma_k_width(el)
+
+
+def upcasts_fp8_operands(op: Operation, target: str, threads_per_warp: int) -> bool:
+    """Whether tt.dot `op` has e4m3 / e5m2 operands that go to f16 for mma.sync (see the module
+    docstring; Triton's other fp8 formats are converted to f16 by the frontend)."""
+    el = op.operand(0).type.element
+    m = re.fullmatch(r"sm_(\d+)a?", target)
+    return el.is_fp8 and not is_float8_variant(el) and mma_capable(target, threads_per_warp) and \
+        int(m.group(1)) < FP8_MMA_ARCH
+
+
+def upcast_operands_to_f16(op: Operation) -> None:
+    """Replace the fp8 operands of tt.dot `op` by their f16 values, each converted right after
+    it is defined (so a loop-invariant operand is converted once, outside the loop)."""
+    for i in (0, 1):
+        v = _source(op.operand(i))
+        cast = Operation("arith.cast", [v], [with_element(v.type, f16)], loc=op.loc)
+        if isinstance(v, BlockArgument):
+            v.block.insert(0, cast)
+        else:
+            v.owner_op.parent.insert_after(v.owner_op, cast)
+        op.set_operand(i, cast.result)
 
 
 WGMMA_TARGETS = ("sm_90a",)
@@ -269,6 +297,9 @@ class AccelerateDot(Pass):
         for op in list(func.walk()):
             if op.name != "tt.dot":
                 continue
+            if upcasts_fp8_operands(op, target, tpw):
+                upcast_operands_to_f16(op)
+                changed = True
             layout = dot_result_layout(op, target, num_warps, tpw)
             if layout_of(op.result) == layout:
                 continue
@@ -291,5 +322,5 @@ class AccelerateDot(Pass):
 
 
 __all__ = ["AccelerateDot", "dot_result_layout", "fma_result_layout", "hoist_invariant_fragments",
-           "mfma_result_layout_for", "mma_capable", "uses_mma", "uses_wgmma", "warps_per_tile", "wgmma_warp_groups",
+           "mfma_result_layout_for", "mma_capable", "upcasts_fp8_operands", "uses_mma", "uses_wgmma", "warps_per_tile", "wgmma_warp_groups",
            "HOISTED_REGISTERS"]
