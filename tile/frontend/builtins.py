@@ -371,7 +371,21 @@ class static_range:
 
 @builtin
 class range:  # noqa: A001 - Triton's name
-    """`for i in tl.range(...)`: a runtime loop (scf.for); extra options are recorded on the loop."""
+    """`for i in tl.range(start, end, step, ...)`: a runtime loop (scf.for), with Triton's options.
+
+    - num_stages: the software pipeline's depth for this loop's loads feeding tl.dot (cp.async or
+      TMA copies issued num_stages - 1 iterations ahead), instead of the kernel's num_stages;
+      1 keeps the loop's loads synchronous.
+    - loop_unroll_factor: the body is repeated that many times per iteration of a main loop,
+      the remaining iterations run in a second loop (a constant positive step is needed;
+      otherwise the loop is left as it is).
+    - warp_specialize, flatten, disallow_acc_multi_buffer: accepted and recorded on the loop;
+      tile compiles such loops as its ordinary software pipeline (no producer/consumer warp
+      groups, nested loops are not flattened), so programs written for them run unchanged.
+
+        for k in tl.range(0, K, BLOCK_K, num_stages=4):
+            acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+    """
 
     def __init__(self, arg1: Any, arg2: Any = None, step: Any = None, num_stages: Optional[int] = None,
                  loop_unroll_factor: Optional[int] = None, disallow_acc_multi_buffer: bool = False,

@@ -11,6 +11,8 @@ loop-carried values they read, e.g. the advanced pointers, their updates) must b
 of regions; the loop-carried values they need are carried num_stages - 1 iterations ahead,
 so they must not be read by anything else nor used after the loop. Otherwise, or with
 num_stages < 2, the loop keeps its synchronous staging (store, barrier, load each iteration).
+S is the loop's own `num_stages` attr (from `tl.range(..., num_stages=S)`, as in Triton) where
+it has one, else the kernel's num_stages.
 
 With S = num_stages, each buffer becomes a rank-3 allocation of S stages before the loop. A
 prologue computes stage 0 for iterations 0 .. S-2 and issues their copies into stages 0 .. S-2
@@ -519,11 +521,12 @@ class Pipeline(Pass):
     name = "pipeline"
 
     def run(self, func: Operation) -> None:
-        stages = func.attrs.get("num_stages", 1)
+        default_stages = func.attrs.get("num_stages", 1)
         changed = False
         for loop in [op for op in func.walk() if op.name == "scf.for"]:
             if not _candidates(loop.regions[0].block):
                 continue
+            stages = loop.attrs.get("num_stages", default_stages)
             loop = scalarize_pointer_steps(loop)
             if stages >= 2:
                 pipeline_loop(loop, stages)
