@@ -268,8 +268,8 @@ def attn_bwd_dq(Q, K, V, sm_scale, DO, DQ, M, D, N_CTX,
 
 # Block sizes and launch options. On the GPU: 128-row query blocks on 8 warps (two warp
 # groups of 64 rows: with 4 warps, D = 128 runs out of registers and spills) and 128 keys
-# per step (a causal D = 128 spills 5 registers, in the prologue and epilogue only, and is
-# still faster than 64 keys: 511 against 488 TFLOP/s at S = 16384 on an H200); the backward
+# per step (faster than 64 for a causal D = 128: 511 against 488 TFLOP/s at S = 16384 on an
+# H200); the backward
 # takes Triton's tutorial's 32/128 and 128/32 blocks. On the interpreter: small blocks.
 def fwd_config(head_dim: int, causal: bool) -> dict[str, int]:
     if not ON_GPU:

@@ -319,6 +319,16 @@ class _Emitter:
         self.table_op(op)
 
     def table_op(self, op: Operation) -> None:
+        text, temps = self.table_template(op)
+        fields = {"d": self.reg(op.result)}
+        for name, v in zip("abc", op.operands):
+            fields[name] = self.src(v) if type_key(v.type) != "pred" else self.reg(v)
+        for i, cls in enumerate(temps):
+            fields[f"t{i}"] = self.new_reg(cls)
+        self.emit(text.format(**fields))
+
+    def table_template(self, op: Operation) -> tuple[str, tuple]:
+        """The INSTR entry of an op the table handles: (PTX text, temporary register classes)."""
         if not op.operands or len(op.results) != 1:
             raise PtxError(op, "unknown operation")
         key_name = op.name
@@ -334,13 +344,17 @@ class _Emitter:
         template = INSTR.get((key_name, type_key(ty)))
         if template is None:
             raise PtxError(op, f"no PTX instruction for {key_name} on {ty}")
-        text, temps = (template, ()) if isinstance(template, str) else template
-        fields = {"d": self.reg(op.result)}
-        for name, v in zip("abc", op.operands):
-            fields[name] = self.src(v) if type_key(v.type) != "pred" else self.reg(v)
-        for i, cls in enumerate(temps):
-            fields[f"t{i}"] = self.new_reg(cls)
-        self.emit(text.format(**fields))
+        return (template, ()) if isinstance(template, str) else template
+
+    def one_instruction(self, op: Operation) -> bool:
+        """Whether `op` is one PTX instruction, which reads its operands before writing its result."""
+        if op.name in _HANDLERS or not op.operands or len(op.results) != 1:
+            return False
+        try:
+            text, temps = self.table_template(op)
+        except PtxError:
+            return False
+        return not temps and text.count(";") == 1
 
     def parallel_copy(self, dests: list[str], values: list[Value], types: list) -> None:
         """Move `values` into registers `dests` at once (a yield may permute its own registers).
@@ -780,6 +794,50 @@ def _loop_test(e: _Emitter, iv: Value, ub: Value, step: Value, keep_going: bool)
     return p
 
 
+# ops whose results take their accumulator operands' registers (ptx/wgmma.py's _in_place)
+IN_PLACE = ("simt.wgmma", "simt.wgmma_wait")
+
+
+def _register_source(e: _Emitter, v: Value) -> Value:
+    """The value whose register `v` will live in: through in-place ops, their accumulator operand."""
+    op = v.owner_op
+    while op is not None and op.name in IN_PLACE:
+        source = op.operands[len(op.operands) - len(op.results) + op.results.index(v)]
+        if e.imm(source) is not None or len(source.uses) != 1:
+            break
+        v, op = source, source.owner_op
+    return v
+
+
+def _coalesce_carried(e: _Emitter, body) -> None:
+    """Give a loop-carried value's next value the register of the block argument when the
+    argument is dead by then, so the back edge needs no mov: `acc = acc * alpha` then wgmma into
+    acc writes acc's own registers (ptxas does not coalesce these moves around wgmma: attention's
+    loop kept 61 of them). The next value must be computed by an op of the body itself, after
+    every other use of the argument, or by the op holding the argument's last use when that op
+    is one PTX instruction (it reads before it writes)."""
+    ops = body.ops
+    position = {op: i for i, op in enumerate(ops)}
+
+    def top(op: Operation) -> int:
+        while op.parent is not body:
+            op = op.parent_op
+        return position[op]
+
+    taken: set[Value] = set()
+    for arg, new in zip(body.args[1:], ops[-1].operands):
+        root = _register_source(e, new)
+        definer = root.owner_op
+        if definer is None or definer.parent is not body or root in e.regs or root in taken or \
+                reg_class(root.type) != reg_class(arg.type) or e.imm(root) is not None:
+            continue
+        at = position[definer]
+        uses = [top(user) for user in arg.users()]
+        if all(u < at for u in uses) or (all(u <= at for u in uses) and e.one_instruction(definer)):
+            e.regs[root] = e.reg(arg)
+            taken.add(root)
+
+
 @handles("scf.for")
 def _for(e: _Emitter, op: Operation) -> None:
     lb, ub, step = op.operands[:3]
@@ -792,6 +850,7 @@ def _for(e: _Emitter, op: Operation) -> None:
     top, end = e.label(), e.label()
     e.emit(f"@{_loop_test(e, iv, ub, step, keep_going=False)} bra.uni {end};")
     e.put_label(top)
+    _coalesce_carried(e, body)
     e.block_ops(body.ops[:-1])
     e.parallel_copy([e.reg(a) for a in carried], list(body.ops[-1].operands), [a.type for a in carried])
     e.emit(f"add.{type_key(iv.type)} {e.reg(iv)}, {e.reg(iv)}, {e.src(step)};")
