@@ -124,6 +124,7 @@ def round_to_f32(exact: Fraction) -> np.float32:
     two neighbours (double rounding misses by one at most), the nearest by exact distance."""
     guess = np.float32(float(exact))
     candidates = [np.nextafter(guess, np.float32(-np.inf)), guess, np.nextafter(guess, np.float32(np.inf))]
+    candidates = [f for f in candidates if np.isfinite(f)]  # beside the largest f32, its neighbour is inf
     return min(candidates, key=lambda f: (abs(Fraction(float(f)) - exact), int(f.view(np.uint32)) % 2))
 
 
