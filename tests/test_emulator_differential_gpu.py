@@ -171,6 +171,10 @@ class GpuSide(Side):
             patch.setattr(compiler, "_device_target", lambda: self.target_prefix + target)
             scratch = []
 
+            # a device's target never changes under a real launch, so the launch binders' fast
+            # entries do not key on it: the kernel forgets the other target's compiled code
+            kernel.forget_compiled()
+
             def run() -> Any:  # global scratch (in-kernel tensor maps) from tile's allocator, as a user gives it
                 tile.set_allocator(lambda size, alignment, stream: scratch.append(tile.empty((size,), "i8"))
                                    or scratch[-1])
