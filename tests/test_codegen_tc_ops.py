@@ -225,6 +225,60 @@ def test_ldmatrix_rows_must_be_aligned() -> None:
         run(f, (1,), [np.zeros(256, np.int32), np.zeros((32, 4), np.int32)])
 
 
+def _stmatrix_kernel(num: int, offset: int):
+    """Lane l stores words inp[num * l + i] with stmatrix (row r of matrix i at offset + 256 i +
+    32 r), then every lane copies 8 words of the buffer out."""
+    loads = "\n".join(f"  %w{i} = simt.ld_global %p, %true {{offset = {4 * i}, vector = 1}} : i32" for i in range(num))
+    copies = "\n".join(f"  %v{j} = simt.ld_shared %sa, %true {{offset = {128 * j}, vector = 1}} : i32\n"
+                        f"  simt.st_global %po, %true, %v{j} {{offset = {128 * j}, vector = 1}}" for j in range(8))
+    words = ", ".join(f"%w{i}" for i in range(num))
+    body = f"""
+  %base = simt.smem_addr {{offset = 0}} : i32
+  %p = simt.addptr %inp, %tid {{scale = {4 * num}}} : ptr<i32>
+{loads}
+  %c3 = arith.constant {{value = 3}} : i32
+  %c7 = arith.constant {{value = 7}} : i32
+  %i = arith.shr %tid, %c3 : i32
+  %r = arith.and %tid, %c7 : i32
+  %c256 = arith.constant {{value = 256}} : i32
+  %c32 = arith.constant {{value = 32}} : i32
+  %ioff = arith.mul %i, %c256 : i32
+  %roff = arith.mul %r, %c32 : i32
+  %a1 = arith.add %base, %ioff : i32
+  %a2 = arith.add %a1, %roff : i32
+  simt.stmatrix %a2, {words} {{num = {num}, offset = {offset}}}
+  simt.barrier
+  %c4 = arith.constant {{value = 4}} : i32
+  %t4 = arith.mul %tid, %c4 : i32
+  %sa = arith.add %base, %t4 : i32
+  %po = simt.addptr %out, %tid {{scale = 4}} : ptr<i32>
+{copies}"""
+    return simt_func("stm", [("inp", "ptr<i32>"), ("out", "ptr<i32>")], body, shared_bytes=1024)
+
+
+@pytest.mark.parametrize("num", [1, 2, 4])
+def test_stmatrix(num: int) -> None:
+    """stmatrix writes lane l's word i to row l / 4, columns 2 (l % 4) + {0, 1} of matrix i."""
+    f = _stmatrix_kernel(num, 16)
+    check_ptx(f, ("sm_90", "sm_90a"))
+    assert f"stmatrix.sync.aligned.m8n8.x{num}.shared.b16" in emit_ptx(f)
+    inp = RNG.integers(-2 ** 31, 2 ** 31, 32 * num).astype(np.int32)
+    out = np.zeros(256, np.int32)
+    m, dev = run(f, (1,), [inp, out])
+    smem = result(m, dev[1], out).view(np.uint16)
+    words = inp.view(np.uint32).reshape(32, num)
+    for lane in range(32):
+        for i in range(num):
+            at = (16 + 256 * i + 32 * (lane // 4)) // 2 + 2 * (lane % 4)  # in halves
+            assert int(smem[at]) | int(smem[at + 1]) << 16 == words[lane, i]
+
+
+def test_stmatrix_rows_must_be_aligned() -> None:
+    f = _stmatrix_kernel(4, 8)
+    with pytest.raises(EmulatorError, match="16-byte aligned"):
+        run(f, (1,), [np.zeros(128, np.int32), np.zeros(256, np.int32)])
+
+
 # ------------------------------------------------------------------------------ cp.async
 
 

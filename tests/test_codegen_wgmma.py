@@ -738,6 +738,27 @@ def test_benchmark_configurations_assemble_without_spills_or_repaired_wgmma():
         assert row[4] == 0 and not row[6] and row[5] <= 227 * 1024, row
 
 
+def test_fp16_epilogue_stores_shared_memory_with_stmatrix():
+    """The benchmark matmul's fp16 epilogue (accumulator through shared memory to coalesced global
+    stores) stores with stmatrix.x4 on sm_90a, 16 per thread for a 128x256 tile on 8 warps."""
+    small = matmul_inputs("f16", 16, 16, 16)[:2] + (np.zeros((16, 16), np.float16),)
+    _, simt, _, _ = compile_wgmma("f16", (4096, 4096, 4096), (128, 256, 64), 8, 3, inputs=small)
+    ptx = emit_ptx(simt, target="sm_90a")
+    assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 16 and "st.shared.v2.b16" not in ptx
+
+
+def test_the_fp16_epilogue_on_the_emulator_matches_numpy():
+    m, n, k = 130, 260, 64
+    a, b, _ = matmul_inputs("f16", m, n, k)
+    c = np.full((m, n), np.nan, np.float16)
+    _, simt, runtime, _ = compile_wgmma("f16", (m, n, k), (128, 256, 64), 8, 3, inputs=(a, b, c))
+    assert "simt.stmatrix" in [op.name for op in simt.walk()]
+    mach, dev = run(simt, (2, 2), runtime)
+    want = reference("f16", a, b, np.zeros((m, n)))  # float64; the fp16 store rounds once more
+    error = np.abs(result(mach, dev[2], c).astype(np.float64) - want)
+    assert (error <= 2.0 ** -10 * np.abs(want) + 1e-3 * magnitude("f16", a, b)).all(), error.max()
+
+
 # ------------------------------------------------------------------------------ on the GPU
 
 GPU_CASES = [  # el, (M, N, K), (BM, BN, BK), num_warps, stages, majors

@@ -1,4 +1,5 @@
-"""Lowering of gpu.local_load into tensor-core operand layouts: ldmatrix where it fits, else ld.shared.
+"""Lowering of gpu.local_load into tensor-core operand layouts: ldmatrix where it fits, else
+ld.shared; and of gpu.local_store from them: stmatrix where it fits (sm_90), else st.shared.
 
 Before (the A tile of a dot, f16, in a swizzled shared buffer; #A a dot-operand layout whose
 registers [2j, 2j+2) pack into the j-th 32-bit mma operand register, "word" j):
@@ -25,6 +26,17 @@ without swizzle (.trans where the matrix rows run along the other dimension, e.g
 N-major); words that no ldmatrix fills (int8 B stored N-major, tf32 B stored N-major) load
 with ld.shared.b32 when their elements are contiguous, else one ld.shared per element.
 
+stmatrix (sm_90) is ldmatrix's mirror, without .trans: a local_store of 16-bit elements whose
+registers, in groups of four words, sit where stmatrix.x4 takes them (an mma or wgmma
+accumulator's fragments: words j..j+3 are the 8x8 blocks at rows +0/+8 and columns +0/+8), every
+thread owning its elements (no replicas), stores each group with one instruction, where
+st.shared would take four (the f16 epilogue of a matmul: 16 stmatrix.x4 instead of 64 st.shared.b32):
+
+    simt.stmatrix %x, %w0, %w1, %w2, %w3 {num = 4, offset = 512}
+  printed as
+    stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r8+512], {%r1, %r2, %r3, %r4};
+A store that does not fit entirely keeps the st.shared path.
+
 When the load's only user is a tt.dot further down the same block, with only pure ops and
 other loads in between, nothing is emitted here: the dot asks for the words of each k-step
 (`SharedOperand.get`), so the loads of step k + 1 interleave with the mma of step k and
@@ -42,7 +54,7 @@ from ..ir.layouts import SharedLayout
 from ..ir.ops import is_pure
 from ..ir.types import DType, TensorType, element_type, i1, i32
 from .lower_core import Lowering, LoweringError, lowers
-from .lower_shape import lower_local_load, shared_address
+from .lower_shape import lower_local_load, lower_local_store, shared_address
 
 Group = tuple[str, tuple[int, ...], tuple[int, ...], int]  # (kind, words, tid images, const) in bytes
 
@@ -85,6 +97,57 @@ def _match(addr: np.ndarray, words: Sequence[int], kw: int, eb: int, trans: bool
     return rows[:, lane & 7, (lane >> 3) % m].reshape(threads)
 
 
+def thread_addresses(ctx: Lowering, layout: SharedLayout, t: TensorType) -> tuple[np.ndarray, list[int]]:
+    """The byte offset in the buffer of every (thread, register) of a value of type `t`, and the
+    %tid images (elements) whose XOR gives each thread's part."""
+    info = ctx.info(t)
+    reg_off = np.array([layout.offset_of(c, t.shape) for c in info.reg_coords], dtype=np.int64)
+    tid_images = [layout.offset_of(b, t.shape) for b in info.tid_bases[:ctx.lane_bits + ctx.warp_bits]]
+    thr = np.zeros(ctx.threads, dtype=np.int64)
+    for b, img in enumerate(tid_images):
+        thr[(np.arange(ctx.threads) >> b & 1).astype(bool)] ^= img
+    return (reg_off[None, :] ^ thr[:, None]) * element_bytes(t), tid_images
+
+
+def stmatrix_groups(ctx: Lowering, buf: Value, t: TensorType) -> Optional[list[tuple[tuple[int, ...], list[int], int]]]:
+    """(words, tid images in bytes, constant byte offset) of the stmatrix.x4 of each group of four
+    words of a local_store of `t` into `buf`, or None where the store does not fit them all."""
+    layout, info = buf.type.layout, ctx.info(t)
+    if ctx.sm < 90 or element_bytes(t) != 2 or element_type(t) == i1 or not isinstance(layout, SharedLayout) or \
+            ctx.smem_align.get(ctx.get(buf)[0], 1) < 16 or info.replicated_tid_mask or info.num_regs % 8 or \
+            any(c != r for r, c in enumerate(info.canonical_regs())):
+        return None
+    addr, _ = thread_addresses(ctx, layout, t)
+    groups = []
+    for first in range(0, info.num_regs // 2, 4):
+        words = tuple(range(first, first + 4))
+        supplied = _match(addr, words, 2, 2, trans=False)
+        fit = xor_linear(supplied) if supplied is not None else None
+        if fit is None:
+            return None
+        groups.append((words, fit[1], fit[0]))
+    return groups
+
+
+@lowers("gpu.local_store")
+def _lower_local_store(ctx: Lowering, op: Operation) -> None:
+    buf, x = op.operands
+    groups = stmatrix_groups(ctx, buf, x.type)
+    if groups is None:
+        lower_local_store(ctx, op)
+        return
+    vals, base = ctx.get(x), ctx.get(buf)[0]
+    ctx.barrier_after_scratch()
+    for words, images, const in groups:
+        span = 0
+        for img in images:
+            span |= img
+        b, off = ctx.split(shared_address(ctx, base, ctx.from_tid(images), span, const))
+        packed = [ctx.pack(vals[2 * j:2 * j + 2], i32) for j in words]
+        ctx.effect("simt.stmatrix", [b] + packed, num=len(words), offset=off)
+    ctx.smem_pending = True
+
+
 class SharedOperand:
     """A gpu.local_load whose registers are loaded group of words by group, on demand."""
 
@@ -100,12 +163,7 @@ class SharedOperand:
         info = ctx.info(t)
         self.base = ctx.get(buf)[0]
         self.reg_off = np.array([layout.offset_of(c, t.shape) for c in info.reg_coords], dtype=np.int64)
-        threads = ctx.threads
-        self.tid_images = [layout.offset_of(b, t.shape) for b in info.tid_bases[:ctx.lane_bits + ctx.warp_bits]]
-        thr = np.zeros(threads, dtype=np.int64)
-        for b, img in enumerate(self.tid_images):
-            thr[(np.arange(threads) >> b & 1).astype(bool)] ^= img
-        self.addr = (self.reg_off[None, :] ^ thr[:, None]) * self.eb
+        self.addr, self.tid_images = thread_addresses(ctx, layout, t)
         self.values: list[Optional[Value]] = [None] * info.num_regs
         self.group_of: dict[int, Group] = {}
         words = list(range(info.num_regs // self.kw))

@@ -223,8 +223,8 @@ def _aligned_values(ctx: Lowering, base: Value, elem_bytes: int) -> int:
     return max(1, min(16, ctx.smem_align.get(base, 16) // elem_bytes))
 
 
-@lowers("gpu.local_store")
-def _lower_local_store(ctx: Lowering, op: Operation) -> None:
+def lower_local_store(ctx: Lowering, op: Operation) -> None:
+    """gpu.local_store from any distributed layout with st.shared (lower_ldmatrix registers the op)."""
     buf, x = op.operands
     el = element_type(x.type)
     info, offsets, span, thread_bytes, nbytes = _shared_access(ctx, buf, x.type)

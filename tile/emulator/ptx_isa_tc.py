@@ -14,6 +14,8 @@ another order; results agree within the GPU tests' tolerances); s32 accumulators
 ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.shared.b16: lane 8i + r gives the address of row r
 of matrix i; lane l receives row l >> 2, columns 2(l & 3) and 2(l & 3) + 1 of each matrix
 (with .trans: rows 2(l & 3), 2(l & 3) + 1 of column l >> 2), lower column in the low half.
+stmatrix.sync.aligned.m8n8.x{1,2,4}.shared.b16 is its mirror (no .trans): lane l's word i goes
+to row l >> 2, columns 2(l & 3) and 2(l & 3) + 1 of matrix i, whose row r is at lane 8i + r's address.
 
 cp.async reads its global bytes when issued and writes them to shared memory when a
 cp.async.wait_group retires its group (a copy with src-size 0 reads nothing and writes zeros).
@@ -82,6 +84,43 @@ def _ldmatrix(m: Machine, ins: Instr) -> None:
             lo, hi = mat[:, _G, 2 * _T], mat[:, _G, 2 * _T + 1]
         word = lo.astype(np.uint32) | (hi.astype(np.uint32) << np.uint32(16))
         m.write(d, word.reshape(-1), "b32")
+
+
+def _decode_stmatrix(ins: Instr) -> Any:
+    facts(("b16",), ("sync", "aligned", "m8n8", "x1", "x2", "x4", "shared", "shared::cta"),
+          required=[("x1", "x2", "x4")], operands=2)(ins)
+    num = int(next(x for x in ins.mods if x in ("x1", "x2", "x4"))[1])
+    if ins.operands[0][0] != "addr" or ins.operands[1][0] != "vec" or len(ins.operands[1][1]) != num:
+        raise ValueError(f"takes [address] and {num} registers")
+    return num
+
+
+@define("stmatrix", _decode_stmatrix)
+def _stmatrix(m: Machine, ins: Instr) -> None:
+    num = ins.spec
+    warps = _warps(m)
+    addr = effective_address(m, ins.operands[0], False).reshape(warps.shape)
+    rows_used = 8 * num
+    if m.tracer is not None:  # lane 8i + r gives row r of matrix i
+        m.tracer.accessed(m, "shared", "st", addr.reshape(-1), 16, mask=m.positions() % 32 < rows_used)
+    lanes = addr[:, :rows_used]
+
+    def fail(k: int, reason: str) -> Exception:  # k: among the lanes giving row addresses
+        return m.fail(k // rows_used * 32 + k % rows_used, reason)
+
+    bad = (lanes % 16) != 0
+    if bad.any():
+        k = int(np.flatnonzero(bad.reshape(-1))[0])
+        raise fail(k, f"row address {int(lanes.reshape(-1)[k])} is not 16-byte aligned")
+    rows = np.zeros((len(warps), num, 8, 8), np.uint16)  # [warp, matrix, row, col]
+    for i, s in enumerate(ins.operands[1][1]):
+        word = np.asarray(m.read(s, "b32")).astype(np.uint32).reshape(warps.shape)
+        rows[:, i, _G, 2 * _T] = word & np.uint32(0xFFFF)
+        rows[:, i, _G, 2 * _T + 1] = word >> np.uint32(16)
+    cta = m.cta_local[warps[:, :rows_used]].reshape(-1)
+    idx = m.smem.index(cta, lanes.reshape(-1), 16, 2, fail)
+    m.checks.access(m, idx, 2, 8, True, warps[:, :rows_used].reshape(-1))
+    m.smem.store(idx, rows.reshape(-1, 8), 2)
 
 
 # ------------------------------------------------------------------ mma

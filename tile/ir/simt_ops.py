@@ -57,6 +57,9 @@ Tensor cores and asynchronous copies (sm_80+; warp-wide ops run with all 32 lane
                                           the PTX ISA's "Matrix Fragments for mma.m16n8kK"
   simt.tf32 %x : i32                      cvt.rna.tf32.f32: f32 rounded to tf32 (to nearest,
                                           ties away from zero), as bits with the low 13 zero
+  simt.stmatrix %addr, %w... {num, offset}   stmatrix.sync.aligned.m8n8.x{1,2,4}.shared.b16 (sm_90):
+                                          lane 8i + r gives row r of matrix i; word i of lane l is
+                                          its two elements at row l / 4, columns 2 (l % 4) + {0, 1}
   simt.ldmatrix %addr {num, trans, offset} : i32 x num   ldmatrix.sync.aligned.m8n8.x{1,2,4}
                                           {.trans}.shared.b16; lane 8*i + r gives the address of
                                           row r of matrix i (16 bytes, 16-byte aligned)
@@ -346,6 +349,13 @@ def _verify_ldmatrix(op: Operation) -> None:
     expect(op, op.operand(0).type == i32 and all(r.type == i32 for r in op.results),
            "a shared address in, i32 registers out")
     expect(op, isinstance(op.attrs.get("trans", False), bool), "trans is a bool")
+
+
+@register_op("simt.stmatrix", pure=False)
+def _verify_stmatrix(op: Operation) -> None:
+    num = op.attrs.get("num")
+    expect(op, num in (1, 2, 4) and op.num_operands == 1 + num and not op.results, "num must be 1, 2 or 4")
+    expect(op, all(v.type == i32 for v in op.operands), "a shared address and i32 words in, nothing out")
 
 
 @register_op("simt.cp_async", pure=False)

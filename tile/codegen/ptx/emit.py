@@ -12,6 +12,7 @@ tensor-core and asynchronous-copy ops fill one template each (`TENSOR_OPS`):
 
     simt.mma {atype = "f16"}      ->  mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {d..}, {a..}, {b..}, {c..};
     simt.ldmatrix {num = 4}       ->  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, ...}, [%r9+1024];
+    simt.stmatrix {num = 4}       ->  stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r9+1024], {%r1, ...};
     simt.cp_async {bytes = 16}    ->  @%p cp.async.cg.shared.global [%r5], [%rd2+64], 16, %r7;
     simt.wgmma {atype = "f16", n = 64}  ->  wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%f1, ...},
                                             %rd4, %rd5, %p1, 1, 1, 0, 1;   (accumulators updated in place)
@@ -656,6 +657,7 @@ TENSOR_OPS: dict[str, str] = {
     "simt.mma": "mma.sync.aligned.{shape}.row.col.{ctype}.{atype}.{atype}.{ctype} {d}, {a}, {b}, {c};",
     "simt.tf32": "cvt.rna.tf32.f32 {d}, {a};",
     "simt.ldmatrix": "ldmatrix.sync.aligned.m8n8.x{num}{trans}.shared.b16 {d}, {addr};",
+    "simt.stmatrix": "stmatrix.sync.aligned.m8n8.x{num}.shared.b16 {addr}, {words};",
     "simt.cp_async": "{guard}cp.async.{cache}.shared.global {addr}, [{src}{src_offset}], {bytes}{size};",
     "simt.cp_async_commit": "cp.async.commit_group;",
     "simt.cp_async_wait": "cp.async.wait_group {pending};",
@@ -681,6 +683,8 @@ def _tensor_op(e: _Emitter, op: Operation) -> None:
         fields["a"] = e.src(op.operand(0))
     elif op.name == "simt.ldmatrix":
         fields.update(trans=".trans" if op.attrs.get("trans") else "", addr=_address(e, op))
+    elif op.name == "simt.stmatrix":
+        fields.update(addr=_address(e, op), words=group([e.reg(v) for v in op.operands[1:]]))
     elif op.name == "simt.cp_async":
         size, n = op.operand(2), op.attrs["bytes"]
         off = op.attrs.get("src_offset", 0)
