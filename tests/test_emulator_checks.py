@@ -255,6 +255,6 @@ def test_tma_store_of_bytes_stored_without_a_proxy_fence():
     for line in fences:
         broken = broken.replace(line, "")
     with pytest.raises(EmulatorError, match=r"cp.async.bulk.tensor reads shared address \d+, which thread \d+ of CTA "
-                                            r"\(\d, 0, 0\) stored at PTX line \d+ `st.shared[^\n]* with no "
+                                            r"\(\d, 0, 0\) stored at PTX line \d+ `(st.shared|stmatrix)[^\n]* with no "
                                             r"fence.proxy.async after it"):
         _run(broken, info, (2,), values)

@@ -91,9 +91,12 @@ class SharedChecks:
 
     # ---------------------------------------------------------------- accesses
     def access(self, m: Any, idx: np.ndarray, width: int, count: int, write: bool,
-               threads: Optional[np.ndarray] = None) -> None:
+               threads: Optional[np.ndarray] = None, generic: bool = False) -> None:
         """Check and record an access of `count` elements of `width` bytes at element indices `idx`
         (into the batch's shared memory) by the active threads (or `threads`, batch positions).
+        Writes by the active threads, or `generic` ones by `threads` (stmatrix: each element by the
+        lane whose register held it), are stores of the generic proxy, which wgmma and TMA stores
+        see only after the storing thread's fence.proxy.async.
         The accesses of one instruction have one size and are aligned to it: two of them touch
         the same bytes exactly when they start at the same index."""
         if not self.enabled or idx.size == 0:
@@ -122,7 +125,7 @@ class SharedChecks:
         if write:
             self.writer[b], self.write_instr[b], self.write_epoch[b] = who, m.pc, cta_epoch
             self.reader[b] = NOBODY
-            if threads is None:  # a store of the generic proxy (a cp.async landing is no store of the thread)
+            if threads is None or generic:  # a store of the generic proxy (a cp.async landing is not)
                 self.unfenced[b] = tb
                 self.any_unfenced = True
         else:

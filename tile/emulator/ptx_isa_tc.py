@@ -119,7 +119,11 @@ def _stmatrix(m: Machine, ins: Instr) -> None:
         rows[:, i, _G, 2 * _T + 1] = word >> np.uint32(16)
     cta = m.cta_local[warps[:, :rows_used]].reshape(-1)
     idx = m.smem.index(cta, lanes.reshape(-1), 16, 2, fail)
-    m.checks.access(m, idx, 2, 8, True, warps[:, :rows_used].reshape(-1))
+    # element (row r, column c) of each matrix came from lane 4r + c // 2 of the warp
+    owner = warps[:, (4 * np.arange(8)[:, None] + np.arange(8)[None, :] // 2).reshape(-1)]  # [warp, 64]
+    owners = np.repeat(owner[:, None, :], num, axis=1).reshape(-1)
+    elements = (idx.astype(np.int64)[:, None] + np.arange(8)).reshape(-1)
+    m.checks.access(m, elements, 2, 1, True, owners, generic=True)
     m.smem.store(idx, rows.reshape(-1, 8), 2)
 
 
