@@ -170,6 +170,19 @@ def test_tf32_rounds_to_nearest_ties_away() -> None:
 # ------------------------------------------------------------------------------ ldmatrix
 
 
+# %a2: the row of matrix tid / 8, row tid % 8, at 256 bytes per matrix and 32 per row
+MATRIX_ROW_ADDRESS = """  %c3 = arith.constant {value = 3} : i32
+  %c7 = arith.constant {value = 7} : i32
+  %i = arith.shr %tid, %c3 : i32
+  %r = arith.and %tid, %c7 : i32
+  %c256 = arith.constant {value = 256} : i32
+  %c32 = arith.constant {value = 32} : i32
+  %ioff = arith.mul %i, %c256 : i32
+  %roff = arith.mul %r, %c32 : i32
+  %a1 = arith.add %base, %ioff : i32
+  %a2 = arith.add %a1, %roff : i32"""
+
+
 def _ldmatrix_kernel(num: int, trans: bool, offset: int):
     stores = "\n".join(f"  %v{j} = simt.ld_global %p, %true {{offset = {128 * j}, vector = 1}} : i32\n"
                        f"  simt.st_shared %sa, %true, %v{j} {{offset = {128 * j}, vector = 1}}" for j in range(8))
@@ -182,16 +195,7 @@ def _ldmatrix_kernel(num: int, trans: bool, offset: int):
   %p = simt.addptr %inp, %tid {{scale = 4}} : ptr<i32>
 {stores}
   simt.barrier
-  %c3 = arith.constant {{value = 3}} : i32
-  %c7 = arith.constant {{value = 7}} : i32
-  %i = arith.shr %tid, %c3 : i32
-  %r = arith.and %tid, %c7 : i32
-  %c256 = arith.constant {{value = 256}} : i32
-  %c32 = arith.constant {{value = 32}} : i32
-  %ioff = arith.mul %i, %c256 : i32
-  %roff = arith.mul %r, %c32 : i32
-  %a1 = arith.add %base, %ioff : i32
-  %a2 = arith.add %a1, %roff : i32
+{MATRIX_ROW_ADDRESS}
   {words} = simt.ldmatrix %a2 {{num = {num}, offset = {offset}, trans = {str(trans).lower()}}} : {", ".join(["i32"] * num)}
   %po = simt.addptr %out, %tid {{scale = {4 * num}}} : ptr<i32>
   simt.st_global %po, %true, {words} {{offset = 0, vector = {num}}}"""
@@ -236,16 +240,7 @@ def _stmatrix_kernel(num: int, offset: int):
   %base = simt.smem_addr {{offset = 0}} : i32
   %p = simt.addptr %inp, %tid {{scale = {4 * num}}} : ptr<i32>
 {loads}
-  %c3 = arith.constant {{value = 3}} : i32
-  %c7 = arith.constant {{value = 7}} : i32
-  %i = arith.shr %tid, %c3 : i32
-  %r = arith.and %tid, %c7 : i32
-  %c256 = arith.constant {{value = 256}} : i32
-  %c32 = arith.constant {{value = 32}} : i32
-  %ioff = arith.mul %i, %c256 : i32
-  %roff = arith.mul %r, %c32 : i32
-  %a1 = arith.add %base, %ioff : i32
-  %a2 = arith.add %a1, %roff : i32
+{MATRIX_ROW_ADDRESS}
   simt.stmatrix %a2, {words} {{num = {num}, offset = {offset}}}
   simt.barrier
   %c4 = arith.constant {{value = 4}} : i32

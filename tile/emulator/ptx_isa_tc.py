@@ -56,15 +56,16 @@ def _decode_ldmatrix(ins: Instr) -> Any:
     return num, "trans" in ins.mods
 
 
-@define("ldmatrix", _decode_ldmatrix)
-def _ldmatrix(m: Machine, ins: Instr) -> None:
-    num, trans = ins.spec
+def _matrix_rows(m: Machine, addr_op: tuple, num: int, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """(warps [warps, 32] of positions, shared element index of each matrix row [warps * 8 num])
+    of an ldmatrix / stmatrix: lane 8i + r gives the 16-byte aligned address of row r of matrix i."""
     warps = _warps(m)
-    addr = effective_address(m, ins.operands[1], False).reshape(warps.shape)
+    addr = effective_address(m, addr_op, False).reshape(warps.shape)
     rows_used = 8 * num
-    if m.tracer is not None:  # lane 8i + r gives row r of matrix i
-        m.tracer.accessed(m, "shared", "ld", addr.reshape(-1), 16, mask=m.positions() % 32 < rows_used)
+    if m.tracer is not None:
+        m.tracer.accessed(m, "shared", kind, addr.reshape(-1), 16, mask=m.positions() % 32 < rows_used)
     lanes = addr[:, :rows_used]
+
     def fail(k: int, reason: str) -> Exception:  # k: among the lanes giving row addresses
         return m.fail(k // rows_used * 32 + k % rows_used, reason)
 
@@ -73,7 +74,14 @@ def _ldmatrix(m: Machine, ins: Instr) -> None:
         k = int(np.flatnonzero(bad.reshape(-1))[0])
         raise fail(k, f"row address {int(lanes.reshape(-1)[k])} is not 16-byte aligned")
     cta = m.cta_local[warps[:, :rows_used]].reshape(-1)
-    idx = m.smem.index(cta, lanes.reshape(-1), 16, 2, fail)
+    return warps, m.smem.index(cta, lanes.reshape(-1), 16, 2, fail)
+
+
+@define("ldmatrix", _decode_ldmatrix)
+def _ldmatrix(m: Machine, ins: Instr) -> None:
+    num, trans = ins.spec
+    warps, idx = _matrix_rows(m, ins.operands[1], num, "ld")
+    rows_used = 8 * num
     m.checks.access(m, idx, 2, 8, False, warps[:, :rows_used].reshape(-1))
     rows = m.smem.load(idx, 2, 8).reshape(len(warps), num, 8, 8)  # [warp, matrix, row, col]
     for i, d in enumerate(ins.operands[0][1]):
@@ -98,27 +106,12 @@ def _decode_stmatrix(ins: Instr) -> Any:
 @define("stmatrix", _decode_stmatrix)
 def _stmatrix(m: Machine, ins: Instr) -> None:
     num = ins.spec
-    warps = _warps(m)
-    addr = effective_address(m, ins.operands[0], False).reshape(warps.shape)
-    rows_used = 8 * num
-    if m.tracer is not None:  # lane 8i + r gives row r of matrix i
-        m.tracer.accessed(m, "shared", "st", addr.reshape(-1), 16, mask=m.positions() % 32 < rows_used)
-    lanes = addr[:, :rows_used]
-
-    def fail(k: int, reason: str) -> Exception:  # k: among the lanes giving row addresses
-        return m.fail(k // rows_used * 32 + k % rows_used, reason)
-
-    bad = (lanes % 16) != 0
-    if bad.any():
-        k = int(np.flatnonzero(bad.reshape(-1))[0])
-        raise fail(k, f"row address {int(lanes.reshape(-1)[k])} is not 16-byte aligned")
+    warps, idx = _matrix_rows(m, ins.operands[0], num, "st")
     rows = np.zeros((len(warps), num, 8, 8), np.uint16)  # [warp, matrix, row, col]
     for i, s in enumerate(ins.operands[1][1]):
         word = np.asarray(m.read(s, "b32")).astype(np.uint32).reshape(warps.shape)
         rows[:, i, _G, 2 * _T] = word & np.uint32(0xFFFF)
         rows[:, i, _G, 2 * _T + 1] = word >> np.uint32(16)
-    cta = m.cta_local[warps[:, :rows_used]].reshape(-1)
-    idx = m.smem.index(cta, lanes.reshape(-1), 16, 2, fail)
     # element (row r, column c) of each matrix came from lane 4r + c // 2 of the warp
     owner = warps[:, (4 * np.arange(8)[:, None] + np.arange(8)[None, :] // 2).reshape(-1)]  # [warp, 64]
     owners = np.repeat(owner[:, None, :], num, axis=1).reshape(-1)
