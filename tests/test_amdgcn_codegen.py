@@ -229,12 +229,23 @@ def test_target_info_knows_gfx942():
     assert "arith.constant {value = 11} : i32" in simt
 
 
-def test_compile_kernel_for_gfx942_without_a_stage_limit():
-    from tile.compiler import compile_kernel
+@needs_llvm
+def test_compile_for_gfx942_without_a_gpu(monkeypatch):
+    """tile.compile's path (through the disk cache, nothing loaded) needs no GPU; loading the
+    code (compile_kernel without a stage limit) needs hip-python."""
+    import sys
 
+    from tile.compiler import compile_kernel, compile_to_ptx
+    from tile.runtime import hip_driver
+
+    monkeypatch.setattr(hip_driver, "_hip", None)
+    monkeypatch.setitem(sys.modules, "hip", None)   # import hip fails
     spec, _ = add_kernel.specialize((F32, F32, F32, 1000), {"BLOCK": 256})
-    compiled = compile_kernel(add_kernel, spec, {"num_warps": 4}, "gfx942")
-    assert ".amdhsa_kernel add_kernel" in compiled.stage("amdgcn")
+    compiled = compile_to_ptx(add_kernel, spec, {"num_warps": 4}, "gfx942")
+    assert ".amdhsa_kernel add_kernel" in compiled.stage("amdgcn") and compiled.backend is None
+    assert compiled.launch_info["workgroup_size"] == 128
+    with pytest.raises(RuntimeError, match="running gfx kernels needs hip-python"):
+        compile_kernel(add_kernel, spec, {"num_warps": 4}, "gfx942")
 
 
 def test_amdgcn_stage_defaults_to_gfx942(monkeypatch):

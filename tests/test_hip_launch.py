@@ -105,13 +105,28 @@ def test_a_failing_launch_frees_the_staged_arrays_and_names_the_kernel(fake_hip,
     assert fake_hip.memory == {}
 
 
+def test_a_gfx90a_device_gets_gfx90a_code(monkeypatch, tmp_path):
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TILE_INTERPRET", raising=False)
+    fake = hip_fake.install(monkeypatch, arch="gfx90a:sramecc+:xnack-")
+    try:
+        x, y = np.random.default_rng(3).standard_normal((2, 200)).astype(np.float32)
+        out = np.full(200, np.nan, np.float32)
+        compiled = add_kernel[(2,)](x, y, out, 200, BLOCK=128)
+        np.testing.assert_allclose(out, x.astype(np.float64) + y, rtol=1e-6)
+        assert compiled.target == "gfx90a" and '"amdgcn-amd-amdhsa--gfx90a"' in compiled.asm["amdgcn"]
+        assert len(fake.launches) == 1
+    finally:
+        hip_fake.forget_device()
+
+
 def test_an_unknown_device_target_lists_the_supported_ones(monkeypatch, tmp_path):
     monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("TILE_INTERPRET", raising=False)
     hip_fake.install(monkeypatch, arch="gfx803")
     try:
         x = np.ones(64, np.float32)
-        with pytest.raises(ValueError, match="unknown target 'gfx803'; tile compiles for .*gfx942"):
+        with pytest.raises(ValueError, match="unknown target 'gfx803'; tile compiles for .*gfx942, gfx90a"):
             add_kernel[(1,)](x, x, x, 64, BLOCK=64)
     finally:
         hip_fake.forget_device()

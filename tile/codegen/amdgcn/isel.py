@@ -1,8 +1,8 @@
-"""Instruction selection: a simt.func -> MIR on virtual registers for gfx942 (wave64).
+"""Instruction selection: a simt.func -> MIR on virtual registers for gfx942 and gfx90a (wave64).
 
 Execution model. The simt IR is what one thread runs; `simt.tid` is the thread's index in
 its CTA, `num_warps * 32` threads (the lowering's warps are 32-thread groups, and an
-elementwise kernel's simt IR depends on nothing but the thread index). On gfx942 the CTA is
+elementwise kernel's simt IR depends on nothing but the thread index). On both the CTA is
 a workgroup of that many work-items, run as waves of 64 lanes. Values the same in every lane
 (kernel arguments, program ids, constants, integer arithmetic on them: `uniform_values`) live
 in SGPRs and are computed once per wave by the scalar unit; the rest live in VGPRs. An i1 is a
@@ -41,7 +41,7 @@ f32 division and square root round correctly unless marked approximate (divide_f
 64-bit integers multiply from 32-bit products and divide in a 64-step loop (divide_int64).
 Subnormal f32 and f16 values are kept (the kernel descriptor's denorm modes), f32 -> f16 rounds
 to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of the amount,
-as the hardware does. Global atomics on 32 bits follow the gfx942 memory model (MEMORY_ORDER).
+as the hardware does. Global atomics on 32 bits follow the target's memory model (isa.MEMORY_ORDER).
 An op outside the selected subset (64-bit atomics, LDS atomics other than an integer add, i1
 values carried by scf.while...) raises
 `UnsupportedOnTarget`, a NotImplementedError naming it and the target.
@@ -57,23 +57,14 @@ import numpy as np
 from ...ir.core import Operation, Value
 from ...ir.types import DType, PointerType, i1
 from ..math_lib import INV_TWO_PI
-from .isa import DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_OFFSET_RANGE, INLINE_FLOATS, MFMA_SHAPES, info
+from .isa import (ATOMIC_RETURN_BIT, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_OFFSET_RANGE, INLINE_FLOATS,
+                  MEMORY_ORDER, mfma_shape, info)
 from .mir import EXEC, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
 USER_SGPRS = 2
 WORKITEM_ID_BITS = 10      # gfx90a and later pack the x, y, z ids in v0, 10 bits each
 REMAT_WINDOW = 48          # instructions a lane mask or constant SGPR is reused for before it is recomputed
-
-
-# scope -> (release sequence, acquire sequence, the atomic's own scope bits) on gfx942 (LLVM
-# AMDGPUUsage, "Memory Model GFX942", without tgsplit): the work-group shares one L1, the agent
-# one L2, the system needs the L2 written back / invalidated as well.
-MEMORY_ORDER = {
-    "cta": ((), (), {}),
-    "gpu": ((("buffer_wbl2", {"sc1": 1}),), (("buffer_inv", {"sc1": 1}),), {}),
-    "sys": ((("buffer_wbl2", {"sc0": 1, "sc1": 1}),), (("buffer_inv", {"sc0": 1, "sc1": 1}),), {"sc1": 1}),
-}
 
 
 # which GLOBAL_ATOMICS rows take a value of each kind of number
@@ -986,7 +977,7 @@ class Selector:
         self.valu("v_cndmask_b32", [self.result(result, "v")], [s2, unscaled, small])
 
     def f32_to_bf16(self, result: Value, a: Value) -> None:
-        """Round to nearest even by integer arithmetic on the bits (gfx942 has no bf16
+        """Round to nearest even by integer arithmetic on the bits (gfx942 and gfx90a have no bf16
         conversion): (x + 0x7fff + bit 16 of x) >> 16, and a quiet NaN for NaN."""
         x = self.operand(a)
         lsb, biased, rounded = (self.new("v").all() for _ in range(3))
@@ -1330,8 +1321,8 @@ class Selector:
         """simt.atom, simt.red and simt.atom_cas on 32-bit global values (and simt.red's integer
         add on an LDS address, as ds_add_u32): for global memory the returning form of
         the instruction under the op's mask (masked-off lanes read 0), wrapped in the cache
-        maintenance and waits the gfx942 memory model asks for its sem and scope
-        (MEMORY_ORDER: before a release, write back and drain earlier memory ops; after an
+        maintenance and waits the target's memory model asks for its sem and scope
+        (isa.MEMORY_ORDER: before a release, write back and drain earlier memory ops; after an
         acquire, wait for the atomic and invalidate)."""
         cas = op.name == "simt.atom_cas"
         t = op.operand(op.num_operands - 1).type
@@ -1354,7 +1345,8 @@ class Selector:
             if opcode is None:
                 raise self.unsupported(op, f"{kind} of {t}")
         sem, scope = op.attrs.get("sem", "relaxed"), op.attrs.get("scope", "gpu")
-        release, acquire, bits = MEMORY_ORDER[scope]
+        release, acquire, bits = MEMORY_ORDER[self.target][scope]
+        returning = {ATOMIC_RETURN_BIT[self.target]: 1}
         addr, offset = self.address(op, False)
         data = self.gather([op.operand(3), op.operand(2)], 32) if cas else self.to_vgpr(self.operand(op.operand(2)))
         old = self.new("v").all()
@@ -1363,7 +1355,8 @@ class Selector:
             for opc, flags in release:
                 self.emit(opc, [], [], **flags)
             self.emit("s_waitcnt", [], [], vmcnt=0, lgkmcnt=0)
-        self.masked(op.operand(1), lambda: self.emit(opcode, [old], [addr, data, OFF], offset=offset, sc0=1, **bits))
+        self.masked(op.operand(1), lambda: self.emit(opcode, [old], [addr, data, OFF], offset=offset, **returning,
+                                                               **bits))
         if sem in ("acquire", "acq_rel"):
             self.emit("s_waitcnt", [], [], vmcnt=0)
             for opc, flags in acquire:
@@ -1377,7 +1370,7 @@ class Selector:
         hardware runs back to back; else a fresh copy). The matrix core needs every lane of the
         wave, so the workgroup must be whole waves and the op outside scf.if and scf.while."""
         instr, atype = op.attrs["instr"], op.attrs["atype"]
-        shape = next((s for s in MFMA_SHAPES.values() if s.m == instr and s.operand_type == atype), None)
+        shape = mfma_shape(self.target, instr, atype)
         if shape is None:
             raise self.unsupported(op, f"of {instr}x{instr} on {atype}")
         parent = op.parent_op
