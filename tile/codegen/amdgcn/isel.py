@@ -44,7 +44,7 @@ to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of 
 as the hardware does. Global atomics on 32 bits follow the target's memory model (isa.MEMORY_ORDER).
 An op outside the selected subset (64-bit atomics, LDS atomics other than an integer add, i1
 values carried by scf.while...) raises
-`UnsupportedOnTarget`, a NotImplementedError naming it and the target.
+`UnsupportedOnTarget`, a tile.CompilationError at the user's line naming it and the target.
 """
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ...ir.core import Operation, Value
+from ...frontend.errors import CompilationError, SourcePoint
+from ...ir.core import Location, Operation, Value
 from ...ir.types import DType, PointerType, i1
 from ..math_lib import INV_TWO_PI
 from .isa import (ATOMIC_RETURN_BIT, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_OFFSET_RANGE, INLINE_FLOATS,
@@ -72,8 +73,12 @@ _ATOMIC_OPERANDS = {"float": ("float", "any"), "signed": ("signed", "int", "any"
                     "unsigned": ("unsigned", "int", "any")}
 
 
-class UnsupportedOnTarget(NotImplementedError):
-    """A simt op (or type) the AMDGCN backend does not select yet."""
+class UnsupportedOnTarget(CompilationError, NotImplementedError):
+    """A simt op (or type) the AMDGCN backend does not select yet: a CompilationError at the
+    op's source line (the user's line that produced it), naming the op and the target."""
+
+    def __init__(self, message: str, loc: Optional[Location] = None):
+        super().__init__(message, SourcePoint.at(loc.file, loc.line, loc.col) if loc is not None else None)
 
 
 @dataclass
@@ -375,9 +380,8 @@ class Selector:
         return reg.all()
 
     def unsupported(self, op: Operation, what: str = "") -> UnsupportedOnTarget:
-        where = f" (at {op.loc})" if op.loc else ""
         detail = f" {what}" if what else ""
-        return UnsupportedOnTarget(f"{self.target}: the AMDGCN backend does not support {op.name}{detail} yet{where}")
+        return UnsupportedOnTarget(f"{self.target}: the AMDGCN backend does not support {op.name}{detail} yet", op.loc)
 
     # the function ----------------------------------------------------------------------
     def select(self) -> Selection:
