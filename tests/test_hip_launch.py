@@ -130,3 +130,11 @@ def test_an_unknown_device_target_lists_the_supported_ones(monkeypatch, tmp_path
             add_kernel[(1,)](x, x, x, 64, BLOCK=64)
     finally:
         hip_fake.forget_device()
+
+
+def test_a_strided_numpy_argument_is_refused_by_name(fake_hip):
+    x = np.ones(128, np.float32)[::2]
+    with pytest.raises(ValueError, match="kernel 'add_kernel': a NumPy argument copied to the GPU must be "
+                                         "C-contiguous"):
+        add_kernel[(1,)](x, x, np.ones(64, np.float32), 64, BLOCK=64)
+    assert fake_hip.memory == {}
