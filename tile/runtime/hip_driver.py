@@ -9,12 +9,15 @@ description of the error.
     kernel.launch((blocks, 1, 1), [x_ptr, y_ptr, out_ptr, n])
 
 The kernarg segment is laid out as the code object's metadata says (tile's own
-`amdgcn.isel.KernArg` list, the same one kernel_object writes into the metadata): pointers
+`amdgcn.isel.KernArg` list, the one kernel_object writes into the metadata, kept in the launch
+metadata as `KernargField`s): pointers
 (`global_buffer`) as 64-bit addresses, scalars (`by_value`) in their size (a Python float as
 f32 or f64, an int in two's complement), and the hidden arguments tile's kernels read
 (`hidden_block_count_x/y/z`: the grid) filled from the launch's grid. The whole segment goes
 to hipModuleLaunchKernel as one buffer through `extra` (HIP_LAUNCH_PARAM_BUFFER_POINTER /
-_SIZE / _END), so no per-argument pointer array is needed.
+_SIZE / _END), so no per-argument pointer array is needed. `extra` is a ctypes array, which
+hip-python's pointer adapter passes through as the `void **` it is; a Python tuple there would
+be hip-python's own convenience (it packs the tuple's values as the arguments itself).
 
 The launch path picks this driver when the machine's GPU is AMD (`hip_available`: hip-python
 sees a HIP device, or PyTorch is a ROCm build that does): tile.compiler compiles for
