@@ -253,3 +253,23 @@ def test_amdgcn_stage_defaults_to_gfx942(monkeypatch):
     monkeypatch.setenv("TILE_INTERPRET", "1")
     text = str(tile.dump(add_kernel, F32, F32, F32, 1000, BLOCK=256, stage="amdgcn"))
     assert '.amdgcn_target "amdgcn-amd-amdhsa--gfx942"' in text
+
+
+
+@tile.jit
+def narrow_sum_kernel(x_ptr, out_ptr, n, OTHER: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=OTHER)
+    tl.store(out_ptr, tl.sum(x, axis=0))
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx90a"])
+@pytest.mark.parametrize("dtype, other", [(np.int8, -1), (np.int16, -300), (np.uint8, 200), (np.uint16, 60000)])
+def test_narrow_constants_are_extended_as_loads_extend(target, dtype, other):
+    """A masked load's `other` of a narrow type sits in its lanes extended in the type's own
+    signedness, as loaded values do (a fuzzer find: an i8 -1 arrived as 255 in the sum)."""
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(5).integers(info.min, info.max, 64).astype(dtype)
+    out = np.full(1, -7, np.int32)
+    tile.emulate(narrow_sum_kernel, target=target)[(1,)](x, out, 40, OTHER=other, BLOCK=64)
+    assert out[0] == x[:40].astype(np.int64).sum() + 24 * other

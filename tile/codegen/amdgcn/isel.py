@@ -166,7 +166,9 @@ def _signed(t: Any) -> bool:
 
 
 def constant_bits(value: Any, t: DType) -> int:
-    """The register bits of constant `value` of type `t` (i1 true: every lane's bit)."""
+    """The register bits of constant `value` of type `t` (i1 true: every lane's bit). An 8- or
+    16-bit integer sits extended to 32 bits in its own signedness, as its loads leave it (an
+    i8 -1 is 0xffffffff, a u8 255 is 0xff)."""
     if t.bits == 1:
         return -1 if value else 0
     if t.is_floating:
@@ -179,6 +181,11 @@ def constant_bits(value: Any, t: DType) -> int:
         if t.name == "f64":
             return struct.unpack("<Q", struct.pack("<d", value))[0]
         raise UnsupportedOnTarget(f"constants of type {t}")
+    if t.bits < 32:
+        narrow = int(value) & ((1 << t.bits) - 1)
+        if _signed(t) and narrow >> (t.bits - 1):
+            narrow -= 1 << t.bits
+        return narrow & 0xFFFFFFFF
     return int(value) & ((1 << t.bits) - 1) if t.bits < 64 or value >= 0 else int(value)
 
 
