@@ -273,3 +273,19 @@ def test_narrow_constants_are_extended_as_loads_extend(target, dtype, other):
     out = np.full(1, -7, np.int32)
     tile.emulate(narrow_sum_kernel, target=target)[(1,)](x, out, 40, OTHER=other, BLOCK=64)
     assert out[0] == x[:40].astype(np.int64).sum() + 24 * other
+
+
+@tile.jit
+def wide_constant_store_kernel(out_ptr, VALUE: tl.constexpr):
+    offs = tl.arange(0, 64)
+    tl.store(out_ptr + offs, tl.full((64,), VALUE, tl.int64))
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx90a"])
+@pytest.mark.parametrize("value", [0, -3, 17, -(2**40) - 5])
+def test_64_bit_constants_are_stored_whole(target, value):
+    """A stored i64 constant fills both dwords (a fuzzer find: an inline one, such as the 0 of
+    `x * 0`, reached global_store_dwordx2 as one VGPR)."""
+    out = np.full(64, 12345, np.int64)
+    tile.emulate(wide_constant_store_kernel, target=target)[(1,)](out, VALUE=value)
+    assert (out == value).all()

@@ -323,11 +323,13 @@ class Selector:
         self.materialized[key] = (reg.all(), len(self.insts))
         return reg.all()
 
-    def to_vgpr(self, o: Operand) -> Operand:
-        """`o` in VGPRs (SGPRs copied with v_mov_b32, once each)."""
+    def to_vgpr(self, o: Operand, count: int = 1) -> Operand:
+        """`o` in VGPRs (SGPRs copied with v_mov_b32, once each); an immediate of a `count`-dword
+        value (2: a 64-bit integer that inlines) fills that many."""
         if isinstance(o, Imm):
-            reg = self.new("v")
-            self.valu("v_mov_b32", [reg.all()], [o])
+            reg = self.new("v", count)
+            for i in range(count):
+                self.valu("v_mov_b32", [reg.dword(i)], [self.half(o, i) if count == 2 else o])
             return reg.all()
         if not isinstance(o, Sub) or o.bank == "v":
             return o
@@ -1405,7 +1407,7 @@ class Selector:
 
     def gather(self, values: list[Value], bits: int) -> Sub:
         """The values of a store in consecutive VGPRs (sub-dword ones packed, lowest first)."""
-        operands = [self.to_vgpr(self.operand(v)) for v in values]
+        operands = [self.to_vgpr(self.operand(v), max(1, bits // 32)) for v in values]
         if bits < 32:
             per_dword = 32 // bits
             words = []
