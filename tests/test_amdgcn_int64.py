@@ -102,3 +102,20 @@ def test_division_loop_assembles():
     x = np.ones(64, np.int64)
     text = tile.dump(divide_kernel, x, x, x, x, 64, BLOCK=64, stage="amdgcn", target="gfx942")
     assert assemble(str(text), "gfx942")[:4] == b"\x7fELF"
+
+
+@tile.jit
+def cumsum_rows_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    tl.store(out_ptr + offs, tl.cumsum(tl.load(x_ptr + offs), axis=0))
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx90a"])
+def test_a_scan_of_the_second_i64_of_a_vector_load(target):
+    """Each thread loads two i64 (one global_load_dwordx4) and scans both through 32-bit
+    shuffles: the second's halves are dwords 2 and 3 of the tuple (a fuzzer find: they were
+    read from dwords 0 and 1)."""
+    x = np.random.default_rng(8).integers(-2**40, 2**40, (8, 16))
+    out = np.full((8, 16), -1, np.int64)
+    tile.emulate(cumsum_rows_kernel, target=target)[(1,)](x, out, R=8, C=16, num_warps=1)
+    np.testing.assert_array_equal(out, np.cumsum(x, axis=0))

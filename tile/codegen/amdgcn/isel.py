@@ -1248,10 +1248,11 @@ class Selector:
             self.valu("v_cndmask_b32", [d.dword(i)], [o, loaded.dword(i), mask])
 
     def split(self, loaded: Sub, t: Any, bits: int, vector: int) -> list[Sub]:
-        """The elements of a loaded register tuple (sub-dword ones extracted and extended)."""
+        """The elements of a register tuple `loaded`, a view that may start inside its register
+        (the second i64 of a vector load unpacked into dwords), sub-dword ones extracted and extended."""
         if bits >= 32 or vector == 1:
             n = bits // 32 if bits >= 32 else 1
-            return [Sub(loaded.reg, k * n, n) for k in range(vector)]
+            return [Sub(loaded.reg, loaded.start + k * n, n) for k in range(vector)]
         parts = []
         per_dword = 32 // bits
         for k in range(vector):
