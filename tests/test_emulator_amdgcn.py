@@ -361,6 +361,36 @@ s_endpgm
             run_amdgcn(text, 1, [out, 9])
 
 
+@pytest.mark.parametrize("first, second, lands", [
+    ("ds_read_b32 v1, v2", "ds_write_b32 v2, v0 offset:4", True),    # the read is the oldest: landed
+    ("ds_write_b32 v2, v0 offset:4", "ds_read_b32 v1, v2", False),   # the read is still in flight
+])
+def test_lds_writes_count_in_lgkmcnt(first, second, lands):
+    """LDS reads and writes count in lgkmcnt in issue order, writes too (CDNA3 ISA 4.4): with
+    one access left in flight, only the older one is done (a fuzzer find: the emulator did not
+    count writes, and took tile's correct lgkmcnt(1) after read, write for a missing wait)."""
+    text = text_of(f"""
+s_load_dwordx2 s[4:5], s[0:1], 0
+s_waitcnt lgkmcnt(0)
+v_mov_b32 v2, 0
+{first}
+{second}
+s_waitcnt lgkmcnt(1)
+v_add_u32 v3, v1, 1
+s_waitcnt lgkmcnt(0)
+v_mov_b32 v4, s4
+v_mov_b32 v5, s5
+global_store_dword v[4:5], v3, off
+s_endpgm
+""", [("out", 8, "global_buffer")], lds=8)
+    out = np.zeros(1, np.uint32)
+    if lands:
+        run_amdgcn(text, 1, [out])
+    else:
+        with pytest.raises(EmulatorError, match=r"v1 is touched before its load was waited for"):
+            run_amdgcn(text, 1, [out])
+
+
 def test_wave32_from_the_metadata():
     text = text_of("""
 s_load_dwordx2 s[4:5], s[0:1], 0

@@ -366,7 +366,8 @@ def _lds_bytes(w, address: np.ndarray, lanes: np.ndarray, size: int) -> np.ndarr
 
 @_executes("ds_add_u32")
 def _lds_add(w, ins):
-    """The LDS atomic add, lane by lane in lane order (no return)."""
+    """The LDS atomic add, lane by lane in lane order (no return; it counts in lgkmcnt like every
+    LDS access until it completes)."""
     address = w.read(ins.uses[0]) + np.uint64(ins.mods.get("offset", 0))
     data = w.read(ins.uses[1])
     index = _lds_bytes(w, address, w.exec, 4)
@@ -374,6 +375,7 @@ def _lds_add(w, ins):
     for row, lane in zip(index, np.flatnonzero(w.exec)):
         total = (int.from_bytes(lds[row].tobytes(), "little") + int(data[lane])) & isa.M32
         lds[row] = np.frombuffer(total.to_bytes(4, "little"), np.uint8)
+    w.issue("lgkmcnt", None, [])
 
 
 @_executes(*(name for name in INSTRUCTIONS if name.startswith(("ds_read_", "ds_write_"))))
@@ -392,6 +394,7 @@ def _lds(w, ins):
         for k in range(count):
             data = w.read(ins.uses[1].dword(k))[active]
             lds[index[:, 4 * k:4 * k + element]] = ((data[:, None] // weights) & np.uint64(0xFF)).astype(np.uint8)
+        w.issue("lgkmcnt", None, [])   # a write counts in lgkmcnt until done, in order with reads
         return
     target = ins.defs[0]
     writes = []
