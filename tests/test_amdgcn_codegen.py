@@ -289,3 +289,27 @@ def test_64_bit_constants_are_stored_whole(target, value):
     out = np.full(64, 12345, np.int64)
     tile.emulate(wide_constant_store_kernel, target=target)[(1,)](out, VALUE=value)
     assert (out == value).all()
+
+
+@tile.jit
+def sort_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.sort(tl.load(x_ptr + offs)))
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx90a"])
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint8, np.int16, np.float16])
+@pytest.mark.parametrize("block", [2, 16])
+def test_sort_of_narrow_values_through_bitcasts(target, dtype, block):
+    """tl.sort moves narrow values through bitcasts to signed integers of their width; each
+    result is extended again in its own signedness (a fuzzer find: u16 values above 32767
+    bitcast to i16 kept their zero upper bits, and the sort did not swap them)."""
+    rng = np.random.default_rng(6)
+    if dtype == np.float16:
+        x = rng.standard_normal(block).astype(dtype)
+    else:
+        info = np.iinfo(dtype)   # unsigned: the top bit set, where the signed view differs
+        x = rng.integers(info.min if info.min else info.max // 2 + 1, info.max, block, endpoint=True).astype(dtype)
+    out = np.zeros(block, dtype)
+    tile.emulate(sort_kernel, target=target)[(1,)](x, out, BLOCK=block)
+    np.testing.assert_array_equal(out, np.sort(x))

@@ -1072,11 +1072,24 @@ class Selector:
                 self.valu("v_cndmask_b32", [d.dword(i)], [yi, xi, cond])
 
     def sel_bitcast(self, op: Operation) -> None:
-        a = op.operand(0)
-        if dwords(a.type) != dwords(op.result.type) or op.result.type == i1:
-            raise self.unsupported(op, f"from {a.type} to {op.result.type}")
+        """The same bits under another type. A narrow integer result (8 or 16 bits) is extended
+        again in its own signedness when the source's upper bits may differ (u16 -> i16 turns
+        0x0000d721 into 0xffffd721), as every narrow integer sits in its register."""
+        a, t = op.operand(0), op.result.type
+        if dwords(a.type) != dwords(t) or t == i1:
+            raise self.unsupported(op, f"from {a.type} to {t}")
+        narrow = t.is_integer and t.bits < 32
+        reextend = narrow and not (a.type.is_integer and _signed(a.type) == _signed(t))
         if a in self.constants:
-            self.constants[op.result] = self.constants[a][0], a.type
+            value, source_type = self.constants[a]
+            if reextend:
+                raw = constant_bits(value, source_type) & ((1 << t.bits) - 1)
+                self.constants[op.result] = (raw - (1 << t.bits) if _signed(t) and raw >> (t.bits - 1) else raw, t)
+            else:
+                self.constants[op.result] = value, source_type
+        elif reextend:
+            self.valu("v_bfe_i32" if _signed(t) else "v_bfe_u32", [self.result(op.result, "v")],
+                      [self.operand(a), Imm.int(0), Imm.int(t.bits)])
         else:
             self.values[op.result] = self.operand(a)  # applies a masked load's `other` first
 
