@@ -341,6 +341,10 @@ class Selector:
             self.vector_copies[key] = reg.all()
         return self.vector_copies[key]
 
+    def vgpr(self, v: Value) -> Operand:
+        """Simt value `v` in VGPRs, every dword of it (a 64-bit constant that inlines, too)."""
+        return self.to_vgpr(self.operand(v), dwords(v.type))
+
     def to_sgpr(self, o: Operand) -> Operand:
         """`o` of a uniform value in SGPRs (from a VGPR: v_readfirstlane_b32 per dword)."""
         if not isinstance(o, Sub) or o.bank == "s":
@@ -740,7 +744,7 @@ class Selector:
         dividend into the remainder and subtracting the divisor where it fits, setting that
         quotient bit. Signed: on magnitudes, signs restored after. A zero divisor gives a
         quotient of all ones and the dividend as remainder (as the 32-bit division does)."""
-        x, y = (self.to_vgpr(self.operand(v)) for v in op.operands)
+        x, y = (self.vgpr(v) for v in op.operands)
         signed = _signed(op.result.type)
         v2, v1 = (lambda: self.new("v", 2).all()), (lambda: self.new("v").all())  # noqa: E731
         if signed:
@@ -1323,7 +1327,7 @@ class Selector:
 
     def sel_unpack(self, op: Operation) -> None:
         t = op.results[0].type
-        whole = self.to_vgpr(self.operand(op.operand(0)))
+        whole = self.vgpr(op.operand(0))
         for r, part in zip(op.results, self.split(whole, t, _bits(t), len(op.results))):
             self.values[r] = part
 
