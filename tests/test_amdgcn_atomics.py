@@ -1,6 +1,7 @@
-"""Global atomics on gfx942: tl.atomic_* and tl.atomic_cas on 32-bit values compile to
-global_atomic_* (returning form), with the cache maintenance of the gfx942 memory model for
-their sem and scope, assemble, and compute on the wave model against NumPy."""
+"""Global atomics on gfx942 and gfx90a: tl.atomic_* and tl.atomic_cas on 32-bit values compile to
+global_atomic_* (returning form: sc0 on gfx942, glc on gfx90a), with the cache maintenance of
+the target's memory model for their sem and scope, assemble, and compute on the wave model
+against NumPy."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 
 import tile
 import tile.language as tl
-from tile.codegen.amdgcn import UnsupportedOnTarget, assemble, compile_amdgcn, emit_amdgcn
+from tile.codegen.amdgcn import TARGETS, UnsupportedOnTarget, assemble, compile_amdgcn, emit_amdgcn
 from tile.compiler import compile_kernel
 from tile.ir import parse_op
 from tile.emulator.amdgcn_machine import run_amdgcn
@@ -18,11 +19,11 @@ from amdgcn_util import instructions, named
 RNG = np.random.default_rng(11)
 
 
-def build(kernel, args, num_warps=2, **constexprs):
+def build(kernel, args, num_warps=2, target="gfx942", **constexprs):
     spec, _ = kernel.specialize(args, constexprs)
     options = {"num_warps": num_warps, "num_stages": 1, "maxnreg": None}
-    simt = compile_kernel(kernel, spec, options, "gfx942", until="amdgcn").func
-    return compile_amdgcn(simt, "gfx942")
+    simt = compile_kernel(kernel, spec, options, target, until="amdgcn").func
+    return compile_amdgcn(simt, target)
 
 
 @tile.jit
@@ -55,7 +56,8 @@ REDUCE = {"add": np.add, "max": np.maximum, "min": np.minimum, "and": np.bitwise
 @pytest.mark.parametrize("op, dtype", [("add", np.float32), ("add", np.int32), ("max", np.int32), ("min", np.int32),
                                        ("max", np.uint32), ("min", np.uint32), ("and", np.int32), ("or", np.int32),
                                        ("xor", np.uint32), ("xchg", np.int32), ("max", np.float32)])
-def test_atomics_compute_on_the_wave_model(op, dtype):
+@pytest.mark.parametrize("target", TARGETS)
+def test_atomics_compute_on_the_wave_model(op, dtype, target):
     n, bins = 200, 8
     if dtype == np.float32:   # integer-valued: sums are exact in any order
         x = RNG.integers(-50, 50, n).astype(np.float32)
@@ -64,9 +66,9 @@ def test_atomics_compute_on_the_wave_model(op, dtype):
         x = RNG.integers(max(info.min, -2**31), min(info.max, 2**31 - 1), n, dtype=np.int64).astype(dtype)
     start = x[:bins][::-1].copy()
     out, old = start.copy(), np.full(n, 7, dtype)
-    compiled = build(scatter_kernel, [x, out, old, n], BINS=bins, OP=op, BLOCK=128)
+    compiled = build(scatter_kernel, [x, out, old, n], target=target, BINS=bins, OP=op, BLOCK=128)
     assert any(line.startswith("global_atomic") for line in instructions(compiled.text))
-    assert b"ELF" in assemble(compiled.text, "gfx942")[:4]
+    assert b"ELF" in assemble(compiled.text, target)[:4]
     run_amdgcn(compiled.text, 2, named(scatter_kernel, [x, out, old, n]))
     for b in range(bins):   # the wave model runs workgroups, waves and lanes in order
         lanes = x[b::bins]
@@ -90,12 +92,13 @@ def ticket_kernel(counter_ptr, lock_ptr, tickets_ptr, seen_ptr, BLOCK: tl.conste
     tl.store(seen_ptr + offs, tl.atomic_cas(lock_ptr + offs % 2, 0, offs + 1, sem="acquire", scope="cta"))
 
 
-def test_tickets_and_compare_and_swap():
+@pytest.mark.parametrize("target", TARGETS)
+def test_tickets_and_compare_and_swap(target):
     block = 64
     counter, lock = np.array([5], np.int32), np.zeros(2, np.int32)
     tickets, seen = np.full(2 * block, -1, np.int32), np.full(2 * block, -1, np.int32)
-    compiled = build(ticket_kernel, [counter, lock, tickets, seen], BLOCK=block)
-    assert b"ELF" in assemble(compiled.text, "gfx942")[:4]
+    compiled = build(ticket_kernel, [counter, lock, tickets, seen], target=target, BLOCK=block)
+    assert b"ELF" in assemble(compiled.text, target)[:4]
     run_amdgcn(compiled.text, 2, named(ticket_kernel, [counter, lock, tickets, seen]))
     assert sorted(tickets) == list(range(5, 5 + 2 * block)) and counter[0] == 5 + 2 * block
     assert list(lock) == [1, 2] and list(seen[:2]) == [0, 0] and list(seen[2:]) == [1, 2] * (block - 1)
@@ -106,19 +109,29 @@ def ordered_kernel(out_ptr, SEM: tl.constexpr, SCOPE: tl.constexpr):
     tl.atomic_add(out_ptr + tl.arange(0, 64), 1.0, sem=SEM, scope=SCOPE)
 
 
-@pytest.mark.parametrize("sem, scope, before, after, bits", [
-    ("relaxed", "gpu", [], [], "sc0"),
-    ("acq_rel", "gpu", ["buffer_wbl2 sc1", "s_waitcnt vmcnt(0) lgkmcnt(0)"], ["s_waitcnt vmcnt(0)", "buffer_inv sc1"],
-     "sc0"),
-    ("release", "sys", ["buffer_wbl2 sc0 sc1", "s_waitcnt vmcnt(0) lgkmcnt(0)"], [], "sc0 sc1"),
-    ("acquire", "cta", [], ["s_waitcnt vmcnt(0)"], "sc0"),
+@pytest.mark.parametrize("target, sem, scope, before, after, bits", [
+    ("gfx942", "relaxed", "gpu", [], [], "sc0"),
+    ("gfx942", "acq_rel", "gpu", ["buffer_wbl2 sc1", "s_waitcnt vmcnt(0) lgkmcnt(0)"],
+     ["s_waitcnt vmcnt(0)", "buffer_inv sc1"], "sc0"),
+    ("gfx942", "release", "sys", ["buffer_wbl2 sc0 sc1", "s_waitcnt vmcnt(0) lgkmcnt(0)"], [], "sc0 sc1"),
+    ("gfx942", "acquire", "cta", [], ["s_waitcnt vmcnt(0)"], "sc0"),
+    ("gfx90a", "relaxed", "gpu", [], [], "glc"),
+    ("gfx90a", "acq_rel", "gpu", ["s_waitcnt vmcnt(0) lgkmcnt(0)"], ["s_waitcnt vmcnt(0)", "buffer_wbinvl1_vol"],
+     "glc"),
+    ("gfx90a", "acq_rel", "sys", ["buffer_wbl2", "s_waitcnt vmcnt(0) lgkmcnt(0)"],
+     ["s_waitcnt vmcnt(0)", "buffer_invl2", "buffer_wbinvl1_vol"], "glc"),
+    ("gfx90a", "acquire", "cta", [], ["s_waitcnt vmcnt(0)"], "glc"),
 ])
-def test_memory_model_sequences(sem, scope, before, after, bits):
-    """The gfx942 memory model (LLVM AMDGPUUsage, "Memory Model GFX942"): release writes the L2
-    back (agent: sc1; system: sc0 sc1) after the earlier memory ops drain; acquire waits for the
-    atomic and invalidates; system-scope atomics carry sc1."""
+def test_memory_model_sequences(target, sem, scope, before, after, bits):
+    """The memory models of LLVM AMDGPUUsage ("Memory Model GFX942", "Memory Model GFX90A").
+    gfx942: release writes the L2 back (agent: sc1; system: sc0 sc1) after the earlier memory
+    ops drain; acquire waits for the atomic and invalidates; system-scope atomics carry sc1.
+    gfx90a: the agent's L2 is coherent, so agent scope only invalidates the L1 after an acquire;
+    system scope writes the L2 back before a release and invalidates it after an acquire."""
     out = np.zeros(64, np.float32)
-    text = instructions(build(ordered_kernel, [out], SEM=sem, SCOPE=scope).text)
+    compiled = build(ordered_kernel, [out], target=target, SEM=sem, SCOPE=scope)
+    assert b"ELF" in assemble(compiled.text, target)[:4]
+    text = instructions(compiled.text)
     k = next(i for i, line in enumerate(text) if line.startswith("global_atomic_add_f32"))
     assert text[k].endswith(bits)
     assert text[k - len(before):k] == before if before else not text[k - 1].startswith("buffer_")

@@ -102,3 +102,42 @@ def test_division_loop_assembles():
     x = np.ones(64, np.int64)
     text = tile.dump(divide_kernel, x, x, x, x, 64, BLOCK=64, stage="amdgcn", target="gfx942")
     assert assemble(str(text), "gfx942")[:4] == b"\x7fELF"
+
+
+@tile.jit
+def cumsum_rows_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    tl.store(out_ptr + offs, tl.cumsum(tl.load(x_ptr + offs), axis=0))
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx90a"])
+def test_a_scan_of_the_second_i64_of_a_vector_load(target):
+    """Each thread loads two i64 (one global_load_dwordx4) and scans both through 32-bit
+    shuffles: the second's halves are dwords 2 and 3 of the tuple (a fuzzer find: they were
+    read from dwords 0 and 1)."""
+    x = np.random.default_rng(8).integers(-2**40, 2**40, (8, 16))
+    out = np.full((8, 16), -1, np.int64)
+    tile.emulate(cumsum_rows_kernel, target=target)[(1,)](x, out, R=8, C=16, num_warps=1)
+    np.testing.assert_array_equal(out, np.cumsum(x, axis=0))
+
+
+@tile.jit
+def divide_by_constant_kernel(x_ptr, q_ptr, r_ptr, D: tl.constexpr):
+    offs = tl.arange(0, 64)
+    x = tl.load(x_ptr + offs)
+    tl.store(q_ptr + offs, x // D)
+    tl.store(r_ptr + offs, x % D)
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx90a"])
+@pytest.mark.parametrize("dtype, divisor", [(np.int64, 2), (np.int64, -3), (np.uint64, 3), (np.int64, 100)])
+def test_64_bit_division_by_an_inline_constant(target, dtype, divisor):
+    """A divisor that inlines (-16..64) is a 64-bit operand, both halves of it (a fuzzer find:
+    `x // 2` of i64 divided by a one-dword copy and stored zeros). Truncating, as in Triton."""
+    rng = np.random.default_rng(9)
+    x = rng.integers(-2**62 if dtype == np.int64 else 0, 2**62, 64).astype(dtype)
+    q, r = np.full(64, 7, dtype), np.full(64, 7, dtype)
+    tile.emulate(divide_by_constant_kernel, target=target)[(1,)](x, q, r, D=divisor)
+    exact_q = [int(a) // divisor if (int(a) >= 0) == (divisor > 0) else -(abs(int(a)) // abs(divisor)) for a in x]
+    np.testing.assert_array_equal(q, np.array(exact_q).astype(dtype))
+    np.testing.assert_array_equal(r, np.array([int(a) - qq * divisor for a, qq in zip(x, exact_q)]).astype(dtype))

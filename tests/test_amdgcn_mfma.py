@@ -154,9 +154,9 @@ def mfma_kernel(shape) -> AmdgcnKernel:
     emit("s_endpgm", [], [])
     kernargs = [KernArg(name, 8 * i, 8, "global_buffer", "global") for i, name in enumerate("a b cd".split())]
     sel = Selection("mfma_" + shape.mnemonic[7:], insts, kernargs, 24, (0,), 64, 0)
-    assignment = allocate(insts, "gfx942", sel.name)
+    assignment = allocate(insts, shape.target, sel.name)
     final = insert_nops(insert_waits(insts, assignment), assignment)
-    return AmdgcnKernel(sel, final, assignment, kernel_text(sel, final, assignment, "gfx942"))
+    return AmdgcnKernel(sel, final, assignment, kernel_text(sel, final, assignment, shape.target))
 
 
 def _fragments(layout, matrix, dtype):
@@ -168,7 +168,7 @@ def _fragments(layout, matrix, dtype):
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s.mnemonic)
 def test_mfma_kernel_assembles_and_computes_on_the_wave_model(shape):
     kernel = mfma_kernel(shape)
-    assert shape.mnemonic in kernel.text and b"ELF" in assemble(kernel.text, "gfx942")[:4]
+    assert shape.mnemonic in kernel.text and b"ELF" in assemble(kernel.text, shape.target)[:4]
     rng = np.random.default_rng(shape.m + shape.k)
     a = rng.standard_normal((shape.m, shape.k)).astype(np.float32)
     b = rng.standard_normal((shape.k, shape.n)).astype(np.float32)
@@ -206,11 +206,11 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.cons
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
 
 
-def compile_dot(args, num_warps, **constexprs):
+def compile_dot(args, num_warps, target="gfx942", **constexprs):
     spec, _ = dot_kernel.specialize(args, constexprs)
     options = {"num_warps": num_warps, "num_stages": 1, "maxnreg": None}
-    simt = compile_kernel(dot_kernel, spec, options, "gfx942", until="amdgcn").func
-    return compile_amdgcn(simt, "gfx942")
+    simt = compile_kernel(dot_kernel, spec, options, target, until="amdgcn").func
+    return compile_amdgcn(simt, target)
 
 
 @pytest.mark.parametrize("m, n, k, block_k, num_warps, dtype, mnemonic", [
@@ -218,6 +218,9 @@ def compile_dot(args, num_warps, **constexprs):
     (32, 32, 32, 16, 2, "f16", "v_mfma_f32_32x32x8_f16"),
     (64, 64, 32, 16, 4, "f16", "v_mfma_f32_32x32x8_f16"),
     (32, 64, 64, 32, 4, "bf16", "v_mfma_f32_16x16x16_bf16"),
+    (32, 32, 16, 16, 4, "f16", "v_mfma_f32_16x16x16f16"),        # gfx90a's names for the same shapes
+    (64, 64, 32, 16, 4, "f16", "v_mfma_f32_32x32x8f16"),
+    (32, 64, 64, 32, 4, "bf16", "v_mfma_f32_16x16x16bf16_1k"),
 ])
 def test_dot_selects_mfma_and_computes_on_the_wave_model(m, n, k, block_k, num_warps, dtype, mnemonic):
     """Inputs exact in the operand type (f16 arrays; bf16 from f32 arrays that bf16 holds)."""
@@ -231,13 +234,13 @@ def test_dot_selects_mfma_and_computes_on_the_wave_model(m, n, k, block_k, num_w
         a_in, b_in = a.astype(np.float16), b.astype(np.float16)
         a, b = a_in.astype(np.float32), b_in.astype(np.float32)
     out = c.copy()
-    compiled = compile_dot([a_in, b_in, out], num_warps, M=m, N=n, K=k, BLOCK_K=block_k,
-                           DTYPE=tl.bfloat16 if dtype == "bf16" else tl.float16)
     shape = MFMA_SHAPES[mnemonic]
+    compiled = compile_dot([a_in, b_in, out], num_warps, shape.target, M=m, N=n, K=k, BLOCK_K=block_k,
+                           DTYPE=tl.bfloat16 if dtype == "bf16" else tl.float16)
     mfmas = [line.split()[0] for line in compiled.text.splitlines() if line.strip().startswith("v_mfma")]
     waves = num_warps // 2   # the program of one wave, its loop body once
     assert mfmas == [mnemonic] * (m * n // (shape.m * shape.n * waves) * block_k // shape.k)
-    assert b"ELF" in assemble(compiled.text, "gfx942")[:4]
+    assert b"ELF" in assemble(compiled.text, shape.target)[:4]
     run_amdgcn(compiled.text, 1, named(dot_kernel, [a_in, b_in, out]))
     np.testing.assert_allclose(out, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-4)
 

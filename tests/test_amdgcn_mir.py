@@ -48,7 +48,7 @@ def test_operands_are_checked_against_the_table():
         MInst("v_add_u32", [s.all()], [v.all(), v.all()])
     with pytest.raises(ValueError, match="takes 1 results and 2 sources"):
         MInst("v_add_u32", [v.all()], [v.all()])
-    with pytest.raises(KeyError, match="v_frobnicate is not in tile's gfx942 instruction table"):
+    with pytest.raises(KeyError, match="v_frobnicate is not in tile's AMDGCN instruction table"):
         MInst("v_frobnicate", [], [])
     assert all(row.counter in (None, "vmcnt", "lgkmcnt", "expcnt") for row in INSTRUCTIONS.values())
     assert INSTRUCTIONS["global_load_dwordx4"].counter == "vmcnt"

@@ -1,10 +1,11 @@
-"""Every tutorial's kernels on gfx942: each launch of the tutorial's own code (its launch
-helpers and checks, at small sizes) is compiled to AMDGCN, assembled and linked by llvm-mc and
-ld.lld, and run on the emulator's wave machine (TILE_EMULATE=1 TILE_EMULATE_TARGET=gfx942),
-against the tutorial's NumPy reference or the same tolerances as its GPU check.
+"""Every tutorial's kernels on gfx942 and gfx90a: each launch of the tutorial's own code (its
+launch helpers and checks, at small sizes) is compiled to AMDGCN, assembled and linked by llvm-mc
+and ld.lld for that target, and run on the emulator's wave machine (TILE_EMULATE=1
+TILE_EMULATE_TARGET=gfx942 or gfx90a), against the tutorial's NumPy reference or the same
+tolerances as its GPU check.
 
 Tutorial 06 (the persistent matmul written for Hopper) runs with 16 warps instead of its 8: at
-8 its 128 x 128 accumulator and pipelined operands need 257 VGPRs per lane, one over gfx942's 256,
+8 its 128 x 128 accumulator and pipelined operands need 257 VGPRs per lane, one over the 256 of both,
 and tile spills SGPRs but not VGPRs (that is OutOfResources, tested here).
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 import tile
 from amdgcn_util import needs_llvm
-from tile.codegen.amdgcn import assemble
+from tile.codegen.amdgcn import TARGETS, assemble
 from tile.emulator import amdgcn_machine
 from tile.runtime.errors import OutOfResources
 
@@ -32,11 +33,11 @@ def tutorial(name: str):
     return module
 
 
-@pytest.fixture
-def gfx942_launches(monkeypatch):
-    """Launches run as gfx942 code on the emulator; the AMDGCN text of each, by kernel name."""
+@pytest.fixture(params=TARGETS)
+def gfx_launches(monkeypatch, request):
+    """Launches run as code of the target on the emulator; the AMDGCN text of each, by kernel name."""
     monkeypatch.setenv("TILE_EMULATE", "1")
-    monkeypatch.setenv("TILE_EMULATE_TARGET", "gfx942")
+    monkeypatch.setenv("TILE_EMULATE_TARGET", request.param)
     monkeypatch.delenv("TILE_INTERPRET", raising=False)
     texts: dict[str, str] = {}
     run = amdgcn_machine.AmdgcnEmulatorBackend.run
@@ -53,30 +54,31 @@ def assembled(texts: dict[str, str], *kernels: str) -> None:
     """Each of `kernels` ran on the emulator, and its text assembles to a code object."""
     assert sorted(texts) == sorted(kernels)
     for text in texts.values():
-        assert assemble(text, "gfx942")[:4] == b"\x7fELF"
+        target = text.split('.amdgcn_target "amdgcn-amd-amdhsa--', 1)[1].split('"')[0]
+        assert assemble(text, target)[:4] == b"\x7fELF"
 
 
 @needs_llvm
-def test_01_vector_add(gfx942_launches):
+def test_01_vector_add(gfx_launches):
     t = tutorial("01_vector_add")
     x, y = RNG.standard_normal(3000).astype(np.float32), RNG.standard_normal(3000).astype(np.float32)
     out = t.add(tile.to_device(x), tile.to_device(y)).numpy()
     np.testing.assert_allclose(out, x.astype(np.float64) + y, rtol=1e-6, atol=1e-6)
-    assembled(gfx942_launches, "add_kernel")
+    assembled(gfx_launches, "add_kernel")
 
 
 @needs_llvm
-def test_02_fused_softmax(gfx942_launches):
+def test_02_fused_softmax(gfx_launches):
     t = tutorial("02_fused_softmax")
     x = RNG.standard_normal((5, 781)).astype(np.float32)
     out = t.softmax(tile.to_device(x)).numpy()
     e = np.exp(x - x.max(axis=1, keepdims=True).astype(np.float64))
     np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
-    assembled(gfx942_launches, "softmax_kernel")
+    assembled(gfx_launches, "softmax_kernel")
 
 
 @needs_llvm
-def test_03_layer_norm(gfx942_launches):
+def test_03_layer_norm(gfx_launches):
     t = tutorial("03_layer_norm")
     rows, cols, eps = 4, 300, 1e-5
     x = RNG.standard_normal((rows, cols)).astype(np.float32)
@@ -88,12 +90,12 @@ def test_03_layer_norm(gfx942_launches):
     np.testing.assert_allclose(rstd, 1 / np.sqrt(var + eps), rtol=1e-4)
     np.testing.assert_allclose(y.astype(np.float64), (x64 - mu[:, None]) / np.sqrt(var[:, None] + eps) * w + b,
                                rtol=2e-3, atol=2e-3)
-    assembled(gfx942_launches, "layer_norm_kernel")
+    assembled(gfx_launches, "layer_norm_kernel")
 
 
 @needs_llvm
 @pytest.mark.parametrize("activation", ["", "leaky_relu"])
-def test_04_matrix_multiplication(gfx942_launches, activation):
+def test_04_matrix_multiplication(gfx_launches, activation):
     t = tutorial("04_matrix_multiplication")
     a, b = RNG.standard_normal((40, 48)).astype(np.float16), RNG.standard_normal((48, 36)).astype(np.float16)
     c = t.matmul(tile.to_device(a), tile.to_device(b), activation).numpy().astype(np.float64)
@@ -101,11 +103,11 @@ def test_04_matrix_multiplication(gfx942_launches, activation):
     if activation:
         expected = np.where(expected >= 0, expected, 0.01 * expected)
     np.testing.assert_allclose(c, expected, rtol=1e-2, atol=5e-2)
-    assembled(gfx942_launches, "matmul_kernel")
+    assembled(gfx_launches, "matmul_kernel")
 
 
 @needs_llvm
-def test_05_tensor_cores(gfx942_launches):
+def test_05_tensor_cores(gfx_launches):
     t = tutorial("05_tensor_cores")
     M, N, K = 70, 80, 96
     a, b = RNG.standard_normal((M, K)).astype(np.float16), RNG.standard_normal((K, N)).astype(np.float16)
@@ -114,50 +116,51 @@ def test_05_tensor_cores(gfx942_launches):
     t.matmul_kernel[grid](tile.to_device(a), tile.to_device(b), c, M, N, K, K, 1, N, 1, N, 1, BLOCK_M=t.BLOCK_M,
                           BLOCK_N=t.BLOCK_N, BLOCK_K=t.BLOCK_K, num_warps=t.NUM_WARPS, num_stages=t.NUM_STAGES)
     np.testing.assert_allclose(c.numpy().astype(np.float64), a.astype(np.float64) @ b, rtol=1e-2, atol=5e-2)
-    assembled(gfx942_launches, "matmul_kernel")
+    assembled(gfx_launches, "matmul_kernel")
 
 
 @needs_llvm
-def test_06_persistent_matmul(gfx942_launches, monkeypatch):
+def test_06_persistent_matmul(gfx_launches, monkeypatch):
     t = tutorial("06_hopper_matmul")
     with pytest.raises(OutOfResources, match="VGPRs, Required: 257, Hardware limit: 256"):
         t.run(200, 144, 96, 2)
     monkeypatch.setattr(t, "NUM_WARPS", 16)
     t.run(200, 144, 96, 2)   # poisoned output, every element compared with float64 NumPy
-    assembled(gfx942_launches, "persistent_matmul")
+    assembled(gfx_launches, "persistent_matmul")
 
 
 @pytest.mark.parametrize("causal", [True, False])
 @needs_llvm
-def test_07_fused_attention(gfx942_launches, causal):
+def test_07_fused_attention(gfx_launches, causal):
     t = tutorial("07_fused_attention")
     t.check((1, 2, 64, 32), "f16", causal)   # forward and backward against its float64 reference
-    assembled(gfx942_launches, "attn_fwd", "attn_bwd_preprocess", "attn_bwd_dkdv", "attn_bwd_dq")
+    assembled(gfx_launches, "attn_fwd", "attn_bwd_preprocess", "attn_bwd_dkdv", "attn_bwd_dq")
 
 
 @needs_llvm
-def test_08_low_memory_dropout(gfx942_launches):
+def test_08_low_memory_dropout(gfx_launches):
     t = tutorial("08_low_memory_dropout")
     t.check(3000, p=0.3)   # same seed, same mask; another seed, another; the kept fraction; the scale
-    assembled(gfx942_launches, "seeded_dropout_kernel")
+    assembled(gfx_launches, "seeded_dropout_kernel")
 
 
 @needs_llvm
 @pytest.mark.parametrize("rows, cols, group", [(48, 300, 0), (130, 64, 8)])
-def test_09_layer_norm_backward(gfx942_launches, rows, cols, group):
+def test_09_layer_norm_backward(gfx_launches, rows, cols, group):
     """The tutorial's CPU sizes; 48 x 300 makes the dw/db reduction spill SGPRs to VGPR lanes."""
     t = tutorial("09_layer_norm_backward")
     t.check(rows, cols, group)
-    assembled(gfx942_launches, "layer_norm_fwd_kernel", "layer_norm_bwd_dx_fused_kernel",
+    assembled(gfx_launches, "layer_norm_fwd_kernel", "layer_norm_bwd_dx_fused_kernel",
               "layer_norm_bwd_dwdb_kernel")
     if (rows, cols) == (48, 300):
-        dwdb = gfx942_launches["layer_norm_bwd_dwdb_kernel"]
+        dwdb = gfx_launches["layer_norm_bwd_dwdb_kernel"]
         assert "v_writelane_b32" in dwdb and ".sgpr_spill_count: 0" not in dwdb
 
 
 @needs_llvm
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("n_rows, n_cols", [(1151, 8192), (4096, 1000)])
-def test_09_compiles_at_the_gpu_sizes(n_rows, n_cols):
+def test_09_compiles_at_the_gpu_sizes(n_rows, n_cols, target):
     """The sizes main() checks on a GPU (too slow to emulate): compiled and assembled."""
     t = tutorial("09_layer_norm_backward")
     block, num_warps = t.launch_config(n_cols, 2)
@@ -165,10 +168,10 @@ def test_09_compiles_at_the_gpu_sizes(n_rows, n_cols):
     h, w, f = np.ones((n_rows, n_cols), np.float16), np.ones(n_cols, np.float16), np.ones(n_rows, np.float32)
     partial, locks = np.ones((groups, n_cols), np.float32), np.zeros(2 * groups, np.int32)
     texts = [tile.dump(t.layer_norm_fwd_kernel, h, h, w, w, f, f, n_cols, n_cols, 1e-5, BLOCK_SIZE_N=block,
-                       num_warps=num_warps, stage="amdgcn", target="gfx942"),
+                       num_warps=num_warps, stage="amdgcn", target=target),
              tile.dump(t.layer_norm_bwd_dx_fused_kernel, h, h, partial, partial, h, w, f, f, locks, n_cols, n_cols,
-                       GROUP_SIZE_M=groups, BLOCK_SIZE_N=block, num_warps=num_warps, stage="amdgcn", target="gfx942"),
+                       GROUP_SIZE_M=groups, BLOCK_SIZE_N=block, num_warps=num_warps, stage="amdgcn", target=target),
              tile.dump(t.layer_norm_bwd_dwdb_kernel, partial, partial, w, w, groups, n_cols, BLOCK_SIZE_M=32,
-                       BLOCK_SIZE_N=128, stage="amdgcn", target="gfx942")]
+                       BLOCK_SIZE_N=128, stage="amdgcn", target=target)]
     for text in texts:
-        assert assemble(str(text), "gfx942")[:4] == b"\x7fELF"
+        assert assemble(str(text), target)[:4] == b"\x7fELF"

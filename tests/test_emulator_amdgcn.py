@@ -267,8 +267,8 @@ def test_tile_emulate_target_routes_ordinary_launches(monkeypatch):
 
 
 def test_unknown_amd_target_and_tracing_are_refused():
-    with pytest.raises(ValueError, match="unknown AMD target 'gfx90a'; expected one of gfx942"):
-        tile.emulate(add_kernel, target="gfx90a")
+    with pytest.raises(ValueError, match="unknown AMD target 'gfx908'; expected one of gfx942, gfx90a"):
+        tile.emulate(add_kernel, target="gfx908")
     with pytest.raises(ValueError, match="trace= steps through PTX only"):
         tile.emulate(add_kernel, target="gfx942", trace=True)
 
@@ -361,6 +361,36 @@ s_endpgm
             run_amdgcn(text, 1, [out, 9])
 
 
+@pytest.mark.parametrize("first, second, lands", [
+    ("ds_read_b32 v1, v2", "ds_write_b32 v2, v0 offset:4", True),    # the read is the oldest: landed
+    ("ds_write_b32 v2, v0 offset:4", "ds_read_b32 v1, v2", False),   # the read is still in flight
+])
+def test_lds_writes_count_in_lgkmcnt(first, second, lands):
+    """LDS reads and writes count in lgkmcnt in issue order, writes too (CDNA3 ISA 4.4): with
+    one access left in flight, only the older one is done (a fuzzer find: the emulator did not
+    count writes, and took tile's correct lgkmcnt(1) after read, write for a missing wait)."""
+    text = text_of(f"""
+s_load_dwordx2 s[4:5], s[0:1], 0
+s_waitcnt lgkmcnt(0)
+v_mov_b32 v2, 0
+{first}
+{second}
+s_waitcnt lgkmcnt(1)
+v_add_u32 v3, v1, 1
+s_waitcnt lgkmcnt(0)
+v_mov_b32 v4, s4
+v_mov_b32 v5, s5
+global_store_dword v[4:5], v3, off
+s_endpgm
+""", [("out", 8, "global_buffer")], lds=8)
+    out = np.zeros(1, np.uint32)
+    if lands:
+        run_amdgcn(text, 1, [out])
+    else:
+        with pytest.raises(EmulatorError, match=r"v1 is touched before its load was waited for"):
+            run_amdgcn(text, 1, [out])
+
+
 def test_wave32_from_the_metadata():
     text = text_of("""
 s_load_dwordx2 s[4:5], s[0:1], 0
@@ -424,7 +454,10 @@ def test_arguments_by_name_and_a_missing_one():
     ("v_frobnicate_b32 v1, v0", r"unknown instruction `v_frobnicate_b32` \(AMDGCN line 5 `v_frobnicate_b32 v1, v0`\)"),
     ("v_add_u32 v1, v0", r"v_add_u32 takes 3 operands, got 2 \(AMDGCN line 5"),
     ("v_add_u32 v1, v0, %r2", r"cannot read operand `%r2` \(AMDGCN line 5"),
-    ("global_load_dword v1, v[2:3], off glc", r"cannot read the operands of global_load_dword \(AMDGCN line 5"),
+    ("global_load_dword v1, v[2:3], off gds", r"cannot read the operands of global_load_dword \(AMDGCN line 5"),
+    ("global_load_dword v1, v[2:3], off glc", r"glc is not a cache-policy bit of gfx942 \(it has sc0, sc1, nt\) "
+                                              r"\(AMDGCN line 5"),
+    ("buffer_invl2", r"buffer_invl2 does not exist on gfx942 \(only on gfx90a\) \(AMDGCN line 5"),
     ("s_branch .Lnowhere", r"branch to an unknown label .Lnowhere \(AMDGCN line 5"),
 ])
 def test_decode_errors_name_the_line(line, message):
@@ -440,6 +473,18 @@ def test_text_without_a_kernel_or_metadata():
         decode_amdgcn(text[:text.index("  .amdgpu_metadata")])
     with pytest.raises(AmdgcnSyntaxError, match=r"the kernel's body \(`hand:` ... `.Lfunc_end_hand:`\) is missing"):
         decode_amdgcn(text.replace(".Lfunc_end_hand:", ""))
+    with pytest.raises(AmdgcnSyntaxError, match="the `.amdgcn_target` line names gfx1030; the emulator runs gfx942, gfx90a"):
+        decode_amdgcn(text.replace("gfx942", "gfx1030"))
+
+
+def test_each_target_reads_its_own_spelling():
+    """The same MFMA under gfx90a's name, the returning atomic under its glc bit."""
+    text = text_of("v_mfma_f32_16x16x16f16 v[0:3], v[4:5], v[6:7], v[0:3]\n"
+                   "global_atomic_add v1, v[2:3], v4, off glc\nbuffer_wbinvl1_vol\ns_endpgm", [])
+    kernel = decode_amdgcn(text.replace("gfx942", "gfx90a"))
+    assert kernel.target == "gfx90a" and kernel.instrs[1].mods == {"glc": 1}
+    with pytest.raises(AmdgcnSyntaxError, match="v_mfma_f32_16x16x16f16 does not exist on gfx942"):
+        decode_amdgcn(text)
 
 
 # ------------------------------------------------------------------ tutorial kernels as gfx942 code

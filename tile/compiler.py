@@ -45,7 +45,8 @@ DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3, "maxnreg": None, "launch_coo
 
 
 def current_target() -> str:
-    """Where a launch runs now: the NumPy interpreter, or the GPU's PTX target (e.g. "sm_90a").
+    """Where a launch runs now: the NumPy interpreter, the GPU's PTX target (e.g. "sm_90a"), or
+    an AMD GPU's gfx target (e.g. "gfx942", runtime.hip_driver).
     Runs on every launch: one environment lookup, then a cached answer."""
     flag = ENVIRON.get(INTERPRET_KEY)
     if flag and flag not in (b"0", "0"):
@@ -55,9 +56,12 @@ def current_target() -> str:
 
 @functools.cache
 def _device_target() -> str:
+    from .runtime import hip_driver
     from .runtime.cuda_driver import CudaDevice, cuda_available
 
-    return CudaDevice.get(0).ptx_target() if cuda_available() else INTERPRETER
+    if cuda_available():
+        return CudaDevice.get(0).ptx_target()
+    return hip_driver.device_target() if hip_driver.hip_available() else INTERPRETER
 
 
 @dataclass
@@ -70,11 +74,12 @@ class CompiledKernel(TritonKernelSurface):
     func: Optional[Operation]  # the IR the backend consumed; None when loaded from the disk cache
     stages: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
-    backend: Any = None  # InterpreterBackend or CudaBackend
+    backend: Any = None  # InterpreterBackend, CudaBackend or HipBackend
     from_disk_cache: bool = False
     fn: Any = None  # the JITFunction and the Specialization compiled
     spec: Any = None
-    launch_info: dict[str, Any] = field(default_factory=dict)  # cuda_launch.launch_metadata, GPU targets
+    launch_info: dict[str, Any] = field(default_factory=dict)  # GPU targets: cuda_launch.launch_metadata,
+    # or hip_launch.amdgcn_launch_metadata
     pass_records: list[tuple[str, str]] = field(default_factory=list)  # (pass, IR after it), record_passes only
 
     def make_entry(self, positions: tuple[int, ...], value_count: int):
@@ -171,8 +176,8 @@ def compile_kernel(fn: Any, spec: Any, options: dict[str, Any], target: str, rec
     """
     options = {**DEFAULT_OPTIONS, **options}
     spec = _with_tensor_maps(fn, spec, target)
-    if target != INTERPRETER and not target.startswith("gfx") and until is None and not record_passes:
-        return _through_disk_cache(fn, spec, options, target, load=True)  # (AMD: text only, no cache yet)
+    if target != INTERPRETER and until is None and not record_passes:
+        return _through_disk_cache(fn, spec, options, target, load=True)
     kernel = _compile_stages(fn, spec, options, target, record_passes, until)
     kernel.fn, kernel.spec = fn, spec
     _dump_stages(kernel)
@@ -205,18 +210,34 @@ def _through_disk_cache(fn: Any, spec: Any, options: dict[str, Any], target: str
             if kernel is None:
                 kernel = _compile_stages(fn, spec, options, target, False, None)
                 _dump_stages(kernel)
-                files = {"ptx": kernel.stages["ptx"], "metadata.json": json.dumps(kernel.launch_info),
+                code = code_stage(target)
+                files = {code: kernel.stages[code], "metadata.json": json.dumps(kernel.launch_info),
                          "compiler": compiler_fingerprint()}
                 files.update({f"stage.{s}": kernel.stages[s] for s in GPU_STAGES})
                 disk.put(key, files)
                 if load:
-                    from .runtime.cuda_launch import CudaBackend
-
-                    kernel.backend = _timed(kernel.timings, "driver jit", CudaBackend, kernel.stages["ptx"],
-                                            kernel.launch_info)
+                    kernel.backend = _timed(kernel.timings, "driver jit", load_backend, target,
+                                            kernel.stages[code], kernel.launch_info)
     kernel.fn, kernel.spec = fn, spec
     kernel.timings["disk cache"] = lookup
     return kernel
+
+
+def code_stage(target: str) -> str:
+    """The stage holding the code a GPU target's driver loads: "amdgcn" for gfx targets, else "ptx"."""
+    return "amdgcn" if target.startswith("gfx") else "ptx"
+
+
+def load_backend(target: str, code: str, launch_info: dict[str, Any]) -> Any:
+    """Load `code` (the text of `code_stage(target)`) on the GPU: a CudaBackend, or for a gfx
+    target a HipBackend (its code object assembled from the AMDGCN text)."""
+    if target.startswith("gfx"):
+        from .runtime.hip_launch import HipBackend
+
+        return HipBackend(code, launch_info, target)
+    from .runtime.cuda_launch import CudaBackend
+
+    return CudaBackend(code, launch_info)
 
 
 def _dump_stages(kernel: CompiledKernel) -> None:
@@ -235,21 +256,20 @@ def _from_disk(files: Optional[dict[str, Any]], target: str, options: dict[str, 
     if files is None:
         return None
     text = {k: v.decode() if isinstance(v, bytes) else v for k, v in files.items()}
-    if text.get("compiler") != compiler_fingerprint() or "ptx" not in text:
+    code = code_stage(target)
+    if text.get("compiler") != compiler_fingerprint() or code not in text:
         return None
     try:
         metadata = json.loads(text["metadata.json"])
     except (KeyError, ValueError):
         return None
     stages = {s: text[f"stage.{s}"] for s in GPU_STAGES if f"stage.{s}" in text}
-    stages["ptx"] = text["ptx"]
+    stages[code] = text[code]
     timings: dict[str, float] = {}
     kernel = CompiledKernel(metadata["name"], target, options, None, stages, timings, None, from_disk_cache=True,
                             launch_info=metadata)
     if load:
-        from .runtime.cuda_launch import CudaBackend
-
-        kernel.backend = _timed(timings, "driver jit", CudaBackend, text["ptx"], metadata)
+        kernel.backend = _timed(timings, "driver jit", load_backend, target, text[code], metadata)
     return kernel
 
 
@@ -301,16 +321,18 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     simt = _timed(timings, "lowering", lower_to_simt, func)
     stages["simt"] = print_op(simt)
     kernel.func = simt
-    if target.startswith("gfx"):  # AMD: assembly text only (no HIP launch yet)
-        from .codegen.amdgcn import emit_amdgcn
-
+    if target.startswith("gfx"):  # AMD: the AMDGCN text, and what a HIP launch needs of it
+        from .codegen.amdgcn import compile_amdgcn
         from .codegen.target import TargetResourceError
         from .runtime.errors import OutOfResources
+        from .runtime.hip_launch import amdgcn_launch_metadata
 
         try:
-            stages["amdgcn"] = _timed(timings, "amdgcn emission", emit_amdgcn, simt, target)
+            amdgcn = _timed(timings, "amdgcn emission", compile_amdgcn, simt, target)
         except TargetResourceError as e:
             raise OutOfResources(e.required, e.limit, e.name, kernel=e.kernel, target=e.target, hint=e.hint) from e
+        stages["amdgcn"] = amdgcn.text
+        kernel.launch_info = amdgcn_launch_metadata(amdgcn.selection)
         return kernel
     from .runtime.cuda_launch import launch_metadata
 

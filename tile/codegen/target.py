@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Optional
 
 from ..ir.core import Operation
 from ..ir.simt_ops import MMA_SHAPES, SHFL_MODES, WGMMA_SHAPES
@@ -60,17 +60,23 @@ def _ptx(name: str, arch: int, matrix: tuple[str, ...], barriers: tuple[str, ...
                        barriers=barriers, shuffle_modes=SHFL_MODES, matrix_instructions=matrix)
 
 
+def _amdgcn(name: str, arch: int) -> TargetFacts:
+    return TargetFacts(name=name, isa="amdgcn", arch=arch, warp_size=32,
+                       address_spaces=("global", "lds", "scratch", "kernarg"), register_classes=("s", "v"),
+                       barriers=("s_barrier",), shuffle_modes=SHFL_MODES, matrix_instructions=())
+
+
 TARGETS: Mapping[str, TargetFacts] = {t.name: t for t in (
     _ptx("sm_80", 80, ("mma.sync",), ("bar.sync",)),
     _ptx("sm_86", 86, ("mma.sync",), ("bar.sync",)),
     _ptx("sm_89", 89, ("mma.sync",), ("bar.sync",)),
     _ptx("sm_90", 90, ("mma.sync",), ("bar.sync",)),
     _ptx("sm_90a", 90, ("mma.sync", "wgmma"), ("bar.sync", "mbarrier")),
-    # CDNA3 runs waves of 64, but the shared lowering still hands it warps of 32 (a wave holds
-    # two; shuffles stay inside each half) until layouts are chosen for wave64.
-    TargetFacts(name="gfx942", isa="amdgcn", arch=942, warp_size=32,
-                address_spaces=("global", "lds", "scratch", "kernarg"), register_classes=("s", "v"),
-                barriers=("s_barrier",), shuffle_modes=SHFL_MODES, matrix_instructions=()),
+    # CDNA3 and CDNA2 run waves of 64, but the shared lowering still hands them warps of 32 (a
+    # wave holds two; shuffles stay inside each half) until layouts are chosen for wave64. arch
+    # reads the gfx name's digits in order, the last one hexadecimal (gfx90a: 9, 0, 10 -> 910).
+    _amdgcn("gfx942", 942),
+    _amdgcn("gfx90a", 910),
 )}
 
 
@@ -83,6 +89,21 @@ class TargetResourceError(Exception):
         self.required, self.limit, self.name = required, limit, name
         self.kernel, self.target, self.hint = kernel, target, hint
         super().__init__(f"{kernel} needs {required} {name} on {target}, which has {limit}" + (f" ({hint})" if hint else ""))
+
+
+def fp8_dot_refusal(name: str) -> Optional[str]:
+    """Why tl.dot cannot take fp8 operands on target `name`, or None where it can: an AMD
+    target whose MFMA table (amdgcn.isa.MFMA_SHAPES) has no fp8 instruction (gfx90a has none;
+    gfx942's are not selected yet). PTX targets take fp8 everywhere (through f16 where mma has none)."""
+    facts = TARGETS.get(name)
+    if facts is None or facts.isa != "amdgcn":
+        return None
+    from .amdgcn.isa import mfma_operand_types  # the AMD package imports this module
+
+    types = mfma_operand_types(name)
+    if any(t.startswith("f8") for t in types):
+        return None
+    return f"{name} has no fp8 MFMA instruction in tile (its MFMA take {', '.join(types)})"
 
 
 def target_facts(name: str) -> TargetFacts:

@@ -1,6 +1,7 @@
 """AMDGCN assembly text -> the emulator's decoded kernel (the second instruction set beside PTX).
 
-It reads the text tile emits for gfx942 (tile.codegen.amdgcn.kernel_object): the instructions
+It reads the text tile emits for gfx942 and gfx90a (tile.codegen.amdgcn.kernel_object): the
+target of its `.amdgcn_target` line, the instructions
 between the kernel's label and `.Lfunc_end_<name>`, the `.amdhsa_*` descriptor (LDS bytes,
 which workgroup ids the hardware writes into SGPRs) and the code-object metadata (the kernarg
 segment: each argument's offset, size and kind; the wave size and workgroup size).
@@ -11,9 +12,11 @@ segment: each argument's offset, size and kind; the wave size and workgroup size
                     text="global_load_dword v4, v[2:3], off offset:4", origin="kernel.py:21")
 
 How many operands are results and how many are sources comes from the instruction table of
-the code generator (tile.codegen.amdgcn.isa.INSTRUCTIONS), the one description of the gfx942
-instructions tile knows: a mnemonic outside it, or a line whose operand count disagrees with
-it, is an AmdgcnSyntaxError naming the line. Decoded kernels are cached by the text's hash.
+the code generator (tile.codegen.amdgcn.isa.INSTRUCTIONS), the one description of the AMDGCN
+instructions tile knows: a mnemonic outside it or not on the text's target (a gfx942 MFMA name in
+gfx90a code), a cache-policy bit of another target (glc in gfx942 code), or a line whose operand
+count disagrees with the table, is an AmdgcnSyntaxError naming the line. Decoded kernels are
+cached by the text's hash.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Union
 
-from ..codegen.amdgcn.isa import INSTRUCTIONS
+from ..codegen.amdgcn.isa import CACHE_POLICY_BITS, INSTRUCTIONS, TARGET_TRIPLE, TARGETS
 from .errors import EmulatorError
 
 
@@ -107,6 +110,7 @@ class AmdKernel:
     workgroup_size: int
     wave_size: int
     workgroup_id_axes: tuple[int, ...]   # the axes whose workgroup id the hardware puts in s2, s3...
+    target: str                          # "gfx942", from the .amdgcn_target line
     user_args: list[KernArg] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -114,7 +118,9 @@ class AmdKernel:
 
 
 _REG = re.compile(r"^([sv])(\d+)$|^([sv])\[(\d+):(\d+)\]$")
-_MOD = re.compile(r"^(offset):(-?\d+)$|^(sc0|sc1|nt)$")
+_POLICY_BITS = sorted({bit for bits in CACHE_POLICY_BITS.values() for bit in bits})
+_MOD = re.compile(rf"^(offset):(-?\d+)$|^({'|'.join(_POLICY_BITS)})$")
+_TARGET = re.compile(rf'^\s*\.amdgcn_target\s+"{TARGET_TRIPLE}--(\w+)"')
 _COUNTER = re.compile(r"(vmcnt|lgkmcnt|expcnt)\((\d+)\)")
 _ORIGIN = re.compile(r"([\w.\-/]+\.py:\d+)")
 
@@ -141,12 +147,15 @@ def _operand(token: str, line: int, text: str, kernel: str) -> AmdOperand:
         raise AmdgcnSyntaxError(kernel, f"cannot read operand `{token}`", where=where) from None
 
 
-def _instruction(body: str, line: int, origin: str, kernel: str) -> AmdInstr:
+def _instruction(body: str, line: int, origin: str, kernel: str, target: str) -> AmdInstr:
     opcode, _, rest = body.partition(" ")
     where = f"AMDGCN line {line} `{body}`"
     row = INSTRUCTIONS.get(opcode)
     if row is None or opcode == "label":
         raise AmdgcnSyntaxError(kernel, f"unknown instruction `{opcode}`", where=where)
+    if target not in row.targets:
+        raise AmdgcnSyntaxError(kernel, f"{opcode} does not exist on {target} (only on {', '.join(row.targets)})",
+                                where=where)
     if opcode == "s_waitcnt":
         counts = {name: int(n) for name, n in _COUNTER.findall(rest)}
         return AmdInstr(opcode, (), (), counts, line, body, origin)
@@ -156,6 +165,9 @@ def _instruction(body: str, line: int, origin: str, kernel: str) -> AmdInstr:
         if m.group(1):
             mods["offset"] = int(m.group(2))
         else:
+            if m.group(3) not in CACHE_POLICY_BITS[target]:
+                raise AmdgcnSyntaxError(kernel, f"{m.group(3)} is not a cache-policy bit of {target} (it has "
+                                                f"{', '.join(CACHE_POLICY_BITS[target])})", where=where)
             mods[m.group(3)] = 1
         tokens.pop()
     rest = " ".join(tokens)
@@ -205,6 +217,10 @@ def decode_amdgcn(text: str) -> AmdKernel:
     if name_line is None:
         raise AmdgcnSyntaxError("?", "no `.globl` kernel in the AMDGCN text")
     name = lines[name_line].split()[1]
+    target = next((m.group(1) for line in lines if (m := _TARGET.match(line))), None)
+    if target not in TARGETS:
+        raise AmdgcnSyntaxError(name, f"the `.amdgcn_target` line names {target or 'no target'}; the emulator runs "
+                                      f"{', '.join(TARGETS)}")
     try:
         start = lines.index(f"{name}:") + 1
         end = lines.index(f".Lfunc_end_{name}:")
@@ -221,7 +237,7 @@ def decode_amdgcn(text: str) -> AmdKernel:
             labels[body[:-1]] = len(instrs)
             continue
         origin = _ORIGIN.search(comment)
-        instrs.append(_instruction(body, k + 1, origin.group(1) if origin else "", name))
+        instrs.append(_instruction(body, k + 1, origin.group(1) if origin else "", name, target))
     for ins in instrs:
         for o in ins.uses:
             if isinstance(o, Label):
@@ -241,7 +257,7 @@ def decode_amdgcn(text: str) -> AmdKernel:
     axes = tuple(a for a, axis in enumerate("xyz") if descriptor.get(f".amdhsa_system_sgpr_workgroup_id_{axis}"))
     return AmdKernel(name, instrs, kernargs, fields.get(".kernarg_segment_size", 0),
                      descriptor.get(".amdhsa_group_segment_fixed_size", 0),
-                     fields.get(".max_flat_workgroup_size", 64), fields.get(".wavefront_size", 64), axes)
+                     fields.get(".max_flat_workgroup_size", 64), fields.get(".wavefront_size", 64), axes, target)
 
 
 __all__ = ["decode_amdgcn", "AmdKernel", "AmdInstr", "KernArg", "Reg", "Imm", "Special", "Label",

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..codegen.amdgcn.isa import INSTRUCTIONS, MFMA_SHAPES
+from ..codegen.amdgcn.isa import ATOMIC_RETURN_BIT, INSTRUCTIONS, MFMA_SHAPES
 from . import amdgcn_isa as isa
 from .amdgcn_decode import AmdInstr, Reg
 
@@ -318,9 +318,10 @@ def _global(w, ins):
 @_executes(*(name for name in INSTRUCTIONS if name.startswith("global_atomic_")))
 def _global_atomic(w, ins):
     """A 32-bit global atomic, lane by lane in lane order; the old values land at the wait.
-    Only the returning form (sc0) exists in tile's table."""
-    if not ins.mods.get("sc0"):
-        raise w.error(f"{ins.opcode} without sc0 does not return the old value")
+    Only the returning form (the target's isa.ATOMIC_RETURN_BIT: sc0, glc) exists in tile's table."""
+    target = w.group.launch.kernel.target
+    if not ins.mods.get(ATOMIC_RETURN_BIT[target]):
+        raise w.error(f"{ins.opcode} without {ATOMIC_RETURN_BIT[target]} does not return the old value on {target}")
     address = _global_address(w, ins)
     data = w.read(ins.uses[1], 2 if ins.opcode.endswith("cmpswap") else 1)
     _check_alignment(w, address, w.exec, 4)
@@ -337,7 +338,7 @@ def _global_atomic(w, ins):
     w.issue("vmcnt", ins.defs[0], [(ins.defs[0], old, w.exec.copy())])
 
 
-@_executes("buffer_wbl2", "buffer_inv")
+@_executes("buffer_wbl2", "buffer_inv", "buffer_wbinvl1_vol", "buffer_invl2")
 def _cache_maintenance(w, ins):
     """One memory and no caches here: only the counter moves."""
     w.issue("vmcnt", None, [])
@@ -365,7 +366,8 @@ def _lds_bytes(w, address: np.ndarray, lanes: np.ndarray, size: int) -> np.ndarr
 
 @_executes("ds_add_u32")
 def _lds_add(w, ins):
-    """The LDS atomic add, lane by lane in lane order (no return)."""
+    """The LDS atomic add, lane by lane in lane order (no return; it counts in lgkmcnt like every
+    LDS access until it completes)."""
     address = w.read(ins.uses[0]) + np.uint64(ins.mods.get("offset", 0))
     data = w.read(ins.uses[1])
     index = _lds_bytes(w, address, w.exec, 4)
@@ -373,6 +375,7 @@ def _lds_add(w, ins):
     for row, lane in zip(index, np.flatnonzero(w.exec)):
         total = (int.from_bytes(lds[row].tobytes(), "little") + int(data[lane])) & isa.M32
         lds[row] = np.frombuffer(total.to_bytes(4, "little"), np.uint8)
+    w.issue("lgkmcnt", None, [])
 
 
 @_executes(*(name for name in INSTRUCTIONS if name.startswith(("ds_read_", "ds_write_"))))
@@ -391,6 +394,7 @@ def _lds(w, ins):
         for k in range(count):
             data = w.read(ins.uses[1].dword(k))[active]
             lds[index[:, 4 * k:4 * k + element]] = ((data[:, None] // weights) & np.uint64(0xFF)).astype(np.uint8)
+        w.issue("lgkmcnt", None, [])   # a write counts in lgkmcnt until done, in order with reads
         return
     target = ins.defs[0]
     writes = []

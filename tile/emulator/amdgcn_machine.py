@@ -335,8 +335,17 @@ def run_amdgcn(text: str, grid: Any, args: Union[Sequence[Any], Mapping[str, Any
     g = grid3(grid)
     gmem = GlobalMemory()
     kernarg, write_backs = kernarg_segment(kernel, g, args, gmem)
-    launch = Launch(kernel, g, gmem, kernarg, max_steps)
-    waiting = ((x, y, z) for z, y, x in np.ndindex(g[2], g[1], g[0]))
+    run_segment(kernel, g, gmem, kernarg, max_steps)
+    for back, host in write_backs:
+        back(host)
+
+
+def run_segment(kernel: AmdKernel, grid: tuple[int, int, int], gmem: GlobalMemory, kernarg: bytes,
+                max_steps: int = DEFAULT_MAX_STEPS) -> None:
+    """Run decoded `kernel` on `grid` workgroups with a kernarg segment laid out by the caller
+    (as a HIP launch hands it over), whose pointers address allocations registered in `gmem`."""
+    launch = Launch(kernel, grid, gmem, kernarg, max_steps)
+    waiting = ((x, y, z) for z, y, x in np.ndindex(grid[2], grid[1], grid[0]))
     resident: list[Workgroup] = []
     with np.errstate(all="ignore"):
         while True:
@@ -346,8 +355,6 @@ def run_amdgcn(text: str, grid: Any, args: Union[Sequence[Any], Mapping[str, Any
             if not resident:
                 break
             resident = [group for group in resident if not group.advance()]
-    for back, host in write_backs:
-        back(host)
 
 
 class AmdgcnEmulatorBackend:
@@ -368,4 +375,4 @@ class AmdgcnEmulatorBackend:
         return entry
 
 
-__all__ = ["run_amdgcn", "kernarg_segment", "Wave", "Workgroup", "Launch", "AmdgcnEmulatorBackend"]
+__all__ = ["run_amdgcn", "run_segment", "kernarg_segment", "Wave", "Workgroup", "Launch", "AmdgcnEmulatorBackend"]

@@ -256,7 +256,7 @@ def compile_for_emulator(fn: Any, spec: Any, options: dict[str, Any], target: st
     if ptx_target.startswith("gfx"):  # an AMD target: its AMDGCN text runs on the wave machine
         from .amdgcn_machine import AmdgcnEmulatorBackend
 
-        kernel = compiler.compile_kernel(fn, spec, options, ptx_target)
+        kernel = compiler.compile_kernel(fn, spec, options, ptx_target, until="amdgcn")
         kernel.backend = AmdgcnEmulatorBackend(kernel.stages["amdgcn"], max_steps)
         return kernel
     kernel = compiler.compile_kernel(fn, spec, options, ptx_target, until="ptx")

@@ -199,6 +199,12 @@ class BlockOps:
                 from .semantics import describe
 
                 raise ValueError(f"tl.dot: the {name} operand must be a 2-D block, got {describe(x)}")
+        if a.element.is_fp8 or b.element.is_fp8:
+            from tile.codegen.target import fp8_dot_refusal
+
+            refusal = fp8_dot_refusal(self.target)
+            if refusal is not None:
+                raise TypeError(f"tl.dot of {to_dtype(a.element)!r} and {to_dtype(b.element)!r} operands: {refusal}")
         mixed_fp8 = a.element.is_fp8 and b.element.is_fp8 and a.element != b.element
         if is_float8_variant(a.element) or is_float8_variant(b.element) or mixed_fp8:
             # like Triton: the tensor cores know no such fp8 format, so both operands go to fp16

@@ -65,7 +65,7 @@ becomes (#w = #mma<version = 3, wpc = [8, 1], instr = [16, 128]>)
     %acc2 = tt.dot %0, %1, %2 : tensor<128x128xf32, #w>
     %3 = gpu.convert_layout %acc2 : tensor<128x128xf32, #b>
 
-On gfx942 (AMD CDNA3), f16 and bf16 dots with an f32 accumulator go to MFMA (MFMA_TARGETS):
+On gfx942 and gfx90a (AMD CDNA3 and CDNA2), f16 and bf16 dots with an f32 accumulator go to MFMA (MFMA_TARGETS):
 the result gets #mfma (tile.ir.mfma_layouts) and A and B #mfma_op, converted from their
 blocked layouts like mma's operands. A wave is two of the lowering's 32-thread warps, so
 num_warps must be even; the waves form a wm x wn grid (warps_per_tile over instruction tiles),
@@ -179,7 +179,7 @@ def wgmma_result_layout(shape: Sequence[int], num_warps: int) -> MmaLayout:
     return MmaLayout(3, (WARP_GROUP * gm, gn), (16, min(shape[1] // gn, MAX_WGMMA_N)))
 
 
-MFMA_TARGETS = ("gfx942",)
+MFMA_TARGETS = ("gfx942", "gfx90a")
 
 
 def mfma_result_layout_for(op: Operation, target: str, num_warps: int) -> Optional[MfmaLayout]:

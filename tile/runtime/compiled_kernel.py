@@ -197,9 +197,9 @@ class TritonKernelSurface:
         if here != self.target:
             raise RuntimeError(f"{self.name} was compiled for {self.target}, but this GPU is {here}: compile it "
                                f"for target='{here}' (or leave the target out) to launch it here")
-        from .cuda_launch import CudaBackend
+        from tile.compiler import code_stage, load_backend
 
-        self.backend = CudaBackend(self.stages["ptx"], self.launch_info)
+        self.backend = load_backend(self.target, self.stages[code_stage(self.target)], self.launch_info)
 
     # ------------------------------------------------------------------ launch
     def __getitem__(self, grid: Any) -> Callable[..., Any]:

@@ -9,26 +9,41 @@ description of the error.
     kernel.launch((blocks, 1, 1), [x_ptr, y_ptr, out_ptr, n])
 
 The kernarg segment is laid out as the code object's metadata says (tile's own
-`amdgcn.isel.KernArg` list, the same one kernel_object writes into the metadata): pointers
+`amdgcn.isel.KernArg` list, the one kernel_object writes into the metadata, kept in the launch
+metadata as `KernargField`s): pointers
 (`global_buffer`) as 64-bit addresses, scalars (`by_value`) in their size (a Python float as
 f32 or f64, an int in two's complement), and the hidden arguments tile's kernels read
 (`hidden_block_count_x/y/z`: the grid) filled from the launch's grid. The whole segment goes
 to hipModuleLaunchKernel as one buffer through `extra` (HIP_LAUNCH_PARAM_BUFFER_POINTER /
-_SIZE / _END), so no per-argument pointer array is needed.
+_SIZE / _END), so no per-argument pointer array is needed. `extra` is a ctypes array, which
+hip-python's pointer adapter passes through as the `void **` it is; a Python tuple there would
+be hip-python's own convenience (it packs the tuple's values as the arguments itself).
 
-Not here yet (issue 15): choosing this driver automatically when the device is AMD (tile's
-launch path, cache and autotuner call the CUDA driver), device memory (hipMalloc and copies
-of NumPy arrays; torch tensors of ROCm builds already carry device addresses), streams other
-than the default one, and a test on an AMD GPU (none is lent: tests/test_hip_driver.py runs
-it against a fake `hip` module).
+The launch path picks this driver when the machine's GPU is AMD (`hip_available`: hip-python
+sees a HIP device, or PyTorch is a ROCm build that does): tile.compiler compiles for
+`device_target()` (the device's gcnArchName, "gfx942"), and tile.runtime.hip_launch loads the
+code object and launches it. NumPy arrays given to such a launch are copied to device memory
+(`staged_arguments`: hipMalloc and hipMemcpy) and back after the kernel ran; torch tensors of
+ROCm builds carry device addresses and are used in place.
+
+Not here yet (issue 15): streams other than the default one (a launch syncs the device before
+copying NumPy results back), several AMD devices (launches run on device 0), and a test on an
+AMD GPU: none is lent, so tests/test_hip_driver.py and tests/test_hip_launch.py run all of
+this against a fake `hip` module whose launches run the code object's kernel on tile's AMDGCN
+emulator.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import functools
 import struct
+import sys
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, NamedTuple, Optional, Sequence
+
+import numpy as np
 
 from tile.runtime.errors import DriverError
 
@@ -54,6 +69,51 @@ def hip_module() -> ModuleType:
     return _hip
 
 
+class KernargField(NamedTuple):
+    """One entry of the code object's kernarg list (amdgcn.isel.KernArg, as JSON keeps it)."""
+
+    name: str
+    offset: int
+    size: int
+    value_kind: str
+    address_space: Optional[str] = None
+
+
+def _torch_rocm_device_count() -> int:
+    """The HIP devices PyTorch sees when it is an already imported ROCm build, else 0."""
+    torch = sys.modules.get("torch")
+    if torch is None or not getattr(torch.version, "hip", None):
+        return 0
+    return torch.cuda.device_count()
+
+
+@functools.cache
+def hip_available() -> bool:
+    """Whether kernels launch on an AMD GPU here: hip-python is installed and sees a device,
+    or an imported ROCm build of PyTorch does."""
+    try:
+        count, = _check(hip_module().hipGetDeviceCount(), "hipGetDeviceCount", "")
+    except RuntimeError:  # no hip-python (hip_module), or no driver or device (DriverError)
+        count = 0
+    return count > 0 or _torch_rocm_device_count() > 0
+
+
+def device_target(ordinal: int = 0) -> str:
+    """The gfx target of HIP device `ordinal`: its gcnArchName without the feature flags
+    ("gfx942:sramecc+:xnack-" -> "gfx942")."""
+    if _torch_rocm_device_count() > ordinal:
+        import torch
+
+        arch = torch.cuda.get_device_properties(ordinal).gcnArchName
+    else:
+        hip = hip_module()
+        props = hip.hipDeviceProp_t()
+        _check(hip.hipGetDeviceProperties(props, ordinal), "hipGetDeviceProperties", "")
+        arch = props.gcnArchName
+    text = arch.decode() if isinstance(arch, bytes) else str(arch)
+    return text.split(":")[0]
+
+
 def _check(result: Any, call: str, kernel: str) -> tuple:
     """The values after the hipError_t of `result`, or a DriverError for a failing call."""
     hip = hip_module()
@@ -72,6 +132,42 @@ def _address(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     raise TypeError(f"a pointer argument needs an address or a tensor, got {type(value).__name__}")
+
+
+@contextlib.contextmanager
+def staged_arguments(args: Sequence[Any], kernel: str = "") -> Iterator[list[Any]]:
+    """`args` with each NumPy array replaced by the address of a device copy (hipMalloc,
+    hipMemcpy host to device); on leaving, the device is synchronized, every copy is written
+    back into its array (which the kernel may have written) and freed. Other arguments (numbers,
+    device addresses, torch tensors) pass unchanged."""
+    hip = hip_module()
+    staged: list[tuple[np.ndarray, Any]] = []
+    out: list[Any] = []
+    try:
+        for arg in args:
+            if not isinstance(arg, np.ndarray):
+                out.append(arg)
+                continue
+            if not arg.flags.c_contiguous:
+                raise ValueError(f"kernel '{kernel}': a NumPy argument copied to the GPU must be C-contiguous")
+            device, = _check(hip.hipMalloc(max(arg.nbytes, 1)), "hipMalloc", kernel)
+            staged.append((arg, device))
+            _check(hip.hipMemcpy(device, arg, arg.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice), "hipMemcpy",
+                   kernel)
+            out.append(int(device))
+        yield out
+        if staged:
+            _check(hip.hipDeviceSynchronize(), "hipDeviceSynchronize", kernel)
+        for array, device in staged:
+            if array.flags.writeable:
+                _check(hip.hipMemcpy(array, device, array.nbytes, hip.hipMemcpyKind.hipMemcpyDeviceToHost),
+                       "hipMemcpy", kernel)
+    except BaseException:
+        for _, device in staged:
+            hip.hipFree(device)  # unchecked: the error in flight is the one to report
+        raise
+    for _, device in staged:
+        _check(hip.hipFree(device), "hipFree", kernel)
 
 
 def pack_kernargs(kernargs: Sequence[Any], size: int, values: Sequence[Any], grid: Sequence[int],

@@ -1,4 +1,4 @@
-"""The AMDGCN backend: simt IR -> gfx942 assembly text -> code object.
+"""The AMDGCN backend: simt IR -> gfx942 or gfx90a assembly text -> code object.
 
     simt.func ──isel──▶ MIR (virtual SGPRs/VGPRs) ──regalloc──▶ physical registers
               ──waitcnt, nops──▶ ──kernel_object──▶ .s text (descriptor, metadata) ──llvm-mc, ld.lld──▶ .hsaco
@@ -18,14 +18,12 @@ from dataclasses import dataclass
 
 from ...ir.core import Operation
 from ..target import TargetResourceError
-from .isa import LDS_BYTES, WAVE_SIZE
+from .isa import LDS_BYTES, TARGETS
 from .isel import Selection, UnsupportedOnTarget, select
 from .kernel_object import ToolNotFound, assemble, kernel_text
 from .mir import MInst, Reg
 from .regalloc import allocate_spilling
 from .waitcnt import insert_nops, insert_waits
-
-TARGETS = tuple(WAVE_SIZE)
 
 __all__ = ["TARGETS", "UnsupportedOnTarget", "ToolNotFound", "assemble", "check_target", "compile_amdgcn",
            "emit_amdgcn"]

@@ -1,4 +1,17 @@
-"""The gfx942 (CDNA3) instructions tile selects, as data.
+"""The AMD targets tile compiles for, and the instructions it selects, as data.
+
+Two targets, both CDNA (waves of 64, one VGPR file shared with the matrix cores): gfx942
+(MI300, CDNA3) and gfx90a (MI200, CDNA2). What differs between them is written as rows of
+the per-target tables below, never as branches in the selector:
+
+    cache-policy bits     gfx942: sc0 sc1 nt           gfx90a: glc slc scc
+    returning atomic      gfx942: sc0                  gfx90a: glc
+    memory-model fences   gfx942: buffer_wbl2 sc1 /    gfx90a: buffer_wbl2 (system only) /
+                          buffer_inv sc1 (agent)       buffer_wbinvl1_vol, + buffer_invl2 (system)
+    MFMA mnemonics        gfx942: v_mfma_f32_32x32x8_f16 ...   gfx90a: v_mfma_f32_32x32x8f16 ...
+    MFMA operand types    f16 and bf16 on both (CDNA3's fp8 MFMA is not selected yet; CDNA2 has none)
+
+An instruction row names the targets it exists on (`targets`, default every target).
 
 One row per mnemonic: its encoding family, the kinds of its operands (results first, then
 sources, as the assembler reads them), a latency class, and the counter it increments (the
@@ -25,7 +38,7 @@ smem, vmem and ds (LDS) wait for memory and are tracked by their counter; xdl is
 core (MFMA), whose results the hardware does not interlock (the wait states of waitcnt.HAZARDS).
 
 MFMA (CDNA3 ISA 7, "Matrix Arithmetic Instructions"): D = A x B + C for one wave of 64 lanes.
-gfx942 has one unified file of 512 VGPRs per lane, so A, B, C and D may all be VGPRs (no
+gfx942 and gfx90a have one unified file of 512 VGPRs per lane, so A, B, C and D may all be VGPRs (no
 AccVGPRs needed; tile uses the architectural v0..v255). MFMA_SHAPES says per instruction the
 M x N x K it multiplies, the operand type, the dwords per lane of each operand, and its passes
 (4 cycles each); where A, B and D sit in the lanes is tile.ir.mfma_layouts.
@@ -36,14 +49,41 @@ from dataclasses import dataclass
 from typing import Optional
 
 TARGET_TRIPLE = "amdgcn-amd-amdhsa"
-WAVE_SIZE = {"gfx942": 64}
-SGPR_LIMIT = {"gfx942": 102}   # s0..s101 are addressable (vcc and xnack_mask live above)
-VGPR_LIMIT = {"gfx942": 256}   # architectural VGPRs v0..v255 (AGPRs are not used)
+TARGETS = ("gfx942", "gfx90a")
+WAVE_SIZE = {"gfx942": 64, "gfx90a": 64}
+SGPR_LIMIT = {"gfx942": 102, "gfx90a": 102}   # s0..s101 are addressable (vcc and xnack_mask live above)
+VGPR_LIMIT = {"gfx942": 256, "gfx90a": 256}   # architectural VGPRs v0..v255 (AGPRs are not used)
 MAX_VMCNT = 63                  # the s_waitcnt fields of GFX9 (CDNA3 ISA 4.4)
 MAX_LGKMCNT = 15
 GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1)
 DS_OFFSET_RANGE = (0, 65535)         # the unsigned 16-bit offset of ds_read/ds_write
-LDS_BYTES = {"gfx942": 65536}        # per workgroup
+LDS_BYTES = {"gfx942": 65536, "gfx90a": 65536}   # per workgroup
+
+# The cache-policy modifiers of memory instructions as the assembler spells them (CDNA3 ISA,
+# chapter 9: sc0 and sc1 the scope, nt non-temporal; CDNA2 ISA, chapter 9: glc, slc, scc),
+# and the one that makes a global atomic return the value it replaced (the same bit, renamed).
+CACHE_POLICY_BITS = {"gfx942": ("sc0", "sc1", "nt"), "gfx90a": ("glc", "slc", "scc")}
+ATOMIC_RETURN_BIT = {"gfx942": "sc0", "gfx90a": "glc"}
+
+# target -> scope -> (release sequence, acquire sequence, the atomic's own scope bits), each
+# sequence a tuple of (instruction, its cache-policy bits); the selector adds the s_waitcnt
+# between them. LLVM AMDGPUUsage, "Memory Model GFX942" and "Memory Model GFX90A" (without
+# tgsplit): the work-group shares one L1 and needs nothing; on gfx942 the agent and system
+# scopes write back / invalidate the L2 with the scope in sc0/sc1; on gfx90a the agent's L2 is
+# coherent, so agent scope only invalidates the L1 (buffer_wbinvl1_vol), and system scope also
+# writes back the L2 before a release and invalidates it (buffer_invl2) after an acquire.
+MEMORY_ORDER = {
+    "gfx942": {
+        "cta": ((), (), {}),
+        "gpu": ((("buffer_wbl2", {"sc1": 1}),), (("buffer_inv", {"sc1": 1}),), {}),
+        "sys": ((("buffer_wbl2", {"sc0": 1, "sc1": 1}),), (("buffer_inv", {"sc0": 1, "sc1": 1}),), {"sc1": 1}),
+    },
+    "gfx90a": {
+        "cta": ((), (), {}),
+        "gpu": ((), (("buffer_wbinvl1_vol", {}),), {}),
+        "sys": ((("buffer_wbl2", {}),), (("buffer_invl2", {}), ("buffer_wbinvl1_vol", {})), {}),
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -56,6 +96,7 @@ class MfmaShape:
     k: int
     operand_type: str        # "f16" or "bf16"
     passes: int              # 4-cycle passes; its result is ready passes + 3 wait states later
+    target: str              # the target whose assembler spells it so
 
     @property
     def operand_dwords(self) -> int:
@@ -70,11 +111,26 @@ class MfmaShape:
 # Pass counts: LLVM's GCNHazardRecognizer and SISchedule give CDNA2's 16 (32x32x8) and 8
 # (16x16x16); CDNA3 doubles the rate of both, so these are upper bounds and the wait states
 # derived from them (passes + 3 before another instruction touches D) are safe on gfx942.
+# CDNA3 renamed the instructions (an underscore before the type; bf16_1k became bf16).
 MFMA_SHAPES = {shape.mnemonic: shape for shape in (
-    MfmaShape("v_mfma_f32_32x32x8_f16", 32, 32, 8, "f16", 16),
-    MfmaShape("v_mfma_f32_16x16x16_f16", 16, 16, 16, "f16", 8),
-    MfmaShape("v_mfma_f32_16x16x16_bf16", 16, 16, 16, "bf16", 8),
+    MfmaShape("v_mfma_f32_32x32x8_f16", 32, 32, 8, "f16", 16, "gfx942"),
+    MfmaShape("v_mfma_f32_16x16x16_f16", 16, 16, 16, "f16", 8, "gfx942"),
+    MfmaShape("v_mfma_f32_16x16x16_bf16", 16, 16, 16, "bf16", 8, "gfx942"),
+    MfmaShape("v_mfma_f32_32x32x8f16", 32, 32, 8, "f16", 16, "gfx90a"),
+    MfmaShape("v_mfma_f32_16x16x16f16", 16, 16, 16, "f16", 8, "gfx90a"),
+    MfmaShape("v_mfma_f32_16x16x16bf16_1k", 16, 16, 16, "bf16", 8, "gfx90a"),
 )}
+
+
+def mfma_shape(target: str, m: int, operand_type: str) -> Optional[MfmaShape]:
+    """The MFMA of `target` with an m x m result on `operand_type` operands, or None."""
+    return next((s for s in MFMA_SHAPES.values() if s.target == target and s.m == m
+                 and s.operand_type == operand_type), None)
+
+
+def mfma_operand_types(target: str) -> tuple[str, ...]:
+    """The operand types tile's MFMA table has for `target`."""
+    return tuple(dict.fromkeys(s.operand_type for s in MFMA_SHAPES.values() if s.target == target))
 
 
 # the read-modify-write atomics on 32 bits: (kind, signed or float) -> mnemonic
@@ -95,6 +151,7 @@ class InstrInfo:
     uses: tuple[str, ...]
     latency: str
     counter: Optional[str] = None   # "vmcnt", "lgkmcnt" or "expcnt"
+    targets: tuple[str, ...] = TARGETS   # where the instruction exists under this name
 
     @property
     def is_valu(self) -> bool:
@@ -104,9 +161,10 @@ class InstrInfo:
 def _rows() -> list[InstrInfo]:
     rows: list[InstrInfo] = []
 
-    def add(mnemonic: str, family: str, operands: str, latency: str, counter: Optional[str] = None) -> None:
+    def add(mnemonic: str, family: str, operands: str, latency: str, counter: Optional[str] = None,
+            targets: tuple[str, ...] = TARGETS) -> None:
         defs, _, uses = operands.partition("|")
-        rows.append(InstrInfo(mnemonic, family, tuple(defs.split()), tuple(uses.split()), latency, counter))
+        rows.append(InstrInfo(mnemonic, family, tuple(defs.split()), tuple(uses.split()), latency, counter, targets))
 
     # scalar ALU: one result per wave
     add("s_mov_b32", "SOP1", "sdst | ssrc", "salu")
@@ -198,7 +256,7 @@ def _rows() -> list[InstrInfo]:
     # matrix cores: D, A, B, C (C may be D itself: accumulation in place)
     for shape in MFMA_SHAPES.values():
         d, ab = shape.result_dwords, shape.operand_dwords
-        add(shape.mnemonic, "VOP3P", f"vdst{d} | vsrc{ab} vsrc{ab} vsrc{d}", "xdl")
+        add(shape.mnemonic, "VOP3P", f"vdst{d} | vsrc{ab} vsrc{ab} vsrc{d}", "xdl", targets=(shape.target,))
 
     # global memory (the FLAT encoding's global segment): loads and stores both count in vmcnt
     for name, width in (("ubyte", 1), ("sbyte", 1), ("ushort", 1), ("sshort", 1), ("dword", 1),
@@ -209,16 +267,18 @@ def _rows() -> list[InstrInfo]:
         data = "vsrc" if width == 1 else f"vsrc{width}"
         add(f"global_store_{name}", "FLAT", f"| vaddr {data} saddr", "vmem", "vmcnt")
 
-    # global atomics, always in their returning form (sc0: return the old value; sc1: system
-    # scope): they bypass the L1 cache and count in vmcnt like loads (CDNA3 ISA 9.1; LLVM
-    # AMDGPUUsage, "Memory Model GFX942")
+    # global atomics, always in their returning form (ATOMIC_RETURN_BIT; their scope bits come
+    # from MEMORY_ORDER): they bypass the L1 cache and count in vmcnt like loads (CDNA3 ISA 9.1;
+    # LLVM AMDGPUUsage, "Memory Model GFX942" and "GFX90A")
     for name in GLOBAL_ATOMICS:
         add(name, "FLAT", "vdst | vaddr vsrc saddr", "vmem", "vmcnt")
     add("global_atomic_cmpswap", "FLAT", "vdst | vaddr vsrc2 saddr", "vmem", "vmcnt")   # data: new, compare
-    # cache maintenance of the memory model: write back dirty L2 lines (release), invalidate
-    # the L1 (and L2 at system scope: acquire); both count in vmcnt
+    # cache maintenance of the memory model (MEMORY_ORDER): write back dirty L2 lines
+    # (release), invalidate the L1 and, at system scope, the L2 (acquire); all count in vmcnt
     add("buffer_wbl2", "MUBUF", "|", "vmem", "vmcnt")
-    add("buffer_inv", "MUBUF", "|", "vmem", "vmcnt")
+    add("buffer_inv", "MUBUF", "|", "vmem", "vmcnt", targets=("gfx942",))
+    add("buffer_wbinvl1_vol", "MUBUF", "|", "vmem", "vmcnt", targets=("gfx90a",))
+    add("buffer_invl2", "MUBUF", "|", "vmem", "vmcnt", targets=("gfx90a",))
 
     # LDS (the DS encoding): counted in lgkmcnt, in order among themselves (CDNA3 ISA 10)
     for name, width in (("u8", 1), ("i8", 1), ("u16", 1), ("i16", 1), ("b32", 1), ("b64", 2), ("b128", 4)):
@@ -239,7 +299,7 @@ def info(mnemonic: str) -> InstrInfo:
     try:
         return INSTRUCTIONS[mnemonic]
     except KeyError:
-        raise KeyError(f"{mnemonic} is not in tile's gfx942 instruction table") from None
+        raise KeyError(f"{mnemonic} is not in tile's AMDGCN instruction table") from None
 
 
 INLINE_FLOATS = {0.5: 0x3F000000, -0.5: 0xBF000000, 1.0: 0x3F800000, -1.0: 0xBF800000,

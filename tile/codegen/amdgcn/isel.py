@@ -1,8 +1,8 @@
-"""Instruction selection: a simt.func -> MIR on virtual registers for gfx942 (wave64).
+"""Instruction selection: a simt.func -> MIR on virtual registers for gfx942 and gfx90a (wave64).
 
 Execution model. The simt IR is what one thread runs; `simt.tid` is the thread's index in
 its CTA, `num_warps * 32` threads (the lowering's warps are 32-thread groups, and an
-elementwise kernel's simt IR depends on nothing but the thread index). On gfx942 the CTA is
+elementwise kernel's simt IR depends on nothing but the thread index). On both the CTA is
 a workgroup of that many work-items, run as waves of 64 lanes. Values the same in every lane
 (kernel arguments, program ids, constants, integer arithmetic on them: `uniform_values`) live
 in SGPRs and are computed once per wave by the scalar unit; the rest live in VGPRs. An i1 is a
@@ -41,10 +41,10 @@ f32 division and square root round correctly unless marked approximate (divide_f
 64-bit integers multiply from 32-bit products and divide in a 64-step loop (divide_int64).
 Subnormal f32 and f16 values are kept (the kernel descriptor's denorm modes), f32 -> f16 rounds
 to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of the amount,
-as the hardware does. Global atomics on 32 bits follow the gfx942 memory model (MEMORY_ORDER).
+as the hardware does. Global atomics on 32 bits follow the target's memory model (isa.MEMORY_ORDER).
 An op outside the selected subset (64-bit atomics, LDS atomics other than an integer add, i1
 values carried by scf.while...) raises
-`UnsupportedOnTarget`, a NotImplementedError naming it and the target.
+`UnsupportedOnTarget`, a tile.CompilationError at the user's line naming it and the target.
 """
 from __future__ import annotations
 
@@ -54,10 +54,12 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ...ir.core import Operation, Value
+from ...frontend.errors import CompilationError, SourcePoint
+from ...ir.core import Location, Operation, Value
 from ...ir.types import DType, PointerType, i1
 from ..math_lib import INV_TWO_PI
-from .isa import DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_OFFSET_RANGE, INLINE_FLOATS, MFMA_SHAPES, info
+from .isa import (ATOMIC_RETURN_BIT, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_OFFSET_RANGE, INLINE_FLOATS,
+                  MEMORY_ORDER, mfma_shape, info)
 from .mir import EXEC, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
@@ -66,23 +68,17 @@ WORKITEM_ID_BITS = 10      # gfx90a and later pack the x, y, z ids in v0, 10 bit
 REMAT_WINDOW = 48          # instructions a lane mask or constant SGPR is reused for before it is recomputed
 
 
-# scope -> (release sequence, acquire sequence, the atomic's own scope bits) on gfx942 (LLVM
-# AMDGPUUsage, "Memory Model GFX942", without tgsplit): the work-group shares one L1, the agent
-# one L2, the system needs the L2 written back / invalidated as well.
-MEMORY_ORDER = {
-    "cta": ((), (), {}),
-    "gpu": ((("buffer_wbl2", {"sc1": 1}),), (("buffer_inv", {"sc1": 1}),), {}),
-    "sys": ((("buffer_wbl2", {"sc0": 1, "sc1": 1}),), (("buffer_inv", {"sc0": 1, "sc1": 1}),), {"sc1": 1}),
-}
-
-
 # which GLOBAL_ATOMICS rows take a value of each kind of number
 _ATOMIC_OPERANDS = {"float": ("float", "any"), "signed": ("signed", "int", "any"),
                     "unsigned": ("unsigned", "int", "any")}
 
 
-class UnsupportedOnTarget(NotImplementedError):
-    """A simt op (or type) the AMDGCN backend does not select yet."""
+class UnsupportedOnTarget(CompilationError, NotImplementedError):
+    """A simt op (or type) the AMDGCN backend does not select yet: a CompilationError at the
+    op's source line (the user's line that produced it), naming the op and the target."""
+
+    def __init__(self, message: str, loc: Optional[Location] = None):
+        super().__init__(message, SourcePoint.at(loc.file, loc.line, loc.col) if loc is not None else None)
 
 
 @dataclass
@@ -170,7 +166,9 @@ def _signed(t: Any) -> bool:
 
 
 def constant_bits(value: Any, t: DType) -> int:
-    """The register bits of constant `value` of type `t` (i1 true: every lane's bit)."""
+    """The register bits of constant `value` of type `t` (i1 true: every lane's bit). An 8- or
+    16-bit integer sits extended to 32 bits in its own signedness, as its loads leave it (an
+    i8 -1 is 0xffffffff, a u8 255 is 0xff)."""
     if t.bits == 1:
         return -1 if value else 0
     if t.is_floating:
@@ -183,6 +181,11 @@ def constant_bits(value: Any, t: DType) -> int:
         if t.name == "f64":
             return struct.unpack("<Q", struct.pack("<d", value))[0]
         raise UnsupportedOnTarget(f"constants of type {t}")
+    if t.bits < 32:
+        narrow = int(value) & ((1 << t.bits) - 1)
+        if _signed(t) and narrow >> (t.bits - 1):
+            narrow -= 1 << t.bits
+        return narrow & 0xFFFFFFFF
     return int(value) & ((1 << t.bits) - 1) if t.bits < 64 or value >= 0 else int(value)
 
 
@@ -320,11 +323,13 @@ class Selector:
         self.materialized[key] = (reg.all(), len(self.insts))
         return reg.all()
 
-    def to_vgpr(self, o: Operand) -> Operand:
-        """`o` in VGPRs (SGPRs copied with v_mov_b32, once each)."""
+    def to_vgpr(self, o: Operand, count: int = 1) -> Operand:
+        """`o` in VGPRs (SGPRs copied with v_mov_b32, once each); an immediate of a `count`-dword
+        value (2: a 64-bit integer that inlines) fills that many."""
         if isinstance(o, Imm):
-            reg = self.new("v")
-            self.valu("v_mov_b32", [reg.all()], [o])
+            reg = self.new("v", count)
+            for i in range(count):
+                self.valu("v_mov_b32", [reg.dword(i)], [self.half(o, i) if count == 2 else o])
             return reg.all()
         if not isinstance(o, Sub) or o.bank == "v":
             return o
@@ -335,6 +340,10 @@ class Selector:
                 self.emit("v_mov_b32", [reg.dword(i)], [o.dword(i)])
             self.vector_copies[key] = reg.all()
         return self.vector_copies[key]
+
+    def vgpr(self, v: Value) -> Operand:
+        """Simt value `v` in VGPRs, every dword of it (a 64-bit constant that inlines, too)."""
+        return self.to_vgpr(self.operand(v), dwords(v.type))
 
     def to_sgpr(self, o: Operand) -> Operand:
         """`o` of a uniform value in SGPRs (from a VGPR: v_readfirstlane_b32 per dword)."""
@@ -384,9 +393,8 @@ class Selector:
         return reg.all()
 
     def unsupported(self, op: Operation, what: str = "") -> UnsupportedOnTarget:
-        where = f" (at {op.loc})" if op.loc else ""
         detail = f" {what}" if what else ""
-        return UnsupportedOnTarget(f"{self.target}: the AMDGCN backend does not support {op.name}{detail} yet{where}")
+        return UnsupportedOnTarget(f"{self.target}: the AMDGCN backend does not support {op.name}{detail} yet", op.loc)
 
     # the function ----------------------------------------------------------------------
     def select(self) -> Selection:
@@ -736,7 +744,7 @@ class Selector:
         dividend into the remainder and subtracting the divisor where it fits, setting that
         quotient bit. Signed: on magnitudes, signs restored after. A zero divisor gives a
         quotient of all ones and the dividend as remainder (as the 32-bit division does)."""
-        x, y = (self.to_vgpr(self.operand(v)) for v in op.operands)
+        x, y = (self.vgpr(v) for v in op.operands)
         signed = _signed(op.result.type)
         v2, v1 = (lambda: self.new("v", 2).all()), (lambda: self.new("v").all())  # noqa: E731
         if signed:
@@ -986,7 +994,7 @@ class Selector:
         self.valu("v_cndmask_b32", [self.result(result, "v")], [s2, unscaled, small])
 
     def f32_to_bf16(self, result: Value, a: Value) -> None:
-        """Round to nearest even by integer arithmetic on the bits (gfx942 has no bf16
+        """Round to nearest even by integer arithmetic on the bits (gfx942 and gfx90a have no bf16
         conversion): (x + 0x7fff + bit 16 of x) >> 16, and a quiet NaN for NaN."""
         x = self.operand(a)
         lsb, biased, rounded = (self.new("v").all() for _ in range(3))
@@ -1068,11 +1076,24 @@ class Selector:
                 self.valu("v_cndmask_b32", [d.dword(i)], [yi, xi, cond])
 
     def sel_bitcast(self, op: Operation) -> None:
-        a = op.operand(0)
-        if dwords(a.type) != dwords(op.result.type) or op.result.type == i1:
-            raise self.unsupported(op, f"from {a.type} to {op.result.type}")
+        """The same bits under another type. A narrow integer result (8 or 16 bits) is extended
+        again in its own signedness when the source's upper bits may differ (u16 -> i16 turns
+        0x0000d721 into 0xffffd721), as every narrow integer sits in its register."""
+        a, t = op.operand(0), op.result.type
+        if dwords(a.type) != dwords(t) or t == i1:
+            raise self.unsupported(op, f"from {a.type} to {t}")
+        narrow = t.is_integer and t.bits < 32
+        reextend = narrow and not (a.type.is_integer and _signed(a.type) == _signed(t))
         if a in self.constants:
-            self.constants[op.result] = self.constants[a][0], a.type
+            value, source_type = self.constants[a]
+            if reextend:
+                raw = constant_bits(value, source_type) & ((1 << t.bits) - 1)
+                self.constants[op.result] = (raw - (1 << t.bits) if _signed(t) and raw >> (t.bits - 1) else raw, t)
+            else:
+                self.constants[op.result] = value, source_type
+        elif reextend:
+            self.valu("v_bfe_i32" if _signed(t) else "v_bfe_u32", [self.result(op.result, "v")],
+                      [self.operand(a), Imm.int(0), Imm.int(t.bits)])
         else:
             self.values[op.result] = self.operand(a)  # applies a masked load's `other` first
 
@@ -1244,10 +1265,11 @@ class Selector:
             self.valu("v_cndmask_b32", [d.dword(i)], [o, loaded.dword(i), mask])
 
     def split(self, loaded: Sub, t: Any, bits: int, vector: int) -> list[Sub]:
-        """The elements of a loaded register tuple (sub-dword ones extracted and extended)."""
+        """The elements of a register tuple `loaded`, a view that may start inside its register
+        (the second i64 of a vector load unpacked into dwords), sub-dword ones extracted and extended."""
         if bits >= 32 or vector == 1:
             n = bits // 32 if bits >= 32 else 1
-            return [Sub(loaded.reg, k * n, n) for k in range(vector)]
+            return [Sub(loaded.reg, loaded.start + k * n, n) for k in range(vector)]
         parts = []
         per_dword = 32 // bits
         for k in range(vector):
@@ -1305,7 +1327,7 @@ class Selector:
 
     def sel_unpack(self, op: Operation) -> None:
         t = op.results[0].type
-        whole = self.to_vgpr(self.operand(op.operand(0)))
+        whole = self.vgpr(op.operand(0))
         for r, part in zip(op.results, self.split(whole, t, _bits(t), len(op.results))):
             self.values[r] = part
 
@@ -1330,8 +1352,8 @@ class Selector:
         """simt.atom, simt.red and simt.atom_cas on 32-bit global values (and simt.red's integer
         add on an LDS address, as ds_add_u32): for global memory the returning form of
         the instruction under the op's mask (masked-off lanes read 0), wrapped in the cache
-        maintenance and waits the gfx942 memory model asks for its sem and scope
-        (MEMORY_ORDER: before a release, write back and drain earlier memory ops; after an
+        maintenance and waits the target's memory model asks for its sem and scope
+        (isa.MEMORY_ORDER: before a release, write back and drain earlier memory ops; after an
         acquire, wait for the atomic and invalidate)."""
         cas = op.name == "simt.atom_cas"
         t = op.operand(op.num_operands - 1).type
@@ -1354,7 +1376,8 @@ class Selector:
             if opcode is None:
                 raise self.unsupported(op, f"{kind} of {t}")
         sem, scope = op.attrs.get("sem", "relaxed"), op.attrs.get("scope", "gpu")
-        release, acquire, bits = MEMORY_ORDER[scope]
+        release, acquire, bits = MEMORY_ORDER[self.target][scope]
+        returning = {ATOMIC_RETURN_BIT[self.target]: 1}
         addr, offset = self.address(op, False)
         data = self.gather([op.operand(3), op.operand(2)], 32) if cas else self.to_vgpr(self.operand(op.operand(2)))
         old = self.new("v").all()
@@ -1363,7 +1386,8 @@ class Selector:
             for opc, flags in release:
                 self.emit(opc, [], [], **flags)
             self.emit("s_waitcnt", [], [], vmcnt=0, lgkmcnt=0)
-        self.masked(op.operand(1), lambda: self.emit(opcode, [old], [addr, data, OFF], offset=offset, sc0=1, **bits))
+        self.masked(op.operand(1), lambda: self.emit(opcode, [old], [addr, data, OFF], offset=offset, **returning,
+                                                               **bits))
         if sem in ("acquire", "acq_rel"):
             self.emit("s_waitcnt", [], [], vmcnt=0)
             for opc, flags in acquire:
@@ -1377,7 +1401,7 @@ class Selector:
         hardware runs back to back; else a fresh copy). The matrix core needs every lane of the
         wave, so the workgroup must be whole waves and the op outside scf.if and scf.while."""
         instr, atype = op.attrs["instr"], op.attrs["atype"]
-        shape = next((s for s in MFMA_SHAPES.values() if s.m == instr and s.operand_type == atype), None)
+        shape = mfma_shape(self.target, instr, atype)
         if shape is None:
             raise self.unsupported(op, f"of {instr}x{instr} on {atype}")
         parent = op.parent_op
@@ -1401,7 +1425,7 @@ class Selector:
 
     def gather(self, values: list[Value], bits: int) -> Sub:
         """The values of a store in consecutive VGPRs (sub-dword ones packed, lowest first)."""
-        operands = [self.to_vgpr(self.operand(v)) for v in values]
+        operands = [self.to_vgpr(self.operand(v), max(1, bits // 32)) for v in values]
         if bits < 32:
             per_dword = 32 // bits
             words = []

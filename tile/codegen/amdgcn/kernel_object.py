@@ -1,4 +1,4 @@
-"""The text of a gfx942 code object, and its assembly into an .hsaco with llvm-mc and ld.lld.
+"""The text of a gfx942 or gfx90a code object, and its assembly into an .hsaco with llvm-mc and ld.lld.
 
 The assembly holds three parts (AMDGPU usage guide, "Code Object V5" and "Kernel
 Descriptor"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
+from .isa import CACHE_POLICY_BITS as TARGET_CACHE_POLICY_BITS
 from .isa import INLINE_INTS, info
 
 
@@ -85,7 +86,8 @@ class Label:
 
 
 EXEC, VCC, OFF = Special("exec"), Special("vcc"), Special("off")
-CACHE_POLICY_BITS = ("sc0", "sc1")   # modifiers of memory instructions, printed after the offset
+# modifiers of memory instructions, printed after the offset (each target has its own: isa.CACHE_POLICY_BITS)
+CACHE_POLICY_BITS = tuple(dict.fromkeys(bit for bits in TARGET_CACHE_POLICY_BITS.values() for bit in bits))
 Operand = Union[Sub, Imm, Special, Label]
 
 
