@@ -559,7 +559,7 @@ class Launcher:
 
     __slots__ = (
         "kernel", "arg_kinds", "_function", "_launch", "_pack", "_slots", "_params", "_params_address",
-        "_bf16_positions", "_max_threads", "_max_shared", "_max_gx", "_max_gy", "_max_gz",
+        "_bf16_positions", "_max_threads", "_max_shared", "_max_gx", "_max_gy", "_max_gz", "_lock",
     )  # fmt: skip
 
     def __init__(self, kernel: CudaKernel, arg_kinds: tuple[str, ...], attributes: tuple[str, ...] = ()) -> None:
@@ -573,7 +573,9 @@ class Launcher:
         count = len(arg_kinds)
         self._pack = struct.Struct("=" + "".join(_SLOT_FORMAT[kind] for kind in arg_kinds)).pack_into
         # The storage and the pointer array live as long as the launcher: the driver reads
-        # them during cuLaunchKernel only, so reusing them for the next launch is safe.
+        # them during cuLaunchKernel only, so the next launch may reuse them, but not a launch
+        # from another thread at the same time (cuda-python releases the GIL in the call): the
+        # lock holds from packing to the driver's return.
         sizes = [_WIDE_SLOTS.get(kind, _SLOT_BYTES) for kind in arg_kinds]
         self._slots = (ctypes.c_uint64 * max(sum(sizes) // _SLOT_BYTES, 1))()
         base = ctypes.addressof(self._slots)
@@ -584,6 +586,7 @@ class Launcher:
         self._max_threads = kernel.max_threads_per_block
         self._max_shared = kernel.max_dynamic_shared_bytes
         self._max_gx, self._max_gy, self._max_gz = kernel.device.max_grid_dims
+        self._lock = threading.Lock()
 
     def __call__(self, grid: tuple[int, int, int], block_x: int, shared_bytes: int, stream: int, *values: Any) -> None:
         gx, gy, gz = grid
@@ -595,13 +598,13 @@ class Launcher:
             and 0 <= shared_bytes <= self._max_shared
         ) and not self._check_launch(gx, gy, gz, block_x, shared_bytes):
             return
-        try:
-            self._pack(self._slots, 0, *(self._convert_bf16(values) if self._bf16_positions else values))
-        except (struct.error, OverflowError, TypeError) as exc:
-            raise self._argument_error(values, exc) from exc
         # The fast path launches in whatever context is current; here the kernel's own is made
         # current for the launch (a thread without a context, a device not the current one).
-        with self.kernel.device.activated():
+        with self.kernel.device.activated(), self._lock:
+            try:
+                self._pack(self._slots, 0, *(self._convert_bf16(values) if self._bf16_positions else values))
+            except (struct.error, OverflowError, TypeError) as exc:
+                raise self._argument_error(values, exc) from exc
             err = self._launch(
                 self._function, gx, gy, gz, block_x, 1, 1, shared_bytes, stream, self._params_address, 0
             )[0]
@@ -627,6 +630,7 @@ class Launcher:
         names = [f"v{i}" for i in range(value_count)]
         chosen = "".join(f"{names[i]}, " for i in positions)
         namespace = {"pack": self._pack, "slots": self._slots, "launch": self._launch, "function": self._function,
+                     "lock": self._lock,
                      "params": self._params_address, "SUCCESS": _SUCCESS, "grid3": grid3, "struct": struct,
                      "compiled": compiled, "recent": recent_launch, "kernel": self.kernel,
                      "checked": lambda grid, stream, values: self(grid3(grid, self.kernel.name), block_x, shared_bytes, stream,
@@ -639,14 +643,15 @@ class Launcher:
             source = "\n".join([
                 signature,
                 "    try:",
-                f"        pack(slots, 0, {chosen})",
-                "        if len(grid) == 1:",
-                "            gx = grid[0]",
+                "        with lock:",
+                f"            pack(slots, 0, {chosen})",
+                "            if len(grid) == 1:",
+                "                gx = grid[0]",
                 # cuda-python truncates floats silently: anything but ints takes the checked path
-                f"            result = launch(function, gx, 1, 1, {config}) if type(gx) is int else None",
-                "        else:",
-                "            gx, gy, gz = grid if len(grid) == 3 else grid3(grid)",
-                f"            result = launch(function, gx, gy, gz, {config}) "
+                f"                result = launch(function, gx, 1, 1, {config}) if type(gx) is int else None",
+                "            else:",
+                "                gx, gy, gz = grid if len(grid) == 3 else grid3(grid)",
+                f"                result = launch(function, gx, gy, gz, {config}) "
                 "if type(gx) is int and type(gy) is int and type(gz) is int else None",
                 "    except (struct.error, OverflowError, TypeError, ValueError):",
                 "        result = None",
