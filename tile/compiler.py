@@ -223,6 +223,32 @@ def _through_disk_cache(fn: Any, spec: Any, options: dict[str, Any], target: str
     return kernel
 
 
+@functools.cache
+def _target_unsupported_class() -> type:
+    """CompilationError and the AMDGCN backend's UnsupportedOnTarget in one (made on first use,
+    so that loading tile does not load the AMD backend)."""
+    from .codegen.amdgcn import UnsupportedOnTarget
+    from .frontend.errors import CompilationError
+
+    class TargetUnsupported(CompilationError, UnsupportedOnTarget):
+        """A construct the target's backend does not support yet, at the user's line."""
+
+        def __init__(self, error: UnsupportedOnTarget):
+            from .frontend.errors import SourcePoint
+
+            loc = error.loc
+            CompilationError.__init__(self, error.message, SourcePoint.at(loc.file, loc.line, loc.col) if loc else None)
+            self.loc = loc
+
+    return TargetUnsupported
+
+
+def unsupported_on_target(error: Any) -> Exception:
+    """The AMDGCN backend's UnsupportedOnTarget as a tile.CompilationError at the user's line
+    (still an UnsupportedOnTarget and a NotImplementedError)."""
+    return _target_unsupported_class()(error)
+
+
 def code_stage(target: str) -> str:
     """The stage holding the code a GPU target's driver loads: "amdgcn" for gfx targets, else "ptx"."""
     return "amdgcn" if target.startswith("gfx") else "ptx"
@@ -322,7 +348,7 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     stages["simt"] = print_op(simt)
     kernel.func = simt
     if target.startswith("gfx"):  # AMD: the AMDGCN text, and what a HIP launch needs of it
-        from .codegen.amdgcn import compile_amdgcn
+        from .codegen.amdgcn import UnsupportedOnTarget, compile_amdgcn
         from .codegen.target import TargetResourceError
         from .runtime.errors import OutOfResources
         from .runtime.hip_launch import amdgcn_launch_metadata
@@ -331,6 +357,8 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
             amdgcn = _timed(timings, "amdgcn emission", compile_amdgcn, simt, target)
         except TargetResourceError as e:
             raise OutOfResources(e.required, e.limit, e.name, kernel=e.kernel, target=e.target, hint=e.hint) from e
+        except UnsupportedOnTarget as e:
+            raise unsupported_on_target(e) from None
         stages["amdgcn"] = amdgcn.text
         kernel.launch_info = amdgcn_launch_metadata(amdgcn.selection)
         return kernel

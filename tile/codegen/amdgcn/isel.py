@@ -54,7 +54,6 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ...frontend.errors import CompilationError, SourcePoint
 from ...ir.core import Location, Operation, Value
 from ...ir.types import DType, PointerType, i1
 from ..math_lib import INV_TWO_PI
@@ -73,12 +72,15 @@ _ATOMIC_OPERANDS = {"float": ("float", "any"), "signed": ("signed", "int", "any"
                     "unsigned": ("unsigned", "int", "any")}
 
 
-class UnsupportedOnTarget(CompilationError, NotImplementedError):
-    """A simt op (or type) the AMDGCN backend does not select yet: a CompilationError at the
-    op's source line (the user's line that produced it), naming the op and the target."""
+class UnsupportedOnTarget(NotImplementedError):
+    """A simt op (or type) the AMDGCN backend does not select yet, naming the op and the target,
+    at the op's source location `loc` (the user's line that produced it). tile.compiler reports
+    it as a tile.CompilationError at that line (codegen does not import the frontend)."""
 
     def __init__(self, message: str, loc: Optional[Location] = None):
-        super().__init__(message, SourcePoint.at(loc.file, loc.line, loc.col) if loc is not None else None)
+        where = f"{loc.file}:{loc.line}:{loc.col}: " if loc is not None else ""
+        super().__init__(where + message)
+        self.message, self.loc = message, loc
 
 
 @dataclass
