@@ -13,6 +13,7 @@ from tile.compiler import compile_kernel
 from tile.emulator.amdgcn_machine import run_amdgcn
 
 from amdgcn_util import instructions, named
+from tutorial_util import load_tutorial
 
 RNG = np.random.default_rng(3)
 
@@ -131,14 +132,7 @@ def test_while_carrying_an_i1_is_refused_by_name():
 
 
 def _tutorial(name: str):
-    import importlib.util
-    import pathlib
-
-    path = pathlib.Path(__file__).parent.parent / "tutorials" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"tutorial_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tutorial(name, "tutorial")
 
 
 @pytest.mark.parametrize("rows, n_cols, block, num_warps, groups", [(6, 100, 128, 2, 2), (5, 300, 512, 4, 3)])

@@ -18,6 +18,7 @@ from tile.codegen.amdgcn import assemble, compile_amdgcn
 from tile.compiler import compile_kernel
 from tile.emulator import EmulatorError
 from tile.emulator.amdgcn_machine import run_amdgcn
+from tutorial_util import load_tutorial
 
 RNG = np.random.default_rng(2026)
 
@@ -263,14 +264,7 @@ def test_binary_ops_assemble(case):
 
 
 def _tutorial(name: str):
-    import importlib.util
-    import pathlib
-
-    path = pathlib.Path(__file__).parent.parent / "tutorials" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"tutorial_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tutorial(name, "tutorial")
 
 
 @pytest.mark.parametrize("n_cols, block, num_warps", [(781, 1024, 4), (100, 128, 1), (33, 64, 2)])

@@ -10,8 +10,6 @@ and tile spills SGPRs but not VGPRs (that is OutOfResources, tested here).
 """
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 
 import numpy as np
 import pytest
@@ -21,16 +19,13 @@ from amdgcn_util import needs_llvm
 from tile.codegen.amdgcn import TARGETS, assemble
 from tile.emulator import amdgcn_machine
 from tile.runtime.errors import OutOfResources
+from tutorial_util import load_tutorial
 
-TUTORIALS = pathlib.Path(__file__).parent.parent / "tutorials"
 RNG = np.random.default_rng(909)
 
 
 def tutorial(name: str):
-    spec = importlib.util.spec_from_file_location(f"gfx942_tutorial_{name}", TUTORIALS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tutorial(name, "gfx942_tutorial")
 
 
 @pytest.fixture(params=TARGETS)

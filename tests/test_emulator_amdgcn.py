@@ -16,6 +16,7 @@ from tile.emulator import EmulatorError
 from tile.emulator.amdgcn_decode import AmdgcnSyntaxError, decode_amdgcn
 from tile.emulator.amdgcn_execute import EXECUTE, MACHINE_OWNED
 from tile.emulator.amdgcn_machine import run_amdgcn
+from tutorial_util import load_tutorial
 
 RNG = np.random.default_rng(15)
 U32 = st.integers(0, 2**32 - 1)
@@ -490,14 +491,7 @@ def test_each_target_reads_its_own_spelling():
 # ------------------------------------------------------------------ tutorial kernels as gfx942 code
 
 def _tutorial(name: str):
-    import importlib.util
-    import pathlib
-
-    path = pathlib.Path(__file__).parent.parent / "tutorials" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"tutorial_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tutorial(name, "tutorial")
 
 
 def test_tutorial_softmax():

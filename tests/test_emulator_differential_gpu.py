@@ -35,12 +35,10 @@ from __future__ import annotations
 
 import abc
 import contextvars
-import importlib.util
 import math
 import os
 import re
 import sys
-import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -59,6 +57,7 @@ from tile.tools.tensor_descriptor import TensorDescriptor
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 from load_kernels import load_kernels  # noqa: E402
+from tutorial_util import load_tutorial
 
 PROGRAMS = int(os.environ.get("TILE_DIFF_PROGRAMS", "40"))
 SHARDS = int(os.environ.get("TILE_DIFF_SHARDS", "1"))
@@ -203,12 +202,8 @@ class Case:
     reachable: Callable[[Side, list], list] = lambda side, arrays: []
 
 
-def _tutorial(name: str) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(f"differential_{name}", os.path.join(ROOT, "tutorials",
-                                                                                      f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _tutorial(name: str):
+    return load_tutorial(name, "differential")
 
 
 def _f16(shape, scale: float = 1.0) -> np.ndarray:

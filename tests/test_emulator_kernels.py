@@ -7,7 +7,6 @@ one trip around each software-pipelined loop (num_stages), and the launch option
 runs (8 warps for attention, the tutorials' GPU block sizes)."""
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import sys
@@ -24,17 +23,14 @@ from tile.tools.tensor_descriptor import TensorDescriptor
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 from load_kernels import load_kernels  # noqa: E402
+from tutorial_util import load_tutorial  # noqa: E402
 
 pytestmark = pytest.mark.emulator
 RNG = np.random.default_rng(14)
 
 
 def _tutorial(name: str) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(f"emulator_kernels_{name}", os.path.join(ROOT, "tutorials",
-                                                                                         f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tutorial(name, "emulator_kernels")
 
 
 @pytest.fixture(scope="module")
