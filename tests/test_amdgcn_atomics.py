@@ -55,12 +55,17 @@ REDUCE = {"add": np.add, "max": np.maximum, "min": np.minimum, "and": np.bitwise
 
 @pytest.mark.parametrize("op, dtype", [("add", np.float32), ("add", np.int32), ("max", np.int32), ("min", np.int32),
                                        ("max", np.uint32), ("min", np.uint32), ("and", np.int32), ("or", np.int32),
-                                       ("xor", np.uint32), ("xchg", np.int32), ("max", np.float32)])
+                                       ("xor", np.uint32), ("xchg", np.int32), ("max", np.float32),
+                                       ("add", np.int64), ("add", np.float64), ("max", np.int64), ("min", np.int64),
+                                       ("max", np.uint64), ("min", np.uint64), ("and", np.int64), ("or", np.uint64),
+                                       ("xor", np.int64), ("xchg", np.int64)])
 @pytest.mark.parametrize("target", TARGETS)
 def test_atomics_compute_on_the_wave_model(op, dtype, target):
     n, bins = 200, 8
-    if dtype == np.float32:   # integer-valued: sums are exact in any order
-        x = RNG.integers(-50, 50, n).astype(np.float32)
+    if dtype in (np.float32, np.float64):   # integer-valued: sums are exact in any order
+        x = RNG.integers(-50, 50, n).astype(dtype)
+    elif np.dtype(dtype).itemsize == 8:   # values that use both dwords, and signs
+        x = RNG.integers(-2**62, 2**62, n, dtype=np.int64).astype(dtype)
     else:
         info = np.iinfo(dtype)
         x = RNG.integers(max(info.min, -2**31), min(info.max, 2**31 - 1), n, dtype=np.int64).astype(dtype)
@@ -139,13 +144,25 @@ def test_memory_model_sequences(target, sem, scope, before, after, bits):
 
 
 @tile.jit
-def wide_atomic_kernel(out_ptr):
-    tl.atomic_add(out_ptr + tl.arange(0, 64), tl.full((64,), 1, tl.int64))
+def wide_cas_kernel(slot_ptr, seen_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    big = offs.to(tl.int64) * 4294967296 + 3   # the high dword decides which swap wins
+    tl.store(seen_ptr + offs, tl.atomic_cas(slot_ptr + offs % 2, big - 4294967296 * 2, big))
 
 
-def test_64_bit_atomics_are_refused_by_name():
-    with pytest.raises(UnsupportedOnTarget, match=r"gfx942: .* simt\.(atom|red) of i64"):
-        build(wide_atomic_kernel, [np.zeros(64, np.int64)])
+@pytest.mark.parametrize("target", TARGETS)
+def test_64_bit_compare_and_swap(target):
+    """global_atomic_cmpswap_x2: lane l swaps in l * 2^32 + 3 where its slot holds (l - 2) * 2^32 + 3,
+    so lanes 0, 1 (against the slots' starting values) and every later one chain, two slots apart."""
+    block = 64
+    slots = np.array([-2 * 2**32 + 3, -1 * 2**32 + 3], np.int64)
+    seen = np.zeros(block, np.int64)
+    compiled = build(wide_cas_kernel, [slots, seen], target=target, BLOCK=block)
+    assert "global_atomic_cmpswap_x2" in compiled.text and b"ELF" in assemble(compiled.text, target)[:4]
+    run_amdgcn(compiled.text, 1, named(wide_cas_kernel, [slots, seen]))
+    lanes = np.arange(block, dtype=np.int64)
+    np.testing.assert_array_equal(seen, (lanes - 2) * 2**32 + 3)   # each lane saw the value it expected
+    np.testing.assert_array_equal(slots, (np.array([block - 2, block - 1]) * 2**32 + 3))
 
 
 @tile.jit

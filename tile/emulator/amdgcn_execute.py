@@ -317,25 +317,42 @@ def _global(w, ins):
 
 @_executes(*(name for name in INSTRUCTIONS if name.startswith("global_atomic_")))
 def _global_atomic(w, ins):
-    """A 32-bit global atomic, lane by lane in lane order; the old values land at the wait.
-    Only the returning form (the target's isa.ATOMIC_RETURN_BIT: sc0, glc) exists in tile's table."""
+    """A 32- or 64-bit (_x2, _f64) global atomic, lane by lane in lane order; the old values land
+    at the wait. Only the returning form (the target's isa.ATOMIC_RETURN_BIT: sc0, glc) exists in
+    tile's table. cmpswap's data is the new value, then the value to compare with."""
     target = w.group.launch.kernel.target
     if not ins.mods.get(ATOMIC_RETURN_BIT[target]):
         raise w.error(f"{ins.opcode} without {ATOMIC_RETURN_BIT[target]} does not return the old value on {target}")
+    name = ins.opcode.removeprefix("global_atomic_")
+    wide = name.endswith(("_x2", "_f64"))
+    size, apply = (8, isa.ATOMIC_64[name.removesuffix("_x2")]) if wide else (4, isa.ATOMIC[name])
+    dwords = size // 4
     address = _global_address(w, ins)
-    data = w.read(ins.uses[1], 2 if ins.opcode.endswith("cmpswap") else 1)
-    _check_alignment(w, address, w.exec, 4)
-    apply = isa.ATOMIC[ins.opcode.removeprefix("global_atomic_")]
+    source = ins.uses[1]
+    if name == "cmpswap":  # one 64-bit read holds both 32-bit operands
+        both = w.read(source, 2)
+        data, compare = both & np.uint64(isa.M32), both >> np.uint64(32)
+    else:
+        data = w.read(Reg(source.bank, source.first, dwords), dwords)
+        compare = w.read(Reg(source.bank, source.first + dwords, dwords), dwords) if name.startswith("cmpswap") \
+            else np.zeros(w.lanes, np.uint64)
+    misaligned = np.flatnonzero(w.exec & (address % np.uint64(size) != 0))  # atomics: natural alignment
+    if misaligned.size:
+        raise w.error(f"{ins.opcode}: address {int(address[misaligned[0]]):#x} is not aligned to {size} bytes",
+                      int(misaligned[0]))
     gmem = w.group.launch.gmem
     old = np.zeros(w.lanes, np.uint64)
+    unsigned = np.dtype(f"u{size}")
     for lane in np.flatnonzero(w.exec):
         here = address[lane:lane + 1]
         fail = _fail(w, np.array([lane]))
-        word = np.uint32(gmem.load(here, 4, 1, fail)[0, 0])
-        new = apply(word, np.uint32(int(data[lane]) & isa.M32), np.uint32(int(data[lane]) >> 32))
-        gmem.store(here, np.array([[new]], np.uint32), 4, fail)
+        word = unsigned.type(gmem.load(here, size, 1, fail)[0, 0])
+        new = apply(word, unsigned.type(int(data[lane])), unsigned.type(int(compare[lane])))
+        gmem.store(here, np.array([[new]], unsigned), size, fail)
         old[lane] = word
-    w.issue("vmcnt", ins.defs[0], [(ins.defs[0], old, w.exec.copy())])
+    writes = [(ins.defs[0].dword(k), (old >> np.uint64(32 * k)) & np.uint64(isa.M32), w.exec.copy())
+              for k in range(dwords)]
+    w.issue("vmcnt", ins.defs[0], writes)
 
 
 @_executes("buffer_wbl2", "buffer_inv", "buffer_wbinvl1_vol", "buffer_invl2")

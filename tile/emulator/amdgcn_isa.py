@@ -253,6 +253,17 @@ ATOMIC: dict[str, Callable[[np.uint32, np.uint32, np.uint32], object]] = {
     "swap": lambda o, v, c: v, "cmpswap": lambda o, v, c: v if o == c else o,
 }
 
+# 64-bit global atomics (the _x2 forms, by their name without it, and add_f64), as uint64
+ATOMIC_64: dict[str, Callable[[np.uint64, np.uint64, np.uint64], object]] = {
+    "add": lambda o, v, c: np.uint64((int(o) + int(v)) & M64),
+    "add_f64": lambda o, v, c: np.float64(o.view(np.float64) + v.view(np.float64)).view(np.uint64),
+    "smax": lambda o, v, c: max(o.view(np.int64), v.view(np.int64)).view(np.uint64),
+    "smin": lambda o, v, c: min(o.view(np.int64), v.view(np.int64)).view(np.uint64),
+    "umax": lambda o, v, c: max(o, v), "umin": lambda o, v, c: min(o, v),
+    "and": lambda o, v, c: o & v, "or": lambda o, v, c: o | v, "xor": lambda o, v, c: o ^ v,
+    "swap": lambda o, v, c: v, "cmpswap": lambda o, v, c: v if o == c else o,
+}
+
 # bytes of global_load_* / global_store_* and ds_read_* / ds_write_* by their suffix
 GLOBAL_BYTES = {"ubyte": 1, "sbyte": 1, "byte": 1, "ushort": 2, "sshort": 2, "short": 2, "dword": 4,
                 "dwordx2": 8, "dwordx3": 12, "dwordx4": 16}

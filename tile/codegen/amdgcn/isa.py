@@ -139,6 +139,13 @@ GLOBAL_ATOMICS = {"global_atomic_add": ("add", "int"), "global_atomic_add_f32": 
                   "global_atomic_smin": ("min", "signed"), "global_atomic_umin": ("min", "unsigned"),
                   "global_atomic_and": ("and", "int"), "global_atomic_or": ("or", "int"),
                   "global_atomic_xor": ("xor", "int"), "global_atomic_swap": ("exch", "any")}
+# the same on 64-bit values (VGPR pairs; CDNA2/CDNA3 ISA "FLAT, Scratch and Global Instructions"):
+# the integer forms end in _x2, f64 has its own add
+GLOBAL_ATOMICS_64 = {"global_atomic_add_x2": ("add", "int"), "global_atomic_add_f64": ("add", "float"),
+                     "global_atomic_smax_x2": ("max", "signed"), "global_atomic_umax_x2": ("max", "unsigned"),
+                     "global_atomic_smin_x2": ("min", "signed"), "global_atomic_umin_x2": ("min", "unsigned"),
+                     "global_atomic_and_x2": ("and", "int"), "global_atomic_or_x2": ("or", "int"),
+                     "global_atomic_xor_x2": ("xor", "int"), "global_atomic_swap_x2": ("exch", "any")}
 
 
 @dataclass(frozen=True)
@@ -273,6 +280,9 @@ def _rows() -> list[InstrInfo]:
     for name in GLOBAL_ATOMICS:
         add(name, "FLAT", "vdst | vaddr vsrc saddr", "vmem", "vmcnt")
     add("global_atomic_cmpswap", "FLAT", "vdst | vaddr vsrc2 saddr", "vmem", "vmcnt")   # data: new, compare
+    for name in GLOBAL_ATOMICS_64:
+        add(name, "FLAT", "vdst2 | vaddr vsrc2 saddr", "vmem", "vmcnt")
+    add("global_atomic_cmpswap_x2", "FLAT", "vdst2 | vaddr vsrc4 saddr", "vmem", "vmcnt")   # new, compare
     # cache maintenance of the memory model (MEMORY_ORDER): write back dirty L2 lines
     # (release), invalidate the L1 and, at system scope, the L2 (acquire); all count in vmcnt
     add("buffer_wbl2", "MUBUF", "|", "vmem", "vmcnt")

@@ -41,10 +41,10 @@ f32 division and square root round correctly unless marked approximate (divide_f
 64-bit integers multiply from 32-bit products and divide in a 64-step loop (divide_int64).
 Subnormal f32 and f16 values are kept (the kernel descriptor's denorm modes), f32 -> f16 rounds
 to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of the amount,
-as the hardware does. Global atomics on 32 bits follow the target's memory model (isa.MEMORY_ORDER).
-An op outside the selected subset (64-bit atomics, LDS atomics other than an integer add, i1
-values carried by scf.while...) raises
-`UnsupportedOnTarget`, a tile.CompilationError at the user's line naming it and the target.
+as the hardware does. Global atomics on 32 and 64 bits (the _x2 forms, f64's add) follow the
+target's memory model (isa.MEMORY_ORDER). An op outside the selected subset (LDS atomics other
+than an integer add, i1 values carried by scf.while...) raises `UnsupportedOnTarget`, naming it
+and the target, which tile.compiler reports as a tile.CompilationError at the user's line.
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ import numpy as np
 from ...ir.core import Location, Operation, Value
 from ...ir.types import DType, PointerType, i1
 from ..math_lib import INV_TWO_PI
-from .isa import (ATOMIC_RETURN_BIT, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_OFFSET_RANGE, INLINE_FLOATS,
+from .isa import (ATOMIC_RETURN_BIT, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64, GLOBAL_OFFSET_RANGE, INLINE_FLOATS,
                   MEMORY_ORDER, mfma_shape, info)
 from .mir import EXEC, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
@@ -1351,7 +1351,7 @@ class Selector:
         self.masked(op.operand(1), lambda: self.emit(opcode, [], sources, offset=offset))
 
     def sel_atomic(self, op: Operation) -> None:
-        """simt.atom, simt.red and simt.atom_cas on 32-bit global values (and simt.red's integer
+        """simt.atom, simt.red and simt.atom_cas on 32- and 64-bit global values (and simt.red's integer
         add on an LDS address, as ds_add_u32): for global memory the returning form of
         the instruction under the op's mask (masked-off lanes read 0), wrapped in the cache
         maintenance and waits the target's memory model asks for its sem and scope
@@ -1366,14 +1366,15 @@ class Selector:
             data = self.to_vgpr(self.operand(op.operand(2)))
             self.masked(op.operand(1), lambda: self.emit("ds_add_u32", [], [addr, data], offset=offset))
             return
-        if isinstance(t, PointerType) or t.bits != 32:
+        if isinstance(t, PointerType) or t.bits not in (32, 64):
             raise self.unsupported(op, f"of {t}")
+        dwords = t.bits // 32
         if cas:
-            opcode = "global_atomic_cmpswap"
+            opcode = "global_atomic_cmpswap" if dwords == 1 else "global_atomic_cmpswap_x2"
         else:
             kind = op.attrs["kind"]
             number = "float" if t.is_floating else "signed" if _signed(t) else "unsigned"
-            opcode = next((name for name, (k, n) in GLOBAL_ATOMICS.items()
+            opcode = next((name for name, (k, n) in (GLOBAL_ATOMICS if dwords == 1 else GLOBAL_ATOMICS_64).items()
                            if k == kind and n in _ATOMIC_OPERANDS[number]), None)
             if opcode is None:
                 raise self.unsupported(op, f"{kind} of {t}")
@@ -1381,9 +1382,11 @@ class Selector:
         release, acquire, bits = MEMORY_ORDER[self.target][scope]
         returning = {ATOMIC_RETURN_BIT[self.target]: 1}
         addr, offset = self.address(op, False)
-        data = self.gather([op.operand(3), op.operand(2)], 32) if cas else self.to_vgpr(self.operand(op.operand(2)))
-        old = self.new("v").all()
-        self.valu("v_mov_b32", [old], [Imm.int(0)])
+        data = self.gather([op.operand(3), op.operand(2)], t.bits) if cas else \
+            self.to_vgpr(self.operand(op.operand(2)), dwords)
+        old = self.new("v", dwords).all()
+        for k in range(dwords):
+            self.valu("v_mov_b32", [old.dword(k)], [Imm.int(0)])
         if sem in ("release", "acq_rel"):
             for opc, flags in release:
                 self.emit(opc, [], [], **flags)
