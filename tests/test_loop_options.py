@@ -35,11 +35,17 @@ def _matmul_args(m=32, n=32, k=128):
     return a, b, np.full((m, n), np.nan, np.float32)
 
 
-def _gpu_ir(kernel, *args, target="sm_80", num_stages=3, **constexprs) -> Operation:
-    """The gpu IR of `kernel` for these arguments after the tile and gpu passes."""
+def _tile_ir(kernel, *args, **constexprs) -> Operation:
+    """The tile IR of `kernel` for these arguments after the tile passes."""
     spec, _ = kernel.specialize(list(args), constexprs)
     func = kernel.build_ir(spec)
     PassManager(tile_passes()).run(func)
+    return func
+
+
+def _gpu_ir(kernel, *args, target="sm_80", num_stages=3, **constexprs) -> Operation:
+    """... and after the gpu passes."""
+    func = _tile_ir(kernel, *args, **constexprs)
     PassManager(gpu_passes(4, target, num_stages=num_stages)).run(func)
     return func
 
@@ -90,10 +96,7 @@ def _unrolled_reference(x: np.ndarray, lo: int, hi: int, step: int) -> np.ndarra
 
 
 def _loops(kernel, *args, **constexprs) -> list[Operation]:
-    spec, _ = kernel.specialize(list(args), constexprs)
-    func = kernel.build_ir(spec)
-    PassManager(tile_passes()).run(func)
-    return [op for op in func.walk() if op.name == "scf.for"]
+    return [op for op in _tile_ir(kernel, *args, **constexprs).walk() if op.name == "scf.for"]
 
 
 def test_unrolled_loop_ir():

@@ -242,27 +242,25 @@ CONVERSIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "v_cvt_u32_f32": lambda x: _to_int(f32(x), 0, 2.0 ** 32 - 1),
 }
 
-# 32-bit global atomics on one word: (old, value, compare) -> new, as uint32
-ATOMIC: dict[str, Callable[[np.uint32, np.uint32, np.uint32], object]] = {
-    "add": lambda o, v, c: (int(o) + int(v)) & M32,
-    "add_f32": lambda o, v, c: np.float32(o.view(np.float32) + v.view(np.float32)).view(np.uint32),
-    "smax": lambda o, v, c: max(o.view(np.int32), v.view(np.int32)).view(np.uint32),
-    "smin": lambda o, v, c: min(o.view(np.int32), v.view(np.int32)).view(np.uint32),
-    "umax": lambda o, v, c: max(o, v), "umin": lambda o, v, c: min(o, v),
-    "and": lambda o, v, c: o & v, "or": lambda o, v, c: o | v, "xor": lambda o, v, c: o ^ v,
-    "swap": lambda o, v, c: v, "cmpswap": lambda o, v, c: v if o == c else o,
-}
+def _atomics(bits: int) -> dict[str, Callable[[object, object, object], object]]:
+    """Global atomics on one value of `bits` bits: (old, value, compare) -> new, all unsigned
+    integers of that width (the float add reads and writes the same bits as a float)."""
+    unsigned, signed, floating = (np.dtype(f"{k}{bits // 8}") for k in "uif")
+    mask = (1 << bits) - 1
+    return {
+        "add": lambda o, v, c: unsigned.type((int(o) + int(v)) & mask),
+        f"add_f{bits}": lambda o, v, c: floating.type(o.view(floating) + v.view(floating)).view(unsigned),
+        "smax": lambda o, v, c: max(o.view(signed), v.view(signed)).view(unsigned),
+        "smin": lambda o, v, c: min(o.view(signed), v.view(signed)).view(unsigned),
+        "umax": lambda o, v, c: max(o, v), "umin": lambda o, v, c: min(o, v),
+        "and": lambda o, v, c: o & v, "or": lambda o, v, c: o | v, "xor": lambda o, v, c: o ^ v,
+        "swap": lambda o, v, c: v, "cmpswap": lambda o, v, c: v if o == c else o,
+    }
 
-# 64-bit global atomics (the _x2 forms, by their name without it, and add_f64), as uint64
-ATOMIC_64: dict[str, Callable[[np.uint64, np.uint64, np.uint64], object]] = {
-    "add": lambda o, v, c: np.uint64((int(o) + int(v)) & M64),
-    "add_f64": lambda o, v, c: np.float64(o.view(np.float64) + v.view(np.float64)).view(np.uint64),
-    "smax": lambda o, v, c: max(o.view(np.int64), v.view(np.int64)).view(np.uint64),
-    "smin": lambda o, v, c: min(o.view(np.int64), v.view(np.int64)).view(np.uint64),
-    "umax": lambda o, v, c: max(o, v), "umin": lambda o, v, c: min(o, v),
-    "and": lambda o, v, c: o & v, "or": lambda o, v, c: o | v, "xor": lambda o, v, c: o ^ v,
-    "swap": lambda o, v, c: v, "cmpswap": lambda o, v, c: v if o == c else o,
-}
+
+# by the instruction's name without global_atomic_ (and without _x2: the 64-bit table's rows)
+ATOMIC = _atomics(32)
+ATOMIC_64 = _atomics(64)
 
 # bytes of global_load_* / global_store_* and ds_read_* / ds_write_* by their suffix
 GLOBAL_BYTES = {"ubyte": 1, "sbyte": 1, "byte": 1, "ushort": 2, "sshort": 2, "short": 2, "dword": 4,

@@ -17,7 +17,8 @@ tensor-core and asynchronous-copy ops fill one template each (`TENSOR_OPS`):
     simt.wgmma {atype = "f16", n = 64}  ->  wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%f1, ...},
                                             %rd4, %rd5, %p1, 1, 1, 0, 1;   (accumulators updated in place)
 scf.for/if/while become labels and branches; loop-carried values and branch results are
-registers that each path writes with `mov`. Each group of instructions from one source
+registers that each path writes with `mov` (none where a loop's next value was computed into
+its argument's own register: _coalesce_carried). Each group of instructions from one source
 line is preceded by a comment naming it:
 
     // add.py:12  offs = pid * BLOCK + tl.arange(0, BLOCK)
@@ -798,18 +799,26 @@ def _loop_test(e: _Emitter, iv: Value, ub: Value, step: Value, keep_going: bool)
     return p
 
 
-# ops whose results take their accumulator operands' registers (ptx/wgmma.py's _in_place)
+# ops whose results update their accumulator operands (the last len(results) operands) in place
 IN_PLACE = ("simt.wgmma", "simt.wgmma_wait")
+
+
+def in_place_source(e: _Emitter, result: Value) -> Optional[Value]:
+    """The accumulator operand whose register the result of an IN_PLACE op takes: when the
+    operand has no other use (the registers of a wgmma chain must not be copied while the wgmma
+    run); None where the result needs its own register."""
+    op = result.owner_op
+    source = op.operands[len(op.operands) - len(op.results) + op.results.index(result)]
+    return source if e.imm(source) is None and len(source.uses) == 1 else None
 
 
 def _register_source(e: _Emitter, v: Value) -> Value:
     """The value whose register `v` will live in: through in-place ops, their accumulator operand."""
-    op = v.owner_op
-    while op is not None and op.name in IN_PLACE:
-        source = op.operands[len(op.operands) - len(op.results) + op.results.index(v)]
-        if e.imm(source) is not None or len(source.uses) != 1:
+    while v.owner_op is not None and v.owner_op.name in IN_PLACE:
+        source = in_place_source(e, v)
+        if source is None:
             break
-        v, op = source, source.owner_op
+        v = source
     return v
 
 

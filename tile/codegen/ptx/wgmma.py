@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ...ir import simt_ops
 from ...ir.core import Operation
-from .emit import _Emitter, _mov_type, handles
+from .emit import _Emitter, _mov_type, handles, in_place_source
 
 # wgmma: the immediates after scale-d, by operand type (scale-a, scale-b; transposes for 16-bit types:
 # of A and B, or of B alone where A is in registers)
@@ -25,14 +25,14 @@ WGMMA_TAIL = {"f16": ", 1, 1{ta}, {tb}", "bf16": ", 1, 1{ta}, {tb}", "tf32": ", 
 
 def _in_place(e: _Emitter, op: Operation, copy: bool) -> tuple[list[str], list[str]]:
     """Registers of the results of an op that updates its accumulator operands in place (wgmma,
-    wgmma.wait_group). A result takes its operand's register when the operand has no other use:
-    the registers of a wgmma chain must not be copied while the wgmma run. Otherwise the result
-    gets a fresh register; returns the moves filling those from the operands (emitted before
-    the op, or after it for a wait), or none when `copy` is false (the operands are not read)."""
+    wgmma.wait_group: emit.IN_PLACE). A result takes its operand's register where
+    emit.in_place_source allows; otherwise it gets a fresh register; returns the moves filling
+    those from the operands (emitted before the op, or after it for a wait), or none when `copy`
+    is false (the operands are not read)."""
     first = len(op.operands) - len(op.results)
     moves = []
     for r, v in zip(op.results, op.operands[first:]):
-        if e.imm(v) is None and len(v.uses) == 1:
+        if in_place_source(e, r) is not None:
             e.regs[r] = e.reg(v)
         else:
             d = e.reg(r)
