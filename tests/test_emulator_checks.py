@@ -208,14 +208,26 @@ def test_tma_bytes_read_before_the_mbarrier_wait():
 
 
 def test_tma_store_source_overwritten_before_its_read_completes():
-    """Without cp.async.bulk.wait_group, the next tile's TMA load overwrites the buffer the
-    epilogue's TMA store may still be reading."""
+    """Without cp.async.bulk.wait_group, the next tile's epilogue overwrites the buffer the
+    previous tile's TMA store may still be reading (the persistent loop defers that wait to
+    just before the next write)."""
     ptx, info, values = _tma_matmul()
     broken, _ = _without(ptx, 0, "cp.async.bulk.wait_group.read 0")
     with pytest.raises(EmulatorError, match=r"writes shared address \d+, which the cp.async.bulk.tensor at PTX line "
                                             r"\d+ [^\n]*kernels_tma.py:\d+ `c_desc.store[^\n]* may still read: a "
                                             r"cp.async.bulk.wait_group must retire it first\n  at PTX line \d+ "
-                                            r"`@%p\d+ cp.async.bulk.tensor.2d.shared::cluster.global"):
+                                            r"`stmatrix.sync.aligned"):
+        _run(broken, info, (2,), values)
+
+
+def test_kernel_exits_while_its_tma_store_reads_shared_memory():
+    """The persistent loop's last TMA store is waited for before the kernel returns; without
+    that wait the CTA would give its shared memory back to the copy engine's reads."""
+    ptx, info, values = _tma_matmul()
+    broken, _ = _without(ptx, -1, "cp.async.bulk.wait_group.read 0")
+    with pytest.raises(EmulatorError, match=r"the kernel exits while the cp.async.bulk.tensor at PTX line \d+ "
+                                            r"[^\n]*kernels_tma.py:\d+ `c_desc.store[^\n]* may still read shared "
+                                            r"memory: a cp.async.bulk.wait_group.read must retire it first"):
         _run(broken, info, (2,), values)
 
 

@@ -100,6 +100,55 @@ def test_persistent_ring_runs_per_tile() -> None:
         "gpu.mbarrier_inval") < text.index("gpu.tma_store")
 
 
+def _allocs(text: str) -> dict[str, tuple[int, int]]:
+    """{buffer: (offset, bytes)} of the gpu.local_alloc ops of gpu IR `text`."""
+    found = re.findall(r"(%\w+) = gpu.local_alloc \{bytes = (\d+), offset = (\d+)\}", text)
+    return {name: (int(offset), int(size)) for name, size, offset in found}
+
+
+def test_persistent_store_waits_before_the_next_write_of_its_buffer() -> None:
+    """The tile loop's TMA store does not wait for its copy: the next tile's K loop runs while the
+    copy engine reads the epilogue's buffer, which therefore shares no bytes with the ring; the wait
+    comes before the next tile writes that buffer, and before the kernel returns."""
+    text = _dump("persistent", "gpu", 3)
+    store = re.search(r"gpu.tma_store (%\w+), .*\{deferred_wait = true, read_back = false\}", text)
+    assert store, text
+    buffer = store.group(1)
+    write = text.index(f"gpu.local_store {buffer},")
+    assert text.rindex("gpu.tma_store_wait", 0, write) > text.index("scf.for")
+    assert text.index("gpu.barrier", text.rindex("gpu.tma_store_wait", 0, write)) < write
+    assert text.count("gpu.tma_store_wait") == 2 and "gpu.tma_store_wait" in text[text.rindex("scf.yield"):]
+    allocs = _allocs(text)
+    start, size = allocs.pop(buffer)
+    assert all(o + n <= start or start + size <= o for o, n in allocs.values()), allocs
+    ptx = _dump("persistent", "ptx", 3)
+    assert ptx.count("cp.async.bulk.wait_group.read 0;") == 2
+    assert ptx.index("cp.async.bulk.wait_group.read 0;") < ptx.index("stmatrix") < ptx.index("cp.async.bulk.commit_group")
+    assemble_ok(ptx, "sm_90a")
+
+
+def test_store_outside_a_loop_waits_at_once() -> None:
+    text = _dump("k_loop", "gpu", 3)
+    assert "deferred_wait = false" in text and "gpu.tma_store_wait" not in text
+
+
+def test_deferred_store_gives_its_bytes_back_when_shared_memory_runs_out() -> None:
+    """When the epilogue's own buffer would not fit beside the ring, the store waits at once and
+    the buffer may reuse others' bytes, as before (here the ring, made outside the tile loop,
+    lives throughout it, so the bytes stay the same)."""
+    from tile.opt.alloc_shared import AllocShared
+
+    func = parse_op(_dump("persistent", "gpu", 3))
+    for op in func.walk():
+        if op.name in ("gpu.local_alloc", "tt.make_tensormap", "tt.reduce"):
+            op.attrs.pop("offset", None) if op.name != "gpu.local_alloc" else op.attrs.update(offset=-1)
+    roomy = parse_op(print_op(func))
+    AllocShared(None).run(roomy)
+    AllocShared(roomy.attrs["shared_bytes"] - 64).run(func)
+    assert func.attrs["shared_bytes"] <= roomy.attrs["shared_bytes"]
+    assert "deferred_wait = false" in print_op(func) and "deferred_wait = true" in print_op(roomy)
+
+
 def test_single_stage_keeps_synchronous_copies() -> None:
     text = _dump("k_loop", "gpu", 1)
     assert text.count("gpu.tma_load ") == 2 and "mbarrier" not in text

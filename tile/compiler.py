@@ -331,7 +331,10 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     from .codegen.target import emitter
     from .opt.gpu_pipeline import gpu_passes
 
-    gpu_manager = PassManager(gpu_passes(options["num_warps"], target, num_stages=options["num_stages"]),
+    from .runtime.resources import shared_memory_limit
+
+    gpu_manager = PassManager(gpu_passes(options["num_warps"], target, num_stages=options["num_stages"],
+                                         shared_limit=shared_memory_limit(target)),
                               verify_each=record_passes, record=record_passes)
     _timed(timings, "gpu passes", gpu_manager.run, func)
     if record_passes:

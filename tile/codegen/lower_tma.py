@@ -28,6 +28,10 @@ After (per thread; %bar: 8 bytes of shared memory of the lowering's own, %t0 = (
                                                     // and written memory, where a TMA load reads it back)
     simt.barrier                                    // ... before any thread writes it again
 
+With {deferred_wait} (tile/opt/tma.py) the store ends at its simt.bulk_commit: insert-barriers
+put a gpu.tma_store_wait (simt.bulk_wait {pending = 0, read = true}) and a barrier where its
+buffer is next written, and one before the return.
+
 The TMA ring's ops (tile/opt/pipeline.py; %bar_s: mbarrier %s of %bars, %bars + 8 * %s):
 
     gpu.mbarrier_init %bars {count = 1}   ->  simt.mbarrier_init of each mbarrier, %t0; simt.fence_proxy_async
@@ -56,9 +60,7 @@ acquire is all the ordering the copies need.
 """
 from __future__ import annotations
 
-from typing import Optional
-
-from ..ir.core import BlockArgument, Operation, Value
+from ..ir.core import Operation, Value
 from ..ir.gpu_ops import element_bytes
 from ..ir.tma_layouts import TENSOR_MAP_BYTES, tma_layout
 from ..ir.types import i1, i32, i64, tensormap
@@ -105,55 +107,6 @@ def _lower_tma_load(ctx: Lowering, op: Operation) -> None:
     ctx.effect("simt.mbarrier_inval", [bar, first])
 
 
-def _tensor_of(tensormap: Value) -> Optional[Value]:
-    """What a tensor map describes, as far as the IR tells: the base pointer of the
-    tt.make_tensormap that made it, or the kernel parameter it is; None when unknown (a map
-    carried through a loop or an if)."""
-    maker = tensormap.owner_op
-    if maker is not None and maker.name == "tt.make_tensormap":
-        return maker.operand(0)
-    if isinstance(tensormap, BlockArgument) and tensormap.block.parent_op is not None \
-            and tensormap.block.parent_op.name == "tt.func":
-        return tensormap
-    return None
-
-
-_POINTER_PATH = ("tt.addptr", "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "gpu.convert_layout")
-_GLOBAL_READS = {"tt.load": 0, "tt.atomic_rmw": 0, "tt.atomic_cas": 0, "gpu.async_copy": 1}  # op: pointer operand
-
-
-def _base_pointer(pointers: Value) -> Optional[Value]:
-    """The scalar pointer that a tensor of pointers is offset from: a kernel parameter or a
-    loaded value; None when it comes through a loop or an if."""
-    while pointers.owner_op is not None and pointers.owner_op.name in _POINTER_PATH:
-        pointers = pointers.owner_op.operand(0)
-    if isinstance(pointers, BlockArgument):
-        return pointers if pointers.block.parent_op is not None and pointers.block.parent_op.name == "tt.func" else None
-    return pointers
-
-
-def _read_back(store: Operation) -> bool:
-    """Whether the kernel may read, by TMA or by a load, what TMA `store` writes: through a
-    tensor map of the same tensor or a pointer from its base, or from an unknown source.
-    (Different kernel parameters are taken not to alias, as Triton takes them.)"""
-    func = store
-    while func.name != "tt.func":
-        func = func.parent_op
-    written = _tensor_of(store.operand(1))
-    if written is None:
-        return True
-    for op in func.walk():
-        if op.name in ("gpu.tma_load", "gpu.tma_load_async"):
-            read = _tensor_of(op.operand(1))
-        elif op.name in _GLOBAL_READS:
-            read = _base_pointer(op.operand(_GLOBAL_READS[op.name]))
-        else:
-            continue
-        if read is None or read is written:
-            return True
-    return False
-
-
 @lowers("gpu.tma_store")
 def _lower_tma_store(ctx: Lowering, op: Operation) -> None:
     boxes, _ = _boxes(ctx, op.operand(0), op.operands[2:])
@@ -164,9 +117,16 @@ def _lower_tma_store(ctx: Lowering, op: Operation) -> None:
     for addr, coords in boxes:
         ctx.effect("simt.tma_store", [addr, tensormap, first, *coords])
     ctx.effect("simt.bulk_commit")
+    if op.attrs.get("deferred_wait"):  # insert-barriers placed a gpu.tma_store_wait where it is due
+        return
     # Until the copies have read %buf; until they have written memory when a TMA load may read it back.
-    ctx.effect("simt.bulk_wait", pending=0, read=not _read_back(op))
+    ctx.effect("simt.bulk_wait", pending=0, read=not op.attrs.get("read_back", True))
     ctx.barrier()
+
+
+@lowers("gpu.tma_store_wait")
+def _lower_tma_store_wait(ctx: Lowering, op: Operation) -> None:
+    ctx.effect("simt.bulk_wait", pending=0, read=True)
 
 
 def _barrier(ctx: Lowering, bars: Value, stage: Value) -> Value:

@@ -28,7 +28,8 @@ copy's PTX line.
 *Asynchronous readers.* A wgmma reads its shared operands until a wgmma.wait_group retires its
 group, a TMA store its shared source until a cp.async.bulk.wait_group retires its bulk
 group: a write of those bytes earlier (a store, a cp.async or TMA load into a stage still
-being read) is an error naming the reader's PTX line and the wait it needs.
+being read) is an error naming the reader's PTX line and the wait it needs, and so is a CTA's
+exit before its TMA stores' reads retire.
 
 *Proxy fences.* A thread's shared-memory stores are made by the generic proxy; wgmma and TMA
 stores read through the async proxy, which sees them only after the storing thread's
@@ -207,6 +208,15 @@ class SharedChecks:
             for byte_idx in groups.pop(0):
                 self.async_reader[byte_idx] = NOBODY
                 self.async_reads -= 1
+
+    def exit(self, m: Any) -> None:
+        """The batch's threads have exited: no TMA store may still be reading their shared memory,
+        which the hardware hands to the next CTA."""
+        pending = [b for b in self.reads_open["bulk"]] + [b for group in self.reads_committed["bulk"] for b in group]
+        if self.enabled and pending:
+            ins = m.kernel.instrs[int(self.async_reader[pending[0][0]])]
+            raise m.error(f"the kernel exits while the {ins.opcode} at {ins.source.describe()} may still read shared "
+                          f"memory: a cp.async.bulk.wait_group.read must retire it first", source=ins.source)
 
     def _check_async_readers(self, m: Any, b: np.ndarray, tb: np.ndarray) -> None:
         reader = self.async_reader[b]

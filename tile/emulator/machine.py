@@ -381,6 +381,7 @@ class Machine:
             else:
                 pcs[base] = cur + 1
         self.act = None
+        self.checks.exit(self)
 
     def _check_barrier(self, here: np.ndarray, live: np.ndarray, pcs: np.ndarray) -> None:
         ctas = len(self.ctas)

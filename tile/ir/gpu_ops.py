@@ -52,10 +52,15 @@ tt.descriptor_load / tt.descriptor_store, the buffer laid out as tile.ir.tma_lay
                                     %buf, out-of-bounds elements zero (or NaN) filled, and waits
                                     for it: afterwards every thread may read %buf, and wgmma too
                                     (the lowering brackets the copy with barriers and an mbarrier)
-  gpu.tma_store %buf, %tensormap, %coords...  writes %buf (filled by gpu.local_store) to the
-                                    block at %coords, clipped to the tensor, and waits until
-                                    %buf has been read (the lowering fences the writes to the
-                                    async proxy and synchronizes the CTA first)
+  gpu.tma_store %buf, %tensormap, %coords... {read_back, deferred_wait}   writes %buf (filled
+                                    by gpu.local_store) to the block at %coords, clipped to the
+                                    tensor (the lowering fences the writes to the async proxy and
+                                    synchronizes the CTA first), and waits until %buf has been
+                                    read (read_back: until the block is written, the kernel may
+                                    load it again); with deferred_wait it does not wait: %buf
+                                    keeps its bytes to itself (alloc-shared) and a later
+                                    gpu.tma_store_wait retires the read (insert-barriers)
+  gpu.tma_store_wait                the TMA stores issued so far have read their buffers
 
 The TMA ring of a pipelined loop (tile/opt/pipeline.py); %bars: a gpu.local_alloc of
 tensor<S x i64, #shared<vec = 1, per_phase = 1, max_phase = 1, order = [0]>>, one mbarrier per stage:
@@ -186,7 +191,8 @@ def _verify_local_load(op: Operation) -> None:
 
 
 @register_op("gpu.barrier", pure=False)
-def _verify_barrier(op: Operation) -> None:
+@register_op("gpu.tma_store_wait", pure=False)
+def _verify_no_operands(op: Operation) -> None:
     expect_counts(op, 0, 0)
 
 

@@ -7,7 +7,10 @@ tt.histogram (its bins, 4 bytes each) and of every tt.make_tensormap (the 128 by
 in which the map is built before it goes to global memory) (`scratch_bytes`). A buffer lives from its definition to its last use in program order,
 uses of its gpu.local_view stages included (a reduce's scratch: during the op); a use inside a
 loop that does not contain the definition keeps the buffer alive for the whole loop, since the
-next iteration comes back to it. Buffers are placed largest first at the lowest offset free of
+next iteration comes back to it; a buffer that a TMA store with {deferred_wait} reads lives
+for the whole function (the copy engine reads it until a wait that may come in a later
+iteration), unless the kernel would then exceed `shared_limit`: those stores then wait at once
+(deferred_wait = false) and their buffers live as any other. Buffers are placed largest first at the lowest offset free of
 every placed buffer whose lifetime intersects its own, aligned to 16 bytes, or to 128 bytes for
 a swizzled buffer (its bank pattern is computed from a line start), or to 8 rows of its swizzle
 (1024 bytes for 128-byte rows) for a buffer wgmma reads (the hardware swizzles by address bits,
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional
 
 from ..ir import Operation, TensorType
 from ..ir.dot_layouts import wgmma_swizzle
@@ -120,9 +124,12 @@ def _buffers(func: Operation) -> list[_Buffer]:
                     if loop.name in _LOOPS:
                         stop = max(stop, end[loop])
                     loop = loop.parent_op
+            start = pos[op]
+            if any(u.name == "gpu.tma_store" and u.attrs.get("deferred_wait") for u in op.result.users()):
+                start, stop = 0, len(ops)  # read by the copy engine until a wait, maybe in a later iteration
             layout = op.result.type.layout
             align = SWIZZLE_ALIGN if layout.max_phase > 1 else ALIGN
-            out.append(_Buffer(op, op.attrs["bytes"], pos[op], stop, max(align, _wgmma_alignment(op))))
+            out.append(_Buffer(op, op.attrs["bytes"], start, stop, max(align, _wgmma_alignment(op))))
         elif needs_scratch(op):
             align = TENSOR_MAP_BYTES if op.name == "tt.make_tensormap" else ALIGN  # tensormap.replace's .b1024
             out.append(_Buffer(op, scratch_bytes(op), pos[op], end[op], align))
@@ -176,9 +183,18 @@ class AllocShared(Pass):
 
     name = "alloc-shared"
 
+    def __init__(self, shared_limit: Optional[int] = None):
+        self.shared_limit = shared_limit
+
     def run(self, func: Operation) -> None:
         buffers = _buffers(func)
         total = allocate(buffers)
+        deferred = [op for op in func.walk() if op.name == "gpu.tma_store" and op.attrs.get("deferred_wait")]
+        if self.shared_limit is not None and total > self.shared_limit and deferred:
+            for op in deferred:  # the stores wait at once and their buffers share bytes again
+                op.attrs["deferred_wait"] = False
+            buffers = _buffers(func)
+            total = allocate(buffers)
         for b in buffers:
             b.op.attrs["offset" if b.op.name == "gpu.local_alloc" else "scratch_offset"] = b.offset
         func.attrs["shared_bytes"] = _align(total)

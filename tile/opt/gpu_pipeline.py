@@ -13,6 +13,8 @@ reads).
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from .accelerate_dot import AccelerateDot
 from .alloc_shared import AllocShared
 from .coalesce import Coalesce
@@ -26,12 +28,14 @@ from .to_gpu import ConvertToGpu
 from .vectorize import Vectorize
 
 
-def gpu_passes(num_warps: int, target: str, threads_per_warp: int = 32, num_stages: int = 3) -> list[Pass]:
+def gpu_passes(num_warps: int, target: str, threads_per_warp: int = 32, num_stages: int = 3,
+               shared_limit: Optional[int] = None) -> list[Pass]:
     """convert-to-gpu, accelerate-dot, coalesce, remove-layout-conversions, vectorize,
-    convert-through-shared, tma, pipeline, alloc-shared, insert-barriers."""
+    convert-through-shared, tma, pipeline, alloc-shared, insert-barriers. `shared_limit`: the
+    target's shared bytes per program, which alloc-shared keeps to where it has the choice."""
     return [ConvertToGpu(num_warps, target, threads_per_warp, num_stages), AccelerateDot(), Coalesce(),
-            RemoveLayoutConversions(), Vectorize(), ConvertThroughShared(), LowerToTma(), Pipeline(), AllocShared(),
-            InsertBarriers()]
+            RemoveLayoutConversions(), Vectorize(), ConvertThroughShared(), LowerToTma(), Pipeline(),
+            AllocShared(shared_limit), InsertBarriers()]
 
 
 __all__ = ["gpu_passes"]

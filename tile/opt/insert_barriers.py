@@ -59,6 +59,14 @@ A TMA ring's copy (gpu.tma_load_async) and mbarrier initialization are writes th
 same barrier before them; the copy's bytes need none after it: every thread waits on the
 stage's mbarrier (gpu.mbarrier_wait) before reading them, which makes them visible to it and to
 its wgmma.
+A TMA store with {deferred_wait} (a persistent kernel's epilogue, tile/opt/tma.py) leaves the
+copy engine reading its buffer: the first later write of those bytes, often the next tile's
+epilogue, gets a gpu.tma_store_wait and a barrier before it, and the kernel one before it returns:
+    gpu.tma_store %c, %map, %m, %n {deferred_wait = true}
+    ...                              // the next tile's K loop runs while %c is read
+    gpu.tma_store_wait
+    gpu.barrier
+    gpu.local_store %c, %next
 A loop whose copies come first (attention: the dot of the previous iteration retired) needs
 one barrier: after the wait, before the copies; it also orders the dot after the landing.
 Writes still unfenced before a loop with a wgmma inside (attention's Q tile) are fenced before
@@ -107,16 +115,18 @@ class _Pending:
     in_flight: frozenset[_Access] = frozenset()
     unfenced: frozenset[_Access] = frozenset()      # generic-proxy writes not yet fenced for wgmma
     dots: tuple[frozenset[_Access], ...] = ()       # reads of asynchronous dots in flight, oldest first
+    stores: frozenset[_Access] = frozenset()        # reads of TMA stores whose wait is deferred
 
     def __or__(self, other: "_Pending") -> "_Pending":
         n = max(len(self.dots), len(other.dots))
         pad = lambda d: (frozenset(),) * (n - len(d)) + d  # noqa: E731  (aligned on the newest)
         return _Pending(self.reads | other.reads, self.writes | other.writes, self.in_flight | other.in_flight,
-                        self.unfenced | other.unfenced, tuple(a | b for a, b in zip(pad(self.dots), pad(other.dots))))
+                        self.unfenced | other.unfenced, tuple(a | b for a, b in zip(pad(self.dots), pad(other.dots))),
+                        self.stores | other.stores)
 
     def cleared(self) -> "_Pending":
-        """After a barrier: copies and asynchronous dots in flight stay so, unfenced writes too."""
-        return _Pending(in_flight=self.in_flight, unfenced=self.unfenced, dots=self.dots)
+        """After a barrier: copies, asynchronous dots and TMA stores in flight stay so, unfenced writes too."""
+        return _Pending(in_flight=self.in_flight, unfenced=self.unfenced, dots=self.dots, stores=self.stores)
 
     def replace(self, **changes: object) -> "_Pending":
         return dataclasses.replace(self, **changes)
@@ -180,7 +190,7 @@ def _untag(state: _Pending, loop: Operation) -> _Pending:
                          for a in accesses)
 
     return _Pending(fix(state.reads), fix(state.writes), fix(state.in_flight), fix(state.unfenced),
-                    tuple(fix(d) for d in state.dots))
+                    tuple(fix(d) for d in state.dots), fix(state.stores))
 
 
 def reads_async_proxy(op: Operation) -> bool:
@@ -195,7 +205,10 @@ class InsertBarriers(Pass):
 
     def run(self, func: Operation) -> None:
         self.func = func
-        self._block(func.regions[0].block, _Pending(), insert=True)
+        body = func.regions[0].block
+        if self._block(body, _Pending(), insert=True).stores:
+            # The copy engine may still read shared memory that the program gives back as it exits.
+            body.insert_before(body.ops[-1], Operation("gpu.tma_store_wait", loc=body.ops[-1].loc))
 
     def _barrier(self, op: Operation, insert: bool, before: tuple[Operation, ...] = ()) -> None:
         if insert:
@@ -207,8 +220,20 @@ class InsertBarriers(Pass):
             name = op.name
             if name in ("gpu.barrier", "tt.debug_barrier") or "scratch_offset" in op.attrs:
                 state = state.cleared()
-            elif name in ("gpu.local_store", "gpu.async_copy", "gpu.tma_load_async", "gpu.mbarrier_init"):
+            elif name == "gpu.tma_store":  # its lowering synchronizes the CTA before the copy
+                state = state.cleared()
+                if op.attrs.get("deferred_wait"):
+                    state = state.replace(stores=state.stores | {_access(op.operand(0), self.func)})
+            elif name == "gpu.tma_store_wait":
+                state = state.replace(stores=frozenset())
+            elif name in ("gpu.local_store", "gpu.async_copy", "gpu.tma_load_async", "gpu.mbarrier_init",
+                          "gpu.tma_load"):
                 access = _access(op.operand(0), self.func)
+                if _hits(access, state.stores):
+                    self._barrier(op, insert, (Operation("gpu.tma_store_wait", loc=op.loc),))
+                    state = state.replace(stores=frozenset()).cleared()
+                if name == "gpu.tma_load":  # its lowering brackets the copy with barriers
+                    continue
                 if any(_hits(access, d) for d in state.dots):
                     self._barrier(op, insert, (Operation("gpu.dot_wait", [], [], {"pending": 0}, loc=op.loc),))
                     state = state.replace(dots=()).cleared()

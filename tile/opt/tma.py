@@ -15,7 +15,12 @@ exist) and turns:
   block into the load's layout.
 - a load whose only use is a tt.trans staged for wgmma (B of `tl.dot(a, b.T)`) into a
   gpu.tma_load {transposed} of that staging buffer: the same bytes, seen with the order reversed.
-- a store into a gpu.local_store of the value into such a buffer and a gpu.tma_store of it.
+- a store into a gpu.local_store of the value into such a buffer and a gpu.tma_store of it,
+  marked `read_back` when the kernel may read what it writes (a TMA load of the same tensor, a
+  load from its base pointer, or an unknown source): its wait then covers the writes; and
+  `deferred_wait` when it is in a loop and not read back (a persistent kernel's epilogue): it
+  does not wait at all, so the next tile's loads overlap the copy (insert-barriers places the
+  wait before the buffer's next write, as Triton does).
 
 Last, each tt.make_tensormap that a copy uses gets a 128-byte slot of the program's global scratch
 (a `global_scratch` parameter appended to the kernel; `global_scratch_bytes` per program for the
@@ -37,13 +42,13 @@ After:
     %d = tt.dot %buf, %w, %acc : tensor<64x64xf32, #mma<version = 3, ...>>
     %out = gpu.local_alloc {bytes = 8192, offset = -1} : tensor<64x64xf16, #sh>
     gpu.local_store %out, %v
-    gpu.tma_store %out, %y.tensormap, %om, %on
+    gpu.tma_store %out, %y.tensormap, %om, %on {deferred_wait = false, read_back = false}
 """
 from __future__ import annotations
 
 from typing import Optional
 
-from ..ir import Operation, PointerType, TensorType, Value
+from ..ir import BlockArgument, Operation, PointerType, TensorType, Value
 from ..ir.builder import Builder
 from ..ir.dot_layouts import MmaLayout, wgmma_swizzle
 from ..ir.gpu_ops import element_bytes, layout_of, tma_buffer_layout, with_layout
@@ -222,7 +227,68 @@ class LowerToTma(Pass):
             if not _tma_copyable(op):  # expand-descriptors expanded every other access
                 raise ValueError(f"{op.name} reached the gpu passes without a TMA lowering")
             (_lower_load if op.name == "tt.descriptor_load" else _lower_store)(op)
+        for store in [o for o in func.walk() if o.name == "gpu.tma_store"]:
+            store.attrs["read_back"] = _read_back(store)
+            store.attrs["deferred_wait"] = not store.attrs["read_back"] and _in_any_loop(store)
         _assign_scratch_slots(func)
+
+
+def _in_any_loop(op: Operation) -> bool:
+    parent = op.parent_op
+    while parent is not None:
+        if parent.name in ("scf.for", "scf.while"):
+            return True
+        parent = parent.parent_op
+    return False
+
+
+def _tensor_of(tensormap: Value) -> Optional[Value]:
+    """What a tensor map describes, as far as the IR tells: the base pointer of the
+    tt.make_tensormap that made it, or the kernel parameter it is; None when unknown (a map
+    carried through a loop or an if)."""
+    maker = tensormap.owner_op
+    if maker is not None and maker.name == "tt.make_tensormap":
+        return maker.operand(0)
+    if isinstance(tensormap, BlockArgument) and tensormap.block.parent_op is not None \
+            and tensormap.block.parent_op.name == "tt.func":
+        return tensormap
+    return None
+
+
+_POINTER_PATH = ("tt.addptr", "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "gpu.convert_layout")
+_GLOBAL_READS = {"tt.load": 0, "tt.atomic_rmw": 0, "tt.atomic_cas": 0, "gpu.async_copy": 1}  # op: pointer operand
+
+
+def _base_pointer(pointers: Value) -> Optional[Value]:
+    """The scalar pointer that a tensor of pointers is offset from: a kernel parameter or a
+    loaded value; None when it comes through a loop or an if."""
+    while pointers.owner_op is not None and pointers.owner_op.name in _POINTER_PATH:
+        pointers = pointers.owner_op.operand(0)
+    if isinstance(pointers, BlockArgument):
+        return pointers if pointers.block.parent_op is not None and pointers.block.parent_op.name == "tt.func" else None
+    return pointers
+
+
+def _read_back(store: Operation) -> bool:
+    """Whether the kernel may read, by TMA or by a load, what TMA `store` writes: through a
+    tensor map of the same tensor or a pointer from its base, or from an unknown source.
+    (Different kernel parameters are taken not to alias, as Triton takes them.)"""
+    func = store
+    while func.name != "tt.func":
+        func = func.parent_op
+    written = _tensor_of(store.operand(1))
+    if written is None:
+        return True
+    for op in func.walk():
+        if op.name in ("gpu.tma_load", "gpu.tma_load_async"):
+            read = _tensor_of(op.operand(1))
+        elif op.name in _GLOBAL_READS:
+            read = _base_pointer(op.operand(_GLOBAL_READS[op.name]))
+        else:
+            continue
+        if read is None or read is written:
+            return True
+    return False
 
 
 def _assign_scratch_slots(func: Operation) -> None:
