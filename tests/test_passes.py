@@ -470,7 +470,7 @@ def test_licm_hoists_pure_reduce_but_not_structured_ops_with_effects() -> None:
 # ------------------------------------------------------------------------------- combine
 
 COMBINE_ARGS = ("%a: tensor<16x8xf16>, %b: tensor<8x16xf16>, %acc: tensor<16x16xf32>, %ptrs: tensor<16xptr<f32>>, "
-                "%mask: tensor<16xi1>, %other: tensor<16xf32>, %row: tensor<1x1xf32>")
+                "%mask: tensor<16xi1>, %other: tensor<16xf32>, %row: tensor<1x1xf32>, %i: i32, %n: i32")
 
 
 def test_combine_docstring_example() -> None:
@@ -482,16 +482,46 @@ def test_combine_docstring_example() -> None:
         %y = arith.select %mask, %x, %other : tensor<16xf32>
         %e = tt.broadcast %row : tensor<4x1xf32>
         %f = tt.broadcast %e : tensor<4x8xf32>
-        tt.print %acc1, %y, %f
+        %q = arith.div %i, %n : i32
+        %r = arith.rem %i, %n : i32
+        tt.print %acc1, %y, %f, %q, %r
         tt.return
         """, """
         %zero = arith.constant {value = 0.0} : tensor<16x16xf32>
         %acc1 = tt.dot %a, %b, %acc : tensor<16x16xf32>
         %y = tt.load %ptrs, %mask, %other : tensor<16xf32>
         %f = tt.broadcast %row : tensor<4x8xf32>
-        tt.print %acc1, %y, %f
+        %q = arith.div %i, %n : i32
+        %0 = arith.mul %q, %n : i32
+        %r = arith.sub %i, %0 : i32
+        tt.print %acc1, %y, %f, %q, %r
         tt.return
         """, COMBINE_ARGS)
+
+
+def test_combine_rem_takes_a_later_division_and_leaves_constant_divisors() -> None:
+    check(Combine(), """
+        %c8 = arith.constant {value = 8} : i32
+        %r = arith.rem %i, %n : i32
+        %q = arith.div %i, %n : i32
+        %s = arith.rem %i, %c8 : i32
+        %t = arith.div %i, %c8 : i32
+        %x = arith.rem %a1, %a2 : f32
+        %y = arith.div %a1, %a2 : f32
+        tt.print %r, %q, %s, %t, %x, %y
+        tt.return
+        """, """
+        %c8 = arith.constant {value = 8} : i32
+        %q = arith.div %i, %n : i32
+        %0 = arith.mul %q, %n : i32
+        %r = arith.sub %i, %0 : i32
+        %s = arith.rem %i, %c8 : i32
+        %t = arith.div %i, %c8 : i32
+        %x = arith.rem %a1, %a2 : f32
+        %y = arith.div %a1, %a2 : f32
+        tt.print %r, %q, %s, %t, %x, %y
+        tt.return
+        """, "%i: i32, %n: i32, %a1: f32, %a2: f32")
 
 
 def test_combine_dot_in_a_loop() -> None:

@@ -630,6 +630,9 @@ def test_tma_rule_is_checked_where_strides_are_runtime_values() -> None:
         to_ptr = next(x for x in ir.splitlines() if x.strip().startswith(f"{base} = tt.int_to_ptr"))
         chosen = to_ptr.split("tt.int_to_ptr ")[1].split(" ")[0]
         assert any(x.strip().startswith(f"{chosen} = arith.select") for x in ir.splitlines())
+    # the rule tests the low 4 bits of base | stride bytes: no 64-bit remainder (a call in SASS)
+    ptx = str(tile.dump(copy_kernel, a, a, 50, 70, BM=16, BN=32, stage="ptx", target="sm_90a"))
+    assert "and.b64" in ptx and "rem.s64" not in ptx and "rem.u64" not in ptx
 
 
 def test_a_constant_stride_off_tmas_rule_keeps_masked_accesses() -> None:

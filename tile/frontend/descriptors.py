@@ -210,10 +210,11 @@ def _base_on_tmas_rule(sem: "Semantic", desc: tensor_descriptor, elem_bytes: int
     if any(not isinstance(v, tensor) and v * elem_bytes % 16 for v in desc._strides[:-1]):
         return None
     address = sem.cast(desc.base, i64)
-    ok = sem.compare("eq", sem.mod(address, 16), 0)
+    low_bits = address  # a multiple of 16 has its low 4 bits clear (a 64-bit `%` would be a call in SASS)
     for stride in desc._strides[:-1]:
         if isinstance(stride, tensor):
-            ok = sem.logical_and(ok, sem.compare("eq", sem.mod(sem.mul(stride, elem_bytes), 16), 0))
+            low_bits = sem.or_(low_bits, sem.mul(sem.cast(stride, i64), elem_bytes))
+    ok = sem.compare("eq", sem.and_(low_bits, 15), 0)
     return sem.cast(sem.where(ok, address, 0), desc.base.element)
 
 

@@ -8,17 +8,25 @@ Before:
     %y = arith.select %mask, %x, %other : tensor<16xf32>
     %e = tt.broadcast %row : tensor<4x1xf32>
     %f = tt.broadcast %e : tensor<4x8xf32>
+    %q = arith.div %i, %n : i32
+    %r = arith.rem %i, %n : i32
 After:
     %zero = arith.constant {value = 0.0} : tensor<16x16xf32>
     %acc1 = tt.dot %a, %b, %acc : tensor<16x16xf32>
     %y = tt.load %ptrs, %mask, %other : tensor<16xf32>
     %f = tt.broadcast %row : tensor<4x8xf32>
+    %q = arith.div %i, %n : i32
+    %0 = arith.mul %q, %n : i32
+    %r = arith.sub %i, %0 : i32
 
 1. `add(dot(a, b, 0), c)` (either operand order, the dot used only there) -> `dot(a, b, c)`:
    the accumulator starts at c instead of being added afterwards.
 2. `select(m, load(p, m), other)` (the load used only there) -> `load(p, m, other)`: the
    masked-off lanes read `other` directly.
 3. `broadcast(broadcast(x))` -> `broadcast(x)`.
+4. `rem(a, b)` of integers beside `div(a, b)` in the same block, b not a constant ->
+   `sub(a, mul(div(a, b), b))`: one division instead of two (a GPU divides an integer by a
+   runtime value in some twenty instructions; by a constant, in a multiply).
 (`addptr(addptr(p, a), b)` is canonicalize's job.)
 """
 from __future__ import annotations
@@ -26,6 +34,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from ..ir import Operation, Value
+from ..ir.types import element_type
 from .canonicalize import constant_value
 from .dce import has_side_effects, replace_op
 from .pass_manager import Pass
@@ -102,10 +111,30 @@ def broadcast_broadcast(op: Operation) -> bool:
     return True
 
 
+def rem_of_div(rem: Operation) -> bool:
+    a, b = rem.operands
+    if not element_type(rem.result.type).is_integer or constant_value(b) is not None:
+        return False
+    ops = rem.parent.ops
+    div = next((op for op in ops if op.name == "arith.div" and op.operand(0) is a and op.operand(1) is b
+                and op.result.type == rem.result.type), None)
+    if div is None:
+        return False
+    if ops.index(div) > ops.index(rem):  # its operands are visible at the rem, which uses them
+        div.move_before(rem)
+    product = Operation("arith.mul", [div.result, b], [rem.result.type], loc=rem.loc)
+    rem.parent.insert_before(rem, product)
+    difference = Operation("arith.sub", [a, product.result], [rem.result.type], loc=rem.loc)
+    rem.parent.insert_before(rem, difference)
+    replace_op(rem, difference.result)
+    return True
+
+
 COMBINES: dict[str, Callable[[Operation], bool]] = {
     "arith.add": dot_add,
     "arith.select": select_load,
     "tt.broadcast": broadcast_broadcast,
+    "arith.rem": rem_of_div,
 }
 
 
@@ -124,4 +153,4 @@ class Combine(Pass):
                     changed = True
 
 
-__all__ = ["Combine", "COMBINES", "dot_add", "select_load", "broadcast_broadcast"]
+__all__ = ["Combine", "COMBINES", "dot_add", "select_load", "broadcast_broadcast", "rem_of_div"]
