@@ -5,14 +5,15 @@ Before (a 64x128 f16 block: two 64x64 boxes of the 128-byte swizzle, 8 KiB apart
 
     gpu.tma_load %buf, %desc.tensormap, %row, %col
 
-After (per thread; %bar: 8 bytes of shared memory of the lowering's own, %t0 = (%tid == 0)):
+After (per thread; %bar: 8 bytes of shared memory of the lowering's own, %t0 = (%tid == 0), %e =
+thread 0 again, as warp 0's lane that simt.elect picks: (%tid of lane 0 == 0) & simt.elect):
 
     simt.mbarrier_init %bar, %t0 {count = 1}
     simt.barrier                                    // the barrier is initialized; every warp is
                                                     // done with the bytes the copy overwrites
-    simt.mbarrier_expect_tx %bar, %t0 {bytes = 16384}
-    simt.tma_load %buf, %bar, %tmap, %t0, %col, %row
-    simt.tma_load %buf+8192, %bar, %tmap, %t0, %col+64, %row
+    simt.mbarrier_expect_tx %bar, %e {bytes = 16384}
+    simt.tma_load %buf, %bar, %tmap, %e, %col, %row
+    simt.tma_load %buf+8192, %bar, %tmap, %e, %col+64, %row
     simt.mbarrier_wait %bar, %c0                    // phase 0 completes when 16384 bytes landed
     simt.barrier                                    // nobody waits any more:
     simt.mbarrier_inval %bar, %t0                   // the next execution may initialize it again
@@ -21,8 +22,8 @@ After (per thread; %bar: 8 bytes of shared memory of the lowering's own, %t0 = (
 ->
     simt.fence_proxy_async                          // this thread's st.shared, to the async proxy
     simt.barrier                                    // ... every thread's
-    simt.tma_store %buf, %tmap, %t0, %col, %row
-    simt.tma_store %buf+8192, %tmap, %t0, %col+64, %row
+    simt.tma_store %buf, %tmap, %e, %col, %row
+    simt.tma_store %buf+8192, %tmap, %e, %col+64, %row
     simt.bulk_commit
     simt.bulk_wait {pending = 0, read = true}       // the copies have read %buf (with read = false:
                                                     // and written memory, where a TMA load reads it back)
@@ -35,9 +36,9 @@ buffer is next written, and one before the return.
 The TMA ring's ops (tile/opt/pipeline.py; %bar_s: mbarrier %s of %bars, %bars + 8 * %s):
 
     gpu.mbarrier_init %bars {count = 1}   ->  simt.mbarrier_init of each mbarrier, %t0; simt.fence_proxy_async
-    gpu.mbarrier_expect %bars, %s, %p     ->  simt.mbarrier_expect_tx %bar_s, (%t0 & %p)
+    gpu.mbarrier_expect %bars, %s, %p     ->  simt.mbarrier_expect_tx %bar_s, (%e & %p)
     gpu.tma_load_async %v, %tmap, %bars, %s, %p, %row, %col
-                                          ->  simt.tma_load of each box, %bar_s, (%t0 & %p); no wait
+                                          ->  simt.tma_load of each box, %bar_s, (%e & %p); no wait
     gpu.mbarrier_wait %bars, %s, %phase   ->  simt.mbarrier_wait %bar_s, %phase
     gpu.mbarrier_inval %bars              ->  simt.mbarrier_inval of each mbarrier, %t0
 
@@ -91,6 +92,15 @@ def _first_thread(ctx: Lowering) -> Value:
     return ctx.op("arith.cmp", [ctx.tid(), ctx.const(0, i32)], i1, predicate="eq")
 
 
+def _issuing_thread(ctx: Lowering) -> Value:
+    """Thread 0 as the copies' predicate: warp 0 (from the warp-uniform lane-0 %tid) and its lane
+    that elect.sync picks, here and now. ptxas then issues the copy from that one lane with its
+    operands moved to uniform registers once; under `%tid == 0` it loops over the lanes'
+    possibly different operands (ELECT, R2UR, BRA.U.ANY around every UTMALDG)."""
+    first_warp = ctx.op("arith.cmp", [ctx.warp_tid(), ctx.const(0, i32)], i1, predicate="eq")
+    return ctx.and_pred(first_warp, ctx.effect("simt.elect", [], [i1]).result)
+
+
 @lowers("gpu.tma_load")
 def _lower_tma_load(ctx: Lowering, op: Operation) -> None:
     boxes, box_bytes = _boxes(ctx, op.operand(0), op.operands[2:], bool(op.attrs.get("transposed")))
@@ -99,9 +109,10 @@ def _lower_tma_load(ctx: Lowering, op: Operation) -> None:
     bar = ctx.op("simt.smem_addr", [], i32, offset=ctx.alloc_shared(8))
     ctx.effect("simt.mbarrier_init", [bar, first], count=1)
     ctx.barrier()
-    ctx.effect("simt.mbarrier_expect_tx", [bar, first], bytes=box_bytes * len(boxes))
+    issuing = _issuing_thread(ctx)
+    ctx.effect("simt.mbarrier_expect_tx", [bar, issuing], bytes=box_bytes * len(boxes))
     for addr, coords in boxes:
-        ctx.effect("simt.tma_load", [addr, bar, tensormap, first, *coords])
+        ctx.effect("simt.tma_load", [addr, bar, tensormap, issuing, *coords])
     ctx.effect("simt.mbarrier_wait", [bar, ctx.const(0, i32)])
     ctx.barrier()
     ctx.effect("simt.mbarrier_inval", [bar, first])
@@ -111,11 +122,11 @@ def _lower_tma_load(ctx: Lowering, op: Operation) -> None:
 def _lower_tma_store(ctx: Lowering, op: Operation) -> None:
     boxes, _ = _boxes(ctx, op.operand(0), op.operands[2:])
     tensormap = ctx.get(op.operand(1))[0]
-    first = _first_thread(ctx)
     ctx.effect("simt.fence_proxy_async")
     ctx.barrier()
+    issuing = _issuing_thread(ctx)
     for addr, coords in boxes:
-        ctx.effect("simt.tma_store", [addr, tensormap, first, *coords])
+        ctx.effect("simt.tma_store", [addr, tensormap, issuing, *coords])
     ctx.effect("simt.bulk_commit")
     if op.attrs.get("deferred_wait"):  # insert-barriers placed a gpu.tma_store_wait where it is due
         return
@@ -156,7 +167,7 @@ def _lower_mbarrier_inval(ctx: Lowering, op: Operation) -> None:
 @lowers("gpu.mbarrier_expect")
 def _lower_mbarrier_expect(ctx: Lowering, op: Operation) -> None:
     bars, stage, pred = op.operands
-    issuing = ctx.and_pred(_first_thread(ctx), ctx.get(pred)[0])
+    issuing = ctx.and_pred(_issuing_thread(ctx), ctx.get(pred)[0])
     ctx.effect("simt.mbarrier_expect_tx", [_barrier(ctx, bars, stage), issuing], bytes=op.attrs["bytes"])
 
 
@@ -165,7 +176,7 @@ def _lower_tma_load_async(ctx: Lowering, op: Operation) -> None:
     view, tensormap, bars, stage, pred = op.operands[:5]
     boxes, _ = _boxes(ctx, view, op.operands[5:], bool(op.attrs.get("transposed")))
     ctx.barrier_after_scratch()
-    issuing = ctx.and_pred(_first_thread(ctx), ctx.get(pred)[0])
+    issuing = ctx.and_pred(_issuing_thread(ctx), ctx.get(pred)[0])
     bar = _barrier(ctx, bars, stage)
     for addr, coords in boxes:
         ctx.effect("simt.tma_load", [addr, bar, ctx.get(tensormap)[0], issuing, *coords])

@@ -105,6 +105,10 @@ Hopper's tensor memory accelerator (sm_90a; %bar: the i32 shared address of an 8
 %tmap: a tensormap parameter (PTX: its generic address, cvta.param), %c...: i32 coordinates, innermost
 first; nothing happens where the i1 %pred is false):
 
+  simt.elect : i1                         elect.sync _|%p, -1: true in the lowest lane of the
+                                          warp alone (all 32 lanes converged); the predicate
+                                          of the copies below, so that ptxas issues them from
+                                          one lane without a loop over distinct operands
   simt.mbarrier_init %bar, %pred {count}  mbarrier.init.shared::cta.b64: `count` arrivals per phase
   simt.mbarrier_expect_tx %bar, %pred {bytes}   mbarrier.arrive.expect_tx: arrives, and the
                                           phase also waits for `bytes` of copies to land
@@ -514,6 +518,12 @@ def _verify_assertfail(op: Operation) -> None:
 def _verify_mbarrier_pred(op: Operation) -> None:
     expect_counts(op, 2, 0)
     expect(op, [v.type for v in op.operands] == [i32, i1], "operands: mbarrier address (i32), predicate (i1)")
+
+
+@register_op("simt.elect", pure=False)
+def _verify_elect(op: Operation) -> None:
+    expect_counts(op, 0, 1)
+    expect(op, op.result.type == i1, "result must be i1")
 
 
 @register_op("simt.mbarrier_init", pure=False)

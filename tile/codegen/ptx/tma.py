@@ -1,5 +1,6 @@
 """PTX emission of the TMA and mbarrier simt ops (tile.ir.simt_ops' "tensor memory accelerator").
 
+    simt.elect                                       ->  elect.sync _|%p3, -1;
     simt.mbarrier_init %bar, %p {count = 1}          ->  @%p1 mbarrier.init.shared::cta.b64 [%r1], 1;
     simt.mbarrier_expect_tx %bar, %p {bytes = 8192}  ->  @%p1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], 8192;
     simt.tma_load %dst, %bar, %tmap, %p, %c0, %c1    ->  @%p1 cp.async.bulk.tensor.2d.shared::cluster.global
@@ -61,6 +62,11 @@ def _tma_op(e: _Emitter, op: Operation) -> None:
     elif op.name == "simt.bulk_wait":
         fields.update(read=".read" if op.attrs["read"] else "")
     e.emit(TMA_TEMPLATES[op.name].format(**fields))
+
+
+@handles("simt.elect")
+def _elect(e: _Emitter, op: Operation) -> None:
+    e.emit(f"elect.sync _|{e.reg(op.result)}, -1;")
 
 
 @handles("simt.mbarrier_wait")
