@@ -51,6 +51,12 @@ def _loop_body(ptx: str) -> str:
     return ptx[start:ptx.index("wgmma.wait_group.sync.aligned 0", start)]
 
 
+def _elected(ptx: str, pred: str) -> bool:
+    """Whether `pred` is an and.pred chain with an elect.sync predicate among its terms."""
+    made = re.search(rf"and\.pred {pred}, (%p\d+), (%p\d+);", ptx)
+    return made is not None and any(f"elect.sync _|{p}, -1;" in ptx or _elected(ptx, p) for p in made.groups())
+
+
 @pytest.mark.parametrize("name", sorted(KERNELS))
 @pytest.mark.parametrize("stages", [2, 3, 4])
 def test_ring_ptx(name: str, stages: int) -> None:
@@ -67,6 +73,9 @@ def test_ring_ptx(name: str, stages: int) -> None:
     assert "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r" in ptx and ", 32768;" in ptx
     loop = _loop_body(ptx)
     assert loop.count(COPY) == 3 and loop.count("mbarrier.try_wait.parity") == 1
+    # each copy is issued by warp 0's elected lane: ptxas needs no loop over the lanes' operands
+    for guard in re.findall(rf"@(%p\d+) {re.escape(COPY)}", loop):
+        assert f"elect.sync _|{guard}, -1;" in ptx or _elected(ptx, guard), guard
     assert "cp.async.cg" not in ptx and "cp.async.wait_group" not in ptx and "ld.global" not in ptx
     # the wgmma of the previous iteration retires, in every warp group, before its stage is refilled
     retire = loop.index("wgmma.wait_group.sync.aligned 1")
