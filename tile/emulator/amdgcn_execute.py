@@ -1,10 +1,11 @@
-"""The executors of the gfx942 instructions: EXECUTE[mnemonic](wave, instruction).
+"""The executors of the AMDGCN instructions (gfx942, gfx90a, gfx1100): EXECUTE[mnemonic](wave, instruction).
 
 Each executor reads operands through the wave (amdgcn_machine.Wave.read: uint64 lanes),
 computes with the tables of amdgcn_isa, and writes results (VGPRs in the EXEC lanes) or issues
 a memory access whose results land at an s_waitcnt. Branches, barriers and s_endpgm are the
 machine's. Every mnemonic of tile's instruction table (tile.codegen.amdgcn.isa.INSTRUCTIONS)
-has an executor here; tests/test_emulator_amdgcn.py checks that.
+has an executor here, keyed by the table's name (the decoder maps a target's spelling to it);
+tests/test_emulator_amdgcn.py checks that. Lane masks are as wide as the wave (Wave.mask_width).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..codegen.amdgcn.isa import ATOMIC_RETURN_BIT, INSTRUCTIONS, MFMA_SHAPES
+from ..codegen.amdgcn.isa import ATOMIC_RETURN_BIT, INSTRUCTIONS, MFMA_SHAPES, counter
 from . import amdgcn_isa as isa
 from .amdgcn_decode import AmdInstr, Reg
 
@@ -39,9 +40,14 @@ def _waitcnt(w, ins):
     w.wait(ins.mods)
 
 
-@_executes("s_nop")
+@_executes("s_waitcnt_vscnt")
+def _waitcnt_vscnt(w, ins):
+    w.wait({"vscnt": ins.uses[1].value})
+
+
+@_executes("s_nop", "s_waitcnt_depctr")
 def _nop(w, ins):
-    pass
+    """s_waitcnt_depctr too: the machine runs each instruction to its end before the next."""
 
 
 @_executes("s_mov_b32", "s_mov_b64", "s_not_b32", "s_not_b64")
@@ -51,10 +57,11 @@ def _mov(w, ins):
     w.write(ins.defs[0], (~value if "not" in ins.opcode else value) & ((1 << (32 * width)) - 1), width)
 
 
-@_executes("s_and_saveexec_b64")
+@_executes("s_and_saveexec_b64", "s_and_saveexec_b32")
 def _saveexec(w, ins):
-    w.write(ins.defs[0], w.mask_bits(w.exec), 2)
-    w.exec = w.exec & w.mask(w.scalar(ins.uses[0], 2))
+    width = _width(ins.opcode)
+    w.write(ins.defs[0], w.mask_bits(w.exec), width)
+    w.exec = w.exec & w.mask(w.scalar(ins.uses[0], width))
 
 
 @_executes(*(name for name in INSTRUCTIONS if name.startswith("s_cmp_")))
@@ -111,7 +118,7 @@ def _vector_compare(w, ins):
         result = isa.COMPARE[pred](a, b)
     else:
         result = isa.COMPARE[pred](a, b)
-    w.write(ins.defs[0], w.mask_bits(result & w.exec), 2)
+    w.write(ins.defs[0], w.mask_bits(result & w.exec), w.mask_width)
 
 
 @_executes("v_readfirstlane_b32")
@@ -191,7 +198,7 @@ def _shift_64(w, ins):
 @_executes("v_cndmask_b32")
 def _cndmask(w, ins):
     a, b = w.read(ins.uses[0]), w.read(ins.uses[1])
-    w.write(ins.defs[0], np.where(w.mask(w.scalar(ins.uses[2], 2)), b, a))
+    w.write(ins.defs[0], np.where(w.mask(w.scalar(ins.uses[2], w.mask_width)), b, a))
 
 
 @_executes(*isa.VECTOR_FLOAT)
@@ -312,7 +319,7 @@ def _global(w, ins):
         values = np.stack([w.read(data.dword(k))[active] for k in range(count)], axis=1)
         values = (values & np.uint64((1 << (8 * element)) - 1)).astype(np.dtype(f"u{element}"))
         gmem.store(address[active], values, element, _fail(w, active))
-        w.issue("vmcnt", None, [])
+        w.issue(counter(ins.opcode, w.group.kernel.target), None, [])
 
 
 @_executes(*(name for name in INSTRUCTIONS if name.startswith("global_atomic_")))
@@ -355,7 +362,7 @@ def _global_atomic(w, ins):
     w.issue("vmcnt", ins.defs[0], writes)
 
 
-@_executes("buffer_wbl2", "buffer_inv", "buffer_wbinvl1_vol", "buffer_invl2")
+@_executes("buffer_wbl2", "buffer_inv", "buffer_wbinvl1_vol", "buffer_invl2", "buffer_gl1_inv", "buffer_gl0_inv")
 def _cache_maintenance(w, ins):
     """One memory and no caches here: only the counter moves."""
     w.issue("vmcnt", None, [])

@@ -49,7 +49,7 @@ SCALAR_BINARY: dict[str, Callable[[int, int, int], tuple[int, object]]] = {
     "s_mul_hi_u32": lambda a, b, c: ((a * b) >> 32, None),
     "s_mul_hi_i32": lambda a, b, c: ((signed(a) * signed(b)) >> 32, None),
     "s_and_b32": lambda a, b, c: (a & b, None), "s_or_b32": lambda a, b, c: (a | b, None),
-    "s_xor_b32": lambda a, b, c: (a ^ b, None),
+    "s_xor_b32": lambda a, b, c: (a ^ b, None), "s_andn2_b32": lambda a, b, c: (a & ~b & M32, None),
     "s_lshl_b32": lambda a, b, c: (a << (b & 31), None), "s_lshr_b32": lambda a, b, c: (a >> (b & 31), None),
     "s_ashr_i32": lambda a, b, c: (signed(a) >> (b & 31), None),
     "s_min_i32": lambda a, b, c: (min(signed(a), signed(b)), None),
