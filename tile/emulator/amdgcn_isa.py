@@ -1,6 +1,6 @@
-"""What the gfx942 instructions tile emits compute, as tables of NumPy functions.
+"""What the AMDGCN instructions tile emits compute, as tables of NumPy functions.
 
-The wave machine (amdgcn_machine) reads operands as uint64 arrays over the 64 lanes (a 64-bit
+The wave machine (amdgcn_machine) reads operands as uint64 arrays over the wave's lanes (a 64-bit
 operand's two dwords joined) and looks the arithmetic up here; memory, EXEC, VCC, SCC, waits
 and barriers are the machine's. Semantics follow the AMD Instinct MI300 ISA reference ("CDNA3
 ISA"): chapter 4 (SALU), 6 (VALU), 7 (MFMA), 9 (global atomics).

@@ -1,6 +1,6 @@
 """The wave machine of AMDGCN: workgroups of waves running decoded gfx942, gfx90a or gfx1100 code.
 
-What a student should picture (CDNA3 ISA chapters 3-4; RDNA3 ISA chapters 3-4 for wave32):
+What a student should picture (CDNA3 ISA chapters 3-4; the RDNA3 ISA for wave32):
 
 *Waves.* A workgroup of `workgroup_size` work-items is split into waves of `wave_size` lanes
 (64 on CDNA, 32 on RDNA3, from the metadata). A wave has 128 SGPRs (one value for the whole

@@ -65,11 +65,13 @@ TARGETS = ("gfx942", "gfx90a", "gfx1100")
 WAVE_SIZE = {"gfx942": 64, "gfx90a": 64, "gfx1100": 32}
 WAVE64_TARGETS = tuple(t for t in TARGETS if WAVE_SIZE[t] == 64)
 WAVE32_TARGETS = tuple(t for t in TARGETS if WAVE_SIZE[t] == 32)
-# s0..s101 are addressable on GFX9 (vcc and xnack_mask live above); s0..s105 on GFX11 (RDNA3 ISA 3.3)
+# s0..s101 are addressable on GFX9 (vcc and xnack_mask live above); s0..s105 on GFX11 (vcc has
+# its own encoding there; llvm-mc -mcpu=gfx1100 takes s105 and refuses s106)
 SGPR_LIMIT = {"gfx942": 102, "gfx90a": 102, "gfx1100": 106}
 VGPR_LIMIT = {"gfx942": 256, "gfx90a": 256, "gfx1100": 256}   # architectural VGPRs v0..v255 (AGPRs are not used)
 # The largest count each s_waitcnt field holds: GFX9 (CDNA3 ISA 4.4) has a 4-bit lgkmcnt, GFX11
-# (RDNA3 ISA 5.7.1 "S_WAITCNT") a 6-bit one, and its stores wait in vscnt (s_waitcnt_vscnt)
+# a 6-bit one (LLVM's AMDGPU docs, gfx11 waitcnt: VM_CNT 0..63, LGKM_CNT 0..63), and its stores
+# wait in vscnt (s_waitcnt_vscnt, the RDNA3 ISA's S_WAITCNT_VSCNT)
 WAIT_COUNT_LIMITS = {"gfx942": {"vmcnt": 63, "lgkmcnt": 15, "expcnt": 7},
                      "gfx90a": {"vmcnt": 63, "lgkmcnt": 15, "expcnt": 7},
                      "gfx1100": {"vmcnt": 63, "lgkmcnt": 63, "expcnt": 7, "vscnt": 63}}
@@ -77,7 +79,7 @@ MAX_VMCNT = WAIT_COUNT_LIMITS["gfx942"]["vmcnt"]
 MAX_LGKMCNT = WAIT_COUNT_LIMITS["gfx942"]["lgkmcnt"]
 # The counter global stores (and stores only) count in: GFX10+ gave them their own (vscnt)
 STORE_COUNTER = {"gfx942": "vmcnt", "gfx90a": "vmcnt", "gfx1100": "vscnt"}
-GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1, RDNA3 ISA 14.1)
+GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1; GFX11 alike)
 DS_OFFSET_RANGE = (0, 65535)         # the unsigned 16-bit offset of ds_read/ds_write
 LDS_BYTES = {"gfx942": 65536, "gfx90a": 65536, "gfx1100": 65536}   # per workgroup
 # User SGPRs tile enables (the kernarg segment pointer, s[0:1]) and how many user plus system
@@ -110,7 +112,7 @@ LANE_MASK_OPCODES = {"gfx942": {}, "gfx90a": {}, "gfx1100": _WAVE32_MASK_OPCODES
 LANE_MASK_REGISTERS = {"gfx942": {}, "gfx90a": {}, "gfx1100": {"exec": "exec_lo", "vcc": "vcc_lo"}}
 
 # gfx1100's names of the instructions whose GFX9 name it does not take (LLVM's GFX11 assembler
-# syntax, AMDGPUAsmGFX11; RDNA3 ISA chapters 12-15): memory access widths in bits, atomics with
+# syntax, AMDGPUAsmGFX11, and the RDNA3 ISA's opcode tables): memory access widths in bits, atomics with
 # their type, LDS reads and writes as loads and stores, no-carry adds, carry chains as _co_ci
 SPELLING = {"gfx942": {}, "gfx90a": {}, "gfx1100": {
     **{f"global_load_{old}": f"global_load_{new}" for old, new in (
@@ -382,7 +384,8 @@ def _rows() -> list[InstrInfo]:
     add("buffer_inv", "MUBUF", "|", "vmem", "vmcnt", targets=("gfx942",))
     add("buffer_wbinvl1_vol", "MUBUF", "|", "vmem", "vmcnt", targets=("gfx90a",))
     add("buffer_invl2", "MUBUF", "|", "vmem", "vmcnt", targets=("gfx90a",))
-    # RDNA3: invalidate the L1 (per shader array) and the L0 (per CU) caches (RDNA3 ISA 14, "Global")
+    # RDNA3: invalidate the L1 (per shader array) and the L0 (per CU) caches (RDNA3 ISA, BUFFER_GL1_INV
+    # and BUFFER_GL0_INV; LLVM AMDGPUUsage, "Memory Model GFX10-GFX11")
     add("buffer_gl1_inv", "MUBUF", "|", "vmem", "vmcnt", targets=("gfx1100",))
     add("buffer_gl0_inv", "MUBUF", "|", "vmem", "vmcnt", targets=("gfx1100",))
 

@@ -1,12 +1,14 @@
-"""Instruction selection: a simt.func -> MIR on virtual registers for gfx942 and gfx90a (wave64).
+"""Instruction selection: a simt.func -> MIR on virtual registers for gfx942 and gfx90a (wave64)
+and gfx1100 (wave32).
 
 Execution model. The simt IR is what one thread runs; `simt.tid` is the thread's index in
 its CTA, `num_warps * 32` threads (the lowering's warps are 32-thread groups, and an
-elementwise kernel's simt IR depends on nothing but the thread index). On both the CTA is
-a workgroup of that many work-items, run as waves of 64 lanes. Values the same in every lane
+elementwise kernel's simt IR depends on nothing but the thread index). On every target the CTA
+is a workgroup of that many work-items, run as waves of 64 lanes (CDNA) or 32 (RDNA3). Values the same in every lane
 (kernel arguments, program ids, constants, integer arithmetic on them: `uniform_values`) live
 in SGPRs and are computed once per wave by the scalar unit; the rest live in VGPRs. An i1 is a
-lane mask in an SGPR pair (bit i: lane i), written by v_cmp (or s_cselect_b64 for a uniform
+lane mask in an SGPR pair on wave64, in one SGPR on wave32 (bit i: lane i; the mask forms of
+the instructions are isa.LANE_MASK_OPCODES), written by v_cmp (or s_cselect_b64 for a uniform
 compare); a predicated memory access runs with EXEC narrowed to its mask:
 
 Before (simt, tutorial 01):
