@@ -13,7 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..codegen.amdgcn.isa import ATOMIC_RETURN_BIT, INSTRUCTIONS, MFMA_SHAPES, counter
+from ..codegen.amdgcn.isa import ATOMIC_RETURN_BIT, INSTRUCTIONS, MFMA_SHAPES, WMMA_SHAPES, counter
+from ..ir.wmma_layouts import wmma_operand_layout, wmma_result_layout
 from . import amdgcn_isa as isa
 from .amdgcn_decode import AmdInstr, Reg
 
@@ -45,9 +46,9 @@ def _waitcnt_vscnt(w, ins):
     w.wait({"vscnt": ins.uses[1].value})
 
 
-@_executes("s_nop", "s_waitcnt_depctr")
+@_executes("s_nop", "s_waitcnt_depctr", "v_nop")
 def _nop(w, ins):
-    """s_waitcnt_depctr too: the machine runs each instruction to its end before the next."""
+    """s_waitcnt_depctr and v_nop too: the machine runs each instruction to its end before the next."""
 
 
 @_executes("s_mov_b32", "s_mov_b64", "s_not_b32", "s_not_b64")
@@ -275,6 +276,48 @@ def _mfma(w, ins):
     result = (a @ b + c).astype(np.float32)
     for r in range(ins.defs[0].count):
         w.write(ins.defs[0].dword(r), isa.bits(result[rows(r), lanes % n]).astype(np.uint64))
+
+
+def _decode_16bit(halves: np.ndarray, operand_type: str) -> np.ndarray:
+    """16-bit values (uint64 holding the bits) as float64."""
+    if operand_type == "bf16":
+        return (halves << np.uint64(16)).astype(np.uint32).view(np.float32).astype(np.float64)
+    return halves.astype(np.uint16).view(np.float16).astype(np.float64)
+
+
+@_executes(*WMMA_SHAPES)
+def _wmma(w, ins):
+    """D = A x B + C for one wave of 32 with the lane layouts of RDNA3 ISA 7.9 (tile.ir.wmma_layouts),
+    products and sums in float64, one rounding to f32. The whole wave takes part (a partial EXEC
+    is an error), and the upper half of the wave must repeat the lower half's A and B (the
+    ISA's layout: a difference there is an error here, not silently one half's data)."""
+    if not w.exec.all():
+        raise w.error(f"{ins.opcode} under a partial EXEC")
+    shape = WMMA_SHAPES[ins.opcode]
+
+    def values(o: Reg) -> np.ndarray:   # [16 values, lanes]: two 16-bit values per VGPR, low half first
+        words = np.stack([w.read(o.dword(i)) for i in range(o.count)])
+        return np.stack([(words[v // 2] >> np.uint64(16 * (v % 2))) & np.uint64(0xFFFF) for v in range(2 * o.count)])
+
+    half = w.lanes // 2
+    matrices = []
+    for op_idx, operand in enumerate(ins.uses[:2]):
+        raw = values(operand)
+        if not np.array_equal(raw[:, :half], raw[:, half:]):
+            lane = int(np.flatnonzero((raw[:, :half] != raw[:, half:]).any(axis=0))[0]) + half
+            raise w.error(f"{ins.opcode}: lane {lane} holds other {'AB'[op_idx]} values than lane {lane - half} "
+                          "(the two halves of the wave must hold the same)", lane)
+        coords = wmma_operand_layout(op_idx).element_coords()[0]   # [lanes, values, 2]
+        matrix = np.zeros((16, 16))
+        matrix[coords[..., 0], coords[..., 1]] = _decode_16bit(raw, shape.operand_type).T
+        matrices.append(matrix)
+    d_coords = wmma_result_layout().element_coords()[0]   # [lanes, registers, 2]
+    c = np.zeros((16, 16))
+    c_words = np.stack([w.read(ins.uses[2].dword(r)) for r in range(shape.RESULT_DWORDS)])
+    c[d_coords[..., 0], d_coords[..., 1]] = isa.f32(c_words).T
+    result = (matrices[0] @ matrices[1] + c).astype(np.float32)
+    for r in range(shape.RESULT_DWORDS):
+        w.write(ins.defs[0].dword(r), isa.bits(result[d_coords[:, r, 0], d_coords[:, r, 1]]).astype(np.uint64))
 
 
 # global memory -----------------------------------------------------------------------------

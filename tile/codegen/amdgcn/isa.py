@@ -47,7 +47,8 @@ Operand kinds:
 Latency classes (CDNA3 ISA 4.5 and the MI300 tuning guides): salu and valu issue every cycle
 (valu: 4 cycles per wave64 instruction), trans (the transcendental unit) at a quarter of that,
 smem, vmem and ds (LDS) wait for memory and are tracked by their counter; xdl is the matrix
-core (MFMA), whose results the hardware does not interlock (the wait states of waitcnt.HAZARDS).
+core (MFMA), whose results the hardware does not interlock (the wait states of waitcnt.HAZARDS);
+RDNA3's WMMA is in that class too (its one hazard is rdna3's).
 
 MFMA (CDNA3 ISA 7, "Matrix Arithmetic Instructions"): D = A x B + C for one wave of 64 lanes.
 gfx942 and gfx90a have one unified file of 512 VGPRs per lane, so A, B, C and D may all be VGPRs (no
@@ -211,6 +212,27 @@ MFMA_SHAPES = {shape.mnemonic: shape for shape in (
 )}
 
 
+@dataclass(frozen=True)
+class WmmaShape:
+    """One WMMA instruction of RDNA3 (RDNA3 ISA 7.9, WMMA): D (16 x 16, f32) = A (16 x 16) x B
+    (16 x 16) + C for one wave of 32, each lane holding a whole row of A / column of B
+    (OPERAND_DWORDS VGPRs) and RESULT_DWORDS f32 of D; tile.ir.wmma_layouts places them."""
+
+    mnemonic: str
+    operand_type: str        # "f16" or "bf16"
+    target: str
+
+    m = n = k = 16
+    OPERAND_DWORDS = 8       # 16 16-bit values
+    RESULT_DWORDS = 8        # 16 x 16 f32 over 32 lanes
+
+
+WMMA_SHAPES = {shape.mnemonic: shape for shape in (
+    WmmaShape("v_wmma_f32_16x16x16_f16", "f16", "gfx1100"),
+    WmmaShape("v_wmma_f32_16x16x16_bf16", "bf16", "gfx1100"),
+)}
+
+
 def mfma_shape(target: str, m: int, operand_type: str) -> Optional[MfmaShape]:
     """The MFMA of `target` with an m x m result on `operand_type` operands, or None."""
     return next((s for s in MFMA_SHAPES.values() if s.target == target and s.m == m
@@ -358,6 +380,12 @@ def _rows() -> list[InstrInfo]:
     for shape in MFMA_SHAPES.values():
         d, ab = shape.result_dwords, shape.operand_dwords
         add(shape.mnemonic, "VOP3P", f"vdst{d} | vsrc{ab} vsrc{ab} vsrc{d}", "xdl", targets=(shape.target,))
+
+    # RDNA3's matrix instructions: D, A, B, C (C may be D itself), and the VALU no-op that
+    # separates a WMMA from the next one reading its D as A or B (tile.codegen.amdgcn.rdna3)
+    for shape in WMMA_SHAPES.values():
+        add(shape.mnemonic, "VOP3P", "vdst8 | vsrc8 vsrc8 vsrc8", "xdl", targets=(shape.target,))
+    add("v_nop", "VOP1", "|", "valu", targets=WAVE32_TARGETS)
 
     # global memory (the FLAT encoding's global segment): loads and stores both count in vmcnt
     for name, width in (("ubyte", 1), ("sbyte", 1), ("ushort", 1), ("sshort", 1), ("dword", 1),

@@ -14,6 +14,9 @@ va_vdst(0) as 0xfff and sa_sdst(0) as 0xfffe):
                   mask, v_add_co_ci_u32's carry, v_div_fmas_f32's vcc) and an SALU op then
                   writes it (LLVM's VALUMaskWriteHazard, GFX11): wait for sa_sdst = 0 right
                   after the SALU write, before anything reads the new value.
+    WMMA operand  a WMMA writes D and the very next VALU op is a WMMA reading any of it as A or
+                  B (C may be that D: the accumulation chain) (LLVM's fixWMMAHazards for GFX11):
+                  one v_nop between them.
 
     v_exp_f32 v3, v2                       v_exp_f32 v3, v2
     v_mul_f32 v4, v3, v1          ->       s_waitcnt_depctr 0xfff          ; va_vdst(0)
@@ -27,13 +30,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .isa import info
+from .isa import WMMA_SHAPES, info
 from .mir import VCC, Imm, MInst, Reg, Sub
 from .waitcnt import units
 
 # the targets with each hazard (LLVM's GCNSubtarget: the trans-use hazard is gfx1100-gfx1102's)
 TRANS_USE_TARGETS = ("gfx1100",)
 MASK_WRITE_TARGETS = ("gfx1100",)
+WMMA_TARGETS = tuple(dict.fromkeys(shape.target for shape in WMMA_SHAPES.values()))
 TRANS_USE_VALUS = 5              # VALU ops after a transcendental before its result may be read freely
 WAIT_VA_VDST = Imm(0x0FFF, "0xfff", False)    # s_waitcnt_depctr va_vdst(0): every VALU result written
 WAIT_SA_SDST = Imm(0xFFFE, "0xfffe", False)   # s_waitcnt_depctr sa_sdst(0): every SALU result written
@@ -96,12 +100,23 @@ def _trans_use(out: list[MInst], later: list[MInst], inst: MInst, assignment) ->
     return False
 
 
+def _wmma_operand(out: list[MInst], inst: MInst, assignment) -> bool:
+    """Whether WMMA `inst` reads as A or B the D of a WMMA with no VALU op between them."""
+    if inst.opcode not in WMMA_SHAPES:
+        return False
+    earlier = next((i for i in reversed(out) if _is_valu(i) or i.opcode == "label"), None)
+    if earlier is None or earlier.opcode not in WMMA_SHAPES:
+        return False
+    return bool(_vgprs(earlier.defs, assignment) & _vgprs(inst.uses[:2], assignment))
+
+
 def insert_rdna3_waits(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None,
                        target: str = "gfx1100") -> list[MInst]:
     """`insts` with the s_waitcnt_depctr the RDNA3 hazards above need on `target` (the code of
     a target without them is returned as is)."""
     trans_use, mask_write = target in TRANS_USE_TARGETS, target in MASK_WRITE_TARGETS
-    if not (trans_use or mask_write):
+    wmma = target in WMMA_TARGETS
+    if not (trans_use or mask_write or wmma):
         return insts
     out: list[MInst] = []
     read_as_mask: set[Unit] = set()   # SGPR cells VALU ops read as masks, not yet covered by a wait
@@ -110,6 +125,8 @@ def insert_rdna3_waits(insts: list[MInst], assignment: Optional[dict[Reg, int]] 
             read_as_mask |= {u for later in insts[k:] for u in _mask_reads(later, assignment)}
         if trans_use and _is_valu(inst) and _trans_use(out, insts[k:], inst, assignment):
             out.append(MInst("s_waitcnt_depctr", [], [WAIT_VA_VDST], comment="a transcendental's result is read"))
+        if wmma and _wmma_operand(out, inst, assignment):
+            out.append(MInst("v_nop", [], [], comment="a WMMA's result is the next one's A or B"))
         out.append(inst)
         if not mask_write:
             continue
