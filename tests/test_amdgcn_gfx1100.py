@@ -167,7 +167,7 @@ def test_a_transcendentals_result_read_soon_waits_for_va_vdst():
     for between in range(TRANS_USE_VALUS + 2):
         out = insert_rdna3_waits(_trans_then(between))
         waits = [k for k, i in enumerate(out) if i.opcode == "s_waitcnt_depctr"]
-        if between < TRANS_USE_VALUS:
+        if between <= TRANS_USE_VALUS:
             assert waits == [len(out) - 2] and out[waits[0]].uses[0].value == 0x0FFF
         else:
             assert waits == []
@@ -180,7 +180,7 @@ def test_a_loop_top_assumes_the_loops_transcendentals_in_flight():
     top = Label(".Ltop")
     insts = [MInst("label", [], [top]),
              MInst("v_mul_f32", [y.all()], [e.all(), x.all()]),   # reads last iteration's v_exp result
-             *[MInst("v_mov_b32", [Reg("v", 1, 10 + k).all()], [Imm.int(k)]) for k in range(TRANS_USE_VALUS)],
+             *[MInst("v_mov_b32", [Reg("v", 1, 10 + k).all()], [Imm.int(k)]) for k in range(TRANS_USE_VALUS + 1)],
              MInst("v_exp_f32", [e.all()], [x.all()]),
              MInst("s_cmp_lt_u32", [], [i.all(), Imm.int(4)]),
              MInst("s_cbranch_scc1", [], [top])]

@@ -7,13 +7,15 @@ the fields of its immediate in LLVM's AMDGPU docs, gfx11 waitcnt_depctr; llvm-mc
 va_vdst(0) as 0xfff and sa_sdst(0) as 0xfffe):
 
     trans use     a transcendental (v_exp_f32, v_rcp_f32 ...) writes a VGPR that a VALU reads
-                  while fewer than TRANS_USE_VALUS other VALU ops came between (LLVM's
+                  with at most TRANS_USE_VALUS VALU ops between (LLVM's
                   FeatureVALUTransUseHazard, set for gfx1100-gfx1102): wait for va_vdst = 0
-                  before the reader.
+                  before the reader. (LLVM also ends the window at a memory instruction or a
+                  second transcendental; tile keeps it open: a wait too many at worst.)
     mask write    a VALU reads an SGPR (or vcc) as a lane mask or carry (v_cndmask_b32's
                   mask, v_add_co_ci_u32's carry, v_div_fmas_f32's vcc) and an SALU op then
-                  writes it (LLVM's VALUMaskWriteHazard, GFX11): wait for sa_sdst = 0 right
-                  after the SALU write, before anything reads the new value.
+                  writes it (LLVM's VALUMaskWriteHazard of GFX11, which LLVM checks in wave64
+                  code; tile waits on wave32 as well): wait for sa_sdst = 0 right after the
+                  SALU write, before anything reads the new value.
     WMMA operand  a WMMA writes D and the very next VALU op is a WMMA reading any of it as A or
                   B (C may be that D: the accumulation chain) (LLVM's fixWMMAHazards for GFX11):
                   one v_nop between them.
@@ -38,7 +40,7 @@ from .waitcnt import units
 TRANS_USE_TARGETS = ("gfx1100",)
 MASK_WRITE_TARGETS = ("gfx1100",)
 WMMA_TARGETS = tuple(dict.fromkeys(shape.target for shape in WMMA_SHAPES.values()))
-TRANS_USE_VALUS = 5              # VALU ops after a transcendental before its result may be read freely
+TRANS_USE_VALUS = 5              # VALU ops after a transcendental that may still see its result late
 WAIT_VA_VDST = Imm(0x0FFF, "0xfff", False)    # s_waitcnt_depctr va_vdst(0): every VALU result written
 WAIT_SA_SDST = Imm(0xFFFE, "0xfffe", False)   # s_waitcnt_depctr sa_sdst(0): every SALU result written
 
@@ -90,7 +92,7 @@ def _trans_use(out: list[MInst], later: list[MInst], inst: MInst, assignment) ->
     reads = _vgprs(inst.uses, assignment)
     valus = 0
     for earlier in reversed(out):
-        if _is_depctr(earlier, WAIT_VA_VDST) or valus >= TRANS_USE_VALUS:
+        if _is_depctr(earlier, WAIT_VA_VDST) or valus > TRANS_USE_VALUS:
             return False
         if earlier.opcode == "label":
             return any(_is_trans(i) and _vgprs(i.defs, assignment) & reads for i in later)
