@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amdgcn_util import needs_llvm
-from tile.codegen.amdgcn import AmdgcnKernel, assemble
+from tile.codegen.amdgcn import AmdgcnKernel, UnsupportedOnTarget, assemble, compile_amdgcn
 from tile.codegen.amdgcn.isa import INSTRUCTIONS, WMMA_SHAPES
 from tile.codegen.amdgcn.isel import KernArg, Selection
 from tile.codegen.amdgcn.kernel_object import kernel_text
@@ -20,6 +20,7 @@ from tile.codegen.amdgcn.regalloc import allocate
 from tile.codegen.amdgcn.waitcnt import insert_waits
 from tile.emulator import EmulatorError
 from tile.emulator.amdgcn_machine import run_amdgcn
+from tile.ir import parse_op
 from tile.ir.types import parse_type
 from tile.ir.wmma_layouts import WmmaLayout, WmmaOperandLayout, wmma_operand_layout, wmma_result_layout
 
@@ -199,3 +200,66 @@ def test_halves_of_the_wave_that_disagree_on_a_are_an_error():
     with pytest.raises(EmulatorError, match="lane 20 holds other A values than lane 4"):
         run_amdgcn(kernel.text, 1, [a_frag.view(np.uint32), b_frag.view(np.uint32), _fragments(wmma_result_layout(),
                                                                                                c, np.float32)])
+
+
+def _simt_wmma(atype: str, chained: bool, under_if: bool = False) -> str:
+    """A simt kernel of one wave: lane t loads its 8 A words, 8 B words and 8 C values (lane-major
+    buffers, 32 bytes a lane), runs simt.wmma (twice, accumulating, if `chained`), stores D over C."""
+    lines = ["  %t = simt.tid : i32", "  %true = arith.constant {value = true} : i1"]
+    for name, ty in (("a", "i32"), ("b", "i32"), ("c", "f32")):
+        lines.append(f"  %p{name} = simt.addptr %{name}, %t {{scale = 32}} : ptr<{ty}>")
+        for half in (0, 1):
+            values = ", ".join(f"%{name}{4 * half + k}" for k in range(4))
+            lines.append(f"  {values} = simt.ld_global %p{name}, %true {{offset = {16 * half}, vector = 4}} : "
+                         + ", ".join([ty] * 4))
+    operands = lambda c: ", ".join([f"%a{k}" for k in range(8)] + [f"%b{k}" for k in range(8)] + c)  # noqa: E731
+    first = [f"%d{k}" for k in range(8)]
+    wmma = f"simt.wmma {operands([f'%c{k}' for k in range(8)])} {{atype = \"{atype}\"}} : " + ", ".join(["f32"] * 8)
+    if under_if:
+        lines.append('  %cond = arith.cmp %t, %t {predicate = "eq"} : i1')
+        lines.append(f"  {', '.join(first)} = scf.if %cond : {', '.join(['f32'] * 8)} {{")
+        lines.append(f"    {', '.join(first)} = {wmma}")
+        lines.append(f"    scf.yield {', '.join(first)}")
+        lines.append("  } {")
+        lines.append(f"    scf.yield {', '.join(f'%c{k}' for k in range(8))}")
+        lines.append("  }")
+    else:
+        lines.append(f"  {', '.join(first)} = {wmma}")
+    result = first
+    if chained:
+        result = [f"%e{k}" for k in range(8)]
+        lines.append(f"  {', '.join(result)} = simt.wmma {operands(first)} {{atype = \"{atype}\"}} : "
+                     + ", ".join(["f32"] * 8))
+    for half in (0, 1):
+        lines.append(f"  simt.st_global %pc, %true, {', '.join(result[4 * half:4 * half + 4])} "
+                     f"{{offset = {16 * half}, vector = 4}}")
+    body = "\n".join(lines)
+    return (f'simt.func {{arg_names = ["a", "b", "c"], num_warps = 1, shared_bytes = 0, sym_name = "wmma"}} {{\n'
+            f"^bb(%a: ptr<i32>, %b: ptr<i32>, %c: ptr<f32>):\n{body}\n  simt.return\n}}")
+
+
+@needs_llvm
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s.mnemonic)
+@pytest.mark.parametrize("chained", [False, True])
+def test_simt_wmma_is_selected_and_computes_on_the_wave_model(shape, chained):
+    """The selector's simt.wmma: operand tuples gathered from the loads, C overwritten in place,
+    the second WMMA of a chain reading the first's D as C (no v_nop)."""
+    compiled = compile_amdgcn(parse_op(_simt_wmma(shape.operand_type, chained)), "gfx1100")
+    text = compiled.text
+    assert text.count(shape.mnemonic) == 1 + chained and "v_nop" not in text
+    assert b"ELF" in assemble(text, "gfx1100")[:4]
+    a, b, c, (a_frag, b_frag) = _operands(shape, np.random.default_rng(18 + chained))
+    cd = _fragments(wmma_result_layout(), c, np.float32)
+    run_amdgcn(text, 1, [a_frag.view(np.uint32), b_frag.view(np.uint32), cd])
+    got = np.full((16, 16), np.nan)
+    coords = wmma_result_layout().element_coords()[0]
+    got[coords[..., 0], coords[..., 1]] = cd
+    want = (1 + chained) * (a.astype(np.float64) @ b.astype(np.float64)) + c
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_simt_wmma_elsewhere_is_refused_by_name():
+    with pytest.raises(UnsupportedOnTarget, match="gfx942: .* simt.wmma on f16 \\(no WMMA instruction on this target\\)"):
+        compile_amdgcn(parse_op(_simt_wmma("f16", False)), "gfx942")
+    with pytest.raises(UnsupportedOnTarget, match="simt.wmma under scf.if \\(WMMA needs every lane of the wave\\)"):
+        compile_amdgcn(parse_op(_simt_wmma("f16", False, under_if=True)), "gfx1100")

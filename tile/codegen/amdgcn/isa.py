@@ -233,6 +233,11 @@ WMMA_SHAPES = {shape.mnemonic: shape for shape in (
 )}
 
 
+def wmma_shape(target: str, operand_type: str) -> Optional[WmmaShape]:
+    """The WMMA of `target` on `operand_type` operands, or None."""
+    return next((s for s in WMMA_SHAPES.values() if s.target == target and s.operand_type == operand_type), None)
+
+
 def mfma_shape(target: str, m: int, operand_type: str) -> Optional[MfmaShape]:
     """The MFMA of `target` with an m x m result on `operand_type` operands, or None."""
     return next((s for s in MFMA_SHAPES.values() if s.target == target and s.m == m

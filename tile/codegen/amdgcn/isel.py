@@ -33,9 +33,10 @@ After (MIR; %s2 is the workgroup id the hardware puts in s2, %s3 the loaded n_el
     global_load_dword %v12.0, %v10.0:1, off
     s_mov_b64 exec, %s11.0:1
 
-Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), LDS accesses (ds_read/ds_write;
-simt.smem_addr is the LDS byte address itself), simt.barrier (drain, s_barrier), simt.shfl within the lowering's 32-lane
-warps (each half of a wave64) as ds_bpermute_b32, scf.for with uniform bounds (an SGPR
+Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), WMMA on gfx1100 (simt.wmma),
+LDS accesses (ds_read/ds_write; simt.smem_addr is the LDS byte address itself), simt.barrier
+(drain, s_barrier), simt.shfl within the lowering's 32-lane warps (each half of a wave64) as
+ds_bpermute_b32, scf.for with uniform bounds (an SGPR
 induction variable and a backward branch), scf.if as EXEC masking without branches, and
 scf.while as a loop that narrows EXEC to the lanes still running.
 
@@ -60,7 +61,8 @@ from ...ir.core import Location, Operation, Value
 from ...ir.types import DType, PointerType, i1
 from ..math_lib import INV_TWO_PI
 from .isa import (ATOMIC_RETURN_BIT, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64, GLOBAL_OFFSET_RANGE, INLINE_FLOATS,
-                  LANE_MASK_OPCODES, MEMORY_ORDER, STORE_COUNTER, WAVE_SIZE, info, mfma_shape, user_sgpr_count)
+                  LANE_MASK_OPCODES, MEMORY_ORDER, STORE_COUNTER, WAVE_SIZE, info, mfma_shape, user_sgpr_count,
+                  wmma_shape)
 from .mir import EXEC, NULL, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
@@ -1452,6 +1454,33 @@ class Selector:
         for k, r in enumerate(op.results):
             self.values[r] = acc.dword(k)
 
+    def sel_wmma(self, op: Operation) -> None:
+        """simt.wmma as RDNA3's v_wmma_f32_16x16x16_{f16,bf16}: A's and B's eight words each in
+        consecutive VGPRs, C in the eight VGPRs D overwrites (in place when nothing else reads C:
+        the accumulation chain, which needs no wait between WMMAs). Like MFMA it needs every lane
+        of the wave, so not under scf.if or scf.while."""
+        atype = op.attrs["atype"]
+        shape = wmma_shape(self.target, atype)
+        if shape is None:
+            raise self.unsupported(op, f"on {atype} (no WMMA instruction on this target)")
+        parent = op.parent_op
+        while parent is not None and parent is not self.func:
+            if parent.name in ("scf.if", "scf.while"):
+                raise self.unsupported(op, f"under {parent.name} (WMMA needs every lane of the wave)")
+            parent = parent.parent_op
+        words = shape.OPERAND_DWORDS
+        a, b = self.gather(list(op.operands[:words]), 32), self.gather(list(op.operands[words:2 * words]), 32)
+        accumulators = list(op.operands[2 * words:])
+        acc = self.gather(accumulators, 32)
+        if any(len(v.uses) > 1 for v in accumulators):
+            fresh = self.new("v", shape.RESULT_DWORDS)
+            for k in range(shape.RESULT_DWORDS):
+                self.valu("v_mov_b32", [fresh.dword(k)], [acc.dword(k)])
+            acc = fresh.all()
+        self.emit(shape.mnemonic, [acc], [a, b, acc])
+        for k, r in enumerate(op.results):
+            self.values[r] = acc.dword(k)
+
     def gather(self, values: list[Value], bits: int) -> Sub:
         """The values of a store in consecutive VGPRs (sub-dword ones packed, lowest first)."""
         operands = [self.to_vgpr(self.operand(v), max(1, bits // 32)) for v in values]
@@ -1504,6 +1533,7 @@ _HANDLERS = {
     "simt.barrier": Selector.sel_barrier,
     "simt.shfl": Selector.sel_shfl,
     "simt.mfma": Selector.sel_mfma,
+    "simt.wmma": Selector.sel_wmma,
     "simt.atom": Selector.sel_atomic,
     "simt.red": Selector.sel_atomic,
     "simt.atom_cas": Selector.sel_atomic,
