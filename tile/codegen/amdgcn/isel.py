@@ -4,12 +4,13 @@ and gfx1100 (wave32).
 Execution model. The simt IR is what one thread runs; `simt.tid` is the thread's index in
 its CTA, `num_warps * 32` threads (the lowering's warps are 32-thread groups, and an
 elementwise kernel's simt IR depends on nothing but the thread index). On every target the CTA
-is a workgroup of that many work-items, run as waves of 64 lanes (CDNA) or 32 (RDNA3). Values the same in every lane
-(kernel arguments, program ids, constants, integer arithmetic on them: `uniform_values`) live
-in SGPRs and are computed once per wave by the scalar unit; the rest live in VGPRs. An i1 is a
-lane mask in an SGPR pair on wave64, in one SGPR on wave32 (bit i: lane i; the mask forms of
-the instructions are isa.LANE_MASK_OPCODES), written by v_cmp (or s_cselect_b64 for a uniform
-compare); a predicated memory access runs with EXEC narrowed to its mask:
+is a workgroup of that many work-items, run as waves of 64 lanes (CDNA) or 32 (RDNA3). Values
+the same in every lane (kernel arguments, program ids, constants, integer arithmetic on them:
+`uniform_values`) live in SGPRs and are computed once per wave by the scalar unit; the rest live
+in VGPRs. An i1 is a lane mask in an SGPR pair on wave64, in one SGPR on wave32 (bit i: lane
+i; the mask forms of the instructions are isa.LANE_MASK_OPCODES), written by v_cmp (or
+s_cselect_b64 for a uniform compare); a predicated memory access runs with EXEC narrowed to
+its mask (gfx942 shown; gfx1100 prints its own names, isa.SPELLING):
 
 Before (simt, tutorial 01):
 
@@ -36,9 +37,9 @@ After (MIR; %s2 is the workgroup id the hardware puts in s2, %s3 the loaded n_el
 Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), WMMA on gfx1100 (simt.wmma),
 LDS accesses (ds_read/ds_write; simt.smem_addr is the LDS byte address itself), simt.barrier
 (drain, s_barrier), simt.shfl within the lowering's 32-lane warps (each half of a wave64) as
-ds_bpermute_b32, scf.for with uniform bounds (an SGPR
-induction variable and a backward branch), scf.if as EXEC masking without branches, and
-scf.while as a loop that narrows EXEC to the lanes still running.
+ds_bpermute_b32, scf.for with uniform bounds (an SGPR induction variable and a backward
+branch), scf.if as EXEC masking without branches, and scf.while as a loop that narrows EXEC to
+the lanes still running.
 
 f32 division and square root round correctly unless marked approximate (divide_f32, sqrt_f32);
 64-bit integers multiply from 32-bit products and divide in a 64-step loop (divide_int64).
