@@ -272,3 +272,14 @@ k:
 """
     assert len(lines) > 150
     assert assemble(kernel, target)[:4] == b"\x7fELF"
+
+
+def test_lgkmcnt_holds_up_to_63_on_gfx11_and_15_on_gfx9():
+    """20 LDS reads in flight and the first one's result needed: 19 may stay outstanding, which
+    gfx1100's 6-bit field says exactly; GFX9's 4-bit field caps the count at 15 (waiting longer)."""
+    addr = Reg("v", 1, 1)
+    values = [Reg("v", 1, 10 + k) for k in range(20)]
+    insts = [MInst("ds_read_b32", [v.all()], [addr.all()], {"offset": 4 * k}) for k, v in enumerate(values)]
+    insts.append(MInst("v_add_u32", [Reg("v", 1, 99).all()], [values[0].all(), Imm.int(1)]))
+    for target, count in (("gfx942", 15), ("gfx1100", 19)):
+        assert [i.mods for i in insert_waits(insts, target=target) if i.opcode == "s_waitcnt"] == [{"lgkmcnt": count}]
