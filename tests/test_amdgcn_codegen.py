@@ -9,7 +9,7 @@ import pytest
 
 import tile
 import tile.language as tl
-from tile.codegen.amdgcn import UnsupportedOnTarget, assemble
+from tile.codegen.amdgcn import TARGETS, UnsupportedOnTarget, assemble
 from amdgcn_util import READELF, instructions, needs_llvm, unmasked_accesses, unwaited_reads
 
 
@@ -263,7 +263,7 @@ def narrow_sum_kernel(x_ptr, out_ptr, n, OTHER: tl.constexpr, BLOCK: tl.constexp
     tl.store(out_ptr, tl.sum(x, axis=0))
 
 
-@pytest.mark.parametrize("target", ["gfx942", "gfx90a"])
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype, other", [(np.int8, -1), (np.int16, -300), (np.uint8, 200), (np.uint16, 60000)])
 def test_narrow_constants_are_extended_as_loads_extend(target, dtype, other):
     """A masked load's `other` of a narrow type sits in its lanes extended in the type's own
@@ -281,7 +281,7 @@ def wide_constant_store_kernel(out_ptr, VALUE: tl.constexpr):
     tl.store(out_ptr + offs, tl.full((64,), VALUE, tl.int64))
 
 
-@pytest.mark.parametrize("target", ["gfx942", "gfx90a"])
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("value", [0, -3, 17, -(2**40) - 5])
 def test_64_bit_constants_are_stored_whole(target, value):
     """A stored i64 constant fills both dwords (a fuzzer find: an inline one, such as the 0 of
@@ -297,7 +297,7 @@ def sort_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.sort(tl.load(x_ptr + offs)))
 
 
-@pytest.mark.parametrize("target", ["gfx942", "gfx90a"])
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype", [np.uint16, np.uint8, np.int16, np.float16])
 @pytest.mark.parametrize("block", [2, 16])
 def test_sort_of_narrow_values_through_bitcasts(target, dtype, block):

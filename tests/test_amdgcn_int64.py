@@ -11,7 +11,7 @@ import tile.language as tl
 
 from amdgcn_util import needs_llvm
 from test_amdgcn_sim import run
-from tile.codegen.amdgcn import assemble
+from tile.codegen.amdgcn import TARGETS, assemble
 
 RNG = np.random.default_rng(64)
 
@@ -110,7 +110,7 @@ def cumsum_rows_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
     tl.store(out_ptr + offs, tl.cumsum(tl.load(x_ptr + offs), axis=0))
 
 
-@pytest.mark.parametrize("target", ["gfx942", "gfx90a"])
+@pytest.mark.parametrize("target", TARGETS)
 def test_a_scan_of_the_second_i64_of_a_vector_load(target):
     """Each thread loads two i64 (one global_load_dwordx4) and scans both through 32-bit
     shuffles: the second's halves are dwords 2 and 3 of the tuple (a fuzzer find: they were
@@ -129,7 +129,7 @@ def divide_by_constant_kernel(x_ptr, q_ptr, r_ptr, D: tl.constexpr):
     tl.store(r_ptr + offs, x % D)
 
 
-@pytest.mark.parametrize("target", ["gfx942", "gfx90a"])
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype, divisor", [(np.int64, 2), (np.int64, -3), (np.uint64, 3), (np.int64, 100)])
 def test_64_bit_division_by_an_inline_constant(target, dtype, divisor):
     """A divisor that inlines (-16..64) is a 64-bit operand, both halves of it (a fuzzer find:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import tile
 import tile.language as tl
 from tile.codegen.amdgcn import ToolNotFound, UnsupportedOnTarget, assemble, emit_amdgcn
-from tile.codegen.amdgcn.isa import INSTRUCTIONS, MAX_VMCNT
+from tile.codegen.amdgcn.isa import INSTRUCTIONS, MAX_VMCNT, counter
 from tile.codegen.amdgcn.isel import uniform_values
 from tile.codegen.amdgcn.mir import OFF, VCC, Imm, MInst, Reg, print_inst, print_mir
 from tile.codegen.amdgcn.regalloc import alignment, allocate, live_intervals
@@ -50,7 +50,9 @@ def test_operands_are_checked_against_the_table():
         MInst("v_add_u32", [v.all()], [v.all()])
     with pytest.raises(KeyError, match="v_frobnicate is not in tile's AMDGCN instruction table"):
         MInst("v_frobnicate", [], [])
-    assert all(row.counter in (None, "vmcnt", "lgkmcnt", "expcnt") for row in INSTRUCTIONS.values())
+    assert all(row.counter in (None, "vmcnt", "lgkmcnt", "expcnt", "store") for row in INSTRUCTIONS.values())
+    assert [counter("global_store_dword", t) for t in ("gfx942", "gfx90a", "gfx1100")] == ["vmcnt", "vmcnt", "vscnt"]
+    assert counter("global_load_dword", "gfx1100") == "vmcnt"
     assert INSTRUCTIONS["global_load_dwordx4"].counter == "vmcnt"
     assert INSTRUCTIONS["s_load_dword"].counter == "lgkmcnt"
 

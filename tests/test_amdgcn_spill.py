@@ -104,12 +104,15 @@ def test_spilled_programs_compute_what_the_virtual_ones_do(values, picks):
     assert (spilled == insts) == fits   # spilling only where the SGPRs ran out
 
 
-def test_many_spilled_dwords_take_several_spill_vgprs():
+@pytest.mark.parametrize("target, lanes", [("gfx942", 64), ("gfx1100", 32)])
+def test_many_spilled_dwords_take_several_spill_vgprs(target, lanes):
+    """A spill VGPR holds one dword per lane of the target's wave."""
     registers = Registers()
     insts, _ = program(registers, 300, [])
-    spilled, assignment = allocate_spilling(insts, registers, "gfx942")
+    spilled, assignment = allocate_spilling(insts, registers, target)
     spill_vgprs = {i.defs[0].reg for i in spilled if i.opcode == "v_writelane_b32"}
-    assert len(spill_vgprs) >= 3 and max(i.uses[1].value for i in spilled if i.opcode == "v_writelane_b32") < 64
+    used_lanes = {i.uses[1].value for i in spilled if i.opcode == "v_writelane_b32"}
+    assert len(spill_vgprs) >= 3 and max(used_lanes) == lanes - 1
     assert evaluate(spilled, lambda o, k: (o.bank, assignment[o.reg] + o.start + k)) == \
         evaluate(insts, lambda o, k: ("virtual", o.reg.id, o.start + k))
 

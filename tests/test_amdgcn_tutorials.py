@@ -1,15 +1,18 @@
-"""Every tutorial's kernels on gfx942 and gfx90a: each launch of the tutorial's own code (its
+"""Every tutorial's kernels on gfx942, gfx90a and gfx1100: each launch of the tutorial's own code (its
 launch helpers and checks, at small sizes) is compiled to AMDGCN, assembled and linked by llvm-mc
 and ld.lld for that target, and run on the emulator's wave machine (TILE_EMULATE=1
-TILE_EMULATE_TARGET=gfx942 or gfx90a), against the tutorial's NumPy reference or the same
+TILE_EMULATE_TARGET=gfx942, gfx90a or gfx1100), against the tutorial's NumPy reference or the same
 tolerances as its GPU check.
 
 Tutorial 06 (the persistent matmul written for Hopper) runs with 16 warps instead of its 8: at
 8 its 128 x 128 accumulator and pipelined operands need 257 VGPRs per lane, one over the 256 of both,
-and tile spills SGPRs but not VGPRs (that is OutOfResources, tested here).
+and tile spills SGPRs but not VGPRs (that is OutOfResources, tested here). On gfx1100, which has
+no MFMA (tl.dot runs on FMA there: WMMA is not selected yet), it needs 257 at 16 warps too: it is
+OutOfResources there, tested as such.
 """
 from __future__ import annotations
 
+import os
 
 import numpy as np
 import pytest
@@ -120,6 +123,10 @@ def test_06_persistent_matmul(gfx_launches, monkeypatch):
     with pytest.raises(OutOfResources, match="VGPRs, Required: 257, Hardware limit: 256"):
         t.run(200, 144, 96, 2)
     monkeypatch.setattr(t, "NUM_WARPS", 16)
+    if os.environ["TILE_EMULATE_TARGET"] == "gfx1100":
+        with pytest.raises(OutOfResources, match="VGPRs, Required: 257, Hardware limit: 256"):
+            t.run(200, 144, 96, 2)
+        return
     t.run(200, 144, 96, 2)   # poisoned output, every element compared with float64 NumPy
     assembled(gfx_launches, "persistent_matmul")
 
@@ -142,14 +149,16 @@ def test_08_low_memory_dropout(gfx_launches):
 @needs_llvm
 @pytest.mark.parametrize("rows, cols, group", [(48, 300, 0), (130, 64, 8)])
 def test_09_layer_norm_backward(gfx_launches, rows, cols, group):
-    """The tutorial's CPU sizes; 48 x 300 makes the dw/db reduction spill SGPRs to VGPR lanes."""
+    """The tutorial's CPU sizes; 48 x 300 makes the dw/db reduction spill SGPRs to VGPR lanes on
+    the CDNA targets (102 SGPRs), not on gfx1100 (106)."""
     t = tutorial("09_layer_norm_backward")
     t.check(rows, cols, group)
     assembled(gfx_launches, "layer_norm_fwd_kernel", "layer_norm_bwd_dx_fused_kernel",
               "layer_norm_bwd_dwdb_kernel")
     if (rows, cols) == (48, 300):
         dwdb = gfx_launches["layer_norm_bwd_dwdb_kernel"]
-        assert "v_writelane_b32" in dwdb and ".sgpr_spill_count: 0" not in dwdb
+        spills = os.environ["TILE_EMULATE_TARGET"] != "gfx1100"
+        assert ("v_writelane_b32" in dwdb) == spills and (".sgpr_spill_count: 0" not in dwdb) == spills
 
 
 @needs_llvm

@@ -73,10 +73,12 @@ TARGETS: Mapping[str, TargetFacts] = {t.name: t for t in (
     _ptx("sm_90", 90, ("mma.sync",), ("bar.sync",)),
     _ptx("sm_90a", 90, ("mma.sync", "wgmma"), ("bar.sync", "mbarrier")),
     # CDNA3 and CDNA2 run waves of 64, but the shared lowering still hands them warps of 32 (a
-    # wave holds two; shuffles stay inside each half) until layouts are chosen for wave64. arch
-    # reads the gfx name's digits in order, the last one hexadecimal (gfx90a: 9, 0, 10 -> 910).
+    # wave holds two; shuffles stay inside each half) until layouts are chosen for wave64;
+    # RDNA3 runs waves of 32, one warp each. arch reads the gfx name's digits in order, the
+    # last one hexadecimal (gfx90a: 9, 0, 10 -> 910; gfx1100: 1, 1, 0, 0 -> 1100).
     _amdgcn("gfx942", 942),
     _amdgcn("gfx90a", 910),
+    _amdgcn("gfx1100", 1100),
 )}
 
 
@@ -94,7 +96,7 @@ class TargetResourceError(Exception):
 def fp8_dot_refusal(name: str) -> Optional[str]:
     """Why tl.dot cannot take fp8 operands on target `name`, or None where it can: an AMD
     target whose MFMA table (amdgcn.isa.MFMA_SHAPES) has no fp8 instruction (gfx90a has none;
-    gfx942's are not selected yet). PTX targets take fp8 everywhere (through f16 where mma has none)."""
+    gfx942's are not selected yet; gfx1100 has no MFMA at all). PTX targets take fp8 everywhere (through f16 where mma has none)."""
     facts = TARGETS.get(name)
     if facts is None or facts.isa != "amdgcn":
         return None
@@ -103,6 +105,8 @@ def fp8_dot_refusal(name: str) -> Optional[str]:
     types = mfma_operand_types(name)
     if any(t.startswith("f8") for t in types):
         return None
+    if not types:
+        return f"{name} has no fp8 matrix instruction in tile (it has no MFMA: its tl.dot runs on FMA)"
     return f"{name} has no fp8 MFMA instruction in tile (its MFMA take {', '.join(types)})"
 
 

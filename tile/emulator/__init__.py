@@ -2,6 +2,7 @@
 
     tile.emulate(add_kernel, target="sm_80")[grid](x, y, out, n, BLOCK=1024)
     tile.emulate(add_kernel, target="gfx942")[grid](x, y, out, n, BLOCK=1024)   # AMDGCN, waves of 64
+    tile.emulate(add_kernel, target="gfx1100")[grid](x, y, out, n, BLOCK=1024)  # RDNA3, waves of 32
     TILE_EMULATE=1 python tutorials/01_vector_add.py      # launches run here when there is no GPU
     TILE_EMULATE=1 TILE_EMULATE_TARGET=gfx942 python ...  # ... as gfx942 code
     tile.emulator.run_ptx(ptx_text, grid=(4,), args=[x, y, out, n])
@@ -85,13 +86,14 @@ Layout of the package
 - trace.py: step-through records of chosen threads.
 - launch.py: run_ptx, tile.emulate, and the TILE_EMULATE hook of ordinary launches.
 
-AMDGCN (gfx942), the second instruction set
--------------------------------------------
-- amdgcn_decode.py: the text tile emits for gfx942 -> AmdKernel (instructions with their
+AMDGCN (gfx942, gfx90a, gfx1100), the second instruction set
+-------------------------------------------------------------
+- amdgcn_decode.py: the text tile emits for an AMD target -> AmdKernel (gfx1100's own
+  spelling of instructions read back to the table's names) (instructions with their
   line and tile source line, the kernarg layout of the code-object metadata, LDS bytes,
   workgroup and wave size); operand counts come from the code generator's instruction table,
   and an unknown instruction is an error naming it and its line.
-- amdgcn_machine.py: workgroups of waves of 64 lanes (the metadata's wave size) with SGPR and
+- amdgcn_machine.py: workgroups of waves of 64 or 32 lanes (the metadata's wave size) with SGPR and
   VGPR files, EXEC/VCC/SCC, loads that land at the s_waitcnt that drains them (touching their
   registers earlier is an error), LDS per workgroup, s_barrier, a step budget. It reuses the
   GlobalMemory above (bounds checks naming the argument) and SharedChecks (LDS races between

@@ -1,10 +1,13 @@
 """AMDGCN assembly text -> the emulator's decoded kernel (the second instruction set beside PTX).
 
-It reads the text tile emits for gfx942 and gfx90a (tile.codegen.amdgcn.kernel_object): the
-target of its `.amdgcn_target` line, the instructions
+It reads the text tile emits for gfx942, gfx90a and gfx1100 (tile.codegen.amdgcn.kernel_object):
+the target of its `.amdgcn_target` line, the instructions
 between the kernel's label and `.Lfunc_end_<name>`, the `.amdhsa_*` descriptor (LDS bytes,
-which workgroup ids the hardware writes into SGPRs) and the code-object metadata (the kernarg
-segment: each argument's offset, size and kind; the wave size and workgroup size).
+which workgroup ids the hardware writes into SGPRs, and from which SGPR) and the code-object
+metadata (the kernarg segment: each argument's offset, size and kind; the wave size and
+workgroup size). A target's own spelling of an instruction (global_load_b32 in gfx1100 code,
+isa.SPELLING) decodes to the table's name (global_load_dword), and exec_lo / vcc_lo (a wave32
+target's lane masks) to exec / vcc.
 
     global_load_dword v4, v[2:3], off offset:4      ; kernel.py:21
         -> AmdInstr("global_load_dword", defs=(Reg("v", 4, 1),),
@@ -14,8 +17,9 @@ segment: each argument's offset, size and kind; the wave size and workgroup size
 How many operands are results and how many are sources comes from the instruction table of
 the code generator (tile.codegen.amdgcn.isa.INSTRUCTIONS), the one description of the AMDGCN
 instructions tile knows: a mnemonic outside it or not on the text's target (a gfx942 MFMA name in
-gfx90a code), a cache-policy bit of another target (glc in gfx942 code), or a line whose operand
-count disagrees with the table, is an AmdgcnSyntaxError naming the line. Decoded kernels are
+gfx90a code), a GFX9 name that the target spells otherwise (global_load_dword in gfx1100 code),
+a cache-policy bit of another target (glc in gfx942 code), or a line whose operand count
+disagrees with the table, is an AmdgcnSyntaxError naming the line. Decoded kernels are
 cached by the text's hash.
 """
 from __future__ import annotations
@@ -26,7 +30,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Union
 
-from ..codegen.amdgcn.isa import CACHE_POLICY_BITS, INSTRUCTIONS, TARGET_TRIPLE, TARGETS
+from ..codegen.amdgcn.isa import (CACHE_POLICY_BITS, INSTRUCTIONS, LANE_MASK_REGISTERS, SPELLING, TARGET_TRIPLE, TARGETS,
+                                  USER_SGPRS)
 from .errors import EmulatorError
 
 
@@ -56,7 +61,7 @@ class Imm:
 
 @dataclass(frozen=True)
 class Special:
-    """exec, vcc or off."""
+    """exec, vcc, off or null."""
 
     name: str
 
@@ -111,6 +116,7 @@ class AmdKernel:
     wave_size: int
     workgroup_id_axes: tuple[int, ...]   # the axes whose workgroup id the hardware puts in s2, s3...
     target: str                          # "gfx942", from the .amdgcn_target line
+    user_sgprs: int = USER_SGPRS         # the first workgroup id's SGPR (.amdhsa_user_sgpr_count)
     user_args: list[KernArg] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -123,17 +129,22 @@ _MOD = re.compile(rf"^(offset):(-?\d+)$|^({'|'.join(_POLICY_BITS)})$")
 _TARGET = re.compile(rf'^\s*\.amdgcn_target\s+"{TARGET_TRIPLE}--(\w+)"')
 _COUNTER = re.compile(r"(vmcnt|lgkmcnt|expcnt)\((\d+)\)")
 _ORIGIN = re.compile(r"([\w.\-/]+\.py:\d+)")
+# per target: its spelling of an instruction -> the table's name; its names of exec and vcc -> theirs
+_TABLE_NAMES = {target: {spelled: name for name, spelled in names.items()} for target, names in SPELLING.items()}
+_SPECIALS = {target: {"exec": "exec", "vcc": "vcc", "off": "off", "null": "null",
+                      **{spelled: name for name, spelled in names.items()}}
+             for target, names in LANE_MASK_REGISTERS.items()}
 
 
-def _operand(token: str, line: int, text: str, kernel: str) -> AmdOperand:
+def _operand(token: str, line: int, text: str, kernel: str, target: str) -> AmdOperand:
     m = _REG.match(token)
     if m:
         if m.group(1):
             return Reg(m.group(1), int(m.group(2)), 1)
         first, last = int(m.group(4)), int(m.group(5))
         return Reg(m.group(3), first, last - first + 1)
-    if token in ("exec", "vcc", "off"):
-        return Special(token)
+    if token in _SPECIALS[target]:
+        return Special(_SPECIALS[target][token])
     if token.startswith(".L") or token.startswith("L"):
         return Label(token)
     try:
@@ -148,8 +159,11 @@ def _operand(token: str, line: int, text: str, kernel: str) -> AmdOperand:
 
 
 def _instruction(body: str, line: int, origin: str, kernel: str, target: str) -> AmdInstr:
-    opcode, _, rest = body.partition(" ")
+    spelled, _, rest = body.partition(" ")
     where = f"AMDGCN line {line} `{body}`"
+    if spelled in SPELLING[target]:
+        raise AmdgcnSyntaxError(kernel, f"{spelled} is spelled {SPELLING[target][spelled]} on {target}", where=where)
+    opcode = _TABLE_NAMES[target].get(spelled, spelled)
     row = INSTRUCTIONS.get(opcode)
     if row is None or opcode == "label":
         raise AmdgcnSyntaxError(kernel, f"unknown instruction `{opcode}`", where=where)
@@ -174,7 +188,7 @@ def _instruction(body: str, line: int, origin: str, kernel: str, target: str) ->
     pieces = [p.strip() for p in rest.split(",")] if rest else []
     if any(" " in p or not p for p in pieces):
         raise AmdgcnSyntaxError(kernel, f"cannot read the operands of {opcode}", where=where)
-    operands = [_operand(p, line, body, kernel) for p in pieces]
+    operands = [_operand(p, line, body, kernel, target) for p in pieces]
     if len(operands) != len(row.defs) + len(row.uses):
         raise AmdgcnSyntaxError(kernel, f"{opcode} takes {len(row.defs) + len(row.uses)} operands, got {len(operands)}",
                                 where=where)
@@ -257,7 +271,8 @@ def decode_amdgcn(text: str) -> AmdKernel:
     axes = tuple(a for a, axis in enumerate("xyz") if descriptor.get(f".amdhsa_system_sgpr_workgroup_id_{axis}"))
     return AmdKernel(name, instrs, kernargs, fields.get(".kernarg_segment_size", 0),
                      descriptor.get(".amdhsa_group_segment_fixed_size", 0),
-                     fields.get(".max_flat_workgroup_size", 64), fields.get(".wavefront_size", 64), axes, target)
+                     fields.get(".max_flat_workgroup_size", 64), fields.get(".wavefront_size", 64), axes, target,
+                     descriptor.get(".amdhsa_user_sgpr_count", USER_SGPRS))
 
 
 __all__ = ["decode_amdgcn", "AmdKernel", "AmdInstr", "KernArg", "Reg", "Imm", "Special", "Label",

@@ -1,10 +1,11 @@
-"""The executors of the gfx942 instructions: EXECUTE[mnemonic](wave, instruction).
+"""The executors of the AMDGCN instructions (gfx942, gfx90a, gfx1100): EXECUTE[mnemonic](wave, instruction).
 
 Each executor reads operands through the wave (amdgcn_machine.Wave.read: uint64 lanes),
 computes with the tables of amdgcn_isa, and writes results (VGPRs in the EXEC lanes) or issues
 a memory access whose results land at an s_waitcnt. Branches, barriers and s_endpgm are the
 machine's. Every mnemonic of tile's instruction table (tile.codegen.amdgcn.isa.INSTRUCTIONS)
-has an executor here; tests/test_emulator_amdgcn.py checks that.
+has an executor here, keyed by the table's name (the decoder maps a target's spelling to it);
+tests/test_emulator_amdgcn.py checks that. Lane masks are as wide as the wave (Wave.mask_width).
 """
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..codegen.amdgcn.isa import ATOMIC_RETURN_BIT, INSTRUCTIONS, MFMA_SHAPES
+from ..codegen.amdgcn.isa import ATOMIC_RETURN_BIT, INSTRUCTIONS, MFMA_SHAPES, WMMA_SHAPES, counter
+from ..ir.wmma_layouts import wmma_operand_layout, wmma_result_layout
 from . import amdgcn_isa as isa
 from .amdgcn_decode import AmdInstr, Reg
 
@@ -39,9 +41,14 @@ def _waitcnt(w, ins):
     w.wait(ins.mods)
 
 
-@_executes("s_nop")
+@_executes("s_waitcnt_vscnt")
+def _waitcnt_vscnt(w, ins):
+    w.wait({"vscnt": ins.uses[1].value})
+
+
+@_executes("s_nop", "s_waitcnt_depctr", "v_nop")
 def _nop(w, ins):
-    pass
+    """s_waitcnt_depctr and v_nop too: the machine runs each instruction to its end before the next."""
 
 
 @_executes("s_mov_b32", "s_mov_b64", "s_not_b32", "s_not_b64")
@@ -51,10 +58,11 @@ def _mov(w, ins):
     w.write(ins.defs[0], (~value if "not" in ins.opcode else value) & ((1 << (32 * width)) - 1), width)
 
 
-@_executes("s_and_saveexec_b64")
+@_executes("s_and_saveexec_b64", "s_and_saveexec_b32")
 def _saveexec(w, ins):
-    w.write(ins.defs[0], w.mask_bits(w.exec), 2)
-    w.exec = w.exec & w.mask(w.scalar(ins.uses[0], 2))
+    width = _width(ins.opcode)
+    w.write(ins.defs[0], w.mask_bits(w.exec), width)
+    w.exec = w.exec & w.mask(w.scalar(ins.uses[0], width))
 
 
 @_executes(*(name for name in INSTRUCTIONS if name.startswith("s_cmp_")))
@@ -111,7 +119,7 @@ def _vector_compare(w, ins):
         result = isa.COMPARE[pred](a, b)
     else:
         result = isa.COMPARE[pred](a, b)
-    w.write(ins.defs[0], w.mask_bits(result & w.exec), 2)
+    w.write(ins.defs[0], w.mask_bits(result & w.exec), w.mask_width)
 
 
 @_executes("v_readfirstlane_b32")
@@ -191,7 +199,7 @@ def _shift_64(w, ins):
 @_executes("v_cndmask_b32")
 def _cndmask(w, ins):
     a, b = w.read(ins.uses[0]), w.read(ins.uses[1])
-    w.write(ins.defs[0], np.where(w.mask(w.scalar(ins.uses[2], 2)), b, a))
+    w.write(ins.defs[0], np.where(w.mask(w.scalar(ins.uses[2], w.mask_width)), b, a))
 
 
 @_executes(*isa.VECTOR_FLOAT)
@@ -270,6 +278,48 @@ def _mfma(w, ins):
         w.write(ins.defs[0].dword(r), isa.bits(result[rows(r), lanes % n]).astype(np.uint64))
 
 
+def _decode_16bit(halves: np.ndarray, operand_type: str) -> np.ndarray:
+    """16-bit values (uint64 holding the bits) as float64."""
+    if operand_type == "bf16":
+        return (halves << np.uint64(16)).astype(np.uint32).view(np.float32).astype(np.float64)
+    return halves.astype(np.uint16).view(np.float16).astype(np.float64)
+
+
+@_executes(*WMMA_SHAPES)
+def _wmma(w, ins):
+    """D = A x B + C for one wave of 32 with the lane layouts of RDNA3 ISA 7.9 (tile.ir.wmma_layouts),
+    products and sums in float64, one rounding to f32. The whole wave takes part (a partial EXEC
+    is an error), and the upper half of the wave must repeat the lower half's A and B (the
+    ISA's layout: a difference there is an error here, not silently one half's data)."""
+    if not w.exec.all():
+        raise w.error(f"{ins.opcode} under a partial EXEC")
+    shape = WMMA_SHAPES[ins.opcode]
+
+    def values(o: Reg) -> np.ndarray:   # [16 values, lanes]: two 16-bit values per VGPR, low half first
+        words = np.stack([w.read(o.dword(i)) for i in range(o.count)])
+        return np.stack([(words[v // 2] >> np.uint64(16 * (v % 2))) & np.uint64(0xFFFF) for v in range(2 * o.count)])
+
+    half = w.lanes // 2
+    matrices = []
+    for op_idx, operand in enumerate(ins.uses[:2]):
+        raw = values(operand)
+        if not np.array_equal(raw[:, :half], raw[:, half:]):
+            lane = int(np.flatnonzero((raw[:, :half] != raw[:, half:]).any(axis=0))[0]) + half
+            raise w.error(f"{ins.opcode}: lane {lane} holds other {'AB'[op_idx]} values than lane {lane - half} "
+                          "(the two halves of the wave must hold the same)", lane)
+        coords = wmma_operand_layout(op_idx).element_coords()[0]   # [lanes, values, 2]
+        matrix = np.zeros((16, 16))
+        matrix[coords[..., 0], coords[..., 1]] = _decode_16bit(raw, shape.operand_type).T
+        matrices.append(matrix)
+    d_coords = wmma_result_layout().element_coords()[0]   # [lanes, registers, 2]
+    c = np.zeros((16, 16))
+    c_words = np.stack([w.read(ins.uses[2].dword(r)) for r in range(shape.RESULT_DWORDS)])
+    c[d_coords[..., 0], d_coords[..., 1]] = isa.f32(c_words).T
+    result = (matrices[0] @ matrices[1] + c).astype(np.float32)
+    for r in range(shape.RESULT_DWORDS):
+        w.write(ins.defs[0].dword(r), isa.bits(result[d_coords[:, r, 0], d_coords[:, r, 1]]).astype(np.uint64))
+
+
 # global memory -----------------------------------------------------------------------------
 def _global_address(w, ins) -> np.ndarray:
     return w.read(ins.uses[0], 2) + np.uint64(ins.mods.get("offset", 0) & ((1 << 64) - 1))
@@ -312,7 +362,7 @@ def _global(w, ins):
         values = np.stack([w.read(data.dword(k))[active] for k in range(count)], axis=1)
         values = (values & np.uint64((1 << (8 * element)) - 1)).astype(np.dtype(f"u{element}"))
         gmem.store(address[active], values, element, _fail(w, active))
-        w.issue("vmcnt", None, [])
+        w.issue(counter(ins.opcode, w.group.kernel.target), None, [])
 
 
 @_executes(*(name for name in INSTRUCTIONS if name.startswith("global_atomic_")))
@@ -355,7 +405,7 @@ def _global_atomic(w, ins):
     w.issue("vmcnt", ins.defs[0], writes)
 
 
-@_executes("buffer_wbl2", "buffer_inv", "buffer_wbinvl1_vol", "buffer_invl2")
+@_executes("buffer_wbl2", "buffer_inv", "buffer_wbinvl1_vol", "buffer_invl2", "buffer_gl1_inv", "buffer_gl0_inv")
 def _cache_maintenance(w, ins):
     """One memory and no caches here: only the counter moves."""
     w.issue("vmcnt", None, [])

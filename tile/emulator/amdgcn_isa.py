@@ -1,6 +1,6 @@
-"""What the gfx942 instructions tile emits compute, as tables of NumPy functions.
+"""What the AMDGCN instructions tile emits compute, as tables of NumPy functions.
 
-The wave machine (amdgcn_machine) reads operands as uint64 arrays over the 64 lanes (a 64-bit
+The wave machine (amdgcn_machine) reads operands as uint64 arrays over the wave's lanes (a 64-bit
 operand's two dwords joined) and looks the arithmetic up here; memory, EXEC, VCC, SCC, waits
 and barriers are the machine's. Semantics follow the AMD Instinct MI300 ISA reference ("CDNA3
 ISA"): chapter 4 (SALU), 6 (VALU), 7 (MFMA), 9 (global atomics).
@@ -49,7 +49,7 @@ SCALAR_BINARY: dict[str, Callable[[int, int, int], tuple[int, object]]] = {
     "s_mul_hi_u32": lambda a, b, c: ((a * b) >> 32, None),
     "s_mul_hi_i32": lambda a, b, c: ((signed(a) * signed(b)) >> 32, None),
     "s_and_b32": lambda a, b, c: (a & b, None), "s_or_b32": lambda a, b, c: (a | b, None),
-    "s_xor_b32": lambda a, b, c: (a ^ b, None),
+    "s_xor_b32": lambda a, b, c: (a ^ b, None), "s_andn2_b32": lambda a, b, c: (a & ~b & M32, None),
     "s_lshl_b32": lambda a, b, c: (a << (b & 31), None), "s_lshr_b32": lambda a, b, c: (a >> (b & 31), None),
     "s_ashr_i32": lambda a, b, c: (signed(a) >> (b & 31), None),
     "s_min_i32": lambda a, b, c: (min(signed(a), signed(b)), None),

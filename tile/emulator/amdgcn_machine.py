@@ -1,13 +1,15 @@
-"""The wave machine of AMDGCN: workgroups of waves of 64 lanes running decoded gfx942 code.
+"""The wave machine of AMDGCN: workgroups of waves running decoded gfx942, gfx90a or gfx1100 code.
 
-What a student should picture (CDNA3 ISA chapters 3-4):
+What a student should picture (CDNA3 ISA chapters 3-4; the RDNA3 ISA for wave32):
 
-*Waves.* A workgroup of `workgroup_size` work-items is split into waves of `wave_size` (64)
-lanes. A wave has 128 SGPRs (one value for the whole wave), 256 VGPRs (one value per lane),
-EXEC (the lanes that execute a vector instruction), VCC (a lane mask, the carry of 64-bit adds)
-and SCC (the scalar condition bit). Registers are stored as uint64 arrays holding 32-bit
-words. At launch s[0:1] hold the kernarg segment's address, s2, s3... the workgroup ids the
-descriptor enables, v0 the work-item id; EXEC holds the lanes that exist (a partial last wave).
+*Waves.* A workgroup of `workgroup_size` work-items is split into waves of `wave_size` lanes
+(64 on CDNA, 32 on RDNA3, from the metadata). A wave has 128 SGPRs (one value for the whole
+wave), 256 VGPRs (one value per lane), EXEC (the lanes that execute a vector instruction), VCC
+(a lane mask, the carry of 64-bit adds) and SCC (the scalar condition bit); a lane mask in
+SGPRs takes a pair on wave64 and one SGPR on wave32. Registers are stored as uint64 arrays
+holding 32-bit words. At launch s[0:1] hold the kernarg segment's address, the SGPRs from the
+descriptor's user SGPR count on (s2 on CDNA, s15 on gfx1100 for one id) the workgroup ids it
+enables, v0 the work-item id; EXEC holds the lanes that exist (a partial last wave).
 
 *Control flow is scalar.* A wave has one program counter: branches test SCC or EXEC, and
 divergence is the compiler's business (it narrows EXEC with s_and_saveexec_b64 and restores it).
@@ -15,7 +17,8 @@ divergence is the compiler's business (it narrows EXEC with s_and_saveexec_b64 a
 *Loads land late.* A global load, s_load or LDS read is issued with its values captured, and
 writes its registers only when an `s_waitcnt` drains its counter (vmcnt: global memory,
 lgkmcnt: LDS and scalar loads) far enough; until then touching those registers is an error,
-so a missing wait fails instead of reading stale data. Stores and cache maintenance also count.
+so a missing wait fails instead of reading stale data. Stores and cache maintenance also count
+(stores in vscnt on gfx1100, drained by s_waitcnt_vscnt).
 
 *Memories.* Global memory is the emulator's GlobalMemory (the arguments' host arrays, bounds
 checked with the argument named); the kernarg segment is an allocation of its own. LDS is a
@@ -75,7 +78,7 @@ class Wave:
         address = group.launch.kernarg_address
         self.s[0], self.s[1] = address & isa.M32, address >> 32
         for k, axis in enumerate(kernel.workgroup_id_axes):
-            self.s[2 + k] = group.ids[axis]
+            self.s[kernel.user_sgprs + k] = group.ids[axis]
         self.v[0] = first_item + lane_ids
         self.ins: Optional[AmdInstr] = None
         self.index = 0   # the instruction's index in the kernel
@@ -98,8 +101,13 @@ class Wave:
             raise self.error(f"{o.bank}{min(k for b, k in self.busy & self.cells(o))} is touched before "
                              "its load was waited for (s_waitcnt)")
 
+    @property
+    def mask_width(self) -> int:
+        """SGPRs of a lane mask: a pair on wave64, one on wave32."""
+        return self.lanes // 32
+
     def mask_bits(self, lanes: np.ndarray) -> int:
-        """A lane mask as the bits of an SGPR pair (lane k: bit k)."""
+        """A lane mask as the bits of its SGPRs (lane k: bit k)."""
         return int.from_bytes(np.packbits(lanes, bitorder="little").tobytes(), "little")
 
     def mask(self, value: int) -> np.ndarray:
@@ -160,7 +168,7 @@ class Wave:
         out of order (CDNA3 ISA 4.4), so a wait that leaves some in flight lands LDS accesses
         first, then scalar loads newest first: the oldest stay pending, and only lgkmcnt(0)
         is sure to land a given scalar load."""
-        for counter in ("vmcnt", "lgkmcnt"):
+        for counter in ("vmcnt", "lgkmcnt", "vscnt"):
             if counter not in counts:
                 continue
             mine = [p for p in self.pending if p[0] == counter]

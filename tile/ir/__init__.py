@@ -8,7 +8,7 @@ from .types import (DTYPES, DType, PointerType, TensorType, Type, bf16, element_
                     f64, i1, i8, i16, i32, i64, is_pointer, is_tensor, parse_type, register_layout, shape_of, u8,
                     u16, u32, u64, with_element)
 from .verifier import verify
-from . import gpu_ops, mfma_layouts, simt_ops  # noqa: E402,F401  (register the gpu and simt ops and the layout syntax)
+from . import gpu_ops, mfma_layouts, simt_ops, wmma_layouts  # noqa: E402,F401  (register the gpu and simt ops and the layout syntax)
 
 __all__ = [
     "Builder", "Block", "BlockArgument", "Location", "Operation", "OpResult", "Region", "Value", "OP_DEFS",

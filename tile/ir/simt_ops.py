@@ -48,6 +48,10 @@ Tensor cores and asynchronous copies (sm_80+; warp-wide ops run with all 32 lane
                                           of a 64-lane wave: D = A @ B + C for one instr x instr
                                           tile; A and B four 16-bit values (atype) packed in two
                                           i32 each, in the lanes as tile.ir.mfma_layouts says
+  simt.wmma %a x8, %b x8, %c x8 {atype} : f32 x8   RDNA3's WMMA (gfx1100), a wave-wide op of one
+                                          32-lane wave: D = A @ B + C for one 16x16x16 tile; A
+                                          and B sixteen 16-bit values (atype) packed in eight i32
+                                          each, in the lanes as tile.ir.wmma_layouts says
   simt.mma %a..., %b..., %c... {atype} : T x4     mma.sync.aligned.<shape>.row.col: D = A @ B + C
                                           for one 16x8 tile; `atype` (MMA_SHAPES) fixes the
                                           shape: f16/bf16 m16n8k16, tf32 m16n8k8, s8/u8 m16n8k32.
@@ -337,6 +341,20 @@ def _verify_mfma(op: Operation) -> None:
     expect_counts(op, 4 + acc, acc)
     expect(op, all(v.type == i32 for v in op.operands[:4]), "A and B are two packed i32 registers each")
     expect(op, all(v.type == f32 for v in op.operands[4:]) and all(r.type == f32 for r in op.results),
+           "accumulators and results are f32")
+
+
+WMMA_TYPES = ("f16", "bf16")
+WMMA_WORDS = 8   # i32 words of A and of B, and f32 values of C and D, in each lane (tile.ir.wmma_layouts)
+
+
+@register_op("simt.wmma")
+def _verify_wmma(op: Operation) -> None:
+    expect(op, op.attrs.get("atype") in WMMA_TYPES, f"atype must be one of {WMMA_TYPES}")
+    expect_counts(op, 3 * WMMA_WORDS, WMMA_WORDS)
+    expect(op, all(v.type == i32 for v in op.operands[:2 * WMMA_WORDS]),
+           f"A and B are {WMMA_WORDS} packed i32 registers each")
+    expect(op, all(v.type == f32 for v in op.operands[2 * WMMA_WORDS:]) and all(r.type == f32 for r in op.results),
            "accumulators and results are f32")
 
 

@@ -1,16 +1,17 @@
-"""The AMDGCN backend: simt IR -> gfx942 or gfx90a assembly text -> code object.
+"""The AMDGCN backend: simt IR -> gfx942, gfx90a or gfx1100 assembly text -> code object.
 
     simt.func ──isel──▶ MIR (virtual SGPRs/VGPRs) ──regalloc──▶ physical registers
               ──waitcnt, nops──▶ ──kernel_object──▶ .s text (descriptor, metadata) ──llvm-mc, ld.lld──▶ .hsaco
 
 isa (the instruction table), mir (machine IR and printer), isel (selection and uniformity),
-regalloc (liveness, linear scan), waitcnt (s_waitcnt and wait states), kernel_object (text,
-assembler). `emit_amdgcn` is the entry the compiler calls; `compile_amdgcn` also keeps the
+regalloc (liveness, linear scan), waitcnt (s_waitcnt and GFX9's wait states), rdna3 (the
+hazards of RDNA3), kernel_object (text, assembler). `emit_amdgcn` is the entry the compiler calls; `compile_amdgcn` also keeps the
 final instructions and register assignment. The text runs on the emulator's wave machine
 (tile.emulate(kernel, target="gfx942"), tile.emulator.amdgcn_machine).
 
 The simt IR comes from the shared lowering with 32-thread warps: a CTA of num_warps * 32
-threads is one workgroup of that many work-items, run as waves of 64 lanes.
+threads is one workgroup of that many work-items, run as waves of 64 lanes on CDNA (a wave
+holds two warps) and of 32 on RDNA3 (a wave is a warp).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from .isa import LDS_BYTES, TARGETS
 from .isel import Selection, UnsupportedOnTarget, select
 from .kernel_object import ToolNotFound, assemble, kernel_text
 from .mir import MInst, Reg
+from .rdna3 import insert_rdna3_waits
 from .regalloc import allocate_spilling
 from .waitcnt import insert_nops, insert_waits
 
@@ -51,7 +53,8 @@ def compile_amdgcn(simt: Operation, target: str) -> AmdgcnKernel:
     if sel.lds_bytes > LDS_BYTES[target]:
         raise TargetResourceError(sel.lds_bytes, LDS_BYTES[target], "shared memory", kernel=sel.name, target=target)
     spilled, assignment = allocate_spilling(sel.insts, sel.new, target, sel.name)
-    insts = insert_nops(insert_waits(spilled, assignment), assignment)
+    insts = insert_rdna3_waits(insert_nops(insert_waits(spilled, assignment, target), assignment, target),
+                               assignment, target)
     return AmdgcnKernel(sel, insts, assignment, kernel_text(sel, insts, assignment, target))
 
 

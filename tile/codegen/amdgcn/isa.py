@@ -1,17 +1,27 @@
 """The AMD targets tile compiles for, and the instructions it selects, as data.
 
-Two targets, both CDNA (waves of 64, one VGPR file shared with the matrix cores): gfx942
-(MI300, CDNA3) and gfx90a (MI200, CDNA2). What differs between them is written as rows of
-the per-target tables below, never as branches in the selector:
+Three targets: two CDNA (waves of 64, one VGPR file shared with the matrix cores), gfx942
+(MI300, CDNA3) and gfx90a (MI200, CDNA2), and one RDNA, gfx1100 (Radeon RX 7900, RDNA3, waves
+of 32). What differs between them is written as rows of the per-target tables below, never as
+branches in the selector:
 
-    cache-policy bits     gfx942: sc0 sc1 nt           gfx90a: glc slc scc
-    returning atomic      gfx942: sc0                  gfx90a: glc
+    cache-policy bits     gfx942: sc0 sc1 nt           gfx90a: glc slc scc      gfx1100: glc slc dlc
+    returning atomic      gfx942: sc0                  gfx90a: glc              gfx1100: glc
     memory-model fences   gfx942: buffer_wbl2 sc1 /    gfx90a: buffer_wbl2 (system only) /
                           buffer_inv sc1 (agent)       buffer_wbinvl1_vol, + buffer_invl2 (system)
+                          gfx1100: buffer_gl1_inv, buffer_gl0_inv (acquire at agent and system scope)
     MFMA mnemonics        gfx942: v_mfma_f32_32x32x8_f16 ...   gfx90a: v_mfma_f32_32x32x8f16 ...
-    MFMA operand types    f16 and bf16 on both (CDNA3's fp8 MFMA is not selected yet; CDNA2 has none)
+    MFMA operand types    f16 and bf16 on both (CDNA3's fp8 MFMA is not selected yet; CDNA2 has
+                          none; RDNA3 has no MFMA: its matrix instructions are WMMA)
+    lane masks            gfx942, gfx90a: an SGPR pair (exec, vcc, s_and_saveexec_b64)
+                          gfx1100: one SGPR (exec_lo, vcc_lo, s_and_saveexec_b32): LANE_MASK_OPCODES
+    store counter         gfx942, gfx90a: vmcnt        gfx1100: vscnt (s_waitcnt_vscnt null, 0x0)
+    mnemonics             gfx1100 spells many instructions its own way (global_load_b32 for
+                          global_load_dword, v_add_nc_u32 for v_add_u32 ...): SPELLING
 
-An instruction row names the targets it exists on (`targets`, default every target).
+An instruction row names the targets it exists on (`targets`, default every target). Rows
+carry the GFX9 name; the selector, the register allocator and the waits work on those names,
+and only the printed text (and the emulator's decoder, reading it back) uses SPELLING.
 
 One row per mnemonic: its encoding family, the kinds of its operands (results first, then
 sources, as the assembler reads them), a latency class, and the counter it increments (the
@@ -25,6 +35,8 @@ Operand kinds:
     vdst  vsrc      one VGPR                        vdstN  N consecutive VGPRs (loads, MFMA results)
     vdst2 vsrc2     an aligned VGPR pair            vsrcN  N consecutive VGPRs (stores, MFMA sources)
     src   src2      a VALU source: a VGPR, an SGPR or an inline constant (a pair for src2)
+    lmask           a lane mask: an SGPR pair on wave64 targets, one SGPR on wave32 (or exec, vcc)
+    null            the null register (the SGPR operand s_waitcnt_vscnt does not read)
     vaddr           a global address in an aligned VGPR pair
     saddr           "off" (the address is in vaddr alone)
     sbase           the SGPR pair an s_load reads from
@@ -35,7 +47,8 @@ Operand kinds:
 Latency classes (CDNA3 ISA 4.5 and the MI300 tuning guides): salu and valu issue every cycle
 (valu: 4 cycles per wave64 instruction), trans (the transcendental unit) at a quarter of that,
 smem, vmem and ds (LDS) wait for memory and are tracked by their counter; xdl is the matrix
-core (MFMA), whose results the hardware does not interlock (the wait states of waitcnt.HAZARDS).
+core (MFMA), whose results the hardware does not interlock (the wait states of waitcnt.HAZARDS);
+RDNA3's WMMA is in that class too (its one hazard is rdna3's).
 
 MFMA (CDNA3 ISA 7, "Matrix Arithmetic Instructions"): D = A x B + C for one wave of 64 lanes.
 gfx942 and gfx90a have one unified file of 512 VGPRs per lane, so A, B, C and D may all be VGPRs (no
@@ -49,21 +62,90 @@ from dataclasses import dataclass
 from typing import Optional
 
 TARGET_TRIPLE = "amdgcn-amd-amdhsa"
-TARGETS = ("gfx942", "gfx90a")
-WAVE_SIZE = {"gfx942": 64, "gfx90a": 64}
-SGPR_LIMIT = {"gfx942": 102, "gfx90a": 102}   # s0..s101 are addressable (vcc and xnack_mask live above)
-VGPR_LIMIT = {"gfx942": 256, "gfx90a": 256}   # architectural VGPRs v0..v255 (AGPRs are not used)
-MAX_VMCNT = 63                  # the s_waitcnt fields of GFX9 (CDNA3 ISA 4.4)
-MAX_LGKMCNT = 15
-GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1)
+TARGETS = ("gfx942", "gfx90a", "gfx1100")
+WAVE_SIZE = {"gfx942": 64, "gfx90a": 64, "gfx1100": 32}
+WAVE64_TARGETS = tuple(t for t in TARGETS if WAVE_SIZE[t] == 64)
+WAVE32_TARGETS = tuple(t for t in TARGETS if WAVE_SIZE[t] == 32)
+# s0..s101 are addressable on GFX9 (vcc and xnack_mask live above); s0..s105 on GFX11 (vcc has
+# its own encoding there; llvm-mc -mcpu=gfx1100 takes s105 and refuses s106)
+SGPR_LIMIT = {"gfx942": 102, "gfx90a": 102, "gfx1100": 106}
+VGPR_LIMIT = {"gfx942": 256, "gfx90a": 256, "gfx1100": 256}   # architectural VGPRs v0..v255 (AGPRs are not used)
+# The largest count each s_waitcnt field holds: GFX9 (CDNA3 ISA 4.4) has a 4-bit lgkmcnt, GFX11
+# a 6-bit one (LLVM's AMDGPU docs, gfx11 waitcnt: VM_CNT 0..63, LGKM_CNT 0..63), and its stores
+# wait in vscnt (s_waitcnt_vscnt, the RDNA3 ISA's S_WAITCNT_VSCNT)
+WAIT_COUNT_LIMITS = {"gfx942": {"vmcnt": 63, "lgkmcnt": 15, "expcnt": 7},
+                     "gfx90a": {"vmcnt": 63, "lgkmcnt": 15, "expcnt": 7},
+                     "gfx1100": {"vmcnt": 63, "lgkmcnt": 63, "expcnt": 7, "vscnt": 63}}
+MAX_VMCNT = WAIT_COUNT_LIMITS["gfx942"]["vmcnt"]
+MAX_LGKMCNT = WAIT_COUNT_LIMITS["gfx942"]["lgkmcnt"]
+# The counter global stores (and stores only) count in: GFX10+ gave them their own (vscnt)
+STORE_COUNTER = {"gfx942": "vmcnt", "gfx90a": "vmcnt", "gfx1100": "vscnt"}
+GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1; GFX11 alike)
 DS_OFFSET_RANGE = (0, 65535)         # the unsigned 16-bit offset of ds_read/ds_write
-LDS_BYTES = {"gfx942": 65536, "gfx90a": 65536}   # per workgroup
+LDS_BYTES = {"gfx942": 65536, "gfx90a": 65536, "gfx1100": 65536}   # per workgroup
+# User SGPRs tile enables (the kernarg segment pointer, s[0:1]) and how many user plus system
+# SGPRs the hardware must be asked to initialize at least: gfx1100 initializes them wrongly
+# when fewer than 16 are enabled (LLVM's FeatureUserSGPRInit16Bug), so its user SGPRs are
+# padded and the workgroup ids land in s[16 - ids:16]
+USER_SGPRS = 2
+MIN_INITIALIZED_SGPRS = {"gfx942": 0, "gfx90a": 0, "gfx1100": 16}
+
+
+def user_sgpr_count(target: str, workgroup_ids: int) -> int:
+    """The descriptor's .amdhsa_user_sgpr_count: where the first workgroup id sits."""
+    return max(USER_SGPRS, MIN_INITIALIZED_SGPRS[target] - workgroup_ids)
+
+
+# The kernel descriptor's target-specific directives (LLVM AMDGPUUsage, "Kernel Descriptor"):
+# accum_offset splits the unified VGPR file of gfx90a/gfx942 (computed, None here); gfx1100 runs
+# waves of 32 and, in CU mode, a workgroup's waves share one L0 cache (the memory model's
+# workgroup scope then needs no cache maintenance)
+DESCRIPTOR_FIELDS = {"gfx942": {"accum_offset": None}, "gfx90a": {"accum_offset": None},
+                     "gfx1100": {"wavefront_size32": 1, "workgroup_processor_mode": 0}}
+
+# The lane-mask form of each mask instruction on a wave32 target: the selector writes the wave64
+# name and looks it up here (LANE_MASK_OPCODES[target].get(name, name))
+_WAVE32_MASK_OPCODES = {"s_and_saveexec_b64": "s_and_saveexec_b32", "s_and_b64": "s_and_b32", "s_or_b64": "s_or_b32",
+                        "s_xor_b64": "s_xor_b32", "s_andn2_b64": "s_andn2_b32", "s_mov_b64": "s_mov_b32",
+                        "s_not_b64": "s_not_b32", "s_cselect_b64": "s_cselect_b32", "s_cmp_lg_u64": "s_cmp_lg_u32"}
+LANE_MASK_OPCODES = {"gfx942": {}, "gfx90a": {}, "gfx1100": _WAVE32_MASK_OPCODES}
+# exec and vcc as a wave32 target's text names them (their low halves: the whole mask)
+LANE_MASK_REGISTERS = {"gfx942": {}, "gfx90a": {}, "gfx1100": {"exec": "exec_lo", "vcc": "vcc_lo"}}
+
+# gfx1100's names of the instructions whose GFX9 name it does not take (LLVM's GFX11 assembler
+# syntax, AMDGPUAsmGFX11, and the RDNA3 ISA's opcode tables): memory access widths in bits, atomics with
+# their type, LDS reads and writes as loads and stores, no-carry adds, carry chains as _co_ci
+SPELLING = {"gfx942": {}, "gfx90a": {}, "gfx1100": {
+    **{f"global_load_{old}": f"global_load_{new}" for old, new in (
+        ("ubyte", "u8"), ("sbyte", "i8"), ("ushort", "u16"), ("sshort", "i16"), ("dword", "b32"),
+        ("dwordx2", "b64"), ("dwordx3", "b96"), ("dwordx4", "b128"))},
+    **{f"global_store_{old}": f"global_store_{new}" for old, new in (
+        ("byte", "b8"), ("short", "b16"), ("dword", "b32"), ("dwordx2", "b64"), ("dwordx3", "b96"),
+        ("dwordx4", "b128"))},
+    **{f"global_atomic_{old}": f"global_atomic_{new}" for old, new in (
+        ("add", "add_u32"), ("smax", "max_i32"), ("umax", "max_u32"), ("smin", "min_i32"), ("umin", "min_u32"),
+        ("and", "and_b32"), ("or", "or_b32"), ("xor", "xor_b32"), ("swap", "swap_b32"), ("cmpswap", "cmpswap_b32"),
+        ("add_x2", "add_u64"), ("smax_x2", "max_i64"), ("umax_x2", "max_u64"), ("smin_x2", "min_i64"),
+        ("umin_x2", "min_u64"), ("and_x2", "and_b64"), ("or_x2", "or_b64"), ("xor_x2", "xor_b64"),
+        ("swap_x2", "swap_b64"), ("cmpswap_x2", "cmpswap_b64"))},
+    **{f"ds_read_{kind}": f"ds_load_{kind}" for kind in ("u8", "i8", "u16", "i16", "b32", "b64", "b128")},
+    **{f"ds_write_{kind}": f"ds_store_{kind}" for kind in ("b8", "b16", "b32", "b64", "b128")},
+    "s_load_dword": "s_load_b32", "s_load_dwordx2": "s_load_b64", "s_load_dwordx4": "s_load_b128",
+    "s_andn2_b32": "s_and_not1_b32", "s_andn2_b64": "s_and_not1_b64",
+    "v_add_u32": "v_add_nc_u32", "v_sub_u32": "v_sub_nc_u32",
+    "v_addc_co_u32": "v_add_co_ci_u32", "v_subb_co_u32": "v_sub_co_ci_u32",
+}}
+
+
+def spelling(mnemonic: str, target: str) -> str:
+    """How `target`'s assembler spells the instruction of table row `mnemonic`."""
+    return SPELLING[target].get(mnemonic, mnemonic)
 
 # The cache-policy modifiers of memory instructions as the assembler spells them (CDNA3 ISA,
 # chapter 9: sc0 and sc1 the scope, nt non-temporal; CDNA2 ISA, chapter 9: glc, slc, scc),
 # and the one that makes a global atomic return the value it replaced (the same bit, renamed).
-CACHE_POLICY_BITS = {"gfx942": ("sc0", "sc1", "nt"), "gfx90a": ("glc", "slc", "scc")}
-ATOMIC_RETURN_BIT = {"gfx942": "sc0", "gfx90a": "glc"}
+CACHE_POLICY_BITS = {"gfx942": ("sc0", "sc1", "nt"), "gfx90a": ("glc", "slc", "scc"), "gfx1100": ("glc", "slc", "dlc")}
+ATOMIC_RETURN_BIT = {"gfx942": "sc0", "gfx90a": "glc", "gfx1100": "glc"}
 
 # target -> scope -> (release sequence, acquire sequence, the atomic's own scope bits), each
 # sequence a tuple of (instruction, its cache-policy bits); the selector adds the s_waitcnt
@@ -72,6 +154,9 @@ ATOMIC_RETURN_BIT = {"gfx942": "sc0", "gfx90a": "glc"}
 # scopes write back / invalidate the L2 with the scope in sc0/sc1; on gfx90a the agent's L2 is
 # coherent, so agent scope only invalidates the L1 (buffer_wbinvl1_vol), and system scope also
 # writes back the L2 before a release and invalidates it (buffer_invl2) after an acquire.
+# "Memory Model GFX10-GFX11": in CU mode the work-group shares the L0 and needs nothing; at
+# agent and system scope a release only drains (the L2 is coherent; the selector's waits drain
+# vscnt too) and an acquire invalidates the L1 and L0 (buffer_gl1_inv, buffer_gl0_inv).
 MEMORY_ORDER = {
     "gfx942": {
         "cta": ((), (), {}),
@@ -82,6 +167,11 @@ MEMORY_ORDER = {
         "cta": ((), (), {}),
         "gpu": ((), (("buffer_wbinvl1_vol", {}),), {}),
         "sys": ((("buffer_wbl2", {}),), (("buffer_invl2", {}), ("buffer_wbinvl1_vol", {})), {}),
+    },
+    "gfx1100": {
+        "cta": ((), (), {}),
+        "gpu": ((), (("buffer_gl1_inv", {}), ("buffer_gl0_inv", {})), {}),
+        "sys": ((), (("buffer_gl1_inv", {}), ("buffer_gl0_inv", {})), {}),
     },
 }
 
@@ -122,6 +212,32 @@ MFMA_SHAPES = {shape.mnemonic: shape for shape in (
 )}
 
 
+@dataclass(frozen=True)
+class WmmaShape:
+    """One WMMA instruction of RDNA3 (RDNA3 ISA 7.9, WMMA): D (16 x 16, f32) = A (16 x 16) x B
+    (16 x 16) + C for one wave of 32, each lane holding a whole row of A / column of B
+    (OPERAND_DWORDS VGPRs) and RESULT_DWORDS f32 of D; tile.ir.wmma_layouts places them."""
+
+    mnemonic: str
+    operand_type: str        # "f16" or "bf16"
+    target: str
+
+    m = n = k = 16
+    OPERAND_DWORDS = 8       # 16 16-bit values
+    RESULT_DWORDS = 8        # 16 x 16 f32 over 32 lanes
+
+
+WMMA_SHAPES = {shape.mnemonic: shape for shape in (
+    WmmaShape("v_wmma_f32_16x16x16_f16", "f16", "gfx1100"),
+    WmmaShape("v_wmma_f32_16x16x16_bf16", "bf16", "gfx1100"),
+)}
+
+
+def wmma_shape(target: str, operand_type: str) -> Optional[WmmaShape]:
+    """The WMMA of `target` on `operand_type` operands, or None."""
+    return next((s for s in WMMA_SHAPES.values() if s.target == target and s.operand_type == operand_type), None)
+
+
 def mfma_shape(target: str, m: int, operand_type: str) -> Optional[MfmaShape]:
     """The MFMA of `target` with an m x m result on `operand_type` operands, or None."""
     return next((s for s in MFMA_SHAPES.values() if s.target == target and s.m == m
@@ -157,7 +273,7 @@ class InstrInfo:
     defs: tuple[str, ...]
     uses: tuple[str, ...]
     latency: str
-    counter: Optional[str] = None   # "vmcnt", "lgkmcnt" or "expcnt"
+    counter: Optional[str] = None   # "vmcnt", "lgkmcnt" or "expcnt"; a store's: STORE_COUNTER
     targets: tuple[str, ...] = TARGETS   # where the instruction exists under this name
 
     @property
@@ -178,10 +294,11 @@ def _rows() -> list[InstrInfo]:
     add("s_mov_b64", "SOP1", "sdst2 | ssrc2", "salu")
     add("s_not_b64", "SOP1", "sdst2 | ssrc2", "salu")
     add("s_not_b32", "SOP1", "sdst | ssrc", "salu")
-    add("s_and_saveexec_b64", "SOP1", "sdst2 | ssrc2", "salu")
+    add("s_and_saveexec_b64", "SOP1", "sdst2 | ssrc2", "salu", targets=WAVE64_TARGETS)
+    add("s_and_saveexec_b32", "SOP1", "sdst | ssrc", "salu", targets=WAVE32_TARGETS)
     for name in ("s_add_u32", "s_addc_u32", "s_sub_u32", "s_subb_u32", "s_mul_i32", "s_mul_hi_u32", "s_mul_hi_i32",
                  "s_and_b32", "s_or_b32", "s_xor_b32", "s_lshl_b32", "s_lshr_b32", "s_ashr_i32",
-                 "s_min_i32", "s_min_u32", "s_max_i32", "s_max_u32", "s_cselect_b32"):
+                 "s_min_i32", "s_min_u32", "s_max_i32", "s_max_u32", "s_cselect_b32", "s_andn2_b32"):
         add(name, "SOP2", "sdst | ssrc ssrc", "salu")
     for name in ("s_and_b64", "s_or_b64", "s_xor_b64", "s_andn2_b64", "s_cselect_b64"):
         add(name, "SOP2", "sdst2 | ssrc2 ssrc2", "salu")
@@ -193,6 +310,10 @@ def _rows() -> list[InstrInfo]:
     for pred in ("eq", "lg"):
         add(f"s_cmp_{pred}_u64", "SOPC", "| ssrc2 ssrc2", "salu")
     add("s_waitcnt", "SOPP", "|", "salu")
+    # GFX10+: the wait on stores alone, and the wait on the ALU dependency counters that the
+    # RDNA3 hazards need (tile.codegen.amdgcn.rdna3)
+    add("s_waitcnt_vscnt", "SOPK", "| null imm", "salu", targets=WAVE32_TARGETS)
+    add("s_waitcnt_depctr", "SOPP", "| imm", "salu", targets=WAVE32_TARGETS)
     add("s_nop", "SOPP", "| imm", "salu")
     add("s_barrier", "SOPP", "|", "salu")
     add("s_branch", "SOPP", "| label", "salu")
@@ -242,7 +363,7 @@ def _rows() -> list[InstrInfo]:
     add("v_writelane_b32", "VOP3", "vdst | ssrc ssrc", "valu")
     add("v_lshl_or_b32", "VOP3", "vdst | src src src", "valu")
     add("v_add3_u32", "VOP3", "vdst | src src src", "valu")
-    add("v_cndmask_b32", "VOP3", "vdst | src src ssrc2", "valu")
+    add("v_cndmask_b32", "VOP3", "vdst | src src lmask", "valu")
     add("v_add_co_u32", "VOP2", "vdst vcc | src src", "valu")
     add("v_addc_co_u32", "VOP2", "vdst vcc | src src vcc", "valu")
     add("v_sub_co_u32", "VOP2", "vdst vcc | src src", "valu")
@@ -251,19 +372,25 @@ def _rows() -> list[InstrInfo]:
         add(name, "VOP3", "vdst2 vcc | src src src2", "valu")
     for name in ("v_lshlrev_b64", "v_lshrrev_b64", "v_ashrrev_i64"):
         add(name, "VOP3", "vdst2 | src src2", "valu")
-    # compares write one bit per lane into an SGPR pair (the VOP3 form, CDNA3 ISA 6.7)
+    # compares write one bit per lane into a lane mask (the VOP3 form, CDNA3 ISA 6.7)
     for pred in ("eq", "ne", "lt", "le", "gt", "ge"):
         for ty in ("i32", "u32", "i64", "u64"):
             kind = "src2" if ty.endswith("64") else "src"
-            add(f"v_cmp_{pred}_{ty}", "VOPC", f"sdst2 | {kind} {kind}", "valu")
+            add(f"v_cmp_{pred}_{ty}", "VOPC", f"lmask | {kind} {kind}", "valu")
     for pred in ("eq", "neq", "lt", "le", "gt", "ge", "u"):   # u: unordered (either is NaN)
-        add(f"v_cmp_{pred}_f32", "VOPC", "sdst2 | src src", "valu")
-        add(f"v_cmp_{pred}_f64", "VOPC", "sdst2 | src2 src2", "valu")
+        add(f"v_cmp_{pred}_f32", "VOPC", "lmask | src src", "valu")
+        add(f"v_cmp_{pred}_f64", "VOPC", "lmask | src2 src2", "valu")
 
     # matrix cores: D, A, B, C (C may be D itself: accumulation in place)
     for shape in MFMA_SHAPES.values():
         d, ab = shape.result_dwords, shape.operand_dwords
         add(shape.mnemonic, "VOP3P", f"vdst{d} | vsrc{ab} vsrc{ab} vsrc{d}", "xdl", targets=(shape.target,))
+
+    # RDNA3's matrix instructions: D, A, B, C (C may be D itself), and the VALU no-op that
+    # separates a WMMA from the next one reading its D as A or B (tile.codegen.amdgcn.rdna3)
+    for shape in WMMA_SHAPES.values():
+        add(shape.mnemonic, "VOP3P", "vdst8 | vsrc8 vsrc8 vsrc8", "xdl", targets=(shape.target,))
+    add("v_nop", "VOP1", "|", "valu", targets=WAVE32_TARGETS)
 
     # global memory (the FLAT encoding's global segment): loads and stores both count in vmcnt
     for name, width in (("ubyte", 1), ("sbyte", 1), ("ushort", 1), ("sshort", 1), ("dword", 1),
@@ -272,7 +399,7 @@ def _rows() -> list[InstrInfo]:
         add(f"global_load_{name}", "FLAT", f"{dst} | vaddr saddr", "vmem", "vmcnt")
     for name, width in (("byte", 1), ("short", 1), ("dword", 1), ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
         data = "vsrc" if width == 1 else f"vsrc{width}"
-        add(f"global_store_{name}", "FLAT", f"| vaddr {data} saddr", "vmem", "vmcnt")
+        add(f"global_store_{name}", "FLAT", f"| vaddr {data} saddr", "vmem", "store")
 
     # global atomics, always in their returning form (ATOMIC_RETURN_BIT; their scope bits come
     # from MEMORY_ORDER): they bypass the L1 cache and count in vmcnt like loads (CDNA3 ISA 9.1;
@@ -280,15 +407,20 @@ def _rows() -> list[InstrInfo]:
     for name in GLOBAL_ATOMICS:
         add(name, "FLAT", "vdst | vaddr vsrc saddr", "vmem", "vmcnt")
     add("global_atomic_cmpswap", "FLAT", "vdst | vaddr vsrc2 saddr", "vmem", "vmcnt")   # data: new, compare
-    for name in GLOBAL_ATOMICS_64:
-        add(name, "FLAT", "vdst2 | vaddr vsrc2 saddr", "vmem", "vmcnt")
+    for name in GLOBAL_ATOMICS_64:   # RDNA3 has no f64 atomic add
+        add(name, "FLAT", "vdst2 | vaddr vsrc2 saddr", "vmem", "vmcnt",
+            targets=WAVE64_TARGETS if name.endswith("f64") else TARGETS)
     add("global_atomic_cmpswap_x2", "FLAT", "vdst2 | vaddr vsrc4 saddr", "vmem", "vmcnt")   # new, compare
     # cache maintenance of the memory model (MEMORY_ORDER): write back dirty L2 lines
     # (release), invalidate the L1 and, at system scope, the L2 (acquire); all count in vmcnt
-    add("buffer_wbl2", "MUBUF", "|", "vmem", "vmcnt")
+    add("buffer_wbl2", "MUBUF", "|", "vmem", "vmcnt", targets=WAVE64_TARGETS)
     add("buffer_inv", "MUBUF", "|", "vmem", "vmcnt", targets=("gfx942",))
     add("buffer_wbinvl1_vol", "MUBUF", "|", "vmem", "vmcnt", targets=("gfx90a",))
     add("buffer_invl2", "MUBUF", "|", "vmem", "vmcnt", targets=("gfx90a",))
+    # RDNA3: invalidate the L1 (per shader array) and the L0 (per CU) caches (RDNA3 ISA, BUFFER_GL1_INV
+    # and BUFFER_GL0_INV; LLVM AMDGPUUsage, "Memory Model GFX10-GFX11")
+    add("buffer_gl1_inv", "MUBUF", "|", "vmem", "vmcnt", targets=("gfx1100",))
+    add("buffer_gl0_inv", "MUBUF", "|", "vmem", "vmcnt", targets=("gfx1100",))
 
     # LDS (the DS encoding): counted in lgkmcnt, in order among themselves (CDNA3 ISA 10)
     for name, width in (("u8", 1), ("i8", 1), ("u16", 1), ("i16", 1), ("b32", 1), ("b64", 2), ("b128", 4)):
@@ -302,6 +434,12 @@ def _rows() -> list[InstrInfo]:
 
 
 INSTRUCTIONS: dict[str, InstrInfo] = {row.mnemonic: row for row in _rows()}
+
+
+def counter(mnemonic: str, target: str) -> Optional[str]:
+    """The counter instruction `mnemonic` increments on `target` (a store's: STORE_COUNTER)."""
+    name = info(mnemonic).counter
+    return STORE_COUNTER[target] if name == "store" else name
 
 
 def info(mnemonic: str) -> InstrInfo:

@@ -1,13 +1,16 @@
-"""Instruction selection: a simt.func -> MIR on virtual registers for gfx942 and gfx90a (wave64).
+"""Instruction selection: a simt.func -> MIR on virtual registers for gfx942 and gfx90a (wave64)
+and gfx1100 (wave32).
 
 Execution model. The simt IR is what one thread runs; `simt.tid` is the thread's index in
 its CTA, `num_warps * 32` threads (the lowering's warps are 32-thread groups, and an
-elementwise kernel's simt IR depends on nothing but the thread index). On both the CTA is
-a workgroup of that many work-items, run as waves of 64 lanes. Values the same in every lane
-(kernel arguments, program ids, constants, integer arithmetic on them: `uniform_values`) live
-in SGPRs and are computed once per wave by the scalar unit; the rest live in VGPRs. An i1 is a
-lane mask in an SGPR pair (bit i: lane i), written by v_cmp (or s_cselect_b64 for a uniform
-compare); a predicated memory access runs with EXEC narrowed to its mask:
+elementwise kernel's simt IR depends on nothing but the thread index). On every target the CTA
+is a workgroup of that many work-items, run as waves of 64 lanes (CDNA) or 32 (RDNA3). Values
+the same in every lane (kernel arguments, program ids, constants, integer arithmetic on them:
+`uniform_values`) live in SGPRs and are computed once per wave by the scalar unit; the rest live
+in VGPRs. An i1 is a lane mask in an SGPR pair on wave64, in one SGPR on wave32 (bit i: lane
+i; the mask forms of the instructions are isa.LANE_MASK_OPCODES), written by v_cmp (or
+s_cselect_b64 for a uniform compare); a predicated memory access runs with EXEC narrowed to
+its mask (gfx942 shown; gfx1100 prints its own names, isa.SPELLING):
 
 Before (simt, tutorial 01):
 
@@ -31,11 +34,12 @@ After (MIR; %s2 is the workgroup id the hardware puts in s2, %s3 the loaded n_el
     global_load_dword %v12.0, %v10.0:1, off
     s_mov_b64 exec, %s11.0:1
 
-Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), LDS accesses (ds_read/ds_write;
-simt.smem_addr is the LDS byte address itself), simt.barrier (drain, s_barrier), simt.shfl within the lowering's 32-lane
-warps (each half of a wave64) as ds_bpermute_b32, scf.for with uniform bounds (an SGPR
-induction variable and a backward branch), scf.if as EXEC masking without branches, and
-scf.while as a loop that narrows EXEC to the lanes still running.
+Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), WMMA on gfx1100 (simt.wmma),
+LDS accesses (ds_read/ds_write; simt.smem_addr is the LDS byte address itself), simt.barrier
+(drain, s_barrier), simt.shfl within the lowering's 32-lane warps (each half of a wave64) as
+ds_bpermute_b32, scf.for with uniform bounds (an SGPR induction variable and a backward
+branch), scf.if as EXEC masking without branches, and scf.while as a loop that narrows EXEC to
+the lanes still running.
 
 f32 division and square root round correctly unless marked approximate (divide_f32, sqrt_f32);
 64-bit integers multiply from 32-bit products and divide in a 64-step loop (divide_int64).
@@ -58,11 +62,11 @@ from ...ir.core import Location, Operation, Value
 from ...ir.types import DType, PointerType, i1
 from ..math_lib import INV_TWO_PI
 from .isa import (ATOMIC_RETURN_BIT, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64, GLOBAL_OFFSET_RANGE, INLINE_FLOATS,
-                  MEMORY_ORDER, mfma_shape, info)
-from .mir import EXEC, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
+                  LANE_MASK_OPCODES, MEMORY_ORDER, STORE_COUNTER, WAVE_SIZE, info, mfma_shape, user_sgpr_count,
+                  wmma_shape)
+from .mir import EXEC, NULL, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
-USER_SGPRS = 2
 WORKITEM_ID_BITS = 10      # gfx90a and later pack the x, y, z ids in v0, 10 bits each
 REMAT_WINDOW = 48          # instructions a lane mask or constant SGPR is reused for before it is recomputed
 
@@ -271,12 +275,29 @@ class Selector:
         self.loops = 0
         self.recent_masks: dict[Value, tuple[Sub, int]] = {}
         self.comment = ""
+        self.wave_size = WAVE_SIZE[target]
+        self.mask_dwords = self.wave_size // 32   # a lane mask: one SGPR per 32 lanes
 
     # registers and instructions --------------------------------------------------------
     def new(self, bank: str, size: int = 1, fixed: Optional[int] = None) -> Reg:
         reg = Reg(bank, size, len(self.regs), fixed)
         self.regs.append(reg)
         return reg
+
+    def new_mask(self) -> Sub:
+        """A virtual SGPR (pair, on wave64) for a lane mask."""
+        return self.new("s", self.mask_dwords).all()
+
+    def lane(self, opcode: str) -> str:
+        """The target's form of wave64 mask instruction `opcode` (s_and_saveexec_b32 on wave32)."""
+        return LANE_MASK_OPCODES[self.target].get(opcode, opcode)
+
+    def drain_memory(self) -> None:
+        """Wait until every memory access of this wave is done (loads, LDS, and stores where
+        they have their own counter: GFX10+'s vscnt)."""
+        self.emit("s_waitcnt", [], [], vmcnt=0, lgkmcnt=0)
+        if STORE_COUNTER[self.target] == "vscnt":
+            self.emit("s_waitcnt_vscnt", [], [NULL, Imm(0, "0x0", True)])
 
     def emit(self, opcode: str, defs: list[Operand], uses: list[Operand], **mods: int) -> None:
         self.insts.append(MInst(opcode, defs, uses, mods, self.comment))
@@ -301,7 +322,8 @@ class Selector:
                 for u, w in zip(uses, width)]
         kinds = info(opcode).uses
         # operands that must be SGPRs (a mask, vcc) take the bus first
-        on_bus = {_bus_key(u) for u, k in zip(uses, kinds) if isinstance(u, Special) or k.startswith("ssrc")}
+        on_bus = {_bus_key(u) for u, k in zip(uses, kinds)
+                  if isinstance(u, Special) or k.startswith("ssrc") or k == "lmask"}
         legal: list[Operand] = []
         for u in uses:
             if isinstance(u, Sub) and u.bank == "s" and _bus_key(u) not in on_bus:
@@ -390,7 +412,7 @@ class Selector:
         if bank == "v" and v in self.homes:
             self.values[v] = self.homes[v]
             return self.homes[v]
-        reg = self.new(bank, dwords(v.type))
+        reg = self.new(bank, self.mask_dwords if v.type == i1 else dwords(v.type))
         self.values[v] = reg.all()
         return reg.all()
 
@@ -403,7 +425,8 @@ class Selector:
         block = self.func.regions[0].block
         axes = sorted({0} | {op.attrs["axis"] for op in walk(block.ops) if op.name == "simt.ctaid"})
         self.kernarg_pointer = self.new("s", 2, fixed=KERNARG_POINTER_SGPR).all()
-        self.workgroup_ids = {axis: self.new("s", 1, fixed=USER_SGPRS + i).all() for i, axis in enumerate(axes)}
+        first_id = user_sgpr_count(self.target, len(axes))
+        self.workgroup_ids = {axis: self.new("s", 1, fixed=first_id + i).all() for i, axis in enumerate(axes)}
         self.workitem_id = self.new("v", 1, fixed=0).all()
         kernargs = self.load_arguments(block)
         self.place_store_data(block)
@@ -450,7 +473,7 @@ class Selector:
         kind = "i32" if _signed(lb.type) else "u32"
         iv = self.new("s").all()
         self.salu("s_mov_b32", [iv], [self.scalar(lb)])
-        carried = [self.new("s" if v.type == i1 else "v", dwords(v.type)).all() for v in inits]
+        carried = [self.new_mask() if v.type == i1 else self.new("v", dwords(v.type)).all() for v in inits]
         for reg, v in zip(carried, inits):
             self.copy(reg, self.operand(v))
         self.loops += 1
@@ -505,8 +528,8 @@ class Selector:
         for reg, v in zip(carried, op.operands):
             self.copy(reg, self.operand(v))
         results = [self.new("v", dwords(r.type)).all() for r in op.results]
-        saved = self.new("s", 2).all()
-        self.salu("s_mov_b64", [saved], [EXEC])
+        saved = self.new_mask()
+        self.salu(self.lane("s_mov_b64"), [saved], [EXEC])
         self.loops += 1
         top, end = Label(f".Lwhile{self.loops}"), Label(f".Lwhile{self.loops}_end")
         self.emit("label", [], [top])
@@ -516,7 +539,7 @@ class Selector:
         condition = before.ops[-1]
         for reg, v in zip(results, condition.operands[1:]):
             self.copy(reg, self.operand(v))
-        self.salu("s_and_b64", [EXEC], [EXEC, self.scalar(condition.operand(0))])
+        self.salu(self.lane("s_and_b64"), [EXEC], [EXEC, self.scalar(condition.operand(0))])
         self.emit("s_cbranch_execz", [], [end])
         for arg, reg in zip(after.args, results):
             self.values[arg] = reg
@@ -530,7 +553,7 @@ class Selector:
             self.choose_other(r)
         self.emit("s_branch", [], [top])
         self.emit("label", [], [end])
-        self.salu("s_mov_b64", [EXEC], [saved])
+        self.salu(self.lane("s_mov_b64"), [EXEC], [saved])
         self.forget_recent()
         for r, reg in zip(op.results, results):
             self.values[r] = reg
@@ -550,25 +573,25 @@ class Selector:
         self.forget_recent()
         cond = self.scalar(op.operand(0))
         results = [self.new("v", dwords(r.type)).all() for r in op.results]
-        saved = self.new("s", 2).all()
-        self.salu("s_and_saveexec_b64", [saved], [cond])
+        saved = self.new_mask()
+        self.salu(self.lane("s_and_saveexec_b64"), [saved], [cond])
         for k, region in enumerate(op.regions):
             if k == 1:
                 self.forget_recent()
-                self.salu("s_andn2_b64", [EXEC], [saved, cond])
+                self.salu(self.lane("s_andn2_b64"), [EXEC], [saved, cond])
             block = region.block
             self.select_ops(block.ops[:-1])
             for reg, v in zip(results, block.ops[-1].operands):
                 self.copy(reg, self.operand(v))
             for r in list(self.deferred_others):
                 self.choose_other(r)
-        self.salu("s_mov_b64", [EXEC], [saved])
+        self.salu(self.lane("s_mov_b64"), [EXEC], [saved])
         self.forget_recent()
         for r, reg in zip(op.results, results):
             self.values[r] = reg
 
     def copy(self, dst: Sub, src: Operand) -> None:
-        if dst.bank == "s":
+        if dst.bank == "s":   # a 64-bit value or a wave64 lane mask in a pair
             self.salu("s_mov_b64" if dst.count == 2 else "s_mov_b32", [dst], [src])
             return
         for i in range(dst.count):
@@ -642,7 +665,7 @@ class Selector:
         if t == i1:
             if op.name not in _MASK_BINARY:
                 raise self.unsupported(op, "on i1")
-            self.salu(_MASK_BINARY[op.name], [self.result(op.result, "s")], [self.scalar(a), self.scalar(b)])
+            self.salu(self.lane(_MASK_BINARY[op.name]), [self.result(op.result, "s")], [self.scalar(a), self.scalar(b)])
         elif _is_int(t) and dwords(t) == 1 and op.name in ("arith.div", "arith.rem"):
             self.divide_int32(op)
         elif _is_int(t) and dwords(t) == 1:
@@ -711,7 +734,7 @@ class Selector:
             self.divide_int64(op)
         elif op.name in ("arith.max", "arith.min"):  # no 64-bit min/max instruction: compare and select
             kind = ("i" if signed else "u") + "64"
-            mask = self.new("s", 2).all()
+            mask = self.new_mask()
             self.valu(f"v_cmp_{'gt' if op.name == 'arith.max' else 'lt'}_{kind}", [mask], [self.operand(a), self.operand(b)])
             d, x, y = self.result(op.result, "v"), self.operand(a), self.operand(b)
             for i in range(2):
@@ -770,7 +793,7 @@ class Selector:
         top = Label(f".Ldivide{self.loops}")
         self.emit("label", [], [top])
         next_bit, difference, quotient_bit = v1(), v2(), v1()
-        fits = self.new("s", 2).all()
+        fits = self.new_mask()
         self.valu("v_lshrrev_b32", [next_bit], [Imm.int(31), dividend.dword(1)])
         self.valu("v_lshlrev_b64", [remainder], [Imm.int(1), remainder])
         self.valu("v_or_b32", [remainder.dword(0)], [remainder.dword(0), next_bit])
@@ -841,7 +864,7 @@ class Selector:
         self.valu("v_mul_lo_u32", [qy], [q, y])
         self.valu("v_sub_u32", [r], [x, qy])
         for _ in range(2):   # the estimate is at most 2 short
-            big = self.new("s", 2).all()
+            big = self.new_mask()
             q_up, r_down, q_next, r_next = v(), v(), v(), v()
             self.valu("v_cmp_ge_u32", [big], [r, y])
             self.valu("v_add_u32", [q_up], [q, Imm.int(1)])
@@ -877,7 +900,7 @@ class Selector:
         v = lambda: self.new("v").all()  # noqa: E731
         den_scaled, num_scaled, rcp, neg_den, e, r0, e0, step, r_other, e_other = (v() for _ in range(10))
         size0, size_other, r, q0, t0, q1, t1, q = (v() for _ in range(8))
-        towards, nearer = self.new("s", 2).all(), self.new("s", 2).all()
+        towards, nearer = self.new_mask(), self.new_mask()
         one, magnitude = Imm(0x3F800000, "1.0", True), Imm(0x7FFFFFFF, "0x7fffffff", False)
         self.valu("v_div_scale_f32", [den_scaled, VCC], [den, den, num])
         self.valu("v_div_scale_f32", [num_scaled, VCC], [num, den, num])
@@ -922,7 +945,7 @@ class Selector:
             self.valu("v_sub_u32", [negated], [Imm.int(0), self.operand(a)])
             self.valu("v_max_i32", [self.result(op.result, "v")], [self.operand(a), negated])
         elif _is_int(t) and op.name == "math.abs" and _signed(t):   # 64 bits: x < 0 ? -x : x
-            x, negated, negative = self.operand(a), self.new("v", 2).all(), self.new("s", 2).all()
+            x, negated, negative = self.operand(a), self.new("v", 2).all(), self.new_mask()
             self.add64(negated, Imm.int(0), x, subtract=True)
             self.valu("v_cmp_lt_i64", [negative], [x, Imm.int(0)])
             d = self.result(op.result, "v")
@@ -936,7 +959,7 @@ class Selector:
                 for i in range(2):
                     self.valu("v_xor_b32", [d.dword(i)], [Imm.int(-1), self.half(x, i)])
         elif t.bits == 1 and op.name == "arith.not":
-            self.salu("s_not_b64", [self.result(op.result, "s")], [self.scalar(a)])
+            self.salu(self.lane("s_not_b64"), [self.result(op.result, "s")], [self.scalar(a)])
         elif _is_int(t) and dwords(t) == 1 and op.name in ("arith.neg", "arith.not"):
             if op.result in self.uniform:
                 scalar_op, first = ("s_sub_u32", Imm.int(0)) if op.name == "arith.neg" else ("s_xor_b32", Imm.int(-1))
@@ -974,7 +997,7 @@ class Selector:
         through: their neighbours' residuals are NaN or zero, which neither test takes."""
         x = self.to_vgpr(self.operand(a))
         v = lambda: self.new("v").all()  # noqa: E731
-        mask = lambda: self.new("s", 2).all()  # noqa: E731
+        mask = lambda: self.new_mask()  # noqa: E731
         tiny, scaled, sx, s, s_down, s_up, neg_down, neg_up, r_down, r_up, s1, s2, unscaled = (v() for _ in range(13))
         small, take_down, take_up = mask(), mask(), mask()
         sign = Imm(0x80000000, "0x80000000", False)
@@ -1000,7 +1023,7 @@ class Selector:
         conversion): (x + 0x7fff + bit 16 of x) >> 16, and a quiet NaN for NaN."""
         x = self.operand(a)
         lsb, biased, rounded = (self.new("v").all() for _ in range(3))
-        nan = self.new("s", 2).all()
+        nan = self.new_mask()
         self.valu("v_bfe_u32", [lsb], [x, Imm.int(16), Imm.int(1)])
         self.valu("v_add3_u32", [biased], [x, Imm.int(0x7FFF), lsb])
         self.valu("v_lshrrev_b32", [rounded], [Imm.int(16), biased])
@@ -1038,11 +1061,11 @@ class Selector:
         op = self.compares[v]
         a, b = op.operands
         t, pred = a.type, op.attrs["predicate"]
-        mask = self.new("s", 2).all()
+        mask = self.new_mask()
         if _is_int(t) and op.result in self.uniform and (dwords(t) == 1 or pred in ("eq", "ne")):
             kind = "u64" if dwords(t) == 2 else ("i32" if _signed(t) else "u32")
             self.salu(f"s_cmp_{_SCALAR_CMP[pred]}_{kind}", [], [self.scalar(a), self.scalar(b)])
-            self.salu("s_cselect_b64", [mask], [Imm.int(-1), Imm.int(0)])
+            self.salu(self.lane("s_cselect_b64"), [mask], [Imm.int(-1), Imm.int(0)])
         elif _is_int(t):
             kind = ("i" if _signed(t) else "u") + ("64" if dwords(t) == 2 else "32")
             self.valu(f"v_cmp_{pred}_{kind}", [mask], [self.operand(a), self.operand(b)])
@@ -1057,16 +1080,16 @@ class Selector:
         if not isinstance(c.type, DType) or c.type.bits != 1:
             raise self.unsupported(op, "with a non-i1 condition")
         cond = self.scalar(c)
-        if dwords(t) == 2 and t.bits == 1:  # masks: (c & a) | (b & ~c)
+        if t == i1:  # masks: (c & a) | (b & ~c)
             d = self.result(op.result, "s")
-            chosen, other = self.new("s", 2).all(), self.new("s", 2).all()
-            self.salu("s_and_b64", [chosen], [cond, self.scalar(a)])
-            self.salu("s_andn2_b64", [other], [self.scalar(b), cond])
-            self.salu("s_or_b64", [d], [chosen, other])
+            chosen, other = self.new_mask(), self.new_mask()
+            self.salu(self.lane("s_and_b64"), [chosen], [cond, self.scalar(a)])
+            self.salu(self.lane("s_andn2_b64"), [other], [self.scalar(b), cond])
+            self.salu(self.lane("s_or_b64"), [d], [chosen, other])
         elif op.result in self.uniform and _is_int(t):
             d = self.result(op.result, "s")
             x, y = self.scalar(a), self.scalar(b)
-            self.salu("s_cmp_lg_u64", [], [cond, Imm.int(0)])
+            self.salu(self.lane("s_cmp_lg_u64"), [], [cond, Imm.int(0)])
             for i in range(dwords(t)):
                 self.salu("s_cselect_b32", [d.dword(i)], [self.half(x, i) if dwords(t) == 2 else x,
                                                           self.half(y, i) if dwords(t) == 2 else y])
@@ -1227,10 +1250,10 @@ class Selector:
             access()
             return None
         mask = self.scalar(pred)
-        saved = self.new("s", 2).all()
-        self.salu("s_and_saveexec_b64", [saved], [mask])
+        saved = self.new_mask()
+        self.salu(self.lane("s_and_saveexec_b64"), [saved], [mask])
         access()
-        self.salu("s_mov_b64", [EXEC], [saved])
+        self.salu(self.lane("s_mov_b64"), [EXEC], [saved])
         return mask
 
     def sel_load(self, op: Operation) -> None:
@@ -1287,7 +1310,7 @@ class Selector:
 
     def sel_barrier(self, op: Operation) -> None:
         """bar.sync orders the CTA's memory accesses too: drain this wave's, then meet the others."""
-        self.emit("s_waitcnt", [], [], vmcnt=0, lgkmcnt=0)
+        self.drain_memory()
         self.emit("s_barrier", [], [])
 
     def thread_index(self) -> Sub:
@@ -1300,7 +1323,8 @@ class Selector:
     def sel_shfl(self, op: Operation) -> None:
         """shfl.sync within 32-lane groups (PTX semantics: a source lane outside the group, or
         below 0 for up, gives the lane its own value) as ds_bpermute_b32, which reads lane
-        address / 4 of the wave: the source is (this lane's half of the wave) + its lane there."""
+        address / 4 of the wave: the source is (this lane's half of a wave64) + its lane there
+        (on a wave32 target the warp is the wave: its lane alone)."""
         x, b = op.operands
         mode = op.attrs["mode"]
         tid = self.thread_index()
@@ -1309,16 +1333,19 @@ class Selector:
             source = self.new("v").all()
             self.valu("v_xor_b32", [source], [shift, tid])   # stays in this half: bits 0..4 change
         else:
-            lane, moved, inside, chosen, half, source = (self.new("v").all() for _ in range(6))
+            lane, moved, chosen = (self.new("v").all() for _ in range(3))
             self.valu("v_and_b32", [lane], [Imm.int(_WAVE_HALF - 1), tid])
             opcode = {"bfly": "v_xor_b32", "down": "v_add_u32", "up": "v_sub_u32", "idx": "v_and_b32"}[mode]
             sources = {"up": [lane, shift], "idx": [Imm.int(_WAVE_HALF - 1), shift]}.get(mode, [shift, lane])
             self.valu(opcode, [moved], sources)
-            in_range = self.new("s", 2).all()
+            in_range = self.new_mask()
             self.valu("v_cmp_le_u32", [in_range], [moved, Imm.int(_WAVE_HALF - 1)])
             self.valu("v_cndmask_b32", [chosen], [lane, moved, in_range])
-            self.valu("v_and_b32", [half], [Imm.int(_WAVE_HALF), tid])
-            self.valu("v_or_b32", [source], [half, chosen])
+            source = chosen
+            if self.wave_size > _WAVE_HALF:
+                half, source = self.new("v").all(), self.new("v").all()
+                self.valu("v_and_b32", [half], [Imm.int(_WAVE_HALF), tid])
+                self.valu("v_or_b32", [source], [half, chosen])
         address = self.new("v").all()
         self.valu("v_lshlrev_b32", [address], [Imm.int(2), source])
         self.emit("ds_bpermute_b32", [self.result(op.result, "v")], [address, self.to_vgpr(self.operand(x))])
@@ -1376,7 +1403,7 @@ class Selector:
             number = "float" if t.is_floating else "signed" if _signed(t) else "unsigned"
             opcode = next((name for name, (k, n) in (GLOBAL_ATOMICS if dwords == 1 else GLOBAL_ATOMICS_64).items()
                            if k == kind and n in _ATOMIC_OPERANDS[number]), None)
-            if opcode is None:
+            if opcode is None or self.target not in info(opcode).targets:
                 raise self.unsupported(op, f"{kind} of {t}")
         sem, scope = op.attrs.get("sem", "relaxed"), op.attrs.get("scope", "gpu")
         release, acquire, bits = MEMORY_ORDER[self.target][scope]
@@ -1390,7 +1417,7 @@ class Selector:
         if sem in ("release", "acq_rel"):
             for opc, flags in release:
                 self.emit(opc, [], [], **flags)
-            self.emit("s_waitcnt", [], [], vmcnt=0, lgkmcnt=0)
+            self.drain_memory()
         self.masked(op.operand(1), lambda: self.emit(opcode, [old], [addr, data, OFF], offset=offset, **returning,
                                                                **bits))
         if sem in ("acquire", "acq_rel"):
@@ -1422,6 +1449,33 @@ class Selector:
         if any(len(v.uses) > 1 for v in accumulators) or acc.count != shape.result_dwords:
             fresh = self.new("v", shape.result_dwords)
             for k in range(shape.result_dwords):
+                self.valu("v_mov_b32", [fresh.dword(k)], [acc.dword(k)])
+            acc = fresh.all()
+        self.emit(shape.mnemonic, [acc], [a, b, acc])
+        for k, r in enumerate(op.results):
+            self.values[r] = acc.dword(k)
+
+    def sel_wmma(self, op: Operation) -> None:
+        """simt.wmma as RDNA3's v_wmma_f32_16x16x16_{f16,bf16}: A's and B's eight words each in
+        consecutive VGPRs, C in the eight VGPRs D overwrites (in place when nothing else reads C:
+        the accumulation chain, which needs no wait between WMMAs). Like MFMA it needs every lane
+        of the wave, so not under scf.if or scf.while."""
+        atype = op.attrs["atype"]
+        shape = wmma_shape(self.target, atype)
+        if shape is None:
+            raise self.unsupported(op, f"on {atype} (no WMMA instruction on this target)")
+        parent = op.parent_op
+        while parent is not None and parent is not self.func:
+            if parent.name in ("scf.if", "scf.while"):
+                raise self.unsupported(op, f"under {parent.name} (WMMA needs every lane of the wave)")
+            parent = parent.parent_op
+        words = shape.OPERAND_DWORDS
+        a, b = self.gather(list(op.operands[:words]), 32), self.gather(list(op.operands[words:2 * words]), 32)
+        accumulators = list(op.operands[2 * words:])
+        acc = self.gather(accumulators, 32)
+        if any(len(v.uses) > 1 for v in accumulators):
+            fresh = self.new("v", shape.RESULT_DWORDS)
+            for k in range(shape.RESULT_DWORDS):
                 self.valu("v_mov_b32", [fresh.dword(k)], [acc.dword(k)])
             acc = fresh.all()
         self.emit(shape.mnemonic, [acc], [a, b, acc])
@@ -1480,6 +1534,7 @@ _HANDLERS = {
     "simt.barrier": Selector.sel_barrier,
     "simt.shfl": Selector.sel_shfl,
     "simt.mfma": Selector.sel_mfma,
+    "simt.wmma": Selector.sel_wmma,
     "simt.atom": Selector.sel_atomic,
     "simt.red": Selector.sel_atomic,
     "simt.atom_cas": Selector.sel_atomic,

@@ -1,4 +1,4 @@
-"""The text of a gfx942 or gfx90a code object, and its assembly into an .hsaco with llvm-mc and ld.lld.
+"""The text of a gfx942, gfx90a or gfx1100 code object, and its assembly into an .hsaco with llvm-mc and ld.lld.
 
 The assembly holds three parts (AMDGPU usage guide, "Code Object V5" and "Kernel
 Descriptor"):
@@ -12,6 +12,10 @@ Descriptor"):
     amdhsa.kernels: - .name: ... .args: ...       size, kind), kernarg size, wave size
     .end_amdgpu_metadata
 
+The instructions print in the target's spelling (isa.SPELLING: global_load_b32 on gfx1100),
+and the descriptor holds the target's own fields (isa.DESCRIPTOR_FIELDS: accum_offset on
+CDNA, wavefront_size32 on RDNA3) and its user SGPR count (isa.user_sgpr_count).
+
 `assemble` runs `llvm-mc -triple=amdgcn-amd-amdhsa -mcpu=gfx942 -filetype=obj` then
 `ld.lld -shared`, found on PATH (versioned names such as llvm-mc-19 first: a plain llvm-mc may be
 an LLVM older than gfx942).
@@ -23,7 +27,7 @@ import shutil
 import subprocess
 import tempfile
 
-from .isa import TARGET_TRIPLE, WAVE_SIZE
+from .isa import DESCRIPTOR_FIELDS, TARGET_TRIPLE, WAVE_SIZE, user_sgpr_count
 from .isel import Selection
 from .mir import VCC, MInst, Reg, print_mir
 from .regalloc import registers_used
@@ -47,19 +51,21 @@ def kernel_text(sel: Selection, insts: list[MInst], assignment: dict[Reg, int], 
     sgprs = max(1, registers_used(assignment, "s"))
     uses_vcc = any(o == VCC for i in insts for o in i.defs + i.uses)
     spilled_sgprs = len({(i.defs[0].reg, i.uses[1].value) for i in insts if i.opcode == "v_writelane_b32"})
-    body = print_mir(insts, assignment)
-    accum_offset = max(4, -(-vgprs // 4) * 4)
+    body = print_mir(insts, assignment, target)
+    computed = {"accum_offset": max(4, -(-vgprs // 4) * 4)}
     axes = sel.workgroup_id_axes
     descriptor = [
         f".amdhsa_group_segment_fixed_size {sel.lds_bytes}",
         f".amdhsa_private_segment_fixed_size 0",
         f".amdhsa_kernarg_size {sel.kernarg_size}",
+        f".amdhsa_user_sgpr_count {user_sgpr_count(target, len(axes))}",
         ".amdhsa_user_sgpr_kernarg_segment_ptr 1",
         *(f".amdhsa_system_sgpr_workgroup_id_{'xyz'[a]} 1" for a in axes),
         ".amdhsa_system_vgpr_workitem_id 0",
         f".amdhsa_next_free_vgpr {vgprs}",
         f".amdhsa_next_free_sgpr {sgprs}",
-        f".amdhsa_accum_offset {accum_offset}",
+        *(f".amdhsa_{field} {computed[field] if value is None else value}"
+          for field, value in DESCRIPTOR_FIELDS[target].items()),
         f".amdhsa_reserve_vcc {int(uses_vcc)}",
         ".amdhsa_float_denorm_mode_32 3",
         ".amdhsa_float_denorm_mode_16_64 3",

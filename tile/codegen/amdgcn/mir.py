@@ -1,14 +1,16 @@
-"""Machine IR for gfx942: instructions of the ISA table on virtual SGPRs and VGPRs.
+"""Machine IR for the AMD targets: instructions of the ISA table on virtual SGPRs and VGPRs.
 
 A function is a straight list of `MInst`; each names an instruction of `isa.INSTRUCTIONS`,
 its results (`defs`) and its sources (`uses`), in the order the assembler reads them, plus
 modifiers (`offset`, the `s_waitcnt` counts). Operands are `Sub` views of a virtual `Reg`
 (a 64-bit value is a Reg of two dwords; a vector load's result a Reg of four), `Imm`
-numbers, or the `Special` registers exec, vcc and off. Before register allocation a
-function prints with virtual names; afterwards with the physical ones:
+numbers, or the `Special` registers exec, vcc, off and null. Before register allocation a
+function prints with virtual names; afterwards with the physical ones, and for a target in its
+own spelling (isa.SPELLING, isa.LANE_MASK_REGISTERS):
 
     v_add_co_u32 %v7, vcc, %s3.0, %v6.0          (virtual: %s3.0 is dword 0 of SGPR pair %s3)
     v_add_co_u32 v2, vcc, s4, v2                 (allocated)
+    v_add_co_ci_u32 v3, vcc_lo, s5, v3, vcc_lo   (gfx1100: v_addc_co_u32, wave32's vcc)
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from .isa import CACHE_POLICY_BITS as TARGET_CACHE_POLICY_BITS
-from .isa import INLINE_INTS, info
+from .isa import INLINE_INTS, LANE_MASK_REGISTERS, info, spelling
 
 
 @dataclass(eq=False)
@@ -73,7 +75,7 @@ class Imm:
 
 @dataclass(frozen=True)
 class Special:
-    """exec, vcc (pairs of SGPRs with a meaning) or off (no SGPR address base)."""
+    """exec, vcc (lane masks with a meaning), off (no SGPR address base) or null (no SGPR)."""
 
     name: str
 
@@ -85,7 +87,7 @@ class Label:
     name: str
 
 
-EXEC, VCC, OFF = Special("exec"), Special("vcc"), Special("off")
+EXEC, VCC, OFF, NULL = Special("exec"), Special("vcc"), Special("off"), Special("null")
 # modifiers of memory instructions, printed after the offset (each target has its own: isa.CACHE_POLICY_BITS)
 CACHE_POLICY_BITS = tuple(dict.fromkeys(bit for bits in TARGET_CACHE_POLICY_BITS.values() for bit in bits))
 Operand = Union[Sub, Imm, Special, Label]
@@ -120,6 +122,10 @@ def _fits(kind: str, o: Operand) -> bool:
         return o == VCC
     if kind == "saddr":
         return o == OFF
+    if kind == "null":
+        return o == NULL
+    if kind == "lmask":   # one SGPR (wave32) or a pair (wave64)
+        return o in (EXEC, VCC) or (isinstance(o, Sub) and o.bank == "s" and o.count in (1, 2))
     if kind == "imm":
         return isinstance(o, Imm)
     if kind == "label":
@@ -129,7 +135,7 @@ def _fits(kind: str, o: Operand) -> bool:
     if kind == "sbase":
         return isinstance(o, Sub) and o.bank == "s" and o.count == 2
     if isinstance(o, Special):
-        return o in (EXEC, VCC) and width == 2 and base in ("sdst", "ssrc", "src")
+        return o in (EXEC, VCC) and width <= 2 and base in ("sdst", "ssrc", "src")
     if isinstance(o, Imm):
         return base in ("ssrc", "src")
     if o.count != width:
@@ -141,11 +147,14 @@ def _fits(kind: str, o: Operand) -> bool:
     return base == "src"
 
 
-def print_operand(o: Operand, assignment: Optional[dict[Reg, int]] = None) -> str:
-    """`o` in assembler syntax: physical where `assignment` places its register, else virtual."""
+def print_operand(o: Operand, assignment: Optional[dict[Reg, int]] = None, target: Optional[str] = None) -> str:
+    """`o` in assembler syntax: physical where `assignment` places its register, else virtual;
+    exec and vcc as `target` names them (exec_lo on a wave32 target)."""
     if isinstance(o, Imm):
         return o.text
-    if isinstance(o, (Special, Label)):
+    if isinstance(o, Special):
+        return LANE_MASK_REGISTERS[target].get(o.name, o.name) if target else o.name
+    if isinstance(o, Label):
         return o.name
     if assignment is None:
         return f"{o.reg!r}.{o.start}" if o.count == 1 else f"{o.reg!r}.{o.start}:{o.start + o.count - 1}"
@@ -153,19 +162,20 @@ def print_operand(o: Operand, assignment: Optional[dict[Reg, int]] = None) -> st
     return f"{o.bank}{first}" if o.count == 1 else f"{o.bank}[{first}:{first + o.count - 1}]"
 
 
-def print_inst(inst: MInst, assignment: Optional[dict[Reg, int]] = None) -> str:
+def print_inst(inst: MInst, assignment: Optional[dict[Reg, int]] = None, target: Optional[str] = None) -> str:
+    """One instruction as text: in `target`'s spelling where given, else under its table name."""
     if inst.opcode == "label":
         return f"{inst.uses[0].name}:"
     if inst.opcode == "s_waitcnt":
         text = "s_waitcnt " + " ".join(f"{k}({v})" for k, v in inst.mods.items())
     else:
-        operands = ", ".join(print_operand(o, assignment) for o in inst.defs + inst.uses)
-        text = f"{inst.opcode} {operands}".rstrip()
+        operands = ", ".join(print_operand(o, assignment, target) for o in inst.defs + inst.uses)
+        text = f"{spelling(inst.opcode, target) if target else inst.opcode} {operands}".rstrip()
         if inst.mods.get("offset"):
             text += f" offset:{inst.mods['offset']}"
         text += "".join(f" {bit}" for bit in CACHE_POLICY_BITS if inst.mods.get(bit))
     return f"{text:<48}; {inst.comment}" if inst.comment else text
 
 
-def print_mir(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None) -> str:
-    return "\n".join(("" if i.opcode == "label" else "  ") + print_inst(i, assignment) for i in insts)
+def print_mir(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None, target: Optional[str] = None) -> str:
+    return "\n".join(("" if i.opcode == "label" else "  ") + print_inst(i, assignment, target) for i in insts)

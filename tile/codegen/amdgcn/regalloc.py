@@ -14,7 +14,7 @@ work-item ids) are live from the start at their fixed place.
 
 Running out of VGPRs is a compile-time TargetResourceError (OutOfResources from the compiler)
 naming the bank. Running out of SGPRs spills (`allocate_spilling`): the SGPR value live at the
-failing position with the longest range goes to lanes of a VGPR, written after each of its
+failing position with the longest range goes to lanes of a VGPR (one dword per lane of the wave), written after each of its
 definitions with v_writelane_b32 and read back into a fresh, short-lived SGPR before each use
 with v_readlane_b32 (both ignore EXEC), and allocation starts over:
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from ..target import TargetResourceError
-from .isa import SGPR_LIMIT, VGPR_LIMIT
+from .isa import SGPR_LIMIT, VGPR_LIMIT, WAVE_SIZE
 from .mir import Imm, MInst, Reg, Sub
 
 BANK_NAMES = {"s": "SGPRs", "v": "VGPRs"}
@@ -136,14 +136,11 @@ def allocate_spilling(insts: list[MInst], new_reg: Callable[[str, int], Reg], ta
             victim = _spill_candidate(insts, failure, reloads) if failure.bank == "s" else None
             if victim is None:
                 raise _out_of_resources(insts, failure, limits[failure.bank], target, kernel) from None
-            if not slots or slots[-1][1] + victim.size > WAVE_LANES:
+            if not slots or slots[-1][1] + victim.size > WAVE_SIZE[target]:
                 slots.append((new_reg("v", 1), 0))
             spill_vgpr, first_lane = slots[-1]
             slots[-1] = (spill_vgpr, first_lane + victim.size)
             insts = _spill(insts, victim, spill_vgpr, first_lane, new_reg, reloads)
-
-
-WAVE_LANES = 64   # lanes of one spill VGPR (wave64): one SGPR dword each
 
 
 def _spill_candidate(insts: list[MInst], failure: _OutOf, reloads: set[Reg]) -> Optional[Reg]:

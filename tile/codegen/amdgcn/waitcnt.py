@@ -1,7 +1,8 @@
 """s_waitcnt insertion, and the wait states the hardware does not interlock.
 
 Memory instructions return their results later: a global load increments vmcnt (stores do
-too on GFX9), an s_load increments lgkmcnt, and each counter falls as results land. Before an
+too on GFX9; on GFX11 they count in vscnt alone, isa.STORE_COUNTER), an s_load increments
+lgkmcnt, and each counter falls as results land. Before an
 instruction reads or writes a register that an in-flight load will write, it must wait:
 `s_waitcnt vmcnt(N)` until at most N vector memory ops are outstanding. Vector memory ops
 return in order, so N is the number issued after the needed load; LDS ops likewise in
@@ -13,7 +14,10 @@ lgkmcnt is lgkmcnt(0) (CDNA3 ISA 4.4).
     v_add_f32 v5, v1, v1                      s_waitcnt vmcnt(1)
                                               v_add_f32 v5, v1, v1
 
-Across a loop's branches and labels nothing stays in flight (a wait for all before each).
+Across a loop's branches and labels nothing stays in flight (a wait for all before each). The
+counts are capped at the width of the target's fields (isa.WAIT_COUNT_LIMITS); stores in
+vscnt have no results to wait for, and only the selector's drains (barriers, releases:
+`s_waitcnt_vscnt null, 0x0`) wait on them.
 The pass works on virtual or allocated registers (after allocation it also catches a register
 reused while a dead load result is still in flight). `insert_nops` adds the wait states of the
 hazards the hardware does not interlock (HAZARDS).
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .isa import MAX_LGKMCNT, MAX_VMCNT, MFMA_SHAPES, info
+from .isa import MFMA_SHAPES, WAIT_COUNT_LIMITS, WAVE64_TARGETS, counter, info
 from .mir import Imm, MInst, Reg, Sub
 
 Unit = tuple
@@ -38,8 +42,10 @@ def units(o, assignment: Optional[dict[Reg, int]]) -> list[Unit]:
     return [(o.bank, first + k) for k in range(o.count)]
 
 
-def insert_waits(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None) -> list[MInst]:
-    """`insts` with the s_waitcnt each first touch of a pending load's result needs."""
+def insert_waits(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None,
+                 target: str = "gfx942") -> list[MInst]:
+    """`insts` with the s_waitcnt each first touch of a pending load's result needs on `target`."""
+    limits = WAIT_COUNT_LIMITS[target]
     out: list[MInst] = []
     vm: list[set[Unit]] = []      # registers each outstanding vector memory op writes, oldest first
     lgkm: list[set[Unit]] = []    # the same for LDS ops and scalar loads
@@ -67,7 +73,7 @@ def insert_waits(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None
         counts: dict[str, int] = {}
         needed = [k for k, written in enumerate(vm) if written & touched]
         if needed:
-            counts["vmcnt"] = min(len(vm) - 1 - needed[-1], MAX_VMCNT)
+            counts["vmcnt"] = min(len(vm) - 1 - needed[-1], limits["vmcnt"])
             del vm[:needed[-1] + 1]
         needed = [k for k, written in enumerate(lgkm) if written & touched]
         if needed and scalar_loads:  # out of order: only lgkmcnt(0) surely covers the needed one
@@ -75,16 +81,16 @@ def insert_waits(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None
             lgkm.clear()
             scalar_loads = 0
         elif needed:
-            counts["lgkmcnt"] = min(len(lgkm) - 1 - needed[-1], MAX_LGKMCNT)
+            counts["lgkmcnt"] = min(len(lgkm) - 1 - needed[-1], limits["lgkmcnt"])
             del lgkm[:needed[-1] + 1]
         if counts:
             out.append(MInst("s_waitcnt", [], [], counts, "results of earlier loads"))
         out.append(inst)
-        counter = info(inst.opcode).counter
+        counted_in = counter(inst.opcode, target)
         written = {u for o in inst.defs for u in units(o, assignment)}
-        if counter == "vmcnt":
+        if counted_in == "vmcnt":
             vm.append(written)
-        elif counter == "lgkmcnt":
+        elif counted_in == "lgkmcnt":
             lgkm.append(written)
             scalar_loads += info(inst.opcode).family == "SMEM"
     return out
@@ -149,7 +155,8 @@ def _mfma_result_touched(passes: int):
 
 # (what, wait states, whether `then` after `first` needs them): the hazards of gfx940 that the
 # hardware does not check (CDNA3 ISA 4.5 "Manually Inserted Wait States"; LLVM's
-# GCNHazardRecognizer and rocRoller's wait-state observers list the same)
+# GCNHazardRecognizer and rocRoller's wait-state observers list the same). They are GFX9's:
+# RDNA3 interlocks these, and its own hazards are tile.codegen.amdgcn.rdna3's.
 HAZARDS = (
     ("a transcendental's result is read next", 1, _trans_use),
     ("a store's data (over 64 bits) is overwritten", 2, _wide_store_data),
@@ -161,10 +168,13 @@ HAZARDS = (
 LONGEST_WAIT = max(wait_states for _, wait_states, _ in HAZARDS)
 
 
-def insert_nops(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None) -> list[MInst]:
-    """`insts` with the s_nop each hazard of HAZARDS needs (the wait states between two
-    instructions count the instructions between them, s_nop N as N + 1; s_nop waits at most
-    8, so a longer need takes several)."""
+def insert_nops(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None,
+                target: str = "gfx942") -> list[MInst]:
+    """`insts` with the s_nop each hazard of HAZARDS needs on a GFX9 `target` (the wait states
+    between two instructions count the instructions between them, s_nop N as N + 1; s_nop
+    waits at most 8, so a longer need takes several). Other targets' code is returned as is."""
+    if target not in WAVE64_TARGETS:
+        return insts
     out: list[MInst] = []
     for inst in insts:
         need, why, waited = 0, "", 0
