@@ -1,6 +1,6 @@
 """Matmul (fp32 accumulation, fp16 output): tile vs Triton vs cuBLAS (through PyTorch), one run, one GPU.
 
-    python benchmarks/bench_matmul.py [--dtype fp16 bf16 fp8] [--skinny] [--quick] [--json out.json]
+    python benchmarks/bench_matmul.py [--dtype fp16 bf16 fp8] [--skinny | --skinny-only] [--quick] [--json out.json]
 
 tile and Triton build the same kernel (kernels.py `matmul_kernel`) with the same candidate
 configurations; the best configuration of each is reported, with tile's `ptxas -v` registers,
@@ -8,7 +8,7 @@ spills (spilled registers, Triton's `n_spills`) and shared memory. On Hopper (sm
 tl.dot on wgmma; on sm_80/sm_89 tile uses mma.sync.
 
 Rows: square M = N = K = 4096 and 8192 for each `--dtype`; `--skinny` adds decode-style rows
-(M = 16, 64, 128 with N = K = 8192). Inputs are random; every configuration's result is checked
+(M = 16, 64, 128 with N = K = 8192), `--skinny-only` has only those. Inputs are random; every configuration's result is checked
 against a float64 product of the same inputs before it is timed. The kernel stores fp16 for
 every input type (as Triton's matmul tutorial does for fp8).
 
@@ -75,16 +75,19 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dtype", nargs="+", choices=list(DTYPES), default=["fp16"])
     parser.add_argument("--skinny", action="store_true", help="add M = 16, 64, 128 rows with N = K = 8192")
+    parser.add_argument("--skinny-only", action="store_true", help="only the M = 16, 64, 128 rows")
     parser.add_argument("--quick", action="store_true", help="two candidate configurations per row")
     parser.add_argument("--json")
     return parser.parse_args(argv)
 
 
-def problems(dtypes: Sequence[str], skinny: bool) -> list[Problem]:
-    """The rows of the table, in order: per dtype the square sizes, then the skinny shapes."""
+def problems(dtypes: Sequence[str], skinny: bool, square: bool = True) -> list[Problem]:
+    """The rows of the table, in order: per dtype the square sizes (unless not `square`), then the
+    skinny shapes."""
     rows = []
     for dtype in dtypes:
-        rows += [Problem(dtype, s, s, s) for s in SQUARE_SIZES]
+        if square:
+            rows += [Problem(dtype, s, s, s) for s in SQUARE_SIZES]
         if skinny:
             rows += [Problem(dtype, m, SKINNY_NK, SKINNY_NK) for m in SKINNY_M]
     return rows
@@ -244,7 +247,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     from bench_bandwidth import TILE, TRITON
 
     rows = []
-    for problem in problems(args.dtype, args.skinny):
+    for problem in problems(args.dtype, args.skinny or args.skinny_only, square=not args.skinny_only):
         rows.append(measure(problem, args.quick, TILE, TRITON))
         torch.cuda.empty_cache()
     peak = mma_peak_tflops(TILE)

@@ -43,6 +43,12 @@ def test_dtype_and_skinny_rows():
     assert [r.dtype for r in rows] == ["fp16"] * 5 + ["bf16"] * 5 + ["fp8"] * 5
 
 
+def test_skinny_only_rows():
+    args = bench.parse_args(["--dtype", "bf16", "--skinny-only"])
+    rows = bench.problems(args.dtype, args.skinny or args.skinny_only, square=not args.skinny_only)
+    assert [(r.dtype, r.m) for r in rows] == [("bf16", 16), ("bf16", 64), ("bf16", 128)]
+
+
 def test_unknown_dtype_is_refused():
     with pytest.raises(SystemExit):
         bench.parse_args(["--dtype", "fp4"])
