@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tile.emulator import run_ptx
-from tile.ir.types import bf16, f8e4nv, f8e5, f16, f32, i32
+from tile.ir.types import bf16, f8e4nv, f8e5, f16, f32, f64, i32
 from tile.runtime.interp_dtypes import cast, from_bits, to_bits
 
 THREADS = 64
@@ -252,3 +252,23 @@ def test_cvt_widens_an_fp8_pair_into_a_half_pair(pair, fp8):
         half = (got >> (2 * shift) & 0xFFFF).astype(np.uint16).view(np.float16)
         want = from_bits((a >> shift & 0xFF).astype(np.uint8), fp8).astype(np.float16)
         np.testing.assert_array_equal(half, want)  # NaN where the code is a NaN
+
+
+def test_atom_add_bf16_rounds_to_nearest_even():
+    """atom.add.noftz.bf16 leaves the bf16 sum rounded to nearest even (the differential test on
+    the H200 found the emulator truncating: -20.625 + 0.1807 stored as -20.375, the GPU -20.5)."""
+    rng = np.random.default_rng(5)
+    old = (rng.standard_normal(THREADS) * 8).astype(np.float32)
+    add = (rng.standard_normal(THREADS) * 0.5).astype(np.float32)
+    old_bits, add_bits = to_bits(cast(old, f32, bf16), bf16), to_bits(cast(add, f32, bf16), bf16)
+    old_bits[0], add_bits[0] = 49573, 15929
+    high = rng.integers(0, 1 << 16, THREADS, dtype=np.uint32)
+    body = ("mov.b32 {%rs1, %rs2}, %r3;\natom.global.add.noftz.bf16 %rs3, [%rd5], %rs1;\n"
+            "ld.global.b32 %r4, [%rd5];")
+    out = np.full(THREADS, 0xDEADBEEF, np.uint32)
+    a = old_bits.astype(np.uint32) | (high << 16)
+    run_ptx(TEMPLATE.format(body=body).replace("sm_80", "sm_90"), (1,), [a, add_bits.astype(np.uint32), out])
+    exact = from_bits(old_bits, bf16).astype(np.float64) + from_bits(add_bits, bf16).astype(np.float64)
+    np.testing.assert_array_equal(out & 0xFFFF, to_bits(cast(exact, f64, bf16), bf16).astype(np.uint32))
+    np.testing.assert_array_equal(out >> 16, high)
+    assert out[0] & 0xFFFF == to_bits(np.array([-20.5], np.float32), bf16)[0]

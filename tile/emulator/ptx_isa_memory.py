@@ -174,11 +174,11 @@ def _decode_atom(ins: Instr) -> Any:
 def _combine(op: str, old: np.ndarray, b: np.ndarray, c: Any, t: str) -> np.ndarray:
     """The value an atomic leaves in memory (value arrays of type t)."""
     if op == "add":
-        if t == "bf16":
+        if t == "bf16":  # the f32 sum of two bf16 values, rounded to nearest even
             from ..ir.types import bf16
-            from ..runtime.interp_dtypes import from_bits, to_bits
+            from ..runtime.interp_dtypes import from_bits, round_float, to_bits
 
-            return to_bits(from_bits(old, bf16) + from_bits(b, bf16), bf16)
+            return to_bits(round_float(from_bits(old, bf16) + from_bits(b, bf16), bf16), bf16)
         if t == "f32":  # atom.add.f32 flushes subnormals
             from .ptx_isa import flush
 
