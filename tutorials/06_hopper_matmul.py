@@ -172,12 +172,8 @@ def matrix_descriptors(gpu_ir: str, ptx: str) -> None:
           "core matrix (8 x 16 bytes) are spread over all 32 banks:")
     for r in range(8):
         print(f"  row {r}: " + " ".join(f"{int(offsets[r, j * 8]) % 64 // 8:>2}" for j in range(BK // 8)))
-    # The descriptor constants in the PTX: the low word `or.b32 %lo, %start >> 4, LOW` (LBO), the
-    # high word a constant (SBO, swizzle mode), joined by `mov.b64 %rd, {%lo, %hi}`.
-    low = dict(re.findall(r"or\.b32 (%r\d+), %r\d+, (\d+);", ptx))
-    high = dict(re.findall(r"mov\.b32 (%r\d+), (\d+);", ptx))
-    fields = [int(high[hi]) << 32 | int(low[lo]) for lo, hi in re.findall(r"mov\.b64 %rd\d+, \{(%r\d+), (%r\d+)\};", ptx)
-              if lo in low and hi in high]
+    # The descriptor constants in the PTX: `or.b64 %rd, %start >> 4, FIELDS`.
+    fields = [int(x) for x in re.findall(r"or\.b64 %rd\d+, %rd\d+, (\d+);", ptx) if int(x) >= 1 << 62]
     decoded = [decode_matrix_descriptor(x) for x in fields]
     want_a = {"leading_byte_offset": 16, "swizzle": 128,  # K-major: the leading offset is unused ("1")
               "stride_byte_offset": a_layout.offset_of((8, 0), (BM, BK)) * 2}
@@ -196,11 +192,9 @@ def matrix_descriptors(gpu_ir: str, ptx: str) -> None:
               f"transpose-a {imm[2]} transpose-b {imm[3]}")
     assert len(wgmma) == BK // 16 and all(s == f"m64n{BN}k16" for s, *_ in wgmma)
     assert all(w[3:] == ("1", "1", "0", "1") for w in wgmma)  # B is N-major: transposed relative to K-major
-    # Each k16 step's descriptors are the first one plus (bytes to the step's first element) >> 4,
-    # added to the low word (`add.u32 %lo2, %lo, STEP`; `mov.b64 %rd, {%lo2, %hi}`).
-    added = {reg: int(x) << 4 for reg, x in re.findall(r"add\.u32 (%r\d+), %r\d+, (\d+);", ptx)}
-    low_word = dict(re.findall(r"mov\.b64 (%rd\d+), \{(%r\d+), %r\d+\};", ptx))
-    steps = [(added.get(low_word.get(da), 0), added.get(low_word.get(db), 0)) for _, da, db, *_ in wgmma]
+    # Each k16 step's descriptors are the first one plus (bytes to the step's first element) >> 4.
+    added = {reg: int(x) << 4 for reg, x in re.findall(r"add\.u64 (%rd\d+), %rd\d+, (\d+);", ptx)}
+    steps = [(added.get(da, 0), added.get(db, 0)) for _, da, db, *_ in wgmma]
     print("  start address advance per k16 step (A, B bytes): " + ", ".join(f"({a}, {b})" for a, b in steps))
     assert steps == [(a_layout.offset_of((0, 16 * i), (BM, BK)) * 2, b_layout.offset_of((16 * i, 0), (BK, BN)) * 2)
                      for i in range(BK // 16)]

@@ -10,12 +10,11 @@ canonical shared layouts, B N-major; #acc = #mma<version = 3, wpc = [8, 1], inst
 After (per thread; one descriptor per buffer, then one add per k-step):
 
     %x = arith.add %a_base, %wg : i32            // + the warp group's rows of A: 64 * 128 bytes
-    %la = arith.or (%x >> 4), %fa_lo : u32       // %fa = LBO >> 4 << 16 | SBO >> 4 << 32 | mode << 62
-    %da = simt.pack %la, %fa_hi : u64            // (the high word a constant)
+    %da = arith.or (cvt (%x >> 4)), %fa : u64    // %fa = LBO >> 4 << 16 | SBO >> 4 << 32 | mode << 62
     simt.wgmma_fence
     %d0... = simt.wgmma %da, %db, %true, %c... {atype = "f16", n = 128, trans_a = false, trans_b = true}
-    %da1 = simt.pack (%la + 2), %fa_hi : u64     // k-step 1: A 32 bytes further along K,
-    %db1 = simt.pack (%lb + 128), %fb_hi : u64   //           B 16 rows (2048 bytes) further
+    %da1 = arith.add %da, %c2 : u64              // k-step 1: A 32 bytes further along K,
+    %db1 = arith.add %db, %c128 : u64            //           B 16 rows (2048 bytes) further
     %d1... = simt.wgmma %da1, %db1, %true, %d0... {...}
     ... (4 k-steps of 16)
     simt.wgmma_commit
@@ -56,7 +55,7 @@ from ..ir.dot_layouts import MmaLayout, wgmma_swizzle
 from ..ir.gpu_ops import element_bytes
 from ..ir.layouts import SharedLayout, unit
 from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
-from ..ir.types import TensorType, element_type, f16, f32, i1, i32, u32, u64
+from ..ir.types import TensorType, element_type, f16, f32, i1, i32, u64
 from .lower_cast import convert
 from .lower_core import LayoutInfo, Lowering, LoweringError, lowers
 from .lower_fragments import mma_fragments, operand_source
@@ -81,18 +80,14 @@ class _Operand:
     fields: int        # LBO, SBO and swizzle mode, in place
 
     def descriptor(self, ctx: Lowering, origin: tuple[int, int]) -> Value:
-        """The u64 descriptor of the instruction tile whose first element is `origin` (in warp group 0).
-        Shared addresses fit in 18 bits, so the start field (bits 0-13, the address >> 4) never
-        carries into the LBO above it: the descriptor is built and stepped in its low word, and
-        its high word (SBO, swizzle mode) is a constant ptxas keeps out of the loop."""
+        """The u64 descriptor of the instruction tile whose first element is `origin` (in warp group 0)."""
         const = self.layout.offset_of(origin, self.shape) * self.element_bytes
         inside, outside = const & self.span, const & ~self.span
         thread = ctx.op("arith.xor", [self.thread, ctx.const(inside, i32)], i32) if inside else self.thread
-        start = ctx.op("arith.bitcast", [ctx.add(self.base, thread)], u32)
-        words = ctx.op("arith.shr", [start, ctx.const(4, u32)], u32)
-        low = ctx.op("arith.or", [words, ctx.const(self.fields & 0xFFFFFFFF, u32)], u32)
-        low = ctx.add(low, ctx.const(outside >> 4, u32))
-        return ctx.pack([low, ctx.const(self.fields >> 32, u32)], u64)
+        start = ctx.add(self.base, thread)
+        words = convert(ctx, ctx.op("arith.shr", [start, ctx.const(4, i32)], i32), u64)
+        desc = ctx.op("arith.or", [words, ctx.const(self.fields, u64)], u64)
+        return ctx.add(desc, ctx.const(outside >> 4, u64))
 
 
 def _operand(ctx: Lowering, op: Operation, v: Value, k_dim: int, info: LayoutInfo) -> _Operand:
