@@ -4,6 +4,8 @@ benchmarks' layer norm (fp16 x, f32 or fp16 w and b) through the whole pipeline:
 16-byte accesses, no spills, and the right numbers on tile.emulator."""
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 import textwrap
 
@@ -11,18 +13,18 @@ import numpy as np
 import pytest
 from codegen_util import result, run as run_simt
 from ptxas_util import assemble_ok, needs_ptxas
-from test_gpu_passes import run, same
+from test_gpu_passes import expand, run, same
 from test_gpu_pipeline import compile_gpu, no_conversions
 
 import tile
 import tile.language as tl
 from tile.codegen.lower import lower_to_simt
 from tile.codegen.ptx import emit_ptx
-from tile.ir import TensorType, print_op
+from tile.ir import TensorType, parse_op, print_op
 from tile.ir.layouts import BlockedLayout
 from tile.opt.coalesce import Coalesce
 from tile.opt.pass_manager import PassManager
-from tile.opt.remove_layout_conversions import RemoveLayoutConversions
+from tile.opt.remove_layout_conversions import MAX_SLICE, RemoveLayoutConversions, rematerialize_backward
 from tile.opt.tile_pipeline import tile_passes
 
 HEAD = ('tt.func {arg_divisibility = [16, 16, 16, 16, 16], num_warps = 4, sym_name = "k", target = "sm_90a", '
@@ -284,3 +286,57 @@ def test_run_layer_norm_loops(w_dtype):
     assert np.isnan(got[:, n:].astype(np.float32)).all()
     np.testing.assert_allclose(result(m, dev[4], mean), mu[:, 0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(result(m, dev[5], rstd), rs[:, 0], rtol=1e-4)
+
+
+def _chain(rounds: int, kept: bool) -> str:
+    """`rounds` multiply-xor steps over an arange in #B1 converted to #B4 (as tl.rand's Philox
+    rounds feed a mask that a vectorized load's select wants); with `kept`, every step is also
+    printed in #B1, so its ops stay alive beside any copy."""
+    lines, prev, used = [], "%a", []
+    for i in range(rounds):
+        lines.append(f"%m{i} = arith.mul {prev}, {prev} : tensor<1024xi32, #B1>")
+        lines.append(f"%x{i} = arith.xor %m{i}, %a : tensor<1024xi32, #B1>")
+        prev = f"%x{i}"
+        used.append(prev)
+    printed = f"\n  tt.print {', '.join(used)}" if kept else ""
+    return kernel(f"""
+        ^bb(%p: ptr<i32>):
+          %a = tt.arange {{end = 1024, start = 0}} : tensor<1024xi32, #B1>
+          {(chr(10) + '          ').join(lines)}
+          %c = gpu.convert_layout {prev} : tensor<1024xi32, #B4>
+          tt.print %c{printed}
+          tt.return
+        }}""")
+
+
+@pytest.mark.parametrize("rounds", [4, 60])
+def test_a_long_chain_only_the_conversion_uses_is_recomputed_whole(rounds):
+    """120 ops (Philox-sized) move to the conversion's layout: the originals die, nothing is
+    duplicated; values reached by several paths count once (the walk was exponential before)."""
+    func = parse_op(expand(_chain(rounds, kept=False)))
+    assert rematerialize_backward(func)
+    text = print_op(func)
+    assert "gpu.convert_layout" not in text
+
+
+def test_a_chain_kept_alive_elsewhere_is_copied_only_up_to_the_limit():
+    short = parse_op(expand(_chain(4, kept=True)))
+    assert rematerialize_backward(short)  # 9 ops copied: within MAX_SLICE
+    long = parse_op(expand(_chain(MAX_SLICE, kept=True)))
+    assert not rematerialize_backward(long)  # 2 * MAX_SLICE + 1 would stay beside their copies
+    assert "gpu.convert_layout" in print_op(long)
+
+
+def test_dropout_mask_is_computed_in_the_loads_layout():
+    """Tutorial 08's tl.rand mask is computed in the vectorized layout of x's load: no shared
+    memory round trip, no barrier (it went through shared memory while the walk was capped)."""
+    path = os.path.join(os.path.dirname(__file__), "..", "tutorials", "08_low_memory_dropout.py")
+    spec = importlib.util.spec_from_file_location("tutorial_08_remat", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = np.zeros(1 << 12, np.float32)
+    gpu = str(tile.dump(module.seeded_dropout_kernel, x, x, x.size, 0.5, 123, BLOCK=1024, stage="gpu",
+                        target="sm_90a"))
+    assert "gpu.local_alloc" not in gpu and "gpu.convert_layout" not in gpu
+    assert "bar.sync" not in str(tile.dump(module.seeded_dropout_kernel, x, x, x.size, 0.5, 123, BLOCK=1024,
+                                           stage="ptx", target="sm_90a"))

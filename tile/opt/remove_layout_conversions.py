@@ -18,7 +18,9 @@ then two more on what is left:
 2. Backward rematerialization. A conversion of a value computed by cheap ops (splat, arange,
    constant, elementwise arithmetic, casts and compares, addptr, broadcast, expand_dims, trans,
    reshape) from values that already have the needed layouts (or scalars) is replaced by a copy
-   of that computation in the target layout.
+   of that computation in the target layout: a chain only the conversion uses moves whole (up
+   to MAX_WALK ops, tl.rand's Philox rounds among them); at most MAX_SLICE copied ops may stay
+   alive beside their originals.
 3. Folding. convert(x) to x's own layout is x; convert(convert(x)) is convert(x); copies that
    came out equal are merged (CSE) and what is left unused is deleted (DCE).
 4. Stores follow their values. A tt.store whose value comes through a conversion between
@@ -66,7 +68,8 @@ from .dce import DCE, replace_op
 from .pass_manager import Pass
 
 MAX_ROUNDS = 4
-MAX_SLICE = 64  # ops one rematerialization may copy
+MAX_SLICE = 64  # ops one rematerialization may copy while the originals stay alive
+MAX_WALK = 1024  # ops one rematerialization may recompute in all
 _CHEAP = {"tt.splat", "tt.arange", "arith.constant", "tt.broadcast", "tt.expand_dims", "tt.trans", "tt.reshape",
           "tt.addptr", "tt.hint", "gpu.convert_layout"}
 _ANCHORS = ("tt.load", "tt.atomic_rmw", "tt.atomic_cas", "tt.dot")
@@ -199,19 +202,29 @@ class _Rematerializer:
         return not op.regions and len(op.results) == 1 and (op.name in _CHEAP or (
             is_elementwise(op) and op.name not in _ANCHORS))
 
-    def can(self, v: Value, layout: Layout, budget: list[int]) -> bool:
+    def can(self, v: Value, layout: Layout, budget: list[int], visited: Optional[list[Operation]] = None,
+            checked: Optional[set[tuple[Value, Layout]]] = None) -> bool:
+        """Whether `v` can be recomputed in `layout` from cheap ops, at most budget[0] of them,
+        each counted once however many paths reach it (appended to `visited`, conversions passed
+        through included)."""
         if not isinstance(v.type, TensorType) or v.type.layout == layout or (v, layout) in self.memo:
             return True
+        checked = set() if checked is None else checked
+        if (v, layout) in checked:
+            return True
+        checked.add((v, layout))
         op = v.owner_op
         if op is None or not self._cheap(op) or op.name == "tt.broadcast" and not layout.shape_generic:
             return False
+        if visited is not None:
+            visited.append(op)
         if _is_convert(op):
-            return self.can(op.operand(0), layout, budget)
+            return self.can(op.operand(0), layout, budget, visited, checked)
         budget[0] -= 1
         if budget[0] < 0:
             return False
         wanted = required_operand_types(op, [with_layout(v.type, layout)])
-        return all(t is None or not isinstance(t, TensorType) or self.can(o, t.layout, budget)
+        return all(t is None or not isinstance(t, TensorType) or self.can(o, t.layout, budget, visited, checked)
                    for o, t in zip(op.operands, wanted))
 
     def build(self, v: Value, layout: Layout) -> Value:
@@ -234,15 +247,34 @@ class _Rematerializer:
         return copy.result
 
 
+def _copies_kept(visited: list[Operation], convert: Operation) -> int:
+    """How many of the ops a rematerialization recomputes stay alive beside their copies: those
+    used outside the slice (other than by `convert`, which goes), and what they are made from.
+    The rest die once the conversion is replaced: their recomputation costs nothing."""
+    inside = set(visited) | {convert}
+    kept: set[Operation] = set()
+    stack = [op for op in visited if any(user not in inside for user in op.result.users())]
+    while stack:
+        op = stack.pop()
+        if op in kept:
+            continue
+        kept.add(op)
+        stack.extend(o.owner_op for o in op.operands if o.owner_op in inside and o.owner_op is not convert)
+    return sum(1 for op in kept if not _is_convert(op))
+
+
 def rematerialize_backward(func: Operation) -> bool:
-    """Replace conversions of cheaply recomputed values by recomputation in the target layout."""
+    """Replace conversions of cheaply recomputed values by recomputation in the target layout: a
+    slice of at most MAX_WALK ops, of which at most MAX_SLICE stay alive beside their copies (a
+    long chain only the conversion uses, Philox's rounds under tl.rand, moves whole)."""
     remat = _Rematerializer()
     changed = False
     for op in list(func.walk()):
         if not _is_convert(op) or op.parent is None:
             continue
         layout = op.result.type.layout
-        if remat.can(op.operand(0), layout, [MAX_SLICE]):
+        visited: list[Operation] = []
+        if remat.can(op.operand(0), layout, [MAX_WALK], visited) and _copies_kept(visited, op) <= MAX_SLICE:
             op.result.replace_all_uses_with(remat.build(op.operand(0), layout))
             op.erase()
             changed = True
