@@ -64,7 +64,13 @@ def uses_tma(op: Operation) -> bool:
     """Whether a tt.descriptor_load / tt.descriptor_store becomes TMA copies: it carries a
     tensor map (a host descriptor on sm_90a), its block fits TMA's boxes (1-bit and pointer
     elements, which TMA does not move, keep the masked expansion), and it is not a load
-    inside a loop that the TMA ring cannot take (see _in_loop)."""
+    inside a loop that the TMA ring cannot take.
+
+    Such loads keep the masked expansion, which the cp.async pipeline overlaps over num_stages
+    buffers where the load feeds a dot (then through registers: mma.sync or the FMA path), and
+    which costs an ordinary load elsewhere, while a TMA load that no ring overlaps waits on its
+    copy with the whole CTA: measured on the H100 (2026-11-25), a persistent matmul whose loads
+    waited on each TMA copy ran at 0.34x Triton's speed."""
     if op.name == "tt.descriptor_load" and _in_loop(op) and not feeds_wgmma_in_loop(op):
         return False
     return _tma_copyable(op)
@@ -82,12 +88,7 @@ def _tma_copyable(op: Operation) -> bool:
 
 
 def _in_loop(op: Operation) -> bool:
-    """Loads in loops that the pipeline pass cannot put on a TMA ring (feeds_wgmma_in_loop)
-    keep the masked expansion, which the cp.async pipeline overlaps over num_stages buffers
-    where the load feeds a dot (then through registers: mma.sync or the FMA path), and which
-    costs an ordinary load elsewhere, while a TMA load that no ring overlaps waits on its
-    copy with the whole CTA: measured on the H100 (2026-11-25), a persistent matmul whose
-    loads waited on each TMA copy ran at 0.34x Triton's speed."""
+    """Whether `op` is inside an scf.for or scf.while, at any depth."""
     parent = op.parent_op
     while parent is not None:
         if parent.name in ("scf.for", "scf.while"):
@@ -229,17 +230,8 @@ class LowerToTma(Pass):
             (_lower_load if op.name == "tt.descriptor_load" else _lower_store)(op)
         for store in [o for o in func.walk() if o.name == "gpu.tma_store"]:
             store.attrs["read_back"] = _read_back(store)
-            store.attrs["deferred_wait"] = not store.attrs["read_back"] and _in_any_loop(store)
+            store.attrs["deferred_wait"] = not store.attrs["read_back"] and _in_loop(store)
         _assign_scratch_slots(func)
-
-
-def _in_any_loop(op: Operation) -> bool:
-    parent = op.parent_op
-    while parent is not None:
-        if parent.name in ("scf.for", "scf.while"):
-            return True
-        parent = parent.parent_op
-    return False
 
 
 def _tensor_of(tensormap: Value) -> Optional[Value]:
