@@ -133,6 +133,12 @@ def _writelane(w, ins):
     w.write(ins.defs[0], w.read(ins.uses[0]), lanes=lane)
 
 
+@_executes("v_accvgpr_read_b32", "v_accvgpr_write_b32")
+def _accvgpr_move(w, ins):
+    """A copy between the VGPR and AGPR halves of the unified register file, in the EXEC lanes."""
+    w.write(ins.defs[0], w.read(ins.uses[0]))
+
+
 @_executes("v_add_co_u32", "v_addc_co_u32", "v_sub_co_u32", "v_subb_co_u32")
 def _carry_chain(w, ins):
     a, b = w.read(ins.uses[0]), w.read(ins.uses[1])

@@ -24,6 +24,8 @@ Operand kinds:
     sdst2 ssrc2     an aligned SGPR pair, exec or vcc (a source may be an inline constant)
     vdst  vsrc      one VGPR                        vdstN  N consecutive VGPRs (loads, MFMA results)
     vdst2 vsrc2     an aligned VGPR pair            vsrcN  N consecutive VGPRs (stores, MFMA sources)
+    adst  asrc      one AGPR
+    avdstN avsrcN   N consecutive VGPRs or N consecutive AGPRs (MFMA's D and C: both in one file)
     src   src2      a VALU source: a VGPR, an SGPR or an inline constant (a pair for src2)
     vaddr           a global address in an aligned VGPR pair
     saddr           "off" (the address is in vaddr alone)
@@ -38,8 +40,12 @@ smem, vmem and ds (LDS) wait for memory and are tracked by their counter; xdl is
 core (MFMA), whose results the hardware does not interlock (the wait states of waitcnt.HAZARDS).
 
 MFMA (CDNA3 ISA 7, "Matrix Arithmetic Instructions"): D = A x B + C for one wave of 64 lanes.
-gfx942 and gfx90a have one unified file of 512 VGPRs per lane, so A, B, C and D may all be VGPRs (no
-AccVGPRs needed; tile uses the architectural v0..v255). MFMA_SHAPES says per instruction the
+gfx942 and gfx90a have one unified file of 512 registers per lane: 256 architectural VGPRs
+(v0..v255) and 256 accumulation VGPRs (AGPRs, a0..a255) placed after them (the descriptor's
+accum_offset). A VALU op reads and writes VGPRs only; v_accvgpr_read_b32 / v_accvgpr_write_b32
+move between the files, and an MFMA takes C and D both from one file (its ACC_CD bit, CDNA3 ISA
+7.1): the register allocator puts long-lived values in AGPRs when the VGPRs run out (regalloc).
+MFMA_SHAPES says per instruction the
 M x N x K it multiplies, the operand type, the dwords per lane of each operand, and its passes
 (4 cycles each); where A, B and D sit in the lanes is tile.ir.mfma_layouts.
 """
@@ -52,7 +58,9 @@ TARGET_TRIPLE = "amdgcn-amd-amdhsa"
 TARGETS = ("gfx942", "gfx90a")
 WAVE_SIZE = {"gfx942": 64, "gfx90a": 64}
 SGPR_LIMIT = {"gfx942": 102, "gfx90a": 102}   # s0..s101 are addressable (vcc and xnack_mask live above)
-VGPR_LIMIT = {"gfx942": 256, "gfx90a": 256}   # architectural VGPRs v0..v255 (AGPRs are not used)
+VGPR_LIMIT = {"gfx942": 256, "gfx90a": 256}   # architectural VGPRs v0..v255
+AGPR_LIMIT = {"gfx942": 256, "gfx90a": 256}   # accumulation VGPRs a0..a255, after the VGPRs in the unified file
+AGPR_GRANULE = 4   # the descriptor's accum_offset (the first AGPR's place in the unified file) is a multiple of 4
 MAX_VMCNT = 63                  # the s_waitcnt fields of GFX9 (CDNA3 ISA 4.4)
 MAX_LGKMCNT = 15
 GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1)
@@ -240,6 +248,10 @@ def _rows() -> list[InstrInfo]:
     # the register allocator keeps SGPRs it spills (CDNA3 ISA 6, VOP3)
     add("v_readlane_b32", "VOP3", "sdst | vsrc ssrc", "valu")
     add("v_writelane_b32", "VOP3", "vdst | ssrc ssrc", "valu")
+    # between the two halves of the unified register file (CDNA3 ISA 6, VOP3P): where the
+    # register allocator keeps VGPR values when the VGPRs run out
+    add("v_accvgpr_read_b32", "VOP3P", "vdst | asrc", "valu", targets=tuple(AGPR_LIMIT))
+    add("v_accvgpr_write_b32", "VOP3P", "adst | src", "valu", targets=tuple(AGPR_LIMIT))
     add("v_lshl_or_b32", "VOP3", "vdst | src src src", "valu")
     add("v_add3_u32", "VOP3", "vdst | src src src", "valu")
     add("v_cndmask_b32", "VOP3", "vdst | src src ssrc2", "valu")
@@ -260,10 +272,10 @@ def _rows() -> list[InstrInfo]:
         add(f"v_cmp_{pred}_f32", "VOPC", "sdst2 | src src", "valu")
         add(f"v_cmp_{pred}_f64", "VOPC", "sdst2 | src2 src2", "valu")
 
-    # matrix cores: D, A, B, C (C may be D itself: accumulation in place)
+    # matrix cores: D, A, B, C (C may be D itself: accumulation in place; C and D in VGPRs or in AGPRs)
     for shape in MFMA_SHAPES.values():
         d, ab = shape.result_dwords, shape.operand_dwords
-        add(shape.mnemonic, "VOP3P", f"vdst{d} | vsrc{ab} vsrc{ab} vsrc{d}", "xdl", targets=(shape.target,))
+        add(shape.mnemonic, "VOP3P", f"avdst{d} | vsrc{ab} vsrc{ab} avsrc{d}", "xdl", targets=(shape.target,))
 
     # global memory (the FLAT encoding's global segment): loads and stores both count in vmcnt
     for name, width in (("ubyte", 1), ("sbyte", 1), ("ushort", 1), ("sshort", 1), ("dword", 1),

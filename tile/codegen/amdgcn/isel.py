@@ -450,7 +450,7 @@ class Selector:
         kind = "i32" if _signed(lb.type) else "u32"
         iv = self.new("s").all()
         self.salu("s_mov_b32", [iv], [self.scalar(lb)])
-        carried = [self.new("s" if v.type == i1 else "v", dwords(v.type)).all() for v in inits]
+        carried = self.carried_registers(body, inits)
         for reg, v in zip(carried, inits):
             self.copy(reg, self.operand(v))
         self.loops += 1
@@ -463,13 +463,10 @@ class Selector:
         for arg, reg in zip(body.args[1:], carried):
             self.values[arg] = reg
         self.select_ops(body.ops[:-1])
-        yielded = [self.operand(v) for v in body.ops[-1].operands]
-        if any(isinstance(y, Sub) and any(y.reg is c.reg for c in carried) for y in yielded):
-            staged = [self.new(c.bank, c.count).all() for c in carried]   # a parallel copy
-            for reg, y in zip(staged, yielded):
-                self.copy(reg, y)
-            yielded = staged
-        for reg, y in zip(carried, yielded):
+        moves = [(reg, y) for reg, y in zip(carried, self.yielded_operands(body)) if y != reg]
+        if any(isinstance(y, Sub) and y.reg is reg.reg for _, y in moves for reg, _ in moves):
+            moves = [(reg, self.staged(y, reg)) for reg, y in moves]   # a parallel copy
+        for reg, y in moves:
             self.copy(reg, y)
         self.salu("s_add_u32", [iv], [iv, self.scalar(step)])
         self.salu(f"s_cmp_lt_{kind}", [], [iv, self.scalar(ub)])
@@ -478,6 +475,30 @@ class Selector:
         self.forget_recent()
         for result, reg in zip(op.results, carried):
             self.values[result] = reg
+
+    def carried_registers(self, body, inits: list[Value]) -> list[Sub]:
+        """The registers of a loop's carried values. The accumulators of an MFMA in the body
+        (C read by nothing else) share one tuple in its C order: the MFMA then accumulates in
+        place from one iteration to the next, and the yield of the chain's last D moves nothing."""
+        carried: dict[Value, Sub] = {}
+        args = set(body.args[1:])
+        for op in body.ops:
+            accumulators = op.operands[4:] if op.name == "simt.mfma" else []
+            if accumulators and len(set(accumulators)) == len(accumulators) and all(
+                    v in args and v not in carried and len(v.uses) == 1 for v in accumulators):
+                tuple_reg = self.new("v", len(accumulators))
+                carried.update((v, tuple_reg.dword(k)) for k, v in enumerate(accumulators))
+        return [carried.get(arg) or self.new("s" if arg.type == i1 else "v", dwords(arg.type)).all()
+                for arg in body.args[1:]]
+
+    def yielded_operands(self, body) -> list[Operand]:
+        return [self.operand(v) for v in body.ops[-1].operands]
+
+    def staged(self, value: Operand, like: Sub) -> Sub:
+        """`value` copied into a fresh register of `like`'s bank and size."""
+        reg = self.new(like.bank, like.count).all()
+        self.copy(reg, value)
+        return reg
 
     def sel_while(self, op: Operation) -> None:
         """scf.while as a loop under EXEC: each lane leaves when its condition fails, and the
