@@ -9,7 +9,7 @@ the per-target tables below, never as branches in the selector:
     memory-model fences   gfx942: buffer_wbl2 sc1 /    gfx90a: buffer_wbl2 (system only) /
                           buffer_inv sc1 (agent)       buffer_wbinvl1_vol, + buffer_invl2 (system)
     MFMA mnemonics        gfx942: v_mfma_f32_32x32x8_f16 ...   gfx90a: v_mfma_f32_32x32x8f16 ...
-    MFMA operand types    f16 and bf16 on both (CDNA3's fp8 MFMA is not selected yet; CDNA2 has none)
+    MFMA operand types    gfx942: f16, bf16, fp8 / bf8 (fnuz)       gfx90a: f16, bf16
 
 An instruction row names the targets it exists on (`targets`, default every target).
 
@@ -94,6 +94,14 @@ MEMORY_ORDER = {
 }
 
 
+# The operand types of MFMA: bits per value, and the name the mnemonics give them. gfx942's
+# 8-bit floats are the "fnuz" formats (CDNA3 ISA 7.1: fp8 is E4M3 with exponent bias 8, bf8
+# E5M2 with bias 16; both have one NaN, 0x80, no infinities and no negative zero): tile's
+# f8e4b8 and f8e5b16 (tl.float8e4b8, tl.float8e5b16), not the OCP float8e4nv / float8e5.
+MFMA_OPERAND_BITS = {"f16": 16, "bf16": 16, "f8e4b8": 8, "f8e5b16": 8}
+MFMA_FP8_NAMES = {"f8e4b8": "fp8", "f8e5b16": "bf8"}
+
+
 @dataclass(frozen=True)
 class MfmaShape:
     """One MFMA instruction: D (m x n, f32) = A (m x k) x B (k x n) + C."""
@@ -102,18 +110,37 @@ class MfmaShape:
     m: int
     n: int
     k: int
-    operand_type: str        # "f16" or "bf16"
+    operand_type: str        # A's type: "f16", "bf16", "f8e4b8" or "f8e5b16"
     passes: int              # 4-cycle passes; its result is ready passes + 3 wait states later
     target: str              # the target whose assembler spells it so
+    b_type: str = ""         # B's type where it differs from A's (the mixed fp8 / bf8 forms)
+
+    @property
+    def b_operand_type(self) -> str:
+        return self.b_type or self.operand_type
+
+    @property
+    def values_per_lane(self) -> int:
+        """Values of A (and of B) in each lane: m * k over 64 lanes (4 of 16 bits, 8 of 8 bits)."""
+        return self.m * self.k // 64
 
     @property
     def operand_dwords(self) -> int:
-        """Dwords of A (and of B) in each lane: m * k 16-bit values over 64 lanes."""
-        return self.m * self.k * 2 // 4 // 64
+        """Dwords of A (and of B) in each lane."""
+        return self.values_per_lane * MFMA_OPERAND_BITS[self.operand_type] // 32
 
     @property
     def result_dwords(self) -> int:
         return self.m * self.n // 64
+
+
+def _fp8_shapes() -> list[MfmaShape]:
+    """gfx942's MFMA on 8-bit floats: 16x16x32 and 32x32x16, each pairing of fp8 and bf8 for A and B
+    (v_mfma_f32_16x16x32_fp8_bf8: A fp8, B bf8), eight 8-bit values per lane, as many passes as
+    the 16-bit shapes of the same result size."""
+    return [MfmaShape(f"v_mfma_f32_{m}x{m}x{k}_{MFMA_FP8_NAMES[a]}_{MFMA_FP8_NAMES[b]}", m, m, k, a, passes,
+                      "gfx942", b if b != a else "")
+            for m, k, passes in ((16, 32, 8), (32, 16, 16)) for a in MFMA_FP8_NAMES for b in MFMA_FP8_NAMES]
 
 
 # Pass counts: LLVM's GCNHazardRecognizer and SISchedule give CDNA2's 16 (32x32x8) and 8
@@ -127,13 +154,14 @@ MFMA_SHAPES = {shape.mnemonic: shape for shape in (
     MfmaShape("v_mfma_f32_32x32x8f16", 32, 32, 8, "f16", 16, "gfx90a"),
     MfmaShape("v_mfma_f32_16x16x16f16", 16, 16, 16, "f16", 8, "gfx90a"),
     MfmaShape("v_mfma_f32_16x16x16bf16_1k", 16, 16, 16, "bf16", 8, "gfx90a"),
+    *_fp8_shapes(),
 )}
 
 
 def mfma_shape(target: str, m: int, operand_type: str) -> Optional[MfmaShape]:
-    """The MFMA of `target` with an m x m result on `operand_type` operands, or None."""
+    """The MFMA of `target` with an m x m result on A and B both of `operand_type`, or None."""
     return next((s for s in MFMA_SHAPES.values() if s.target == target and s.m == m
-                 and s.operand_type == operand_type), None)
+                 and s.operand_type == s.b_operand_type == operand_type), None)
 
 
 def mfma_operand_types(target: str) -> tuple[str, ...]:
