@@ -220,6 +220,20 @@ def _div_fmas(w, ins):
     w.write(ins.defs[0], isa.bits(isa.div_fmas(*(isa.f32(w.read(o)) for o in ins.uses), w.vcc)))
 
 
+@_executes("v_div_scale_f64")
+def _div_scale_f64(w, ins):
+    scaled, flag = isa.div_scale(*(w.read(o, 2).view(np.float64) for o in ins.uses), isa.F64_DIVISION)
+    w.write(ins.defs[0], scaled.view(np.uint64), 2)
+    w.vcc = np.where(w.exec, flag, False)
+
+
+@_executes("v_div_fmas_f64")
+def _div_fmas_f64(w, ins):
+    """Reads vcc without naming it, as v_div_fmas_f32."""
+    sources = (w.read(o, 2).view(np.float64) for o in ins.uses)
+    w.write(ins.defs[0], isa.div_fmas(*sources, w.vcc, isa.F64_DIVISION).view(np.uint64), 2)
+
+
 @_executes(*isa.VECTOR_INT)
 def _vector_int(w, ins):
     value = np.asarray(isa.VECTOR_INT[ins.opcode](*(w.read(o) for o in ins.uses))).astype(np.uint64)

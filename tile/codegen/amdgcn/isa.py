@@ -255,6 +255,12 @@ def _rows() -> list[InstrInfo]:
     for name in ("v_add_f64", "v_mul_f64", "v_min_f64", "v_max_f64"):   # double rate on CDNA3
         add(name, "VOP3", "vdst2 | src2 src2", "valu")
     add("v_fma_f64", "VOP3", "vdst2 | src2 src2 src2", "valu")
+    # f64 division (CDNA3 ISA 6): the reciprocal estimate (good to 2^29 ulp) and the f64 forms
+    # of the f32 division steps below (v_div_scale_f64 writes VCC, v_div_fmas_f64 reads it)
+    add("v_rcp_f64", "VOP1", "vdst2 | src2", "trans")
+    add("v_div_scale_f64", "VOP3", "vdst2 vcc | src2 src2 src2", "valu")
+    add("v_div_fmas_f64", "VOP3", "vdst2 | vsrc2 vsrc2 vsrc2", "valu")
+    add("v_div_fixup_f64", "VOP3", "vdst2 | src2 src2 src2", "valu")
     for name in ("v_rcp_f32", "v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sqrt_f32", "v_sin_f32", "v_cos_f32"):
         add(name, "VOP1", "vdst | src", "trans")
     for name in ("v_add_u32", "v_sub_u32", "v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32",

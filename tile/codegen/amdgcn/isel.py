@@ -37,7 +37,8 @@ warps (each half of a wave64) as ds_bpermute_b32, scf.for with uniform bounds (a
 induction variable and a backward branch), scf.if as EXEC masking without branches, and
 scf.while as a loop that narrows EXEC to the lanes still running.
 
-f32 division and square root round correctly unless marked approximate (divide_f32, sqrt_f32);
+f32 division and square root round correctly unless marked approximate (divide_f32, sqrt_f32),
+f64 division always (divide_f64);
 64-bit integers multiply from 32-bit products and divide in a 64-step loop (divide_int64).
 Subnormal f32 and f16 values are kept (the kernel descriptor's denorm modes), f32 -> f16 rounds
 to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of the amount,
@@ -687,6 +688,8 @@ class Selector:
             self.divide_approx(op.result, a, b)
         elif t.name == "f32" and op.name == "arith.div" and op.attrs.get("rounding") in (None, "rn"):
             self.divide_f32(op.result, a, b)
+        elif t.name == "f64" and op.name == "arith.div" and op.attrs.get("rounding") in (None, "rn"):
+            self.divide_f64(op.result, a, b)
         else:
             raise self.unsupported(op, f"on {t}")
 
@@ -921,6 +924,52 @@ class Selector:
         self.valu("v_fma_f32", [t1], [neg_den, q1, num_scaled])
         self.valu("v_div_fmas_f32", [q], [t1, r, q1])
         self.valu("v_div_fixup_f32", [self.result(result, "v")], [q, den, num])
+
+    def divide_f64(self, result: Value, a: Value, b: Value) -> None:
+        """a / b on f64, correctly rounded, as divide_f32 does it: v_div_scale_f64 keeps the
+        reciprocal and residuals normal; v_rcp_f64 is good to only 2^29 ulp (CDNA3 ISA 6.2), so
+        two Newton steps bring r within an ulp of 1/d, and r or its neighbour towards 1/d
+        (chosen by their exact fma residuals 1 - d * r) is RN(1/d); q = n * r corrected twice by
+        its residual n - d * q is then the correctly rounded quotient (Markstein), the last
+        correction rounded once with the scale undone by v_div_fmas_f64 and the special cases
+        answered by v_div_fixup_f64. The numerator's v_div_scale_f64 comes after the neighbour
+        step, whose 64-bit add writes VCC; the four VALU ops after it cover v_div_fmas_f64's
+        wait states. The steps follow LLVM's AMDGPU lowering of fdiv f64 plus the neighbour test."""
+        num, den = self.vgpr(a), self.vgpr(b)
+        v2 = lambda: self.new("v", 2).all()  # noqa: E731
+        den_scaled, rcp, neg_den, e, r0, e0, r1, e1, r_other, e_other = (v2() for _ in range(10))
+        size1, size_other, r, num_scaled, q0, t0, q1, t1, q = (v2() for _ in range(9))
+        towards, nearer = self.new("s", 2).all(), self.new("s", 2).all()
+        step_low, step_high = self.new("v").all(), self.new("v").all()
+        one = self.materialize(0x3FF0000000000000, 2)
+        sign, magnitude = Imm(0x80000000, "0x80000000", False), Imm(0x7FFFFFFF, "0x7fffffff", False)
+        self.valu("v_div_scale_f64", [den_scaled, VCC], [den, den, num])
+        self.valu("v_rcp_f64", [rcp], [den_scaled])
+        self.valu("v_mov_b32", [neg_den.dword(0)], [den_scaled.dword(0)])
+        self.valu("v_xor_b32", [neg_den.dword(1)], [sign, den_scaled.dword(1)])
+        for residual, refined, estimate in ((e, r0, rcp), (e0, r1, r0)):
+            self.valu("v_fma_f64", [residual], [neg_den, estimate, one])
+            self.valu("v_fma_f64", [refined], [residual, estimate, estimate])
+        self.valu("v_fma_f64", [e1], [neg_den, r1, one])
+        self.valu("v_cmp_lt_f64", [towards], [Imm.int(0), e1])    # |r1| < |1/d|: the next f64 up in magnitude
+        self.valu("v_cndmask_b32", [step_low], [Imm.int(-1), Imm.int(1), towards])
+        self.valu("v_cndmask_b32", [step_high], [Imm.int(-1), Imm.int(0), towards])
+        self.valu("v_add_co_u32", [r_other.dword(0), VCC], [r1.dword(0), step_low])
+        self.valu("v_addc_co_u32", [r_other.dword(1), VCC], [r1.dword(1), step_high, VCC])
+        self.valu("v_fma_f64", [e_other], [neg_den, r_other, one])
+        for size, residual in ((size1, e1), (size_other, e_other)):
+            self.valu("v_mov_b32", [size.dword(0)], [residual.dword(0)])
+            self.valu("v_and_b32", [size.dword(1)], [magnitude, residual.dword(1)])
+        self.valu("v_cmp_lt_f64", [nearer], [size_other, size1])
+        for k in range(2):
+            self.valu("v_cndmask_b32", [r.dword(k)], [r1.dword(k), r_other.dword(k), nearer])
+        self.valu("v_div_scale_f64", [num_scaled, VCC], [num, den, num])
+        self.valu("v_mul_f64", [q0], [num_scaled, r])
+        self.valu("v_fma_f64", [t0], [neg_den, q0, num_scaled])
+        self.valu("v_fma_f64", [q1], [t0, r, q0])
+        self.valu("v_fma_f64", [t1], [neg_den, q1, num_scaled])
+        self.valu("v_div_fmas_f64", [q], [t1, r, q1])
+        self.valu("v_div_fixup_f64", [self.result(result, "v")], [q, den, num])
 
     def divide_approx(self, result: Value, a: Value, b: Value) -> None:
         """a / b as a * rcp(b): v_rcp_f32 is within 1 ulp (CDNA3 ISA 6.2), the product within 2."""
