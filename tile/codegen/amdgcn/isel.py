@@ -268,6 +268,7 @@ class Selector:
         self.deferred_others: dict[Value, tuple[Value, Value]] = {}   # load result -> (other, predicate)
         self.compares: dict[Value, Operation] = {}
         self.homes: dict[Value, Sub] = {}
+        self.updated_in_place: dict[Value, Sub] = {}   # a loop's advanced pointer -> its carried register
         self.thread_id: Optional[Sub] = None
         self.loops = 0
         self.recent_masks: dict[Value, tuple[Sub, int]] = {}
@@ -452,6 +453,7 @@ class Selector:
         iv = self.new("s").all()
         self.salu("s_mov_b32", [iv], [self.scalar(lb)])
         carried = self.carried_registers(body, inits)
+        self.updated_in_place.update(self.pointer_updates(body, carried))
         for reg, v in zip(carried, inits):
             self.copy(reg, self.operand(v))
         self.loops += 1
@@ -491,6 +493,29 @@ class Selector:
                 carried.update((v, tuple_reg.dword(k)) for k, v in enumerate(accumulators))
         return [carried.get(arg) or self.new("s" if arg.type == i1 else "v", dwords(arg.type)).all()
                 for arg in body.args[1:]]
+
+    def pointer_updates(self, body, carried: list[Sub]) -> dict[Value, Sub]:
+        """The carried pointers a loop advances in place: yielded p' = addptr(p, i) where p (the
+        block argument) is read nowhere after that addptr in the body. p' is then computed into
+        p's own register (sel_addptr), so the old and new pointers are not live together and
+        the yield moves nothing (a matmul's A and B pointer tiles)."""
+        position = {op: k for k, op in enumerate(body.ops)}
+
+        def top_level(op: Operation) -> Operation:
+            while op not in position:
+                op = op.parent_op
+            return op
+
+        yielded = list(body.ops[-1].operands)
+        updates: dict[Value, Sub] = {}
+        for arg, reg, new in zip(body.args[1:], carried, yielded):
+            advance = new.owner_op
+            if (advance not in position or advance.name != "simt.addptr" or advance.operand(0) is not arg
+                    or yielded.count(new) != 1 or reg.bank != "v" or new in self.uniform):
+                continue
+            if all(position[top_level(user)] < position[advance] or user is advance for user, _ in arg.uses):
+                updates[new] = reg
+        return updates
 
     def yielded_operands(self, body) -> list[Operand]:
         return [self.operand(v) for v in body.ops[-1].operands]
@@ -1252,6 +1277,23 @@ class Selector:
             raise self.unsupported(op, f"with scale {scale} (not a power of two)")
         shift = scale.bit_length() - 1
         scalar = op.result in self.uniform
+        if op.result in self.updated_in_place:   # p += offset in p's own register (pointer_updates)
+            offset = self.scalar(i) if i in self.uniform else self.to_vgpr(self.operand(i))
+            if dwords(i.type) == 1:
+                offset = self.widen(offset, _signed(i.type), i in self.uniform)
+            elif not isinstance(offset, Sub):   # a 64-bit constant that inlines
+                offset = self.to_vgpr(offset, 2)
+            if shift:
+                shifted = self.new(offset.bank, 2).all()
+                if offset.bank == "s":
+                    self.salu("s_lshl_b64", [shifted], [offset, Imm.int(shift)])
+                else:
+                    self.valu("v_lshlrev_b64", [shifted], [Imm.int(shift), offset])
+                offset = shifted
+            home = self.updated_in_place[op.result]
+            self.add64(home, home, offset)
+            self.values[op.result] = home
+            return
         if not scalar and dwords(i.type) == 1:
             mad = "v_mad_i64_i32" if _signed(i.type) else "v_mad_u64_u32"
             self.valu(mad, [self.result(op.result, "v"), VCC], [self.operand(i), Imm.int(scale), self.operand(p)])
