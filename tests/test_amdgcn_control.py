@@ -204,3 +204,32 @@ def test_loop_carried_pointers_advance_in_their_own_registers(read_after):
     rows = x.reshape(steps + 1, block)
     want = (rows[steps] - rows[0]) if read_after else rows[:steps].sum(axis=0)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@tile.jit
+def late_offsets_kernel(x_ptr, out_ptr, steps, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    spread = offs * 3 + 1   # read only by the store after the loop
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for step in range(steps):
+        acc += tl.load(x_ptr + step * BLOCK + offs)
+    tl.store(out_ptr + spread, acc)
+
+
+def test_values_used_only_after_a_loop_are_computed_after_it():
+    """isel.sunk_past_loops: the store's offsets are computed after the loop, not held across it."""
+    block, steps = 64, 3
+    x = RNG.standard_normal(block * steps).astype(np.float32)
+    out = np.zeros(3 * block + 1, np.float32)
+    args = [x, out, steps]
+    compiled = build(late_offsets_kernel, args, BLOCK=block)
+    source = open(__file__).read().splitlines()
+    spread_line = next(k + 1 for k, line in enumerate(source) if "spread = offs * 3 + 1" in line)
+    lines = compiled.text.splitlines()
+    end = next(k for k, line in enumerate(lines) if line.startswith(".Lloop1_end:"))
+    spread = [k for k, line in enumerate(lines) if line.rstrip().endswith(f"test_amdgcn_control.py:{spread_line}")]
+    assert spread and min(spread) > end
+    run_amdgcn(compiled.text, 1, named(late_offsets_kernel, args))
+    want = np.zeros_like(out)
+    want[np.arange(block) * 3 + 1] = x.reshape(steps, block).sum(axis=0)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)

@@ -145,6 +145,44 @@ def uniform_values(func: Operation) -> set[Value]:
     return uniform
 
 
+def _sinkable(op: Operation) -> bool:
+    """A pure op whose place only sets its operands' and results' live ranges (no memory, no
+    regions, no lane masks: compares are selected where they are used)."""
+    pure = op.name.startswith(("arith.", "math.")) or op.name in _LANEWISE
+    return pure and not op.regions and op.name != "arith.cmp" and bool(op.results)
+
+
+def sunk_past_loops(ops: list[Operation]) -> list[Operation]:
+    """`ops` (one block) with each pure op that is used only after a later loop moved to just
+    after that loop (chains of them together, in their order), so that its results are not
+    live across the loop. The lowering computes a kernel's store offsets and masks before its
+    K loop (a matmul's epilogue): sunk, they free their registers for the loop.
+
+        %o = arith.mul %m, %s           scf.for ... { ... }
+        scf.for ... { ... }        ->   %o = arith.mul %m, %s
+        simt.st_global %p, %o           simt.st_global %p, %o
+    """
+    order = list(ops)
+    for loop in [op for op in ops if op.name in ("scf.for", "scf.while")]:
+        position = {op: k for k, op in enumerate(order)}
+
+        def top_level(op: Operation) -> Operation:
+            while op not in position:
+                op = op.parent_op
+            return op
+
+        moved: set[Operation] = set()
+        for op in reversed(order[:position[loop]]):
+            if _sinkable(op) and all(position[top_level(user)] > position[loop] or top_level(user) in moved
+                                     for result in op.results for user, _ in result.uses):
+                moved.add(op)
+        if moved:
+            kept = [op for op in order if op not in moved]
+            after = kept.index(loop) + 1
+            order = kept[:after] + [op for op in order if op in moved] + kept[after:]
+    return order
+
+
 def _bus_key(o: Operand) -> Any:
     return o.name if isinstance(o, Special) else (o.reg.id, o.start, o.count)
 
@@ -418,7 +456,7 @@ class Selector:
                          self.func.attrs.get("shared_bytes", 0), self.regs)
 
     def select_ops(self, ops) -> None:
-        for op in ops:
+        for op in sunk_past_loops(list(ops)):
             self.comment = f"{op.loc.file.rsplit('/', 1)[-1]}:{op.loc.line}" if op.loc else ""
             handler = _HANDLERS.get(op.name)
             if handler is None or (op.regions and op.name not in ("scf.for", "scf.if", "scf.while")):
