@@ -37,6 +37,11 @@ warps (each half of a wave64) as ds_bpermute_b32, scf.for with uniform bounds (a
 induction variable and a backward branch), scf.if as EXEC masking without branches, and
 scf.while as a loop that narrows EXEC to the lanes still running.
 
+Live ranges are shaped here, where the simt IR's structure is still visible: an MFMA's loop-
+carried accumulators are its own C/D tuple (carried_registers), a carried pointer advances in
+its own register (pointer_updates), and pure ops used only after a loop are selected after it
+(sunk_past_loops).
+
 f32 division and square root round correctly unless marked approximate (divide_f32, sqrt_f32),
 f64 division always (divide_f64);
 64-bit integers multiply from 32-bit products and divide in a 64-step loop (divide_int64).

@@ -1,4 +1,4 @@
-"""Liveness and linear-scan register allocation of SGPRs and VGPRs.
+"""Liveness and linear-scan register allocation of SGPRs, VGPRs and AGPRs.
 
 The selected code is straight-line but for loops (a label and one backward branch), so a
 virtual register's live range is one interval: from its first write to its last read, in
