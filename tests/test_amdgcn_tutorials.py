@@ -4,8 +4,10 @@ and ld.lld for that target, and run on the emulator's wave machine (TILE_EMULATE
 TILE_EMULATE_TARGET=gfx942 or gfx90a), against the tutorial's NumPy reference or the same
 tolerances as its GPU check.
 
+Each runs a third time on gfx942 with its VGPRs cut to 24, so that the register allocator
+moves many values to AGPRs (tests/test_amdgcn_agpr.py: the blocks that need them at full size).
 Tutorial 06 (the persistent matmul written for Hopper) runs with its 8 warps and a 128 x 128
-block (tests/test_amdgcn_agpr.py has the blocks that need AGPRs).
+block.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import pytest
 import tile
 from amdgcn_util import needs_llvm
 from tile.codegen.amdgcn import TARGETS, assemble
+from tile.codegen.amdgcn.isa import VGPR_LIMIT
 from tile.emulator import amdgcn_machine
 from tutorial_util import load_tutorial
 
@@ -26,11 +29,19 @@ def tutorial(name: str):
     return load_tutorial(name, "gfx942_tutorial")
 
 
-@pytest.fixture(params=TARGETS)
+TIGHT_VGPRS = 24   # a VGPR file this small moves many kernels' values to AGPRs (regalloc)
+
+
+@pytest.fixture(params=[*TARGETS, f"gfx942-{TIGHT_VGPRS}-vgprs"])
 def gfx_launches(monkeypatch, request):
-    """Launches run as code of the target on the emulator; the AMDGCN text of each, by kernel name."""
+    """Launches run as code of the target on the emulator; the AMDGCN text of each, by kernel
+    name. The third run has gfx942 with only TIGHT_VGPRS VGPRs: values the others keep in VGPRs
+    live in AGPRs, and every tutorial must still compute the same."""
+    target, _, vgprs = request.param.partition("-")
+    if vgprs:
+        monkeypatch.setitem(VGPR_LIMIT, target, TIGHT_VGPRS)
     monkeypatch.setenv("TILE_EMULATE", "1")
-    monkeypatch.setenv("TILE_EMULATE_TARGET", request.param)
+    monkeypatch.setenv("TILE_EMULATE_TARGET", target)
     monkeypatch.delenv("TILE_INTERPRET", raising=False)
     texts: dict[str, str] = {}
     run = amdgcn_machine.AmdgcnEmulatorBackend.run
