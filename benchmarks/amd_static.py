@@ -3,9 +3,9 @@
     python benchmarks/amd_static.py [--target gfx942]
 
 No AMD GPU is lent, so until one is, each benchmark kernel (benchmarks/kernels.py) is compiled for
-the target and read: VGPRs and SGPRs from the code object's metadata, LDS bytes, occupancy
-(waves per SIMD: 512 VGPRs per lane per SIMD, at most 8 waves; a workgroup's waves share one CU's
-64 KiB of LDS), global bytes each thread moves and MFMA instructions per K step, counted in the
+the target and read: VGPRs (the unified file: architectural VGPRs and AGPRs together), of them
+AGPRs, and SGPRs from the code object's metadata, LDS bytes, occupancy (waves per SIMD: 512
+registers per lane per SIMD, at most 8 waves; a workgroup's waves share one CU's 64 KiB of LDS), global bytes each thread moves and MFMA instructions per K step, counted in the
 assembly. The estimate is the kernel's floor on the MI300X: its bytes over 5.3 TB/s (HBM3) or its
 MFMA flops over 1307 dense fp16 TFLOP/s, whichever is larger. A first hardware run has these to
 beat; they say nothing about latency hiding, which occupancy only hints at.
@@ -41,7 +41,8 @@ MEMORY_BYTES = {"dword": 4, "dwordx2": 8, "dwordx3": 12, "dwordx4": 16, "short":
 
 
 class Usage(NamedTuple):
-    vgprs: int
+    vgprs: int         # VGPRs and AGPRs: the unified register file's allocation
+    agprs: int
     sgprs: int
     lds: int
     load_bytes: int    # per thread, counted once per instruction in the text (loops not unrolled)
@@ -60,7 +61,8 @@ def usage(asm: str) -> Usage:
             total += MEMORY_BYTES.get(m.group(1), 0)
         return total
 
-    return Usage(meta("vgpr_count"), meta("sgpr_count"), meta("group_segment_fixed_size"), moved("global_load"),
+    return Usage(meta("vgpr_count"), meta("agpr_count"), meta("sgpr_count"), meta("group_segment_fixed_size"),
+                 moved("global_load"),
                  moved("global_store"), len(re.findall(r"^\s*v_mfma_", asm, re.M)))
 
 
@@ -129,12 +131,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", default="gfx942")
     args = parser.parse_args()
-    print(f"| kernel | launch | VGPRs | SGPRs | LDS bytes | waves/SIMD | global bytes per thread (ld / st, text) "
-          f"| MFMA in text | floor on MI300X (us) |")
+    print(f"| kernel | launch | VGPRs (of them AGPRs) | SGPRs | LDS bytes | waves/SIMD "
+          f"| global bytes per thread (ld / st, text) | MFMA in text | floor on MI300X (us) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for row in rows(args.target):
         u = row.usage
-        print(f"| {row.name} | {row.launch} | {u.vgprs} | {u.sgprs} | {u.lds} | {waves_per_simd(u, row.threads)} "
+        print(f"| {row.name} | {row.launch} | {u.vgprs} ({u.agprs}) | {u.sgprs} | {u.lds} | {waves_per_simd(u, row.threads)} "
               f"| {u.load_bytes} / {u.store_bytes} | {u.mfma} | {floor_us(row):.1f} |")
     for line in refused:
         print(f"not compiled: {line}")

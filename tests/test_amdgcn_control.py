@@ -166,3 +166,70 @@ def test_tutorial_layer_norm_backward_with_its_lock(rows, n_cols, block, num_war
     np.testing.assert_allclose(dw, dw_ref, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(db, db_ref, rtol=1e-4, atol=1e-4)
     assert list(locks[:groups]) == [0] * groups and list(locks[groups:]) == [1] * groups
+
+
+@tile.jit
+def walk_kernel(x_ptr, out_ptr, steps, stride, BLOCK: tl.constexpr, READ_AFTER: tl.constexpr):
+    """Walks per-lane pointers through x, `stride` elements a step. READ_AFTER: the old pointer
+    is read again after the advance (so it cannot be advanced in its own register)."""
+    offs = tl.arange(0, BLOCK)
+    ptrs = x_ptr + offs
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for _ in range(steps):
+        if READ_AFTER:
+            advanced = ptrs + stride
+            acc += tl.load(advanced) - tl.load(ptrs)
+        else:
+            acc += tl.load(ptrs)
+            advanced = ptrs + stride
+        ptrs = advanced
+    tl.store(out_ptr + offs, acc)
+
+
+@pytest.mark.parametrize("read_after", [False, True])
+def test_loop_carried_pointers_advance_in_their_own_registers(read_after):
+    """A carried pointer read nowhere after its advance is advanced in place (its add writes
+    the register it reads, nothing copies it at the yield); read again after, it is not."""
+    block, steps, stride = 64, 5, 64
+    x = RNG.standard_normal(block * (steps + 1)).astype(np.float32)
+    out = np.full(block, np.nan, np.float32)
+    args = [x, out, steps, stride]
+    compiled = build(walk_kernel, args, BLOCK=block, READ_AFTER=read_after)
+    lines = instructions(compiled.text)
+    body = lines[lines.index(".Lloop1:") + 1:lines.index("s_cbranch_scc1 .Lloop1")]
+    in_place = [line for line in body if line.startswith("v_add_co_u32")
+                and line.split()[1].rstrip(",") == line.split()[3].rstrip(",")]
+    assert bool(in_place) != read_after
+    run_amdgcn(compiled.text, 1, named(walk_kernel, args))
+    rows = x.reshape(steps + 1, block)
+    want = (rows[steps] - rows[0]) if read_after else rows[:steps].sum(axis=0)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@tile.jit
+def late_offsets_kernel(x_ptr, out_ptr, steps, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    spread = offs * 3 + 1   # read only by the store after the loop
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for step in range(steps):
+        acc += tl.load(x_ptr + step * BLOCK + offs)
+    tl.store(out_ptr + spread, acc)
+
+
+def test_values_used_only_after_a_loop_are_computed_after_it():
+    """isel.sunk_past_loops: the store's offsets are computed after the loop, not held across it."""
+    block, steps = 64, 3
+    x = RNG.standard_normal(block * steps).astype(np.float32)
+    out = np.zeros(3 * block + 1, np.float32)
+    args = [x, out, steps]
+    compiled = build(late_offsets_kernel, args, BLOCK=block)
+    source = open(__file__).read().splitlines()
+    spread_line = next(k + 1 for k, line in enumerate(source) if "spread = offs * 3 + 1" in line)
+    lines = compiled.text.splitlines()
+    end = next(k for k, line in enumerate(lines) if line.startswith(".Lloop1_end:"))
+    spread = [k for k, line in enumerate(lines) if line.rstrip().endswith(f"test_amdgcn_control.py:{spread_line}")]
+    assert spread and min(spread) > end
+    run_amdgcn(compiled.text, 1, named(late_offsets_kernel, args))
+    want = np.zeros_like(out)
+    want[np.arange(block) * 3 + 1] = x.reshape(steps, block).sum(axis=0)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)

@@ -230,7 +230,7 @@ def _sample(kind: str, regs: dict, wave: int):
         bank = "v"
     reg = Reg(bank, size, len(regs))
     taken = sum(r.bank == bank for r in regs)
-    regs[reg] = 8 + (32 if bank == "v" else 8) * taken   # aligned for any tuple, apart from the others
+    regs[reg] = 8 + (32 if bank in ("v", "a") else 8) * taken   # aligned for any tuple, apart from the others
     return reg.all()
 
 

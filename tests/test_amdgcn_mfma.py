@@ -25,7 +25,7 @@ from tile.emulator.amdgcn_machine import run_amdgcn
 
 from amdgcn_util import named
 
-SHAPES = list(MFMA_SHAPES.values())
+SHAPES = [s for s in MFMA_SHAPES.values() if s.values_per_lane == 4]   # 16-bit A and B (fp8: test_amdgcn_fp8)
 
 
 # the ISA's description, written out per element (CDNA3 ISA 7.1 layouts)
@@ -77,10 +77,16 @@ def test_layouts_refuse_other_waves_and_shapes():
 def test_mfma_operands_are_checked():
     d, a, c = Reg("v", 16, 1), Reg("v", 2, 2), Reg("v", 4, 3)
     MInst("v_mfma_f32_32x32x8_f16", [d.all()], [a.all(), a.all(), d.all()])
-    with pytest.raises(ValueError, match="is not a vsrc16 operand"):
+    with pytest.raises(ValueError, match="is not a avsrc16 operand"):
         MInst("v_mfma_f32_32x32x8_f16", [d.all()], [a.all(), a.all(), c.all()])
-    with pytest.raises(ValueError, match="is not a vdst4 operand"):
+    with pytest.raises(ValueError, match="is not a avdst4 operand"):
         MInst("v_mfma_f32_16x16x16_bf16", [d.all()], [a.all(), a.all(), c.all()])
+    acc, a_in_agprs = Reg("a", 16, 4), Reg("a", 2, 5)
+    MInst("v_mfma_f32_32x32x8_f16", [acc.all()], [a.all(), a.all(), acc.all()])   # C and D in AGPRs
+    with pytest.raises(ValueError, match="must all be in one file"):   # one ACC_CD bit for both
+        MInst("v_mfma_f32_32x32x8_f16", [d.all()], [a.all(), a.all(), acc.all()])
+    with pytest.raises(ValueError, match="is not a vsrc2 operand"):   # A and B: VGPRs
+        MInst("v_mfma_f32_32x32x8_f16", [acc.all()], [a_in_agprs.all(), a.all(), acc.all()])
 
 
 def test_valu_results_wait_two_states_before_an_mfma_reads_them():
@@ -360,3 +366,4 @@ def test_tutorial_matmul_with_masks_and_activation(num_warps, num_stages):
     run_amdgcn(compiled.text, 2 * 2, args)
     exact = a.astype(np.float64) @ b
     np.testing.assert_allclose(c, np.where(exact >= 0, exact, 0.01 * exact), rtol=2e-3, atol=2e-3)
+

@@ -1,8 +1,8 @@
 """SGPR spilling of the gfx942 register allocator: more live SGPR values than s0..s101 go to
 VGPR lanes (v_writelane_b32 after each definition, v_readlane_b32 into a short-lived SGPR before
 each use). Property-tested on random straight-line programs run by a small evaluator of the
-physical registers against the same program on unlimited virtual ones; VGPR exhaustion is
-still OutOfResources."""
+physical registers against the same program on unlimited virtual ones; more than the VGPRs and
+AGPRs together is still OutOfResources (tests/test_amdgcn_agpr.py: VGPR values moved to AGPRs)."""
 from __future__ import annotations
 
 import pytest
@@ -117,12 +117,14 @@ def test_many_spilled_dwords_take_several_spill_vgprs(target, lanes):
         evaluate(insts, lambda o, k: ("virtual", o.reg.id, o.start + k))
 
 
-def test_running_out_of_vgprs_still_fails():
+def test_running_out_of_vgprs_and_agprs_fails():
+    """More live 32-bit values than the 512 registers of the unified file (VGPRs, then AGPRs)."""
     registers = Registers()
-    values = [registers("v") for _ in range(300)]
+    values = [registers("v") for _ in range(600)]
     insts = [MInst("v_mov_b32", [v.all()], [Imm.int(k)]) for k, v in enumerate(values)]
     total = registers("v")
     insts += [MInst("v_add_u32", [total.all()], [v.all(), Imm.int(1)]) for v in values]
     with pytest.raises(TargetResourceError) as e:
         allocate_spilling(insts, registers, "gfx942", "big")
-    assert e.value.name == "VGPRs" and e.value.limit == 256 and "big" in str(e.value)
+    assert e.value.name == "AGPRs" and e.value.limit == 256 and e.value.required > 256 and "big" in str(e.value)
+    assert "VGPRs are full" in str(e.value)

@@ -41,7 +41,7 @@ class AmdgcnSyntaxError(EmulatorError):
 
 @dataclass(frozen=True)
 class Reg:
-    """`count` consecutive registers of `bank` ("s" or "v") from `first`: v4, s[0:1]."""
+    """`count` consecutive registers of `bank` ("s", "v" or "a") from `first`: v4, s[0:1], a[0:15]."""
 
     bank: str
     first: int
@@ -123,7 +123,7 @@ class AmdKernel:
         self.user_args = [a for a in self.kernargs if not a.value_kind.startswith("hidden_")]
 
 
-_REG = re.compile(r"^([sv])(\d+)$|^([sv])\[(\d+):(\d+)\]$")
+_REG = re.compile(r"^([sva])(\d+)$|^([sva])\[(\d+):(\d+)\]$")
 _POLICY_BITS = sorted({bit for bits in CACHE_POLICY_BITS.values() for bit in bits})
 _MOD = re.compile(rf"^(offset):(-?\d+)$|^({'|'.join(_POLICY_BITS)})$")
 _TARGET = re.compile(rf'^\s*\.amdgcn_target\s+"{TARGET_TRIPLE}--(\w+)"')
@@ -223,6 +223,25 @@ def _metadata(lines: list[str]) -> tuple[list[KernArg], dict[str, int]]:
     return kernargs, fields
 
 
+def _check_register_file(name: str, instrs: list[AmdInstr], descriptor: dict[str, int]) -> None:
+    """Every VGPR and AGPR the code names lies in the part of the unified register file the
+    descriptor allocates: VGPRs below .amdhsa_accum_offset (where the AGPRs start) and below
+    .amdhsa_next_free_vgpr, AGPRs from accum_offset up to next_free_vgpr (AMDGPUUsage,
+    "Kernel Descriptor", GFX90A/GFX942). A descriptor without the counts checks nothing."""
+    total = descriptor.get(".amdhsa_next_free_vgpr")
+    if total is None:
+        return
+    accum_offset = descriptor.get(".amdhsa_accum_offset", total)
+    ends = {"v": min(total, accum_offset), "a": max(0, total - accum_offset)}
+    for ins in instrs:
+        for o in ins.defs + ins.uses:
+            if isinstance(o, Reg) and o.bank in ends and o.first + o.count > ends[o.bank]:
+                raise AmdgcnSyntaxError(name, f"{o.bank}{o.first + o.count - 1} lies outside the {ends[o.bank]} "
+                                              f"{'VGPRs' if o.bank == 'v' else 'AGPRs'} the kernel descriptor allocates "
+                                              f"(.amdhsa_next_free_vgpr {total}, .amdhsa_accum_offset {accum_offset})",
+                                        where=ins.where())
+
+
 @functools.lru_cache(maxsize=64)
 def decode_amdgcn(text: str) -> AmdKernel:
     """The one kernel of AMDGCN text `text` (as tile emits it)."""
@@ -263,6 +282,7 @@ def decode_amdgcn(text: str) -> AmdKernel:
         parts = line.split()
         if len(parts) == 2 and parts[0].startswith(".amdhsa_") and parts[1].isdigit():
             descriptor[parts[0]] = int(parts[1])
+    _check_register_file(name, instrs, descriptor)
     try:
         meta_start = next(k for k, line in enumerate(lines) if line.strip() == ".amdgpu_metadata")
     except StopIteration:

@@ -13,7 +13,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..codegen.amdgcn.isa import ATOMIC_RETURN_BIT, INSTRUCTIONS, MFMA_SHAPES, WMMA_SHAPES, counter
+from ..codegen.amdgcn.isa import ATOMIC_RETURN_BIT, INSTRUCTIONS, MFMA_FP8_NAMES, MFMA_SHAPES, WMMA_SHAPES, counter
+from ..ir.float8 import decode_table
+from ..ir.types import DTYPES
 from ..ir.wmma_layouts import wmma_operand_layout, wmma_result_layout
 from . import amdgcn_isa as isa
 from .amdgcn_decode import AmdInstr, Reg
@@ -141,6 +143,12 @@ def _writelane(w, ins):
     w.write(ins.defs[0], w.read(ins.uses[0]), lanes=lane)
 
 
+@_executes("v_accvgpr_read_b32", "v_accvgpr_write_b32")
+def _accvgpr_move(w, ins):
+    """A copy between the VGPR and AGPR halves of the unified register file, in the EXEC lanes."""
+    w.write(ins.defs[0], w.read(ins.uses[0]))
+
+
 @_executes("v_add_co_u32", "v_addc_co_u32", "v_sub_co_u32", "v_subb_co_u32")
 def _carry_chain(w, ins):
     a, b = w.read(ins.uses[0]), w.read(ins.uses[1])
@@ -220,6 +228,20 @@ def _div_fmas(w, ins):
     w.write(ins.defs[0], isa.bits(isa.div_fmas(*(isa.f32(w.read(o)) for o in ins.uses), w.vcc)))
 
 
+@_executes("v_div_scale_f64")
+def _div_scale_f64(w, ins):
+    scaled, flag = isa.div_scale(*(w.read(o, 2).view(np.float64) for o in ins.uses), isa.F64_DIVISION)
+    w.write(ins.defs[0], scaled.view(np.uint64), 2)
+    w.vcc = np.where(w.exec, flag, False)
+
+
+@_executes("v_div_fmas_f64")
+def _div_fmas_f64(w, ins):
+    """Reads vcc without naming it, as v_div_fmas_f32."""
+    sources = (w.read(o, 2).view(np.float64) for o in ins.uses)
+    w.write(ins.defs[0], isa.div_fmas(*sources, w.vcc, isa.F64_DIVISION).view(np.uint64), 2)
+
+
 @_executes(*isa.VECTOR_INT)
 def _vector_int(w, ins):
     value = np.asarray(isa.VECTOR_INT[ins.opcode](*(w.read(o) for o in ins.uses))).astype(np.uint64)
@@ -237,34 +259,47 @@ def _conversion(w, ins):
     w.write(ins.defs[0], np.asarray(isa.CONVERSIONS[ins.opcode](w.read(ins.uses[0]))).astype(np.uint64))
 
 
+def _mfma_values(operand_type: str, codes: np.ndarray) -> np.ndarray:
+    """float64 values of MFMA operand codes (16-bit f16 / bf16, or the 8-bit fnuz formats of
+    gfx942, decoded by tile.ir.float8's tables: 0x80 is their NaN)."""
+    if operand_type == "bf16":
+        return (codes << np.uint64(16)).astype(np.uint32).view(np.float32).astype(np.float64)
+    if operand_type == "f16":
+        return codes.astype(np.uint16).view(np.float16).astype(np.float64)
+    return FP8_TABLES[operand_type][codes.astype(np.int64)]
+
+
+FP8_TABLES = {name: decode_table(DTYPES[name]) for name in MFMA_FP8_NAMES}
+
+
 @_executes(*MFMA_SHAPES)
 def _mfma(w, ins):
-    """D = A x B + C with the lane layouts of the CDNA3 ISA's MFMA tables (chapter 7; 16-bit A
-    and B, four values per lane; see tile.ir.mfma_layouts), products and sums in float64, one
-    rounding to f32. The matrix core uses all 64 lanes: a partial EXEC is an error."""
+    """D = A x B + C with the lane layouts of the CDNA3 ISA's MFMA tables (chapter 7; see
+    tile.ir.mfma_layouts): lane l holds values j of A's row l % M at k = V * (l // M) + j and
+    of B's column l % N at the same k, V = 4 values of 16 bits or 8 of 8 bits per lane, the
+    lowest bits first. Products and sums in float64 (exact for these inputs), one rounding to
+    f32. The matrix core uses all 64 lanes: a partial EXEC is an error."""
     if not w.exec.all():
         raise w.error(f"{ins.opcode} under a partial EXEC")
     shape = MFMA_SHAPES[ins.opcode]
-    m, n, k = shape.m, shape.n, shape.k
+    m, n, k, per_lane = shape.m, shape.n, shape.k, shape.values_per_lane
+    bits = 32 * shape.operand_dwords // per_lane
     lanes = np.arange(w.lanes)
 
     def words(o: Reg) -> np.ndarray:   # [dwords, lanes]
         return np.stack([w.read(o.dword(i)) for i in range(o.count)])
 
-    def halves(x: np.ndarray) -> np.ndarray:   # [4, lanes] 16-bit values
-        return np.stack([(x[i // 2] >> np.uint64(16 * (i % 2))) & np.uint64(0xFFFF) for i in range(4)])
+    def values(o: Reg, operand_type: str) -> np.ndarray:   # [per_lane, lanes]
+        x, per_word = words(o), 32 // bits
+        codes = [(x[i // per_word] >> np.uint64(bits * (i % per_word))) & np.uint64((1 << bits) - 1)
+                 for i in range(per_lane)]
+        return _mfma_values(operand_type, np.stack(codes))
 
-    if shape.operand_type == "bf16":
-        def decode(h):
-            return (h << np.uint64(16)).astype(np.uint32).view(np.float32).astype(np.float64)
-    else:
-        def decode(h):
-            return h.astype(np.uint16).view(np.float16).astype(np.float64)
-    a_values, b_values = decode(halves(words(ins.uses[0]))), decode(halves(words(ins.uses[1])))
+    a_values, b_values = values(ins.uses[0], shape.operand_type), values(ins.uses[1], shape.b_operand_type)
     a, b = np.zeros((m, k)), np.zeros((k, n))
-    for j in range(4):
-        a[lanes % m, 4 * (lanes // m) + j] = a_values[j]
-        b[4 * (lanes // n) + j, lanes % n] = b_values[j]
+    for j in range(per_lane):
+        a[lanes % m, per_lane * (lanes // m) + j] = a_values[j]
+        b[per_lane * (lanes // n) + j, lanes % n] = b_values[j]
     c_words = words(ins.uses[2])
 
     def rows(r: int) -> np.ndarray:
@@ -273,7 +308,8 @@ def _mfma(w, ins):
     c = np.zeros((m, n))
     for r in range(c_words.shape[0]):
         c[rows(r), lanes % n] = isa.f32(c_words[r])
-    result = (a @ b + c).astype(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        result = (a @ b + c).astype(np.float32)
     for r in range(ins.defs[0].count):
         w.write(ins.defs[0].dword(r), isa.bits(result[rows(r), lanes % n]).astype(np.uint64))
 

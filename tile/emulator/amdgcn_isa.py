@@ -10,6 +10,9 @@ ISA"): chapter 4 (SALU), 6 (VALU), 7 (MFMA), 9 (global atomics).
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Callable
 
 import numpy as np
@@ -111,40 +114,90 @@ def fma_rounded_once(a: np.ndarray, b: np.ndarray, c: np.ndarray, scale: object 
         return (np.where(inexact, odd, total) * scale).astype(np.float32)
 
 
-def _exponent(x: np.ndarray) -> np.ndarray:
-    """The biased exponent field of f32 lanes (0 for zeros and denormals, 255 for inf and NaN)."""
-    return (bits(x) >> np.uint32(23) & np.uint32(0xFF)).astype(np.int64)
+def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray, scale: object = 1.0) -> np.ndarray:
+    """fma(a, b, c) * scale on float64 lanes with one rounding (scale a power of two): the exact
+    value as a Fraction, rounded by Python's correctly rounded int division (subnormals too).
+    Infinities and NaN as IEEE's fma: a finite product plus an infinity is that infinity."""
+    scales = np.broadcast_to(np.asarray(scale, np.float64), a.shape)
+    out = np.empty(a.shape, np.float64)
+    for i, (x, y, z, k) in enumerate(zip(a.tolist(), b.tolist(), c.tolist(), scales.tolist())):
+        if math.isfinite(x) and math.isfinite(y) and math.isinf(z):
+            out[i] = z
+        elif not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+            out[i] = x * y + z
+        else:
+            exact = (Fraction(x) * Fraction(y) + Fraction(z)) * Fraction(k)
+            if exact == 0:
+                out[i] = (x * y + z) * k   # the product is exact: the sign of zero as IEEE's
+            else:
+                try:
+                    out[i] = float(exact)
+                except OverflowError:
+                    out[i] = math.inf if exact > 0 else -math.inf
+    return out
 
 
-def _is_denormal(x: np.ndarray) -> np.ndarray:
-    return (x != 0) & (np.abs(x.astype(np.float64)) < 2.0 ** -126)
+@dataclass(frozen=True)
+class DivisionFormat:
+    """What the division helpers (v_div_scale / v_div_fmas / v_div_fixup, CDNA3 ISA 6 VOP3) of
+    one float width depend on: its NumPy types, exponent field, the power of two v_div_scale
+    scales by, the exponent gap it treats as near overflow, the smallest normal value, the
+    exponent gap below which the quotient underflows to zero, and its fma rounded once."""
+
+    float_type: type
+    bits_type: type
+    mantissa_bits: int
+    exponent_mask: int
+    scale: int
+    overflow_gap: int
+    smallest_normal: float
+    underflow_gap: int
+    fma: Callable[..., np.ndarray]
+
+    def exponent(self, x: np.ndarray) -> np.ndarray:
+        """The biased exponent field (0 for zeros and denormals, all ones for inf and NaN)."""
+        raw = np.asarray(x, self.float_type).view(self.bits_type)
+        return ((raw >> self.bits_type(self.mantissa_bits)) & self.bits_type(self.exponent_mask)).astype(np.int64)
+
+    def is_denormal(self, x: np.ndarray) -> np.ndarray:
+        return (x != 0) & (np.abs(x) < self.smallest_normal)
+
+    def quiet(self, x: np.ndarray) -> np.ndarray:
+        raw = np.asarray(x, self.float_type).view(self.bits_type)
+        return (raw | self.bits_type(1 << (self.mantissa_bits - 1))).view(self.float_type)
 
 
-def div_scale(s0: np.ndarray, den: np.ndarray, num: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """v_div_scale_f32 D, VCC = S0, S1 (denominator), S2 (numerator) (CDNA3 ISA 6, VOP3b): the
-    operand S0 (either the numerator or the denominator) scaled by 2^+-64 so that the
-    reciprocal, the residuals and the quotient of the division sequence stay normal. Both
-    operands are scaled alike (the quotient unchanged) for a denormal or huge denominator or a
-    tiny numerator; only one (VCC set, v_div_fmas_f32 scales back) when the quotient itself
+F32_DIVISION = DivisionFormat(np.float32, np.uint32, 23, 0xFF, 64, 96, 2.0 ** -126, -150, fma_rounded_once)
+F64_DIVISION = DivisionFormat(np.float64, np.uint64, 52, 0x7FF, 128, 768, 2.0 ** -1022, -1075, fma_f64)
+
+
+def div_scale(s0: np.ndarray, den: np.ndarray, num: np.ndarray,
+              fmt: DivisionFormat = F32_DIVISION) -> tuple[np.ndarray, np.ndarray]:
+    """v_div_scale_f32 / _f64 D, VCC = S0, S1 (denominator), S2 (numerator) (CDNA3 ISA 6, VOP3b):
+    the operand S0 (either the numerator or the denominator) scaled by 2^+-64 (f64: 2^+-128) so
+    that the reciprocal, the residuals and the quotient of the division sequence stay normal.
+    Both operands are scaled alike (the quotient unchanged) for a denormal or huge denominator
+    or a tiny numerator; only one (VCC set, v_div_fmas scales back) when the quotient itself
     would overflow or be denormal. The cases are tried in order, the first that holds decides;
-    a zero operand gives NaN (v_div_fixup_f32 answers it)."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        d64, n64 = den.astype(np.float64), num.astype(np.float64)
-        quotient, inverse = np.abs(n64 / d64), np.abs(1.0 / d64)
-    tiny = lambda x: (x != 0) & (x < 2.0 ** -126)   # noqa: E731
+    a zero operand gives NaN (v_div_fixup answers it). The tininess tests run in long double,
+    whose range holds f64 quotients."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        d_wide, n_wide = den.astype(np.longdouble), num.astype(np.longdouble)
+        quotient, inverse = np.abs(n_wide / d_wide), np.abs(1 / d_wide)
+    tiny = lambda x: (x != 0) & (x < fmt.smallest_normal)   # noqa: E731
     is_den, is_num = s0 == den, s0 == num
-    up, down = np.float32(2.0 ** 64), np.float32(2.0 ** -64)
+    up, down = 2.0 ** fmt.scale, 2.0 ** -fmt.scale
     # (condition, scale of S0, VCC): 1 keeps S0
     cases = [
-        ((num == 0) | (den == 0), np.float32(np.nan), False),
-        (_exponent(num) - _exponent(den) >= 96, np.where(is_den, up, 1), True),
-        (_is_denormal(den), up, False),
+        ((num == 0) | (den == 0), np.nan, False),
+        (fmt.exponent(num) - fmt.exponent(den) >= fmt.overflow_gap, np.where(is_den, up, 1), True),
+        (fmt.is_denormal(den), up, False),
         (tiny(inverse) & tiny(quotient), np.where(is_den, down, 1), True),
         (tiny(inverse), down, False),
         (tiny(quotient), np.where(is_num & ~is_den, up, 1), True),
-        (_exponent(num) <= 23, up, False),
+        (fmt.exponent(num) <= fmt.mantissa_bits, up, False),
     ]
-    scale, vcc = np.ones(len(s0), np.float32), np.zeros(len(s0), bool)
+    scale, vcc = np.ones(len(s0), np.float64), np.zeros(len(s0), bool)
     decided = np.zeros(len(s0), bool)
     for condition, case_scale, case_vcc in cases:
         now = condition & ~decided
@@ -152,40 +205,56 @@ def div_scale(s0: np.ndarray, den: np.ndarray, num: np.ndarray) -> tuple[np.ndar
         vcc |= now & case_vcc
         decided |= condition
     with np.errstate(invalid="ignore", over="ignore"):
-        return (s0.astype(np.float64) * scale).astype(np.float32), vcc
+        return (s0.astype(np.longdouble) * scale).astype(fmt.float_type), vcc
 
 
-def div_fmas(a: np.ndarray, b: np.ndarray, c: np.ndarray, vcc: np.ndarray) -> np.ndarray:
-    """v_div_fmas_f32 (CDNA3 ISA 6): fma(a, b, c), rounded once, times 2^64 where VCC is set
-    and the scaled quotient c is at least 2 (v_div_scale_f32 made the denominator larger), 2^-64
-    where VCC is set and c is below 2 (it made the numerator larger)."""
-    scale = np.where(vcc, np.where(_exponent(c) > 127, 2.0 ** 64, 2.0 ** -64), 1.0)
-    return fma_rounded_once(a, b, c, scale)
+def div_fmas(a: np.ndarray, b: np.ndarray, c: np.ndarray, vcc: np.ndarray,
+             fmt: DivisionFormat = F32_DIVISION) -> np.ndarray:
+    """v_div_fmas_f32 / _f64 (CDNA3 ISA 6): fma(a, b, c), rounded once, times 2^64 (f64: 2^128)
+    where VCC is set and the scaled quotient c is at least 2 (v_div_scale made the denominator
+    larger), 2^-64 (2^-128) where VCC is set and c is below 2 (it made the numerator larger)."""
+    bias = fmt.exponent_mask >> 1
+    scale = np.where(vcc, np.where(fmt.exponent(c) > bias, 2.0 ** fmt.scale, 2.0 ** -fmt.scale), 1.0)
+    return fmt.fma(a, b, c, scale)
 
 
-def div_fixup(quotient: np.ndarray, den: np.ndarray, num: np.ndarray) -> np.ndarray:
-    """v_div_fixup_f32 D = S0 (quotient), S1 (denominator), S2 (numerator) (CDNA3 ISA 6): the
-    IEEE answers of the special cases (NaN, 0/0, inf/inf, x/0, inf/y, x/inf, 0/y, a quotient
-    below 2^-150), else the quotient's magnitude with the sign of num / den (an intermediate
-    overflow's NaN: infinity)."""
+def div_fixup(quotient: np.ndarray, den: np.ndarray, num: np.ndarray,
+              fmt: DivisionFormat = F32_DIVISION) -> np.ndarray:
+    """v_div_fixup_f32 / _f64 D = S0 (quotient), S1 (denominator), S2 (numerator) (CDNA3 ISA 6):
+    the IEEE answers of the special cases (NaN, 0/0, inf/inf, x/0, inf/y, x/inf, 0/y, a quotient
+    below 2^-150, f64: 2^-1075), else the quotient's magnitude with the sign of num / den (an
+    intermediate overflow's NaN: infinity)."""
     negative = np.signbit(den) ^ np.signbit(num)
-    signed = lambda x: np.where(negative, -np.float32(x), np.float32(x))   # noqa: E731
-    quiet = lambda x: (bits(x) | np.uint32(0x400000)).view(np.float32)   # noqa: E731
+    signed = lambda x: np.where(negative, -fmt.float_type(x), fmt.float_type(x))   # noqa: E731
     magnitude = np.abs(quotient)
     cases = [
-        (np.isnan(num), quiet(num)),
-        (np.isnan(den), quiet(den)),
-        ((den == 0) & (num == 0), np.float32(np.nan)),
-        (np.isinf(den) & np.isinf(num), np.float32(np.nan)),
+        (np.isnan(num), fmt.quiet(num)),
+        (np.isnan(den), fmt.quiet(den)),
+        ((den == 0) & (num == 0), fmt.float_type(np.nan)),
+        (np.isinf(den) & np.isinf(num), fmt.float_type(np.nan)),
         ((den == 0) | np.isinf(num), signed(np.inf)),
         (np.isinf(den) | (num == 0), signed(0.0)),
-        (_exponent(num) - _exponent(den) < -150, signed(0.0)),
+        (fmt.exponent(num) - fmt.exponent(den) < fmt.underflow_gap, signed(0.0)),
         (np.isnan(quotient), signed(np.inf)),
     ]
     result = np.where(negative, -magnitude, magnitude)
     for condition, value in reversed(cases):   # the first case that holds wins
         result = np.where(condition, value, result)
-    return result.astype(np.float32)
+    return result.astype(fmt.float_type)
+
+
+RCP_F64_ERROR_ULPS = 1 << 28   # v_rcp_f64 is good to 2^29 ulp (CDNA3 ISA 6.2)
+
+
+def coarse_reciprocal_f64(a: np.ndarray) -> np.ndarray:
+    """v_rcp_f64 as coarse as its bound lets it be: 1/a where that is exact (powers of two,
+    zeros, infinities, NaN), else 2^28 ulp above the rounded 1/a in magnitude, so that a
+    division that skips a Newton step is caught."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        near = 1.0 / a
+    exact = ~np.isfinite(near) | (near == 0) | ((a.view(np.uint64) & np.uint64((1 << 52) - 1)) == 0)
+    coarse = (near.view(np.uint64) + np.uint64(RCP_F64_ERROR_ULPS)).view(np.float64)
+    return np.where(exact, near, coarse)
 
 
 # f32 arithmetic on float32 lanes
@@ -203,7 +272,8 @@ VECTOR_FLOAT: dict[str, Callable[..., np.ndarray]] = {
 # f64 arithmetic on float64 lanes
 VECTOR_F64: dict[str, Callable[..., np.ndarray]] = {
     "v_add_f64": np.add, "v_mul_f64": np.multiply, "v_min_f64": np.fmin, "v_max_f64": np.fmax,
-    "v_fma_f64": lambda a, b, c: a * b + c,
+    "v_fma_f64": fma_f64, "v_rcp_f64": coarse_reciprocal_f64,
+    "v_div_fixup_f64": lambda q, den, num: div_fixup(q, den, num, F64_DIVISION),
 }
 # 32-bit integer arithmetic on uint64 lanes (the result is kept mod 2^32)
 VECTOR_INT: dict[str, Callable[..., np.ndarray]] = {

@@ -4,12 +4,14 @@ What a student should picture (CDNA3 ISA chapters 3-4; the RDNA3 ISA for wave32)
 
 *Waves.* A workgroup of `workgroup_size` work-items is split into waves of `wave_size` lanes
 (64 on CDNA, 32 on RDNA3, from the metadata). A wave has 128 SGPRs (one value for the whole
-wave), 256 VGPRs (one value per lane), EXEC (the lanes that execute a vector instruction), VCC
-(a lane mask, the carry of 64-bit adds) and SCC (the scalar condition bit); a lane mask in
-SGPRs takes a pair on wave64 and one SGPR on wave32. Registers are stored as uint64 arrays
-holding 32-bit words. At launch s[0:1] hold the kernarg segment's address, the SGPRs from the
-descriptor's user SGPR count on (s2 on CDNA, s15 on gfx1100 for one id) the workgroup ids it
-enables, v0 the work-item id; EXEC holds the lanes that exist (a partial last wave).
+wave), 256 VGPRs and, on CDNA, 256 AGPRs (one value per lane: the two halves of the unified
+register file, AGPRs for MFMA accumulators and values moved there with v_accvgpr_write_b32),
+EXEC (the lanes that execute a vector instruction), VCC (a lane mask, the carry of 64-bit adds)
+and SCC (the scalar condition bit); a lane mask in SGPRs takes a pair on wave64 and one SGPR on
+wave32. Registers are stored as uint64 arrays holding 32-bit words. At launch s[0:1] hold the
+kernarg segment's address, the SGPRs from the descriptor's user SGPR count on (s2 on CDNA, s15
+on gfx1100 for one id) the workgroup ids it enables, v0 the work-item id; EXEC holds the lanes
+that exist (a partial last wave).
 
 *Control flow is scalar.* A wave has one program counter: branches test SCC or EXEC, and
 divergence is the compiler's business (it narrows EXEC with s_and_saveexec_b64 and restores it).
@@ -47,7 +49,7 @@ from .checks import SharedChecks
 from .errors import EmulatorError
 from .memory import GlobalMemory
 
-SGPRS, VGPRS = 128, 256
+SGPRS, VGPRS, AGPRS = 128, 256, 256
 # Workgroups run together, RESIDENT_WORKGROUPS at a time (in grid order, a new one as one ends),
 # taking turns of SLICE_STEPS instructions per wave: a workgroup spinning on a flag another
 # sets lets the other run, as resident workgroups do on a GPU.
@@ -69,6 +71,7 @@ class Wave:
         self.first_item = first_item
         self.s = np.zeros(SGPRS, np.uint64)
         self.v = np.zeros((VGPRS, lanes), np.uint64)
+        self.a = np.zeros((AGPRS, lanes), np.uint64)
         lane_ids = np.arange(lanes)
         self.exec = first_item + lane_ids < kernel.workgroup_size
         self.vcc = np.zeros(lanes, bool)
@@ -125,9 +128,10 @@ class Wave:
         if o.bank == "s":
             value = sum(int(self.s[o.first + k]) << (32 * k) for k in range(width))
             return np.full(self.lanes, value, np.uint64)
-        value = self.v[o.first].copy()
+        file = self.v if o.bank == "v" else self.a
+        value = file[o.first].copy()
         for k in range(1, width):
-            value |= self.v[o.first + k] << np.uint64(32 * k)
+            value |= file[o.first + k] << np.uint64(32 * k)
         return value
 
     def scalar(self, o: AmdOperand, width: int = 1) -> int:
@@ -152,7 +156,7 @@ class Wave:
                 self.s[o.first + k] = word[0]
             else:
                 active = self.exec if lanes is None else lanes
-                self.v[o.first + k][active] = word[active]
+                (self.v if o.bank == "v" else self.a)[o.first + k][active] = word[active]
 
     def issue(self, counter: str, target: Optional[Reg], writes: list, in_order: bool = True) -> None:
         """A memory instruction in flight: its `writes` (register, values, lanes) land at a wait.

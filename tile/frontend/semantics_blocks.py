@@ -202,7 +202,7 @@ class BlockOps:
         if a.element.is_fp8 or b.element.is_fp8:
             from tile.codegen.target import fp8_dot_refusal
 
-            refusal = fp8_dot_refusal(self.target)
+            refusal = fp8_dot_refusal(self.target, (a.element, b.element))
             if refusal is not None:
                 raise TypeError(f"tl.dot of {to_dtype(a.element)!r} and {to_dtype(b.element)!r} operands: {refusal}")
         mixed_fp8 = a.element.is_fp8 and b.element.is_fp8 and a.element != b.element

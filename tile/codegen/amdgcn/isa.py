@@ -11,13 +11,14 @@ branches in the selector:
                           buffer_inv sc1 (agent)       buffer_wbinvl1_vol, + buffer_invl2 (system)
                           gfx1100: buffer_gl1_inv, buffer_gl0_inv (acquire at agent and system scope)
     MFMA mnemonics        gfx942: v_mfma_f32_32x32x8_f16 ...   gfx90a: v_mfma_f32_32x32x8f16 ...
-    MFMA operand types    f16 and bf16 on both (CDNA3's fp8 MFMA is not selected yet; CDNA2 has
-                          none; RDNA3 has no MFMA: its matrix instructions are WMMA)
+    MFMA operand types    gfx942: f16, bf16, fp8 / bf8 (fnuz)       gfx90a: f16, bf16
+                          (RDNA3 has no MFMA: its matrix instructions are WMMA)
     lane masks            gfx942, gfx90a: an SGPR pair (exec, vcc, s_and_saveexec_b64)
                           gfx1100: one SGPR (exec_lo, vcc_lo, s_and_saveexec_b32): LANE_MASK_OPCODES
     store counter         gfx942, gfx90a: vmcnt        gfx1100: vscnt (s_waitcnt_vscnt null, 0x0)
     mnemonics             gfx1100 spells many instructions its own way (global_load_b32 for
                           global_load_dword, v_add_nc_u32 for v_add_u32 ...): SPELLING
+    accumulation VGPRs    gfx942, gfx90a: 256 AGPRs after the 256 VGPRs     gfx1100: none
 
 An instruction row names the targets it exists on (`targets`, default every target). Rows
 carry the GFX9 name; the selector, the register allocator and the waits work on those names,
@@ -34,6 +35,8 @@ Operand kinds:
     sdst2 ssrc2     an aligned SGPR pair, exec or vcc (a source may be an inline constant)
     vdst  vsrc      one VGPR                        vdstN  N consecutive VGPRs (loads, MFMA results)
     vdst2 vsrc2     an aligned VGPR pair            vsrcN  N consecutive VGPRs (stores, MFMA sources)
+    adst  asrc      one AGPR
+    avdstN avsrcN   N consecutive VGPRs or N consecutive AGPRs (MFMA's D and C: both in one file)
     src   src2      a VALU source: a VGPR, an SGPR or an inline constant (a pair for src2)
     lmask           a lane mask: an SGPR pair on wave64 targets, one SGPR on wave32 (or exec, vcc)
     null            the null register (the SGPR operand s_waitcnt_vscnt does not read)
@@ -51,8 +54,12 @@ core (MFMA), whose results the hardware does not interlock (the wait states of w
 RDNA3's WMMA is in that class too (its one hazard is rdna3's).
 
 MFMA (CDNA3 ISA 7, "Matrix Arithmetic Instructions"): D = A x B + C for one wave of 64 lanes.
-gfx942 and gfx90a have one unified file of 512 VGPRs per lane, so A, B, C and D may all be VGPRs (no
-AccVGPRs needed; tile uses the architectural v0..v255). MFMA_SHAPES says per instruction the
+gfx942 and gfx90a have one unified file of 512 registers per lane: 256 architectural VGPRs
+(v0..v255) and 256 accumulation VGPRs (AGPRs, a0..a255) placed after them (the descriptor's
+accum_offset). A VALU op reads and writes VGPRs only; v_accvgpr_read_b32 / v_accvgpr_write_b32
+move between the files, and an MFMA takes C and D both from one file (its ACC_CD bit, CDNA3 ISA
+7.1): the register allocator puts long-lived values in AGPRs when the VGPRs run out (regalloc).
+MFMA_SHAPES says per instruction the
 M x N x K it multiplies, the operand type, the dwords per lane of each operand, and its passes
 (4 cycles each); where A, B and D sit in the lanes is tile.ir.mfma_layouts.
 """
@@ -69,7 +76,11 @@ WAVE32_TARGETS = tuple(t for t in TARGETS if WAVE_SIZE[t] == 32)
 # s0..s101 are addressable on GFX9 (vcc and xnack_mask live above); s0..s105 on GFX11 (vcc has
 # its own encoding there; llvm-mc -mcpu=gfx1100 takes s105 and refuses s106)
 SGPR_LIMIT = {"gfx942": 102, "gfx90a": 102, "gfx1100": 106}
-VGPR_LIMIT = {"gfx942": 256, "gfx90a": 256, "gfx1100": 256}   # architectural VGPRs v0..v255 (AGPRs are not used)
+VGPR_LIMIT = {"gfx942": 256, "gfx90a": 256, "gfx1100": 256}   # architectural VGPRs v0..v255
+# accumulation VGPRs a0..a255, after the VGPRs in the unified file of CDNA2/3; RDNA3 has none
+AGPR_LIMIT = {"gfx942": 256, "gfx90a": 256, "gfx1100": 0}
+AGPR_TARGETS = tuple(t for t, n in AGPR_LIMIT.items() if n)
+AGPR_GRANULE = 4   # the descriptor's accum_offset (the first AGPR's place in the unified file) is a multiple of 4
 # The largest count each s_waitcnt field holds: GFX9 (CDNA3 ISA 4.4) has a 4-bit lgkmcnt, GFX11
 # a 6-bit one (LLVM's AMDGPU docs, gfx11 waitcnt: VM_CNT 0..63, LGKM_CNT 0..63), and its stores
 # wait in vscnt (s_waitcnt_vscnt, the RDNA3 ISA's S_WAITCNT_VSCNT)
@@ -176,6 +187,14 @@ MEMORY_ORDER = {
 }
 
 
+# The operand types of MFMA: bits per value, and the name the mnemonics give them. gfx942's
+# 8-bit floats are the "fnuz" formats (CDNA3 ISA 7.1: fp8 is E4M3 with exponent bias 8, bf8
+# E5M2 with bias 16; both have one NaN, 0x80, no infinities and no negative zero): tile's
+# f8e4b8 and f8e5b16 (tl.float8e4b8, tl.float8e5b16), not the OCP float8e4nv / float8e5.
+MFMA_OPERAND_BITS = {"f16": 16, "bf16": 16, "f8e4b8": 8, "f8e5b16": 8}
+MFMA_FP8_NAMES = {"f8e4b8": "fp8", "f8e5b16": "bf8"}
+
+
 @dataclass(frozen=True)
 class MfmaShape:
     """One MFMA instruction: D (m x n, f32) = A (m x k) x B (k x n) + C."""
@@ -184,18 +203,37 @@ class MfmaShape:
     m: int
     n: int
     k: int
-    operand_type: str        # "f16" or "bf16"
+    operand_type: str        # A's type: "f16", "bf16", "f8e4b8" or "f8e5b16"
     passes: int              # 4-cycle passes; its result is ready passes + 3 wait states later
     target: str              # the target whose assembler spells it so
+    b_type: str = ""         # B's type where it differs from A's (the mixed fp8 / bf8 forms)
+
+    @property
+    def b_operand_type(self) -> str:
+        return self.b_type or self.operand_type
+
+    @property
+    def values_per_lane(self) -> int:
+        """Values of A (and of B) in each lane: m * k over 64 lanes (4 of 16 bits, 8 of 8 bits)."""
+        return self.m * self.k // 64
 
     @property
     def operand_dwords(self) -> int:
-        """Dwords of A (and of B) in each lane: m * k 16-bit values over 64 lanes."""
-        return self.m * self.k * 2 // 4 // 64
+        """Dwords of A (and of B) in each lane."""
+        return self.values_per_lane * MFMA_OPERAND_BITS[self.operand_type] // 32
 
     @property
     def result_dwords(self) -> int:
         return self.m * self.n // 64
+
+
+def _fp8_shapes() -> list[MfmaShape]:
+    """gfx942's MFMA on 8-bit floats: 16x16x32 and 32x32x16, each pairing of fp8 and bf8 for A and B
+    (v_mfma_f32_16x16x32_fp8_bf8: A fp8, B bf8), eight 8-bit values per lane, as many passes as
+    the 16-bit shapes of the same result size."""
+    return [MfmaShape(f"v_mfma_f32_{m}x{m}x{k}_{MFMA_FP8_NAMES[a]}_{MFMA_FP8_NAMES[b]}", m, m, k, a, passes,
+                      "gfx942", b if b != a else "")
+            for m, k, passes in ((16, 32, 8), (32, 16, 16)) for a in MFMA_FP8_NAMES for b in MFMA_FP8_NAMES]
 
 
 # Pass counts: LLVM's GCNHazardRecognizer and SISchedule give CDNA2's 16 (32x32x8) and 8
@@ -209,6 +247,7 @@ MFMA_SHAPES = {shape.mnemonic: shape for shape in (
     MfmaShape("v_mfma_f32_32x32x8f16", 32, 32, 8, "f16", 16, "gfx90a"),
     MfmaShape("v_mfma_f32_16x16x16f16", 16, 16, 16, "f16", 8, "gfx90a"),
     MfmaShape("v_mfma_f32_16x16x16bf16_1k", 16, 16, 16, "bf16", 8, "gfx90a"),
+    *_fp8_shapes(),
 )}
 
 
@@ -239,9 +278,9 @@ def wmma_shape(target: str, operand_type: str) -> Optional[WmmaShape]:
 
 
 def mfma_shape(target: str, m: int, operand_type: str) -> Optional[MfmaShape]:
-    """The MFMA of `target` with an m x m result on `operand_type` operands, or None."""
+    """The MFMA of `target` with an m x m result on A and B both of `operand_type`, or None."""
     return next((s for s in MFMA_SHAPES.values() if s.target == target and s.m == m
-                 and s.operand_type == operand_type), None)
+                 and s.operand_type == s.b_operand_type == operand_type), None)
 
 
 def mfma_operand_types(target: str) -> tuple[str, ...]:
@@ -340,6 +379,12 @@ def _rows() -> list[InstrInfo]:
     for name in ("v_add_f64", "v_mul_f64", "v_min_f64", "v_max_f64"):   # double rate on CDNA3
         add(name, "VOP3", "vdst2 | src2 src2", "valu")
     add("v_fma_f64", "VOP3", "vdst2 | src2 src2 src2", "valu")
+    # f64 division (CDNA3 ISA 6): the reciprocal estimate (good to 2^29 ulp) and the f64 forms
+    # of the f32 division steps below (v_div_scale_f64 writes VCC, v_div_fmas_f64 reads it)
+    add("v_rcp_f64", "VOP1", "vdst2 | src2", "trans")
+    add("v_div_scale_f64", "VOP3", "vdst2 vcc | src2 src2 src2", "valu")
+    add("v_div_fmas_f64", "VOP3", "vdst2 | vsrc2 vsrc2 vsrc2", "valu")
+    add("v_div_fixup_f64", "VOP3", "vdst2 | src2 src2 src2", "valu")
     for name in ("v_rcp_f32", "v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sqrt_f32", "v_sin_f32", "v_cos_f32"):
         add(name, "VOP1", "vdst | src", "trans")
     for name in ("v_add_u32", "v_sub_u32", "v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32",
@@ -361,6 +406,10 @@ def _rows() -> list[InstrInfo]:
     # the register allocator keeps SGPRs it spills (CDNA3 ISA 6, VOP3)
     add("v_readlane_b32", "VOP3", "sdst | vsrc ssrc", "valu")
     add("v_writelane_b32", "VOP3", "vdst | ssrc ssrc", "valu")
+    # between the two halves of the unified register file (CDNA3 ISA 6, VOP3P): where the
+    # register allocator keeps VGPR values when the VGPRs run out
+    add("v_accvgpr_read_b32", "VOP3P", "vdst | asrc", "valu", targets=AGPR_TARGETS)
+    add("v_accvgpr_write_b32", "VOP3P", "adst | src", "valu", targets=AGPR_TARGETS)
     add("v_lshl_or_b32", "VOP3", "vdst | src src src", "valu")
     add("v_add3_u32", "VOP3", "vdst | src src src", "valu")
     add("v_cndmask_b32", "VOP3", "vdst | src src lmask", "valu")
@@ -381,10 +430,10 @@ def _rows() -> list[InstrInfo]:
         add(f"v_cmp_{pred}_f32", "VOPC", "lmask | src src", "valu")
         add(f"v_cmp_{pred}_f64", "VOPC", "lmask | src2 src2", "valu")
 
-    # matrix cores: D, A, B, C (C may be D itself: accumulation in place)
+    # matrix cores: D, A, B, C (C may be D itself: accumulation in place; C and D in VGPRs or in AGPRs)
     for shape in MFMA_SHAPES.values():
         d, ab = shape.result_dwords, shape.operand_dwords
-        add(shape.mnemonic, "VOP3P", f"vdst{d} | vsrc{ab} vsrc{ab} vsrc{d}", "xdl", targets=(shape.target,))
+        add(shape.mnemonic, "VOP3P", f"avdst{d} | vsrc{ab} vsrc{ab} avsrc{d}", "xdl", targets=(shape.target,))
 
     # RDNA3's matrix instructions: D, A, B, C (C may be D itself), and the VALU no-op that
     # separates a WMMA from the next one reading its D as A or B (tile.codegen.amdgcn.rdna3)

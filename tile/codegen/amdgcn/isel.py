@@ -41,7 +41,13 @@ ds_bpermute_b32, scf.for with uniform bounds (an SGPR induction variable and a b
 branch), scf.if as EXEC masking without branches, and scf.while as a loop that narrows EXEC to
 the lanes still running.
 
-f32 division and square root round correctly unless marked approximate (divide_f32, sqrt_f32);
+Live ranges are shaped here, where the simt IR's structure is still visible: an MFMA's loop-
+carried accumulators are its own C/D tuple (carried_registers), a carried pointer advances in
+its own register (pointer_updates), and pure ops used only after a loop are selected after it
+(sunk_past_loops).
+
+f32 division and square root round correctly unless marked approximate (divide_f32, sqrt_f32),
+f64 division always (divide_f64);
 64-bit integers multiply from 32-bit products and divide in a 64-step loop (divide_int64).
 Subnormal f32 and f16 values are kept (the kernel descriptor's denorm modes), f32 -> f16 rounds
 to nearest even (the MODE register's default). Shifts use the low 5 (6) bits of the amount,
@@ -146,6 +152,44 @@ def uniform_values(func: Operation) -> set[Value]:
         if op.name == "scf.for":
             uniform.add(op.regions[0].block.args[0])
     return uniform
+
+
+def _sinkable(op: Operation) -> bool:
+    """A pure op whose place only sets its operands' and results' live ranges (no memory, no
+    regions, no lane masks: compares are selected where they are used)."""
+    pure = op.name.startswith(("arith.", "math.")) or op.name in _LANEWISE
+    return pure and not op.regions and op.name != "arith.cmp" and bool(op.results)
+
+
+def sunk_past_loops(ops: list[Operation]) -> list[Operation]:
+    """`ops` (one block) with each pure op that is used only after a later loop moved to just
+    after that loop (chains of them together, in their order), so that its results are not
+    live across the loop. The lowering computes a kernel's store offsets and masks before its
+    K loop (a matmul's epilogue): sunk, they free their registers for the loop.
+
+        %o = arith.mul %m, %s           scf.for ... { ... }
+        scf.for ... { ... }        ->   %o = arith.mul %m, %s
+        simt.st_global %p, %o           simt.st_global %p, %o
+    """
+    order = list(ops)
+    for loop in [op for op in ops if op.name in ("scf.for", "scf.while")]:
+        position = {op: k for k, op in enumerate(order)}
+
+        def top_level(op: Operation) -> Operation:
+            while op not in position:
+                op = op.parent_op
+            return op
+
+        moved: set[Operation] = set()
+        for op in reversed(order[:position[loop]]):
+            if _sinkable(op) and all(position[top_level(user)] > position[loop] or top_level(user) in moved
+                                     for result in op.results for user, _ in result.uses):
+                moved.add(op)
+        if moved:
+            kept = [op for op in order if op not in moved]
+            after = kept.index(loop) + 1
+            order = kept[:after] + [op for op in order if op in moved] + kept[after:]
+    return order
 
 
 def _bus_key(o: Operand) -> Any:
@@ -271,6 +315,7 @@ class Selector:
         self.deferred_others: dict[Value, tuple[Value, Value]] = {}   # load result -> (other, predicate)
         self.compares: dict[Value, Operation] = {}
         self.homes: dict[Value, Sub] = {}
+        self.updated_in_place: dict[Value, Sub] = {}   # a loop's advanced pointer -> its carried register
         self.thread_id: Optional[Sub] = None
         self.loops = 0
         self.recent_masks: dict[Value, tuple[Sub, int]] = {}
@@ -439,7 +484,7 @@ class Selector:
                          self.func.attrs.get("shared_bytes", 0), self.regs)
 
     def select_ops(self, ops) -> None:
-        for op in ops:
+        for op in sunk_past_loops(list(ops)):
             self.comment = f"{op.loc.file.rsplit('/', 1)[-1]}:{op.loc.line}" if op.loc else ""
             handler = _HANDLERS.get(op.name)
             if handler is None or (op.regions and op.name not in ("scf.for", "scf.if", "scf.while")):
@@ -473,7 +518,8 @@ class Selector:
         kind = "i32" if _signed(lb.type) else "u32"
         iv = self.new("s").all()
         self.salu("s_mov_b32", [iv], [self.scalar(lb)])
-        carried = [self.new_mask() if v.type == i1 else self.new("v", dwords(v.type)).all() for v in inits]
+        carried = self.carried_registers(body, inits)
+        self.updated_in_place.update(self.pointer_updates(body, carried))
         for reg, v in zip(carried, inits):
             self.copy(reg, self.operand(v))
         self.loops += 1
@@ -486,13 +532,10 @@ class Selector:
         for arg, reg in zip(body.args[1:], carried):
             self.values[arg] = reg
         self.select_ops(body.ops[:-1])
-        yielded = [self.operand(v) for v in body.ops[-1].operands]
-        if any(isinstance(y, Sub) and any(y.reg is c.reg for c in carried) for y in yielded):
-            staged = [self.new(c.bank, c.count).all() for c in carried]   # a parallel copy
-            for reg, y in zip(staged, yielded):
-                self.copy(reg, y)
-            yielded = staged
-        for reg, y in zip(carried, yielded):
+        moves = [(reg, y) for reg, y in zip(carried, self.yielded_operands(body)) if y != reg]
+        if any(isinstance(y, Sub) and y.reg is reg.reg for _, y in moves for reg, _ in moves):
+            moves = [(reg, self.staged(y, reg)) for reg, y in moves]   # a parallel copy
+        for reg, y in moves:
             self.copy(reg, y)
         self.salu("s_add_u32", [iv], [iv, self.scalar(step)])
         self.salu(f"s_cmp_lt_{kind}", [], [iv, self.scalar(ub)])
@@ -501,6 +544,53 @@ class Selector:
         self.forget_recent()
         for result, reg in zip(op.results, carried):
             self.values[result] = reg
+
+    def carried_registers(self, body, inits: list[Value]) -> list[Sub]:
+        """The registers of a loop's carried values. The accumulators of an MFMA in the body
+        (C read by nothing else) share one tuple in its C order: the MFMA then accumulates in
+        place from one iteration to the next, and the yield of the chain's last D moves nothing."""
+        carried: dict[Value, Sub] = {}
+        args = set(body.args[1:])
+        for op in body.ops:
+            accumulators = op.operands[4:] if op.name == "simt.mfma" else []
+            if accumulators and len(set(accumulators)) == len(accumulators) and all(
+                    v in args and v not in carried and len(v.uses) == 1 for v in accumulators):
+                tuple_reg = self.new("v", len(accumulators))
+                carried.update((v, tuple_reg.dword(k)) for k, v in enumerate(accumulators))
+        return [carried.get(arg) or (self.new_mask() if arg.type == i1 else self.new("v", dwords(arg.type)).all())
+                for arg in body.args[1:]]
+
+    def pointer_updates(self, body, carried: list[Sub]) -> dict[Value, Sub]:
+        """The carried pointers a loop advances in place: yielded p' = addptr(p, i) where p (the
+        block argument) is read nowhere after that addptr in the body. p' is then computed into
+        p's own register (sel_addptr), so the old and new pointers are not live together and
+        the yield moves nothing (a matmul's A and B pointer tiles)."""
+        position = {op: k for k, op in enumerate(body.ops)}
+
+        def top_level(op: Operation) -> Operation:
+            while op not in position:
+                op = op.parent_op
+            return op
+
+        yielded = list(body.ops[-1].operands)
+        updates: dict[Value, Sub] = {}
+        for arg, reg, new in zip(body.args[1:], carried, yielded):
+            advance = new.owner_op
+            if (advance not in position or advance.name != "simt.addptr" or advance.operand(0) is not arg
+                    or yielded.count(new) != 1 or reg.bank != "v" or new in self.uniform):
+                continue
+            if all(position[top_level(user)] < position[advance] or user is advance for user, _ in arg.uses):
+                updates[new] = reg
+        return updates
+
+    def yielded_operands(self, body) -> list[Operand]:
+        return [self.operand(v) for v in body.ops[-1].operands]
+
+    def staged(self, value: Operand, like: Sub) -> Sub:
+        """`value` copied into a fresh register of `like`'s bank and size."""
+        reg = self.new(like.bank, like.count).all()
+        self.copy(reg, value)
+        return reg
 
     def sel_while(self, op: Operation) -> None:
         """scf.while as a loop under EXEC: each lane leaves when its condition fails, and the
@@ -689,6 +779,8 @@ class Selector:
             self.divide_approx(op.result, a, b)
         elif t.name == "f32" and op.name == "arith.div" and op.attrs.get("rounding") in (None, "rn"):
             self.divide_f32(op.result, a, b)
+        elif t.name == "f64" and op.name == "arith.div" and op.attrs.get("rounding") in (None, "rn"):
+            self.divide_f64(op.result, a, b)
         else:
             raise self.unsupported(op, f"on {t}")
 
@@ -923,6 +1015,52 @@ class Selector:
         self.valu("v_fma_f32", [t1], [neg_den, q1, num_scaled])
         self.valu("v_div_fmas_f32", [q], [t1, r, q1])
         self.valu("v_div_fixup_f32", [self.result(result, "v")], [q, den, num])
+
+    def divide_f64(self, result: Value, a: Value, b: Value) -> None:
+        """a / b on f64, correctly rounded, as divide_f32 does it: v_div_scale_f64 keeps the
+        reciprocal and residuals normal; v_rcp_f64 is good to only 2^29 ulp (CDNA3 ISA 6.2), so
+        two Newton steps bring r within an ulp of 1/d, and r or its neighbour towards 1/d
+        (chosen by their exact fma residuals 1 - d * r) is RN(1/d); q = n * r corrected twice by
+        its residual n - d * q is then the correctly rounded quotient (Markstein), the last
+        correction rounded once with the scale undone by v_div_fmas_f64 and the special cases
+        answered by v_div_fixup_f64. The numerator's v_div_scale_f64 comes after the neighbour
+        step, whose 64-bit add writes VCC; the four VALU ops after it cover v_div_fmas_f64's
+        wait states. The steps follow LLVM's AMDGPU lowering of fdiv f64 plus the neighbour test."""
+        num, den = self.vgpr(a), self.vgpr(b)
+        v2 = lambda: self.new("v", 2).all()  # noqa: E731
+        den_scaled, rcp, neg_den, e, r0, e0, r1, e1, r_other, e_other = (v2() for _ in range(10))
+        size1, size_other, r, num_scaled, q0, t0, q1, t1, q = (v2() for _ in range(9))
+        towards, nearer = self.new("s", 2).all(), self.new("s", 2).all()
+        step_low, step_high = self.new("v").all(), self.new("v").all()
+        one = self.materialize(0x3FF0000000000000, 2)
+        sign, magnitude = Imm(0x80000000, "0x80000000", False), Imm(0x7FFFFFFF, "0x7fffffff", False)
+        self.valu("v_div_scale_f64", [den_scaled, VCC], [den, den, num])
+        self.valu("v_rcp_f64", [rcp], [den_scaled])
+        self.valu("v_mov_b32", [neg_den.dword(0)], [den_scaled.dword(0)])
+        self.valu("v_xor_b32", [neg_den.dword(1)], [sign, den_scaled.dword(1)])
+        for residual, refined, estimate in ((e, r0, rcp), (e0, r1, r0)):
+            self.valu("v_fma_f64", [residual], [neg_den, estimate, one])
+            self.valu("v_fma_f64", [refined], [residual, estimate, estimate])
+        self.valu("v_fma_f64", [e1], [neg_den, r1, one])
+        self.valu("v_cmp_lt_f64", [towards], [Imm.int(0), e1])    # |r1| < |1/d|: the next f64 up in magnitude
+        self.valu("v_cndmask_b32", [step_low], [Imm.int(-1), Imm.int(1), towards])
+        self.valu("v_cndmask_b32", [step_high], [Imm.int(-1), Imm.int(0), towards])
+        self.valu("v_add_co_u32", [r_other.dword(0), VCC], [r1.dword(0), step_low])
+        self.valu("v_addc_co_u32", [r_other.dword(1), VCC], [r1.dword(1), step_high, VCC])
+        self.valu("v_fma_f64", [e_other], [neg_den, r_other, one])
+        for size, residual in ((size1, e1), (size_other, e_other)):
+            self.valu("v_mov_b32", [size.dword(0)], [residual.dword(0)])
+            self.valu("v_and_b32", [size.dword(1)], [magnitude, residual.dword(1)])
+        self.valu("v_cmp_lt_f64", [nearer], [size_other, size1])
+        for k in range(2):
+            self.valu("v_cndmask_b32", [r.dword(k)], [r1.dword(k), r_other.dword(k), nearer])
+        self.valu("v_div_scale_f64", [num_scaled, VCC], [num, den, num])
+        self.valu("v_mul_f64", [q0], [num_scaled, r])
+        self.valu("v_fma_f64", [t0], [neg_den, q0, num_scaled])
+        self.valu("v_fma_f64", [q1], [t0, r, q0])
+        self.valu("v_fma_f64", [t1], [neg_den, q1, num_scaled])
+        self.valu("v_div_fmas_f64", [q], [t1, r, q1])
+        self.valu("v_div_fixup_f64", [self.result(result, "v")], [q, den, num])
 
     def divide_approx(self, result: Value, a: Value, b: Value) -> None:
         """a / b as a * rcp(b): v_rcp_f32 is within 1 ulp (CDNA3 ISA 6.2), the product within 2."""
@@ -1205,6 +1343,23 @@ class Selector:
             raise self.unsupported(op, f"with scale {scale} (not a power of two)")
         shift = scale.bit_length() - 1
         scalar = op.result in self.uniform
+        if op.result in self.updated_in_place:   # p += offset in p's own register (pointer_updates)
+            offset = self.scalar(i) if i in self.uniform else self.to_vgpr(self.operand(i))
+            if dwords(i.type) == 1:
+                offset = self.widen(offset, _signed(i.type), i in self.uniform)
+            elif not isinstance(offset, Sub):   # a 64-bit constant that inlines
+                offset = self.to_vgpr(offset, 2)
+            if shift:
+                shifted = self.new(offset.bank, 2).all()
+                if offset.bank == "s":
+                    self.salu("s_lshl_b64", [shifted], [offset, Imm.int(shift)])
+                else:
+                    self.valu("v_lshlrev_b64", [shifted], [Imm.int(shift), offset])
+                offset = shifted
+            home = self.updated_in_place[op.result]
+            self.add64(home, home, offset)
+            self.values[op.result] = home
+            return
         if not scalar and dwords(i.type) == 1:
             mad = "v_mad_i64_i32" if _signed(i.type) else "v_mad_u64_u32"
             self.valu(mad, [self.result(op.result, "v"), VCC], [self.operand(i), Imm.int(scale), self.operand(p)])

@@ -5,8 +5,9 @@ Descriptor"):
 
     .amdgcn_target "amdgcn-amd-amdhsa--gfx942"
     .text ... add_kernel:  <instructions>  s_endpgm
-    .amdhsa_kernel add_kernel                     the kernel descriptor: register counts,
-      .amdhsa_next_free_vgpr 9 ...                which SGPRs/VGPRs the hardware fills at entry
+    .amdhsa_kernel add_kernel                     the kernel descriptor: register counts (VGPRs and
+      .amdhsa_next_free_vgpr 9 ...                AGPRs of the unified file), which SGPRs/VGPRs the
+                                                  hardware fills at entry
     .end_amdhsa_kernel
     .amdgpu_metadata                              YAML the runtime reads: arguments (offset,
     amdhsa.kernels: - .name: ... .args: ...       size, kind), kernarg size, wave size
@@ -27,7 +28,7 @@ import shutil
 import subprocess
 import tempfile
 
-from .isa import DESCRIPTOR_FIELDS, TARGET_TRIPLE, WAVE_SIZE, user_sgpr_count
+from .isa import AGPR_GRANULE, DESCRIPTOR_FIELDS, TARGET_TRIPLE, WAVE_SIZE, user_sgpr_count
 from .isel import Selection
 from .mir import VCC, MInst, Reg, print_mir
 from .regalloc import registers_used
@@ -48,11 +49,16 @@ def kernel_text(sel: Selection, insts: list[MInst], assignment: dict[Reg, int], 
     """The assembly of one kernel: instructions, descriptor and metadata."""
     name = sel.name
     vgprs = max(1, registers_used(assignment, "v"))
+    agprs = registers_used(assignment, "a")
     sgprs = max(1, registers_used(assignment, "s"))
     uses_vcc = any(o == VCC for i in insts for o in i.defs + i.uses)
     spilled_sgprs = len({(i.defs[0].reg, i.uses[1].value) for i in insts if i.opcode == "v_writelane_b32"})
     body = print_mir(insts, assignment, target)
-    computed = {"accum_offset": max(4, -(-vgprs // 4) * 4)}
+    # the unified register file (AMDGPUUsage, "Kernel Descriptor", GFX90A/GFX942): the AGPRs
+    # start at accum_offset, the VGPRs rounded up to its granule, and next_free_vgpr counts both
+    accum_offset = max(AGPR_GRANULE, -(-vgprs // AGPR_GRANULE) * AGPR_GRANULE)
+    unified = accum_offset + agprs if agprs else vgprs
+    computed = {"accum_offset": accum_offset}
     axes = sel.workgroup_id_axes
     descriptor = [
         f".amdhsa_group_segment_fixed_size {sel.lds_bytes}",
@@ -62,7 +68,7 @@ def kernel_text(sel: Selection, insts: list[MInst], assignment: dict[Reg, int], 
         ".amdhsa_user_sgpr_kernarg_segment_ptr 1",
         *(f".amdhsa_system_sgpr_workgroup_id_{'xyz'[a]} 1" for a in axes),
         ".amdhsa_system_vgpr_workitem_id 0",
-        f".amdhsa_next_free_vgpr {vgprs}",
+        f".amdhsa_next_free_vgpr {unified}",
         f".amdhsa_next_free_sgpr {sgprs}",
         *(f".amdhsa_{field} {computed[field] if value is None else value}"
           for field, value in DESCRIPTOR_FIELDS[target].items()),
@@ -90,7 +96,8 @@ def kernel_text(sel: Selection, insts: list[MInst], assignment: dict[Reg, int], 
         "    .private_segment_fixed_size: 0",
         f"    .wavefront_size: {WAVE_SIZE[target]}",
         f"    .sgpr_count: {sgprs + 2 * uses_vcc}",
-        f"    .vgpr_count: {vgprs}",
+        f"    .vgpr_count: {unified}",   # VGPRs and AGPRs: what occupancy depends on
+        f"    .agpr_count: {agprs}",
         f"    .sgpr_spill_count: {spilled_sgprs}",   # dwords kept in VGPR lanes (regalloc)
         "    .vgpr_spill_count: 0",
         f"    .max_flat_workgroup_size: {sel.workgroup_size}",

@@ -1,4 +1,4 @@
-"""Machine IR for the AMD targets: instructions of the ISA table on virtual SGPRs and VGPRs.
+"""Machine IR for the AMD targets: instructions of the ISA table on virtual SGPRs, VGPRs and AGPRs.
 
 A function is a straight list of `MInst`; each names an instruction of `isa.INSTRUCTIONS`,
 its results (`defs`) and its sources (`uses`), in the order the assembler reads them, plus
@@ -23,7 +23,8 @@ from .isa import INLINE_INTS, LANE_MASK_REGISTERS, info, spelling
 
 @dataclass(eq=False)
 class Reg:
-    """A virtual register of `size` dwords in bank "s" (SGPRs) or "v" (VGPRs). `fixed` is the
+    """A virtual register of `size` dwords in bank "s" (SGPRs), "v" (VGPRs) or "a" (AGPRs, the
+    accumulation half of the unified vector register file). `fixed` is the
     physical index where the hardware places the value at entry (kernarg pointer, ids)."""
 
     bank: str
@@ -106,9 +107,12 @@ class MInst:
         if len(self.defs) != len(row.defs) or len(self.uses) != len(row.uses):
             raise ValueError(f"{self.opcode} takes {len(row.defs)} results and {len(row.uses)} sources, "
                              f"got {len(self.defs)} and {len(self.uses)}")
-        for kind, operand in list(zip(row.defs, self.defs)) + list(zip(row.uses, self.uses)):
+        pairs = list(zip(row.defs, self.defs)) + list(zip(row.uses, self.uses))
+        for kind, operand in pairs:
             if not _fits(kind, operand):
                 raise ValueError(f"{self.opcode}: {operand} is not a {kind} operand")
+        if len({o.bank for kind, o in pairs if kind.startswith("av")}) > 1:   # MFMA: one ACC_CD bit for C and D
+            raise ValueError(f"{self.opcode}: its VGPR-or-AGPR operands must all be in one file")
 
     def regs(self, operands: list[Operand]) -> list[Sub]:
         return [o for o in operands if isinstance(o, Sub)]
@@ -144,7 +148,11 @@ def _fits(kind: str, o: Operand) -> bool:
         return o.bank == "s"
     if base in ("vdst", "vsrc"):
         return o.bank == "v"
-    return base == "src"
+    if base in ("adst", "asrc"):
+        return o.bank == "a"
+    if base in ("avdst", "avsrc"):
+        return o.bank in ("v", "a")
+    return base == "src" and o.bank != "a"
 
 
 def print_operand(o: Operand, assignment: Optional[dict[Reg, int]] = None, target: Optional[str] = None) -> str:

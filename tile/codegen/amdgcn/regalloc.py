@@ -1,4 +1,4 @@
-"""Liveness and linear-scan register allocation of SGPRs and VGPRs.
+"""Liveness and linear-scan register allocation of SGPRs, VGPRs and AGPRs.
 
 The selected code is straight-line but for loops (a label and one backward branch), so a
 virtual register's live range is one interval: from its first write to its last read, in
@@ -12,27 +12,43 @@ work-item ids) are live from the start at their fixed place.
 
     %v5 [3, 9]   %v6 [4, 6]   %v7 [7, 9]     ->   %v5: v1   %v6: v2   %v7: v2
 
-Running out of VGPRs is a compile-time TargetResourceError (OutOfResources from the compiler)
-naming the bank. Running out of SGPRs spills (`allocate_spilling`): the SGPR value live at the
-failing position with the longest range goes to lanes of a VGPR (one dword per lane of the wave), written after each of its
-definitions with v_writelane_b32 and read back into a fresh, short-lived SGPR before each use
-with v_readlane_b32 (both ignore EXEC), and allocation starts over:
+Running out of SGPRs spills (`allocate_spilling`): the SGPR value live at the failing position
+with the longest range goes to lanes of a VGPR (one dword per lane of the wave), written after
+each of its definitions with v_writelane_b32 and read back into a fresh, short-lived SGPR before
+each use with v_readlane_b32 (both ignore EXEC), and allocation starts over:
 
     s_add_u32 %s7.0, %s2.0, 4        ->   s_add_u32 %s9.0, %s2.0, 4
                                            v_writelane_b32 %v8.0, %s9.0, 0
     ... (%s7 live across many)             ...
     v_add_u32 %v3.0, %s7.0, %v1.0    ->   v_readlane_b32 %s10.0, %v8.0, 0
                                            v_add_u32 %v3.0, %s10.0, %v1.0
+
+Running out of VGPRs moves VGPR values to AGPRs, the other half of the unified register file
+(gfx90a, gfx942): the values live where allocation failed that cost fewest extra instructions
+per position of their range. An MFMA accumulating in place takes an AGPR C and D as they are,
+a copy into or out of the value becomes v_accvgpr_write_b32 / v_accvgpr_read_b32, and any other
+reader or writer goes through a fresh, short-lived VGPR (read before, written back after):
+
+    v_mov_b32 %v9.0, %v4.0           ->   v_accvgpr_write_b32 %a30.0, %v4.0
+    v_mfma_f32_32x32x8_f16 %v9.0:15, %v1.0:1, %v2.0:1, %v9.0:15
+                                     ->   v_mfma_f32_32x32x8_f16 %a30.0:15, %v1.0:1, %v2.0:1, %a30.0:15
+    v_cvt_f16_f32 %v12.0, %v9.3      ->   v_accvgpr_read_b32 %v31.0, %a30.3
+                                           v_cvt_f16_f32 %v12.0, %v31.0
+
+Only when the AGPRs are full too is the kernel a compile-time TargetResourceError
+(OutOfResources from the compiler) naming the registers: tile does not spill to scratch memory.
 """
 from __future__ import annotations
 
 from typing import Callable, Optional
 
+import numpy as np
+
 from ..target import TargetResourceError
-from .isa import SGPR_LIMIT, VGPR_LIMIT, WAVE_SIZE
+from .isa import AGPR_LIMIT, MFMA_SHAPES, SGPR_LIMIT, VGPR_LIMIT, WAVE_SIZE
 from .mir import Imm, MInst, Reg, Sub
 
-BANK_NAMES = {"s": "SGPRs", "v": "VGPRs"}
+BANK_NAMES = {"s": "SGPRs", "v": "VGPRs", "a": "AGPRs"}
 
 
 def loops(insts: list[MInst]) -> list[tuple[int, int]]:
@@ -65,7 +81,7 @@ def live_intervals(insts: list[MInst]) -> dict[Reg, tuple[int, int]]:
 
 
 def alignment(reg: Reg) -> int:
-    if reg.bank == "v":
+    if reg.bank in ("v", "a"):
         return 2 if reg.size >= 2 else 1
     return 4 if reg.size >= 4 else reg.size
 
@@ -81,7 +97,7 @@ class _OutOf(Exception):
 def _assign(insts: list[MInst], limits: dict[str, int]) -> dict[Reg, int]:
     intervals = live_intervals(insts)
     order = sorted(intervals, key=lambda r: (intervals[r][0], r.fixed is None, -r.size, r.id))
-    busy: dict[str, dict[int, Reg]] = {"s": {}, "v": {}}   # physical index -> occupant
+    busy: dict[str, dict[int, Reg]] = {bank: {} for bank in BANK_NAMES}   # physical index -> occupant
     assignment: dict[Reg, int] = {}
     for reg in order:
         start, _ = intervals[reg]
@@ -104,38 +120,61 @@ def _assign(insts: list[MInst], limits: dict[str, int]) -> dict[Reg, int]:
     return assignment
 
 
-def _out_of_resources(insts: list[MInst], failure: _OutOf, limit: int, target: str, kernel: str) -> TargetResourceError:
-    hint = ("tile does not spill VGPRs: use a smaller BLOCK or fewer values per thread" if failure.bank == "v"
-            else "even with every SGPR value spilled to VGPR lanes")
-    return TargetResourceError(pressure(live_intervals(insts), failure.bank, failure.at), limit,
-                               BANK_NAMES[failure.bank], kernel=kernel, target=target, hint=hint)
+def bank_limits(target: str) -> dict[str, int]:
+    """Registers of each bank one lane may use on `target` (no AGPRs where it has none)."""
+    return {"s": SGPR_LIMIT[target], "v": VGPR_LIMIT[target], "a": AGPR_LIMIT.get(target, 0)}
+
+
+def _out_of_resources(insts: list[MInst], failure: _OutOf, limits: dict[str, int], target: str,
+                      kernel: str) -> TargetResourceError:
+    bank = failure.bank
+    if bank == "s":
+        hint = "even with every SGPR value spilled to VGPR lanes"
+    elif bank == "a":
+        hint = (f"its VGPRs are full and the values moved out of them fill the AGPRs too ({limits['v'] + limits['a']} "
+                "registers per lane in all); tile does not spill to scratch memory: use a smaller BLOCK or fewer "
+                "values per thread")
+    elif limits["a"]:
+        hint = ("none of the values live there can move to AGPRs (each is short-lived or read across lanes); tile "
+                "does not spill to scratch memory: use a smaller BLOCK or fewer values per thread")
+    else:
+        hint = "tile does not spill VGPRs: use a smaller BLOCK or fewer values per thread"
+    return TargetResourceError(pressure(live_intervals(insts), bank, failure.at), limits[bank], BANK_NAMES[bank],
+                               kernel=kernel, target=target, hint=hint)
 
 
 def allocate(insts: list[MInst], target: str, kernel: str = "",
              limits: Optional[dict[str, int]] = None) -> dict[Reg, int]:
     """A physical first register for every virtual register of `insts` (no spilling)."""
-    limits = limits or {"s": SGPR_LIMIT[target], "v": VGPR_LIMIT[target]}
+    limits = limits or bank_limits(target)
     try:
         return _assign(insts, limits)
     except _OutOf as failure:
-        raise _out_of_resources(insts, failure, limits[failure.bank], target, kernel) from None
+        raise _out_of_resources(insts, failure, limits, target, kernel) from None
 
 
 def allocate_spilling(insts: list[MInst], new_reg: Callable[[str, int], Reg], target: str, kernel: str = "",
                       limits: Optional[dict[str, int]] = None) -> tuple[list[MInst], dict[Reg, int]]:
-    """`insts` with SGPR values spilled to VGPR lanes until they fit, and their assignment.
-    `new_reg(bank, size)` makes the virtual registers spilling needs (the spill VGPRs and the
-    SGPRs values are read back into)."""
-    limits = limits or {"s": SGPR_LIMIT[target], "v": VGPR_LIMIT[target]}
-    reloads: set[Reg] = set()   # the short-lived SGPRs of earlier spills: spilling them gains nothing
+    """`insts` with SGPR values spilled to VGPR lanes and VGPR values moved to AGPRs until they
+    fit, and their assignment. `new_reg(bank, size)` makes the virtual registers spilling needs
+    (the spill VGPRs, the AGPRs, and the registers values are read back into)."""
+    limits = limits or bank_limits(target)
+    reloads: set[Reg] = set()   # the short-lived registers of earlier spills: spilling them gains nothing
     slots: list[tuple[Reg, int]] = []   # (spill VGPR, next free lane)
     while True:
         try:
             return insts, _assign(insts, limits)
         except _OutOf as failure:
+            if failure.bank == "v" and limits["a"]:
+                victims = _agpr_candidates(insts, failure, limits["v"], reloads)
+                if not victims:
+                    raise _out_of_resources(insts, failure, limits, target, kernel) from None
+                insts = _move_to_agprs(insts, {victim: new_reg("a", victim.size) for victim in victims}, new_reg,
+                                       reloads)
+                continue
             victim = _spill_candidate(insts, failure, reloads) if failure.bank == "s" else None
             if victim is None:
-                raise _out_of_resources(insts, failure, limits[failure.bank], target, kernel) from None
+                raise _out_of_resources(insts, failure, limits, target, kernel) from None
             if not slots or slots[-1][1] + victim.size > WAVE_SIZE[target]:
                 slots.append((new_reg("v", 1), 0))
             spill_vgpr, first_lane = slots[-1]
@@ -176,6 +215,119 @@ def _spill(insts: list[MInst], victim: Reg, spill_vgpr: Reg, first_lane: int,
         for k in sorted({k for o in written for k in lanes(o)}):
             out.append(MInst("v_writelane_b32", [spill_vgpr.all()], [target.dword(k), Imm.int(first_lane + k)],
                              comment=inst.comment))
+    return out
+
+
+LOOP_WEIGHT = 8   # an extra instruction inside a loop counts as this many (iterations it runs, roughly)
+# instructions that read or write lanes other than their own, or whatever EXEC says: a value
+# they touch stays in a VGPR (a copy to or from an AGPR moves the EXEC lanes only)
+LANE_CROSSING = ("v_readlane_b32", "v_writelane_b32", "ds_bpermute_b32")
+
+
+def _accumulates_in_place(inst: MInst, reg: Reg) -> bool:
+    """An MFMA whose C and D are the same dwords of `reg` (and whose A and B are not in it)."""
+    if inst.opcode not in MFMA_SHAPES:
+        return False
+    d, c = inst.defs[0], inst.uses[2]
+    return d == c and d.reg is reg and all(o.reg is not reg for o in inst.uses[:2])
+
+
+def _moves_whole(inst: MInst, reg: Reg) -> bool:
+    """A copy into or out of `reg` that an AGPR move instruction can do in its place (not a
+    literal: v_accvgpr_write_b32 takes VGPRs, SGPRs and inline constants)."""
+    if inst.opcode != "v_mov_b32":
+        return False
+    (dst,), (src,) = inst.defs, inst.uses
+    if isinstance(src, Imm):
+        return dst.reg is reg and src.inline
+    return isinstance(src, Sub) and (dst.reg is reg) != (src.reg is reg)
+
+
+def _agpr_candidates(insts: list[MInst], failure: _OutOf, limit: int, reloads: set[Reg]) -> list[Reg]:
+    """The VGPR values to move to AGPRs, in one batch: wherever more than `limit` VGPRs are
+    live (and where allocation failed, room for the failing register), values live there,
+    fewest extra instructions (weighted by loop: LOOP_WEIGHT) per dword and position of their
+    range first. Not movable: values the hardware fills, an earlier move's short-lived VGPRs,
+    values touched across lanes. MFMA accumulators cost nothing in their loop."""
+    intervals = live_intervals(insts)
+    in_loop = [False] * len(insts)
+    for top, back in loops(insts):
+        in_loop[top:back + 1] = [True] * (back + 1 - top)
+    extra: dict[Reg, int] = {}
+    crossing: set[Reg] = set()
+    for position, inst in enumerate(insts):
+        for reg in {o.reg for o in inst.defs + inst.uses if isinstance(o, Sub) and o.bank == "v"}:
+            if inst.opcode in LANE_CROSSING:
+                crossing.add(reg)
+            elif not (_accumulates_in_place(inst, reg) or _moves_whole(inst, reg)):
+                extra[reg] = extra.get(reg, 0) + (LOOP_WEIGHT if in_loop[position] else 1)
+    movable = sorted((r for r, (start, end) in intervals.items() if r.bank == "v" and r.fixed is None
+                      and r not in reloads and r not in crossing and end - start > 1),
+                     key=lambda r: ((1 + extra.get(r, 0)) / (r.size * (intervals[r][1] - intervals[r][0])), r.id))
+    starts = np.zeros(len(insts) + 2, np.int64)   # at position + 1 (the hardware's registers start at -1)
+    for reg, (start, end) in intervals.items():
+        if reg.bank == "v":
+            starts[start + 1] += reg.size
+            starts[end + 2] -= reg.size
+    live_vgprs = np.cumsum(starts)
+    chosen: list[Reg] = []
+    for at in sorted({int(p) - 1 for p in np.flatnonzero(live_vgprs > limit)} | {failure.at}):
+        excess = int(live_vgprs[at + 1]) - limit
+        if at == failure.at:
+            excess = max(excess, failure.reg.size)
+        for reg in movable:
+            if excess <= 0:
+                break
+            start, end = intervals[reg]
+            if start <= at <= end and reg not in chosen:
+                chosen.append(reg)
+                excess -= reg.size
+                live_vgprs[start + 1:end + 2] -= reg.size
+    return chosen
+
+
+def _move_to_agprs(insts: list[MInst], agprs: dict[Reg, Reg], new_reg: Callable[[str, int], Reg],
+                   reloads: set[Reg]) -> list[MInst]:
+    """`insts` with each VGPR value of `agprs` kept in its AGPR instead: in-place MFMA
+    accumulation on the AGPR, copies as AGPR moves, other instructions through fresh VGPRs."""
+    def moved(o) -> bool:
+        return isinstance(o, Sub) and o.reg in agprs
+
+    def swap(o):
+        return Sub(agprs[o.reg], o.start, o.count) if moved(o) else o
+
+    out: list[MInst] = []
+    for inst in insts:
+        touched = [o for o in inst.defs + inst.uses if moved(o)]
+        if not touched:
+            out.append(inst)
+        elif _accumulates_in_place(inst, touched[0].reg) and not any(moved(o) for o in inst.uses[:2]):
+            out.append(MInst(inst.opcode, [swap(o) for o in inst.defs], [swap(o) for o in inst.uses],
+                             dict(inst.mods), inst.comment))
+        elif _moves_whole(inst, touched[0].reg) and len(touched) == 1:
+            (dst,), (src,) = inst.defs, inst.uses
+            opcode = "v_accvgpr_write_b32" if moved(dst) else "v_accvgpr_read_b32"
+            out.append(MInst(opcode, [swap(dst)], [swap(src)], comment=inst.comment))
+        else:
+            staged: dict[Sub, Sub] = {}   # a view of a moved value -> the fresh VGPRs standing for it
+            for o in inst.uses:
+                if moved(o) and o not in staged:
+                    staged[o] = new_reg("v", o.count).all()
+                    reloads.add(staged[o].reg)
+                    for k in range(o.count):
+                        out.append(MInst("v_accvgpr_read_b32", [staged[o].dword(k)], [swap(o.dword(k))],
+                                         comment=inst.comment))
+            results: dict[Sub, Sub] = {}
+            for o in inst.defs:
+                if moved(o) and o not in results:
+                    results[o] = new_reg("v", o.count).all()
+                    reloads.add(results[o].reg)
+            out.append(MInst(inst.opcode, [results.get(o, o) for o in inst.defs], [staged.get(o, o) for o in inst.uses],
+                             dict(inst.mods), inst.comment))
+            for o, fresh in results.items():
+                for k in range(o.count):
+                    out.append(MInst("v_accvgpr_write_b32", [swap(o.dword(k))], [fresh.dword(k)],
+                                     comment=inst.comment))
     return out
 
 
