@@ -96,17 +96,19 @@ class TargetResourceError(Exception):
 def fp8_dot_refusal(name: str) -> Optional[str]:
     """Why tl.dot cannot take fp8 operands on target `name`, or None where it can: an AMD
     target whose MFMA table (amdgcn.isa.MFMA_SHAPES) has no fp8 instruction (gfx90a has none;
-    gfx942's are not selected yet; gfx1100 has no MFMA at all). PTX targets take fp8 everywhere (through f16 where mma has none)."""
+    gfx942's are not selected yet; gfx1100 has no MFMA, and its WMMA take f16 and bf16). PTX targets
+    take fp8 everywhere (through f16 where mma has none)."""
     facts = TARGETS.get(name)
     if facts is None or facts.isa != "amdgcn":
         return None
-    from .amdgcn.isa import mfma_operand_types  # the AMD package imports this module
+    from .amdgcn.isa import WMMA_SHAPES, mfma_operand_types  # the AMD package imports this module
 
     types = mfma_operand_types(name)
     if any(t.startswith("f8") for t in types):
         return None
     if not types:
-        return f"{name} has no fp8 matrix instruction in tile (it has no MFMA: its tl.dot runs on FMA)"
+        wmma_types = ", ".join(s.operand_type for s in WMMA_SHAPES.values() if s.target == name)
+        return f"{name} has no fp8 matrix instruction in tile (it has no MFMA; its WMMA take {wmma_types})"
     return f"{name} has no fp8 MFMA instruction in tile (its MFMA take {', '.join(types)})"
 
 
