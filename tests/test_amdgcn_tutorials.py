@@ -4,11 +4,11 @@ and ld.lld for that target, and run on the emulator's wave machine (TILE_EMULATE
 TILE_EMULATE_TARGET=gfx942, gfx90a or gfx1100), against the tutorial's NumPy reference or the same
 tolerances as its GPU check.
 
-Tutorial 06 (the persistent matmul written for Hopper) runs with 16 warps instead of its 8: at
-8 its 128 x 128 accumulator and pipelined operands need 257 VGPRs per lane, one over the 256 of both,
-and tile spills SGPRs but not VGPRs (that is OutOfResources, tested here). On gfx1100, which has
-no MFMA (tl.dot runs on FMA there: WMMA is not selected yet), it needs 257 at 16 warps too: it is
-OutOfResources there, tested as such.
+On gfx1100 the matmul and attention tutorials' dots run on WMMA (asserted in their assembly).
+Tutorial 06 (the persistent matmul written for Hopper) runs on gfx942 and gfx90a with 16 warps
+instead of its 8: at 8 (four waves of 64) its 128 x 128 accumulator and pipelined operands need
+257 VGPRs per lane, one over the 256 of both, and tile spills SGPRs but not VGPRs (that is
+OutOfResources, tested here). On gfx1100 its 8 warps are 8 waves of 32 and it runs as written.
 """
 from __future__ import annotations
 
@@ -54,6 +54,13 @@ def assembled(texts: dict[str, str], *kernels: str) -> None:
     for text in texts.values():
         target = text.split('.amdgcn_target "amdgcn-amd-amdhsa--', 1)[1].split('"')[0]
         assert assemble(text, target)[:4] == b"\x7fELF"
+
+
+def on_wmma(texts: dict[str, str], *kernels: str) -> None:
+    """On gfx1100, each of `kernels` runs a dot (at least one) on WMMA."""
+    if os.environ["TILE_EMULATE_TARGET"] == "gfx1100":
+        for name in kernels:
+            assert "v_wmma_f32_16x16x16_f16" in texts[name], name
 
 
 @needs_llvm
@@ -102,6 +109,7 @@ def test_04_matrix_multiplication(gfx_launches, activation):
         expected = np.where(expected >= 0, expected, 0.01 * expected)
     np.testing.assert_allclose(c, expected, rtol=1e-2, atol=5e-2)
     assembled(gfx_launches, "matmul_kernel")
+    on_wmma(gfx_launches, "matmul_kernel")
 
 
 @needs_llvm
@@ -115,20 +123,19 @@ def test_05_tensor_cores(gfx_launches):
                           BLOCK_N=t.BLOCK_N, BLOCK_K=t.BLOCK_K, num_warps=t.NUM_WARPS, num_stages=t.NUM_STAGES)
     np.testing.assert_allclose(c.numpy().astype(np.float64), a.astype(np.float64) @ b, rtol=1e-2, atol=5e-2)
     assembled(gfx_launches, "matmul_kernel")
+    on_wmma(gfx_launches, "matmul_kernel")
 
 
 @needs_llvm
 def test_06_persistent_matmul(gfx_launches, monkeypatch):
     t = tutorial("06_hopper_matmul")
-    with pytest.raises(OutOfResources, match="VGPRs, Required: 257, Hardware limit: 256"):
-        t.run(200, 144, 96, 2)
-    monkeypatch.setattr(t, "NUM_WARPS", 16)
-    if os.environ["TILE_EMULATE_TARGET"] == "gfx1100":
+    if os.environ["TILE_EMULATE_TARGET"] != "gfx1100":
         with pytest.raises(OutOfResources, match="VGPRs, Required: 257, Hardware limit: 256"):
             t.run(200, 144, 96, 2)
-        return
+        monkeypatch.setattr(t, "NUM_WARPS", 16)
     t.run(200, 144, 96, 2)   # poisoned output, every element compared with float64 NumPy
     assembled(gfx_launches, "persistent_matmul")
+    on_wmma(gfx_launches, "persistent_matmul")
 
 
 @pytest.mark.parametrize("causal", [True, False])
@@ -137,6 +144,7 @@ def test_07_fused_attention(gfx_launches, causal):
     t = tutorial("07_fused_attention")
     t.check((1, 2, 64, 32), "f16", causal)   # forward and backward against its float64 reference
     assembled(gfx_launches, "attn_fwd", "attn_bwd_preprocess", "attn_bwd_dkdv", "attn_bwd_dq")
+    on_wmma(gfx_launches, "attn_fwd", "attn_bwd_dkdv", "attn_bwd_dq")
 
 
 @needs_llvm
