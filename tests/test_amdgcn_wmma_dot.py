@@ -1,8 +1,8 @@
 """tl.dot on gfx1100 through WMMA: accelerate-dot's choice of #wmma / #wmma_op (IR text in and
 out), and dots of several shapes, warp counts and operand types compiled to AMDGCN, assembled by
 llvm-mc -mcpu=gfx1100 and run on the emulator's wave machine against NumPy in float64; the dots
-WMMA cannot take (i8, f32, an f16 accumulator, shapes the waves do not tile) stay on FMA and
-still compute the right result."""
+WMMA cannot take (i8, f32, an f16 accumulator, shapes that are not whole 16 x 16 tiles) stay on
+FMA and still compute the right result. Waves beyond a small result's tiles repeat them."""
 from __future__ import annotations
 
 import textwrap
@@ -69,8 +69,8 @@ def test_accelerate_dot_puts_f16_on_wmma():
     (32, 128, 64, "bf16", "f32", 8, (2, 4)),
     (16, 128, 16, "f16", "f32", 8, (1, 8)),
     (128, 128, 128, "f16", "f32", 2, (2, 1)),
-    (16, 16, 16, "f16", "f32", 2, None),     # two waves do not tile 16 x 16
-    (32, 16, 16, "f16", "f32", 4, None),     # nor four 32 x 16
+    (16, 16, 16, "f16", "f32", 2, (1, 2)),   # the second wave repeats the first's one tile
+    (32, 16, 16, "f16", "f32", 4, (2, 2)),   # attention's q @ k.T: two tiles, four waves
     (64, 64, 8, "f16", "f32", 4, None),      # K below one instruction's 16
     (64, 64, 32, "f16", "f16", 4, None),     # an f16 accumulator: WMMA here writes f32
     (64, 64, 32, "f32", "f32", 4, None),
@@ -158,6 +158,8 @@ def wmma_count(text: str, mnemonic: str) -> int:
     (64, 128, 32, 16, 8, "f16"),
     (16, 128, 128, 128, 8, "bf16"),
     (128, 16, 32, 32, 8, "f16"),
+    (32, 16, 64, 32, 4, "f16"),      # waves past the tiles repeat them
+    (16, 16, 32, 16, 8, "bf16"),
 ])
 def test_dot_in_a_k_loop_runs_on_wmma(m, n, k, block_k, num_warps, dtype):
     """Each wave issues (its tiles) x (k-steps of a block) WMMAs in the loop body; the result,
@@ -169,7 +171,7 @@ def test_dot_in_a_k_loop_runs_on_wmma(m, n, k, block_k, num_warps, dtype):
     args = [a, b, c, out]
     text = compiled_for_gfx1100(loop_dot_kernel, args, num_warps, M=m, N=n, K=k, BLOCK_K=block_k,
                                 DTYPE=tl.bfloat16 if dtype == "bf16" else tl.float16)
-    assert wmma_count(text, WMMA[dtype]) == m * n // (256 * num_warps) * block_k // 16
+    assert wmma_count(text, WMMA[dtype]) == max(1, m * n // (256 * num_warps)) * block_k // 16
     assert "v_fma_f32" not in text
     run_amdgcn(text, 1, named(loop_dot_kernel, args))
     np.testing.assert_allclose(out, a64 @ b64 + c, rtol=1e-5, atol=1e-4)
@@ -178,7 +180,9 @@ def test_dot_in_a_k_loop_runs_on_wmma(m, n, k, block_k, num_warps, dtype):
 @needs_llvm
 @pytest.mark.parametrize("m, n, k, num_warps, dtype, mnemonic", [
     (32, 32, 32, 2, "f16", WMMA["f16"]),
-    (16, 16, 16, 2, "f16", "v_fma_f32"),       # two waves do not tile 16 x 16
+    (16, 16, 16, 2, "f16", WMMA["f16"]),       # both waves compute the one tile
+    (32, 16, 32, 4, "f16", WMMA["f16"]),       # two tiles, four waves
+    (16, 16, 8, 1, "f16", "v_fma_f32"),        # K below one instruction's 16
     (32, 32, 16, 2, "f32", "v_fma_f32"),
     (32, 32, 32, 2, "i8", "v_mul_lo_u32"),
 ])

@@ -23,7 +23,8 @@ Registers: those of one instruction first, then the instruction tile repeated al
 only), then along M, then along N, as #mfma orders them (tile.ir.mfma_layouts): register
 8 * (i + reps_m * j) + r of the result is register r of the instruction at tile (i, j);
 register 16 * (s + steps * i) + v of A is value v of k-step s of tile row i. A is replicated
-over the wave columns, B over the wave rows.
+over the wave columns, B over the wave rows. Waves past the tiles (wm > M / 16 or wn > N / 16)
+repeat the first ones (zero warp bases), each computing the same tiles.
 """
 from __future__ import annotations
 
@@ -83,6 +84,21 @@ def _steps(base: tuple[int, int], count: int) -> list[tuple[int, int]]:
     return [(base[0] * p, base[1] * p) for p in _powers(count)]
 
 
+def _tile_reps(extents, waves) -> tuple[int, ...] | None:
+    """16-element instruction tiles of each wave along each dimension (at least one: waves beyond
+    the tiles repeat them), or None where the extent is not whole tiles shared out evenly."""
+    tiles = [extent // 16 for extent in extents]
+    if any(extent % 16 or t % w and w % t for extent, t, w in zip(extents, tiles, waves)):
+        return None
+    return tuple(max(1, t // w) for t, w in zip(tiles, waves))
+
+
+def _wave_steps(base: tuple[int, int], count: int, extent: int) -> list[tuple[int, int]]:
+    """The bases of `count` waves placed `base` apart along one dimension of `extent` elements:
+    waves past the extent repeat the ones before (zero bases), as when 4 waves hold 32 x 16."""
+    return [step if max(step) < extent else (0, 0) for step in _steps(base, count)]
+
+
 @dataclass(frozen=True)
 class WmmaLayout(DistributedLayout):
     """The result of tt.dot on WMMA: 16 x 16 instruction tiles, waves (= warps) in a wm x wn grid."""
@@ -107,18 +123,19 @@ class WmmaLayout(DistributedLayout):
         return WMMA_WAVE_SIZE
 
     def tile_reps(self, shape) -> tuple[int, int]:
-        """Instruction tiles of each wave along M and N (a shape the waves do not tile is an error)."""
-        (wm, wn) = self.waves_per_cta
-        if len(shape) != 2 or shape[0] % (WMMA_M * wm) or shape[1] % (WMMA_N * wn):
+        """Instruction tiles of each wave along M and N (at least one: waves beyond the tiles
+        repeat them; a shape that is not whole tiles is an error)."""
+        reps = _tile_reps(shape, self.waves_per_cta) if len(shape) == 2 else None
+        if reps is None:
             raise ValueError(f"{self} does not tile a {list(shape)} tensor")
-        return shape[0] // (WMMA_M * wm), shape[1] // (WMMA_N * wn)
+        return reps
 
     def _linear(self, shape: tuple[int, ...]) -> LinearLayout:
         reps_m, reps_n = self.tile_reps(shape)
         wm, wn = self.waves_per_cta
         wave = wmma_result_layout()
         regs = wave.register_bases + tuple(_steps((WMMA_M * wm, 0), reps_m) + _steps((0, WMMA_N * wn), reps_n))
-        warps = tuple(_steps((WMMA_M, 0), wm) + _steps((0, WMMA_N), wn))
+        warps = tuple(_wave_steps((WMMA_M, 0), wm, shape[0]) + _wave_steps((0, WMMA_N), wn, shape[1]))
         return LinearLayout(tuple(shape), regs, wave.lane_bases, warps)
 
     def __str__(self) -> str:
@@ -154,13 +171,15 @@ class WmmaOperandLayout(DistributedLayout):
         mn_dim = 0 if self.op_idx == 0 else 1
         k_dim = 1 - mn_dim
         waves_mn = (wm, wn)[self.op_idx]
-        if len(shape) != 2 or shape[k_dim] % WMMA_K or shape[mn_dim] % (16 * waves_mn):
+        reps_mn = _tile_reps((shape[mn_dim],), (waves_mn,)) if len(shape) == 2 else None
+        if reps_mn is None or shape[k_dim] % WMMA_K:
             raise ValueError(f"{self} does not tile a {list(shape)} tensor")
+        (reps_mn,) = reps_mn
         along = lambda dim, v: (v, 0) if dim == 0 else (0, v)  # noqa: E731
         wave = wmma_operand_layout(self.op_idx)
         regs = wave.register_bases + tuple(_steps(along(k_dim, WMMA_K), shape[k_dim] // WMMA_K) +
-                                           _steps(along(mn_dim, 16 * waves_mn), shape[mn_dim] // (16 * waves_mn)))
-        own = _steps(along(mn_dim, 16), waves_mn)
+                                           _steps(along(mn_dim, 16 * waves_mn), reps_mn))
+        own = _wave_steps(along(mn_dim, 16), waves_mn, shape[mn_dim])
         replicated = [(0, 0)] * log2((wn, wm)[self.op_idx])
         warps = tuple(own + replicated if self.op_idx == 0 else replicated + own)
         return LinearLayout(tuple(shape), regs, wave.lane_bases, warps)

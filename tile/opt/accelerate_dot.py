@@ -76,8 +76,9 @@ and K of the instruction's K, else the dot takes the FMA path.
 
 On gfx1100 (AMD RDNA3, waves of 32: one wave is one of the lowering's warps), f16 and bf16 dots
 with an f32 accumulator go to WMMA (WMMA_TARGETS; v_wmma_f32_16x16x16_f16 / _bf16): the waves
-form a wm x wn grid (warps_per_tile), each wave's part of the result is whole 16 x 16
-instruction tiles, so M must be a multiple of 16 wm, N of 16 wn and K of 16; the result gets
+form a wm x wn grid (warps_per_tile) over 16 x 16 instruction tiles, so M, N and K must be
+multiples of 16; where the grid is larger than the tiles (4 waves on a 32 x 16 result, such as
+attention's q @ k.T) the waves past them repeat the work of the first ones; the result gets
 #wmma and A and B #wmma_op (tile.ir.wmma_layouts: each lane holds a whole row of A or column of
 B, repeated in the other half of the wave), converted from their blocked layouts. Anything else
 (i8, f32, f64, other shapes) takes the FMA path; fp8 is refused before (tile.codegen.target).
@@ -222,10 +223,9 @@ def wmma_result_layout_for(op: Operation, target: str, num_warps: int) -> Option
     if target not in WMMA_TARGETS or a.element not in (f16, bf16) or c.element != f32:
         return None
     (m, k), n = a.shape, c.shape[1]
-    wm, wn = warps_per_tile((m, n), num_warps)
-    if m % (WMMA_M * wm) or n % (WMMA_N * wn) or k % WMMA_K:
+    if m % WMMA_M or n % WMMA_N or k % WMMA_K:
         return None
-    return WmmaLayout((wm, wn))
+    return WmmaLayout(warps_per_tile((m, n), num_warps))
 
 
 def fma_result_layout(shape: Sequence[int], num_warps: int, threads_per_warp: int = 32) -> BlockedLayout:
