@@ -9,11 +9,16 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tile
 import tile.language as tl
 from amdgcn_util import named, needs_llvm
+from codegen_util import func as gpu_func
+from codegen_util import lower
 from tile.codegen.amdgcn import assemble, compile_amdgcn
+from tile.codegen.lower_core import LoweringError
 from tile.compiler import compile_kernel
 from tile.emulator.amdgcn_machine import run_amdgcn
 from tile.ir import parse_op, print_op, verify
@@ -199,3 +204,40 @@ def test_one_dot_on_wmma_or_fma(m, n, k, num_warps, dtype, mnemonic):
         np.testing.assert_array_equal(out, (a64 @ b64).astype(np.int32))
     else:
         np.testing.assert_allclose(out, a64 @ b64, rtol=1e-5, atol=1e-4)
+
+
+@needs_llvm
+@settings(max_examples=8, deadline=None)
+@given(st.sampled_from([16, 32, 64]), st.sampled_from([16, 32, 64]), st.sampled_from([16, 32, 64]),
+       st.sampled_from([1, 2, 4, 8]), st.sampled_from(["f16", "bf16"]), st.integers(0, 2 ** 16))
+def test_any_whole_tile_dot_runs_on_wmma(m, n, block_k, num_warps, dtype, seed):
+    """Any f16/bf16 dot of whole 16 x 16 tiles, on any number of waves, two K blocks: WMMA only,
+    and A @ B + C in float64."""
+    k = 2 * block_k
+    rng = np.random.default_rng(seed)
+    (a, b), (a64, b64) = operands(dtype, [(m, k), (k, n)], rng)
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    out = np.full((m, n), np.nan, np.float32)
+    args = [a, b, c, out]
+    text = compiled_for_gfx1100(loop_dot_kernel, args, num_warps, M=m, N=n, K=k, BLOCK_K=block_k,
+                                DTYPE=tl.bfloat16 if dtype == "bf16" else tl.float16)
+    assert wmma_count(text, WMMA[dtype]) > 0 and "v_fma_f32" not in text
+    run_amdgcn(text, 1, named(loop_dot_kernel, args))
+    np.testing.assert_allclose(out, a64 @ b64 + c, rtol=1e-5, atol=1e-4)
+
+
+def test_wmma_dot_with_other_operand_layouts_is_a_lowering_error():
+    """A #wmma result needs its operands in #wmma_op of it: IR that gives them another layout
+    (here the operands of another wave grid) is refused by name, not lowered to wrong code."""
+    result, other = WmmaLayout((1, 1)), WmmaLayout((2, 1))
+    body = f"""
+  %a = arith.constant {{value = 1.0}} : tensor<32x16xf16, {WmmaOperandLayout(0, other)}>
+  %b = arith.constant {{value = 1.0}} : tensor<16x32xf16, {WmmaOperandLayout(1, result)}>
+  %c = arith.constant {{value = 0.0}} : tensor<32x32xf32, {result}>
+  %d = tt.dot %a, %b, %c : tensor<32x32xf32, {result}>
+  %ps = tt.splat %p : tensor<32x32xptr<f32>, {result}>
+  tt.store %ps, %d"""
+    with pytest.raises(LoweringError, match=r"operand A of a WMMA dot must have layout #wmma_op<op_idx = 0, "
+                                            r"parent = #wmma<wpc = \[1, 1\]>>, not #wmma_op<op_idx = 0, parent = "
+                                            r"#wmma<wpc = \[2, 1\]>>"):
+        lower(gpu_func("dot", [("p", "ptr<f32>")], body, num_warps=1, target="gfx1100"))
