@@ -105,7 +105,7 @@ from ..ir.layouts import BlockedLayout, blocked_layout
 from ..ir.mfma_layouts import MFMA_INSTR_K, MfmaLayout
 from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
 from ..ir.types import with_element
-from ..ir.wmma_layouts import WMMA_K, WMMA_M, WMMA_N, WmmaLayout
+from ..ir.wmma_layouts import WMMA_K, WMMA_M, WMMA_N, WmmaLayout, WmmaOperandLayout
 from .coalesce import MEMORY_OPS
 from .dce import DCE
 from .pass_manager import Pass
@@ -250,13 +250,14 @@ def dot_result_layout(op: Operation, target: str, num_warps: int,
 
 
 def hoist_invariant_fragments(func: Operation) -> None:
-    """Move the conversions of loop-invariant dot operands to #dot_op in front of their loop
-    (innermost loops first), as long as the fragments so kept live take at most
+    """Move the conversions of loop-invariant dot operands to #dot_op (or #wmma_op) in front of
+    their loop (innermost loops first), as long as the fragments so kept live take at most
     HOISTED_REGISTERS 32-bit registers per thread in that loop."""
     for loop in reversed([op for op in func.walk() if op.name in ("scf.for", "scf.while")]):
         budget = HOISTED_REGISTERS
         for op in list(loop.regions[-1].block.ops):
-            if op.name != "gpu.convert_layout" or not isinstance(layout_of(op.result), DotOperandLayout):
+            if op.name != "gpu.convert_layout" or \
+                    not isinstance(layout_of(op.result), (DotOperandLayout, WmmaOperandLayout)):
                 continue
             v = op.operand(0)
             owner = v.block.parent_op if isinstance(v, BlockArgument) else v.owner_op
@@ -355,5 +356,5 @@ class AccelerateDot(Pass):
 
 
 __all__ = ["AccelerateDot", "dot_result_layout", "fma_result_layout", "hoist_invariant_fragments",
-           "mfma_result_layout_for", "mma_capable", "wmma_result_layout_for", "upcasts_fp8_operands", "uses_mma", "uses_wgmma", "warps_per_tile", "wgmma_warp_groups",
-           "HOISTED_REGISTERS"]
+           "mfma_result_layout_for", "mma_capable", "upcasts_fp8_operands", "uses_mma", "uses_wgmma", "warps_per_tile",
+           "wgmma_warp_groups", "wmma_result_layout_for", "HOISTED_REGISTERS"]
