@@ -275,3 +275,33 @@ def test_wmma_dot_with_other_operand_layouts_is_a_lowering_error():
                                             r"parent = #wmma<wpc = \[1, 1\]>>, not #wmma_op<op_idx = 0, parent = "
                                             r"#wmma<wpc = \[2, 1\]>>"):
         lower(gpu_func("dot", [("p", "ptr<f32>")], body, num_warps=1, target="gfx1100"))
+
+
+@tile.jit
+def row_softmax_of_dot_kernel(a_ptr, b_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    """out = exp(s - rowmax(s)) / rowsum(...) of s = A @ B: attention's row-wise work on a dot."""
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    s = tl.dot(tl.load(a_ptr + rm[:, None] * K + rk[None, :]), tl.load(b_ptr + rk[:, None] * N + rn[None, :]))
+    p = tl.exp(s - tl.max(s, 1)[:, None])
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], p / tl.sum(p, 1)[:, None])
+
+
+@needs_llvm
+@pytest.mark.parametrize("m, n, num_warps", [(32, 16, 4), (64, 64, 4), (16, 32, 2)])
+def test_row_reductions_of_a_dot_stay_in_its_layout(m, n, num_warps):
+    """The row max and sum of a #wmma result reduce a #slice of it (no trip through shared
+    memory to a blocked layout and back), and compute the softmax NumPy does."""
+    k = 32
+    rng = np.random.default_rng(m + n)
+    a, b = (rng.standard_normal(shape).astype(np.float16) for shape in ((m, k), (k, n)))
+    out = np.full((m, n), np.nan, np.float32)
+    args = [a, b, out]
+    gpu = str(tile.dump(row_softmax_of_dot_kernel, *args, M=m, N=n, K=k, stage="gpu", target="gfx1100",
+                        num_warps=num_warps))
+    reductions = [line for line in gpu.splitlines() if " = tt.reduce " in line]
+    assert len(reductions) == 2 and all("#slice<dim = 1, parent = #wmma<" in line for line in reductions)
+    text = compiled_for_gfx1100(row_softmax_of_dot_kernel, args, num_warps, M=m, N=n, K=k)
+    run_amdgcn(text, 1, named(row_softmax_of_dot_kernel, args))
+    s = a.astype(np.float64) @ b
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-6)

@@ -24,14 +24,16 @@ only), then along M, then along N, as #mfma orders them (tile.ir.mfma_layouts): 
 8 * (i + reps_m * j) + r of the result is register r of the instruction at tile (i, j);
 register 16 * (s + steps * i) + v of A is value v of k-step s of tile row i. A is replicated
 over the wave columns, B over the wave rows. Waves past the tiles (wm > M / 16 or wn > N / 16)
-repeat the first ones (zero warp bases), each computing the same tiles.
+repeat the first ones (zero warp bases), each computing the same tiles. #wmma takes any shape
+(bases past it are zero), so a row reduction of a dot's result is a #slice of it and the
+row-wise work of attention's softmax stays in the accumulator's layout.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from .layouts import DistributedLayout, LayoutBody, LinearLayout, fmt_list, log2
+from .layouts import DistributedLayout, LayoutBody, LinearLayout, clipped_linear, fmt_list, log2
 from .types import register_layout
 
 WMMA_WAVE_SIZE = 32
@@ -106,7 +108,6 @@ class WmmaLayout(DistributedLayout):
     waves_per_cta: tuple[int, int]
 
     name = "wmma"
-    shape_generic = False
 
     def __post_init__(self) -> None:
         if len(self.waves_per_cta) != 2:
@@ -131,12 +132,17 @@ class WmmaLayout(DistributedLayout):
         return reps
 
     def _linear(self, shape: tuple[int, ...]) -> LinearLayout:
-        reps_m, reps_n = self.tile_reps(shape)
+        """Any 2-D shape of powers of two: where it is smaller than the waves' tiles (a row
+        reduction's 32 x 1, which a #slice of this layout needs), the bases that step outside it
+        become zero, so those registers, lanes or waves repeat it."""
+        if len(shape) != 2 or any(n < 1 or n & (n - 1) for n in shape):
+            raise ValueError(f"{self} does not tile a {list(shape)} tensor")
         wm, wn = self.waves_per_cta
+        reps_m, reps_n = (max(1, n // (16 * w)) for n, w in zip(shape, self.waves_per_cta))
         wave = wmma_result_layout()
         regs = wave.register_bases + tuple(_steps((WMMA_M * wm, 0), reps_m) + _steps((0, WMMA_N * wn), reps_n))
-        warps = tuple(_wave_steps((WMMA_M, 0), wm, shape[0]) + _wave_steps((0, WMMA_N), wn, shape[1]))
-        return LinearLayout(tuple(shape), regs, wave.lane_bases, warps)
+        warps = _steps((WMMA_M, 0), wm) + _steps((0, WMMA_N), wn)
+        return clipped_linear(shape, regs, wave.lane_bases, warps)
 
     def __str__(self) -> str:
         return f"#wmma<wpc = {fmt_list(self.waves_per_cta)}>"
