@@ -82,6 +82,8 @@ attention's q @ k.T) the waves past them repeat the work of the first ones; the 
 #wmma and A and B #wmma_op (tile.ir.wmma_layouts: each lane holds a whole row of A or column of
 B, repeated in the other half of the wave), converted from their blocked layouts. Anything else
 (i8, f32, f64, other shapes) takes the FMA path; fp8 is refused before (tile.codegen.target).
+A loop-invariant operand's conversion moves in front of its loop as for mma (HOISTED_REGISTERS),
+and #wmma, like #mma, takes any shape, so row reductions of the result stay in its layout.
 Before / after (64x64x32 f16, num_warps = 4, gfx1100; #b blocked layouts from convert-to-gpu):
     %d = tt.dot %a, %b, %c : tensor<64x64xf32, #b>
 becomes (#w = #wmma<wpc = [2, 2]>)
