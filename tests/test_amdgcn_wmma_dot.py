@@ -305,3 +305,37 @@ def test_row_reductions_of_a_dot_stay_in_its_layout(m, n, num_warps):
     s = a.astype(np.float64) @ b
     e = np.exp(s - s.max(axis=1, keepdims=True))
     np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-6)
+
+
+@needs_llvm
+@pytest.mark.parametrize("num_warps, num_stages, block", [(4, 1, (32, 64, 16)), (4, 3, (32, 32, 32)),
+                                                          (8, 2, (64, 32, 16)), (2, 3, (32, 32, 32))])
+def test_tutorial_matmul_with_masks_pipelining_and_activation(num_warps, num_stages, block):
+    """Tutorial 04's kernel (grouped tile order, masked K tail, software pipelining, leaky ReLU,
+    f16 output) at a shape its tiles do not divide, on WMMA."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parent.parent / "tutorials" / "04_matrix_multiplication.py"
+    spec = importlib.util.spec_from_file_location("tutorial_04", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = module.matmul_kernel.fn
+    m, n, k = 40, 72, 56
+    rng = np.random.default_rng(num_warps * num_stages)
+    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float16)
+    names = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
+             "stride_cn"]
+    args = dict(zip(names, [a, b, c, m, n, k, k, 1, n, 1, n, 1]))
+    block_m, block_n, block_k = block
+    constexprs = dict(BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=2, ACTIVATION="leaky_relu")
+    spec_, _ = kernel.specialize(list(args.values()), constexprs)
+    options = {"num_warps": num_warps, "num_stages": num_stages, "maxnreg": None}
+    compiled = compile_amdgcn(compile_kernel(kernel, spec_, options, "gfx1100", until="amdgcn").func, "gfx1100")
+    assert WMMA["f16"] in compiled.text and "v_fma_f32" not in compiled.text
+    assert b"ELF" in assemble(compiled.text, "gfx1100")[:4]
+    programs = -(-m // block_m) * -(-n // block_n)
+    run_amdgcn(compiled.text, programs, args)
+    exact = a.astype(np.float64) @ b
+    np.testing.assert_allclose(c, np.where(exact >= 0, exact, 0.01 * exact), rtol=2e-3, atol=2e-3)
