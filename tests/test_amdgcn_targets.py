@@ -63,7 +63,7 @@ def test_fp8_dot_is_a_compilation_error_naming_the_target(target):
 def test_fp8_dot_on_gfx1100_is_a_compilation_error_naming_it():
     fp8 = tile.MockTensor(tl.float8e4nv)
     with pytest.raises(tile.CompilationError, match=r"gfx1100 has no fp8 matrix instruction in tile \(it has no "
-                                                    r"MFMA: its tl.dot runs on FMA\)"):
+                                                    r"MFMA; its WMMA take f16, bf16\)"):
         tile.dump(fp8_dot_kernel, fp8, fp8, F32, BLOCK=32, stage="amdgcn", target="gfx1100")
 
 

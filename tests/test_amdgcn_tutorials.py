@@ -6,8 +6,9 @@ tolerances as its GPU check.
 
 Each runs a third time on gfx942 with its VGPRs cut to 24, so that the register allocator
 moves many values to AGPRs (tests/test_amdgcn_agpr.py: the blocks that need them at full size).
+On gfx1100 the matmul and attention tutorials' dots run on WMMA (asserted in their assembly).
 Tutorial 06 (the persistent matmul written for Hopper) runs with its 8 warps and a 128 x 128
-block.
+block on every target.
 """
 from __future__ import annotations
 
@@ -63,6 +64,13 @@ def assembled(texts: dict[str, str], *kernels: str) -> None:
         assert assemble(text, target)[:4] == b"\x7fELF"
 
 
+def on_wmma(texts: dict[str, str], *kernels: str) -> None:
+    """On gfx1100, each of `kernels` runs a dot (at least one) on WMMA."""
+    if os.environ["TILE_EMULATE_TARGET"] == "gfx1100":
+        for name in kernels:
+            assert "v_wmma_f32_16x16x16_f16" in texts[name], name
+
+
 @needs_llvm
 def test_01_vector_add(gfx_launches):
     t = tutorial("01_vector_add")
@@ -109,6 +117,7 @@ def test_04_matrix_multiplication(gfx_launches, activation):
         expected = np.where(expected >= 0, expected, 0.01 * expected)
     np.testing.assert_allclose(c, expected, rtol=1e-2, atol=5e-2)
     assembled(gfx_launches, "matmul_kernel")
+    on_wmma(gfx_launches, "matmul_kernel")
 
 
 @needs_llvm
@@ -122,6 +131,7 @@ def test_05_tensor_cores(gfx_launches):
                           BLOCK_N=t.BLOCK_N, BLOCK_K=t.BLOCK_K, num_warps=t.NUM_WARPS, num_stages=t.NUM_STAGES)
     np.testing.assert_allclose(c.numpy().astype(np.float64), a.astype(np.float64) @ b, rtol=1e-2, atol=5e-2)
     assembled(gfx_launches, "matmul_kernel")
+    on_wmma(gfx_launches, "matmul_kernel")
 
 
 @needs_llvm
@@ -129,6 +139,7 @@ def test_06_persistent_matmul(gfx_launches):
     t = tutorial("06_hopper_matmul")
     t.run(200, 144, 96, 2)   # poisoned output, every element compared with float64 NumPy
     assembled(gfx_launches, "persistent_matmul")
+    on_wmma(gfx_launches, "persistent_matmul")
 
 
 @pytest.mark.parametrize("causal", [True, False])
@@ -137,6 +148,7 @@ def test_07_fused_attention(gfx_launches, causal):
     t = tutorial("07_fused_attention")
     t.check((1, 2, 64, 32), "f16", causal)   # forward and backward against its float64 reference
     assembled(gfx_launches, "attn_fwd", "attn_bwd_preprocess", "attn_bwd_dkdv", "attn_bwd_dq")
+    on_wmma(gfx_launches, "attn_fwd", "attn_bwd_dkdv", "attn_bwd_dq")
 
 
 @needs_llvm

@@ -97,6 +97,26 @@ def test_workgroup_layouts_hold_each_wave_s_instruction_tiles(waves, rep_m, rep_
     assert b.apply(16 * (s + steps * j) + v, lane, warp) == (16 * s + b_k, 16 * (wave_n + wn * j) + b_col)
 
 
+@pytest.mark.parametrize("waves, shape", [((2, 2), (32, 16)), ((1, 8), (16, 16)), ((4, 2), (32, 64)),
+                                          ((2, 4), (64, 32))])
+def test_waves_past_the_tiles_repeat_them(waves, shape):
+    """A wave whose grid position lies past the result's tiles holds what the wave at that
+    position modulo the tiles holds, in the result and in both operands; every element is held."""
+    wm, wn = waves
+    (m, n), k = shape, 32
+    tiles_m, tiles_n = m // 16, n // 16
+    result = WmmaLayout(waves)
+    for layout, dims in ((result.to_linear((m, n)), (m, n)), (WmmaOperandLayout(0, result).to_linear((m, k)), (m, k)),
+                         (WmmaOperandLayout(1, result).to_linear((k, n)), (k, n))):
+        coords = layout.element_coords()    # [warps, lanes, registers, 2]
+        held = {tuple(c) for c in coords.reshape(-1, 2)}
+        assert len(held) == dims[0] * dims[1]
+        for warp in range(wm * wn):
+            wave_m, wave_n = warp % wm, warp // wm
+            first = wave_m % tiles_m + wm * (wave_n % tiles_n)
+            assert np.array_equal(coords[warp], coords[first])
+
+
 def test_wmma_layouts_print_and_parse():
     for text in ("#wmma<wpc = [2, 1]>", "#wmma_op<op_idx = 1, parent = #wmma<wpc = [1, 4]>>"):
         t = parse_type(f"tensor<32x64xf32, {text}>")

@@ -1,6 +1,6 @@
 """Lowering of tt.dot: mma.sync on the tensor cores, or one fma per element and k (a dot with a
 #mma version 3 result goes to lower_wgmma: Hopper's wgmma; one with an #mfma result to AMD's
-MFMA, `_lower_mfma`).
+MFMA, `_lower_mfma`; one with a #wmma result to RDNA3's WMMA, `_lower_wmma`).
 
 Tensor cores. Before (a 64x64 f16 tile, 4 warps; #A/#B dot-operand layouts, #C an mma layout):
 
@@ -42,8 +42,9 @@ import numpy as np
 
 from ..ir.core import Operation, Value
 from ..ir.mfma_layouts import MFMA_INSTR_K, MfmaLayout, MfmaOperandLayout
-from ..ir.simt_ops import MMA_SHAPES
+from ..ir.simt_ops import MMA_SHAPES, WMMA_WORDS
 from ..ir.types import DType, element_type, f16, f32, f64, i32
+from ..ir.wmma_layouts import OPERAND_VALUES, RESULT_REGISTERS, WMMA_K, WmmaLayout, WmmaOperandLayout
 from .lower_cast import convert
 from .lower_core import LayoutInfo, Lowering, LoweringError, lowers
 from .lower_fragments import Regs, mma_fragments, operand_source
@@ -204,6 +205,48 @@ def _lower_mfma(ctx: Lowering, op: Operation) -> None:
     ctx.set(op.result, acc)
 
 
+# ------------------------------------------------------------------------------ wmma
+
+
+def _lower_wmma(ctx: Lowering, op: Operation) -> None:
+    """One simt.wmma per 16 x 16 instruction tile and k-step of 16, registers found by the #wmma /
+    #wmma_op register order (tile.ir.wmma_layouts), k-steps outermost (each A row and B column
+    of a step packed once, every tile's accumulator chained through the steps):
+
+        %a0 = simt.pack %x0, %x1 : i32          (A's 16 values of this tile row and k-step, 8 words)
+        ...
+        %d0, ..., %d7 = simt.wmma %a0, ..., %a7, %b0, ..., %b7, %c0, ..., %c7 {atype = "f16"}
+    """
+    a, b, c = op.operands
+    layout = c.type.layout
+    for i, v in ((0, a), (1, b)):
+        if v.type.layout != WmmaOperandLayout(i, layout):
+            raise LoweringError(op, f"operand {'AB'[i]} of a WMMA dot must have layout "
+                                    f"{WmmaOperandLayout(i, layout)}, not {v.type.layout}")
+    atype = element_type(a.type).name
+    steps = a.type.shape[1] // WMMA_K
+    reps_m, reps_n = layout.tile_reps(c.type.shape)
+    get_a, get_b = operand_source(ctx, a), operand_source(ctx, b)
+
+    def words(get, tile_index: int, step: int) -> list[Value]:
+        first = OPERAND_VALUES * (step + steps * tile_index)
+        values = get(list(range(first, first + OPERAND_VALUES)))
+        return [ctx.pack(values[w:w + 2], i32) for w in range(0, OPERAND_VALUES, 2)]
+
+    acc = list(ctx.get(c))
+    for step in range(steps):
+        a_words = [words(get_a, i, step) for i in range(reps_m)]
+        for j in range(reps_n):
+            b_words = words(get_b, j, step)
+            for i in range(reps_m):
+                regs = range(RESULT_REGISTERS * (i + reps_m * j), RESULT_REGISTERS * (i + reps_m * j + 1))
+                out = ctx.ops("simt.wmma", a_words[i] + b_words + [acc[r] for r in regs], [f32] * WMMA_WORDS,
+                              atype=atype)
+                for r, v in zip(regs, out):
+                    acc[r] = v
+    ctx.set(op.result, acc)
+
+
 # ------------------------------------------------------------------------------ fma
 
 
@@ -247,6 +290,9 @@ def _lower_fma(ctx: Lowering, op: Operation) -> None:
 def _lower_dot(ctx: Lowering, op: Operation) -> None:
     if isinstance(op.result.type.layout, MfmaLayout):
         _lower_mfma(ctx, op)
+        return
+    if isinstance(op.result.type.layout, WmmaLayout):
+        _lower_wmma(ctx, op)
         return
     if is_wgmma_dot(op):
         lower_wgmma_dot(ctx, op)

@@ -175,8 +175,10 @@ class SharedOperand:
                 self.group_of[j] = g
 
     def _groups(self, words: list[int]) -> list[Group]:
-        """ldmatrix groups of consecutive `words` (x4, then x2, x1), the rest as single words."""
-        aligned = self.ctx.smem_align.get(self.base, 1) >= 16 and self.kw * self.eb == 4
+        """ldmatrix groups of consecutive `words` (x4, then x2, x1), the rest as single words
+        (all of them on AMD targets, which have no ldmatrix)."""
+        ldmatrix = self.ctx.facts.isa == "ptx" and self.ctx.smem_align.get(self.base, 1) >= 16 and \
+            self.kw * self.eb == 4
         out: list[Group] = []
         todo = [words[j:j + 4] for j in range(0, len(words), 4)]
         for m in (4, 2, 1):
@@ -184,7 +186,7 @@ class SharedOperand:
             for words in todo:
                 for i in range(0, len(words), m):
                     part = words[i:i + m]
-                    found = self._ldmatrix(part) if aligned and len(part) == m else None
+                    found = self._ldmatrix(part) if ldmatrix and len(part) == m else None
                     if found is None:
                         left.append(part)
                     else:

@@ -99,16 +99,17 @@ def fp8_dot_refusal(name: str, operand_types: Sequence[DType] = ()) -> Optional[
     can. An AMD target takes the fp8 formats of its MFMA table (amdgcn.isa.MFMA_SHAPES): gfx942's
     fnuz f8e4b8 / f8e5b16 (the dot then runs as f16, which holds each of their values, until the
     lowering feeds the fp8 MFMA), no other (OCP f8e4nv / f8e5 are other formats: as in Triton, no
-    MFMA for them on gfx942); gfx90a none; gfx1100 has no MFMA at all. PTX targets take fp8
-    everywhere (through f16 where mma has none)."""
+    MFMA for them on gfx942); gfx90a none; gfx1100 has no MFMA, and its WMMA take f16 and bf16.
+    PTX targets take fp8 everywhere (through f16 where mma has none)."""
     facts = TARGETS.get(name)
     if facts is None or facts.isa != "amdgcn":
         return None
-    from .amdgcn.isa import mfma_operand_types  # the AMD package imports this module
+    from .amdgcn.isa import WMMA_SHAPES, mfma_operand_types  # the AMD package imports this module
 
     types = mfma_operand_types(name)
     if not types:
-        return f"{name} has no fp8 matrix instruction in tile (it has no MFMA)"
+        wmma_types = ", ".join(s.operand_type for s in WMMA_SHAPES.values() if s.target == name)
+        return f"{name} has no fp8 matrix instruction in tile (it has no MFMA; its WMMA take {wmma_types})"
     native = [t for t in types if t.startswith("f8")]
     if not native:
         return f"{name} has no fp8 MFMA instruction in tile (its MFMA take {', '.join(types)})"

@@ -119,6 +119,7 @@ from typing import Optional, Sequence
 from .core import Block, Operation, Value
 from .dot_layouts import DotOperandLayout, MmaLayout, fma_operand_layout
 from .mfma_layouts import MfmaLayout, MfmaOperandLayout
+from .wmma_layouts import WmmaLayout, WmmaOperandLayout
 from .layouts import (BlockedLayout, DistributedLayout, Layout, SharedLayout, SliceLayout, join_layout, reshape_layout,
                       split_layout, trans_layout)
 from .ops import VerificationError, expect, expect_counts, register_op
@@ -421,9 +422,10 @@ def required_operand_types(op: Operation, result_types: Optional[list[Type]] = N
             want(1, DotOperandLayout(1, layout, width))
         elif isinstance(layout, MmaLayout) and not _shared(op.operand(0).type):
             want(0, DotOperandLayout(0, layout, mma_k_width(element_type(op.operand(0).type))))
-        elif isinstance(layout, MfmaLayout):
-            want(0, MfmaOperandLayout(0, layout))
-            want(1, MfmaOperandLayout(1, layout))
+        elif isinstance(layout, (MfmaLayout, WmmaLayout)):
+            operand_layout = MfmaOperandLayout if isinstance(layout, MfmaLayout) else WmmaOperandLayout
+            want(0, operand_layout(0, layout))
+            want(1, operand_layout(1, layout))
         elif isinstance(layout, BlockedLayout):
             k = op.operand(0).type.shape[1]
             want(0, fma_operand_layout(layout, 0, k))
@@ -486,7 +488,8 @@ def forward_result_layouts(op: Operation, index: int, layout: DistributedLayout)
     results = [r.type for r in op.results]
     if is_elementwise(op) and name not in ("tt.load", "tt.atomic_rmw", "tt.atomic_cas"):
         return [layout if isinstance(t, TensorType) else None for t in results]
-    if name == "gpu.convert_layout" and isinstance(results[0].layout, (DotOperandLayout, MfmaOperandLayout)):
+    if name == "gpu.convert_layout" and isinstance(results[0].layout, (DotOperandLayout, MfmaOperandLayout,
+                                                                               WmmaOperandLayout)):
         return None  # a dot's operand fragments: the conversion stays where it is (maybe hoisted)
     if name == "gpu.convert_layout":
         return [layout] * len(results)

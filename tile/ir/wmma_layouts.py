@@ -23,14 +23,17 @@ Registers: those of one instruction first, then the instruction tile repeated al
 only), then along M, then along N, as #mfma orders them (tile.ir.mfma_layouts): register
 8 * (i + reps_m * j) + r of the result is register r of the instruction at tile (i, j);
 register 16 * (s + steps * i) + v of A is value v of k-step s of tile row i. A is replicated
-over the wave columns, B over the wave rows.
+over the wave columns, B over the wave rows. Waves past the tiles (wm > M / 16 or wn > N / 16)
+repeat the first ones (zero warp bases), each computing the same tiles. #wmma takes any shape
+(bases past it are zero), so a row reduction of a dot's result is a #slice of it and the
+row-wise work of attention's softmax stays in the accumulator's layout.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from .layouts import DistributedLayout, LayoutBody, LinearLayout, fmt_list, log2
+from .layouts import DistributedLayout, LayoutBody, LinearLayout, clipped_linear, fmt_list, log2
 from .types import register_layout
 
 WMMA_WAVE_SIZE = 32
@@ -83,6 +86,21 @@ def _steps(base: tuple[int, int], count: int) -> list[tuple[int, int]]:
     return [(base[0] * p, base[1] * p) for p in _powers(count)]
 
 
+def _tile_reps(extents, waves) -> tuple[int, ...] | None:
+    """16-element instruction tiles of each wave along each dimension (at least one: waves beyond
+    the tiles repeat them), or None where the extent is not whole tiles shared out evenly."""
+    tiles = [extent // 16 for extent in extents]
+    if any(extent % 16 or t % w and w % t for extent, t, w in zip(extents, tiles, waves)):
+        return None
+    return tuple(max(1, t // w) for t, w in zip(tiles, waves))
+
+
+def _wave_steps(base: tuple[int, int], count: int, extent: int) -> list[tuple[int, int]]:
+    """The bases of `count` waves placed `base` apart along one dimension of `extent` elements:
+    waves past the extent repeat the ones before (zero bases), as when 4 waves hold 32 x 16."""
+    return [step if max(step) < extent else (0, 0) for step in _steps(base, count)]
+
+
 @dataclass(frozen=True)
 class WmmaLayout(DistributedLayout):
     """The result of tt.dot on WMMA: 16 x 16 instruction tiles, waves (= warps) in a wm x wn grid."""
@@ -90,7 +108,6 @@ class WmmaLayout(DistributedLayout):
     waves_per_cta: tuple[int, int]
 
     name = "wmma"
-    shape_generic = False
 
     def __post_init__(self) -> None:
         if len(self.waves_per_cta) != 2:
@@ -107,19 +124,25 @@ class WmmaLayout(DistributedLayout):
         return WMMA_WAVE_SIZE
 
     def tile_reps(self, shape) -> tuple[int, int]:
-        """Instruction tiles of each wave along M and N (a shape the waves do not tile is an error)."""
-        (wm, wn) = self.waves_per_cta
-        if len(shape) != 2 or shape[0] % (WMMA_M * wm) or shape[1] % (WMMA_N * wn):
+        """Instruction tiles of each wave along M and N (at least one: waves beyond the tiles
+        repeat them; a shape that is not whole tiles is an error)."""
+        reps = _tile_reps(shape, self.waves_per_cta) if len(shape) == 2 else None
+        if reps is None:
             raise ValueError(f"{self} does not tile a {list(shape)} tensor")
-        return shape[0] // (WMMA_M * wm), shape[1] // (WMMA_N * wn)
+        return reps
 
     def _linear(self, shape: tuple[int, ...]) -> LinearLayout:
-        reps_m, reps_n = self.tile_reps(shape)
+        """Any 2-D shape of powers of two: where it is smaller than the waves' tiles (a row
+        reduction's 32 x 1, which a #slice of this layout needs), the bases that step outside it
+        become zero, so those registers, lanes or waves repeat it."""
+        if len(shape) != 2 or any(n < 1 or n & (n - 1) for n in shape):
+            raise ValueError(f"{self} does not tile a {list(shape)} tensor")
         wm, wn = self.waves_per_cta
+        reps_m, reps_n = (max(1, n // (16 * w)) for n, w in zip(shape, self.waves_per_cta))
         wave = wmma_result_layout()
         regs = wave.register_bases + tuple(_steps((WMMA_M * wm, 0), reps_m) + _steps((0, WMMA_N * wn), reps_n))
-        warps = tuple(_steps((WMMA_M, 0), wm) + _steps((0, WMMA_N), wn))
-        return LinearLayout(tuple(shape), regs, wave.lane_bases, warps)
+        warps = _steps((WMMA_M, 0), wm) + _steps((0, WMMA_N), wn)
+        return clipped_linear(shape, regs, wave.lane_bases, warps)
 
     def __str__(self) -> str:
         return f"#wmma<wpc = {fmt_list(self.waves_per_cta)}>"
@@ -154,13 +177,15 @@ class WmmaOperandLayout(DistributedLayout):
         mn_dim = 0 if self.op_idx == 0 else 1
         k_dim = 1 - mn_dim
         waves_mn = (wm, wn)[self.op_idx]
-        if len(shape) != 2 or shape[k_dim] % WMMA_K or shape[mn_dim] % (16 * waves_mn):
+        reps_mn = _tile_reps((shape[mn_dim],), (waves_mn,)) if len(shape) == 2 else None
+        if reps_mn is None or shape[k_dim] % WMMA_K:
             raise ValueError(f"{self} does not tile a {list(shape)} tensor")
+        (reps_mn,) = reps_mn
         along = lambda dim, v: (v, 0) if dim == 0 else (0, v)  # noqa: E731
         wave = wmma_operand_layout(self.op_idx)
         regs = wave.register_bases + tuple(_steps(along(k_dim, WMMA_K), shape[k_dim] // WMMA_K) +
-                                           _steps(along(mn_dim, 16 * waves_mn), shape[mn_dim] // (16 * waves_mn)))
-        own = _steps(along(mn_dim, 16), waves_mn)
+                                           _steps(along(mn_dim, 16 * waves_mn), reps_mn))
+        own = _wave_steps(along(mn_dim, 16), waves_mn, shape[mn_dim])
         replicated = [(0, 0)] * log2((wn, wm)[self.op_idx])
         warps = tuple(own + replicated if self.op_idx == 0 else replicated + own)
         return LinearLayout(tuple(shape), regs, wave.lane_bases, warps)

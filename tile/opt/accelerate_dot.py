@@ -1,5 +1,6 @@
-"""Accelerate dot: put each tt.dot on the tensor cores (mma.sync; wgmma on sm_90a) where they can
-take it, else on the FMA path, by choosing its result layout and the layouts of its operands.
+"""Accelerate dot: put each tt.dot on the tensor cores (mma.sync; wgmma on sm_90a; MFMA on CDNA,
+WMMA on RDNA3) where they can take it, else on the FMA path, by choosing its result layout and
+the layouts of its operands.
 
 Before (num_warps = 4, sm_80; #b = a blocked layout from convert-to-gpu):
     %acc2 = tt.dot %a, %b, %acc {input_precision = "tf32"} : tensor<128x128xf32, #b>
@@ -72,6 +73,25 @@ num_warps must be even; the waves form a wm x wn grid (warps_per_tile over instr
 and the instruction is 32x32x8 for f16 where each wave gets at least 32 x 32, else 16x16x16
 (the one bf16 MFMA tile selects). M and N must be multiples of the waves' instruction tiles
 and K of the instruction's K, else the dot takes the FMA path.
+
+On gfx1100 (AMD RDNA3, waves of 32: one wave is one of the lowering's warps), f16 and bf16 dots
+with an f32 accumulator go to WMMA (WMMA_TARGETS; v_wmma_f32_16x16x16_f16 / _bf16): the waves
+form a wm x wn grid (warps_per_tile) over 16 x 16 instruction tiles, so M, N and K must be
+multiples of 16; where the grid is larger than the tiles (4 waves on a 32 x 16 result, such as
+attention's q @ k.T) the waves past them repeat the work of the first ones; the result gets
+#wmma and A and B #wmma_op (tile.ir.wmma_layouts: each lane holds a whole row of A or column of
+B, repeated in the other half of the wave), converted from their blocked layouts. Anything else
+(i8, f32, f64, other shapes) takes the FMA path; fp8 is refused before (tile.codegen.target).
+A loop-invariant operand's conversion moves in front of its loop as for mma (HOISTED_REGISTERS),
+and #wmma, like #mma, takes any shape, so row reductions of the result stay in its layout.
+Before / after (64x64x32 f16, num_warps = 4, gfx1100; #b blocked layouts from convert-to-gpu):
+    %d = tt.dot %a, %b, %c : tensor<64x64xf32, #b>
+becomes (#w = #wmma<wpc = [2, 2]>)
+    %0 = gpu.convert_layout %a : tensor<64x32xf16, #wmma_op<op_idx = 0, parent = #w>>
+    %1 = gpu.convert_layout %b : tensor<32x64xf16, #wmma_op<op_idx = 1, parent = #w>>
+    %2 = gpu.convert_layout %c : tensor<64x64xf32, #w>
+    %d = tt.dot %0, %1, %2 : tensor<64x64xf32, #w>
+    %3 = gpu.convert_layout %d : tensor<64x64xf32, #b>
 """
 from __future__ import annotations
 
@@ -87,6 +107,7 @@ from ..ir.layouts import BlockedLayout, blocked_layout
 from ..ir.mfma_layouts import MFMA_INSTR_K, MfmaLayout
 from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
 from ..ir.types import with_element
+from ..ir.wmma_layouts import WMMA_K, WMMA_M, WMMA_N, WmmaLayout, WmmaOperandLayout
 from .coalesce import MEMORY_OPS
 from .dce import DCE
 from .pass_manager import Pass
@@ -195,6 +216,20 @@ def mfma_result_layout_for(op: Operation, target: str, num_warps: int) -> Option
     return None
 
 
+WMMA_TARGETS = ("gfx1100",)
+
+
+def wmma_result_layout_for(op: Operation, target: str, num_warps: int) -> Optional[WmmaLayout]:
+    """The #wmma layout of tt.dot `op` on RDNA3, or None (see the module docstring)."""
+    a, c = op.operand(0).type, op.result.type
+    if target not in WMMA_TARGETS or a.element not in (f16, bf16) or c.element != f32:
+        return None
+    (m, k), n = a.shape, c.shape[1]
+    if m % WMMA_M or n % WMMA_N or k % WMMA_K:
+        return None
+    return WmmaLayout(warps_per_tile((m, n), num_warps))
+
+
 def fma_result_layout(shape: Sequence[int], num_warps: int, threads_per_warp: int = 32) -> BlockedLayout:
     """The FMA path's result layout: near-square blocks per thread, lanes then warps row-major."""
     per_thread = max(1, math.prod(shape) // (num_warps * threads_per_warp))
@@ -204,11 +239,11 @@ def fma_result_layout(shape: Sequence[int], num_warps: int, threads_per_warp: in
 
 
 def dot_result_layout(op: Operation, target: str, num_warps: int,
-                      threads_per_warp: int) -> MmaLayout | MfmaLayout | BlockedLayout:
+                      threads_per_warp: int) -> MmaLayout | MfmaLayout | WmmaLayout | BlockedLayout:
     shape = op.result.type.shape
-    mfma = mfma_result_layout_for(op, target, num_warps)
-    if mfma is not None:
-        return mfma
+    amd = mfma_result_layout_for(op, target, num_warps) or wmma_result_layout_for(op, target, num_warps)
+    if amd is not None:
+        return amd
     if uses_wgmma(op, target, num_warps, threads_per_warp):
         return wgmma_result_layout(shape, num_warps)
     if uses_mma(op, target, num_warps, threads_per_warp):
@@ -217,13 +252,14 @@ def dot_result_layout(op: Operation, target: str, num_warps: int,
 
 
 def hoist_invariant_fragments(func: Operation) -> None:
-    """Move the conversions of loop-invariant dot operands to #dot_op in front of their loop
-    (innermost loops first), as long as the fragments so kept live take at most
+    """Move the conversions of loop-invariant dot operands to #dot_op (or #wmma_op) in front of
+    their loop (innermost loops first), as long as the fragments so kept live take at most
     HOISTED_REGISTERS 32-bit registers per thread in that loop."""
     for loop in reversed([op for op in func.walk() if op.name in ("scf.for", "scf.while")]):
         budget = HOISTED_REGISTERS
         for op in list(loop.regions[-1].block.ops):
-            if op.name != "gpu.convert_layout" or not isinstance(layout_of(op.result), DotOperandLayout):
+            if op.name != "gpu.convert_layout" or \
+                    not isinstance(layout_of(op.result), (DotOperandLayout, WmmaOperandLayout)):
                 continue
             v = op.operand(0)
             owner = v.block.parent_op if isinstance(v, BlockArgument) else v.owner_op
@@ -322,5 +358,5 @@ class AccelerateDot(Pass):
 
 
 __all__ = ["AccelerateDot", "dot_result_layout", "fma_result_layout", "hoist_invariant_fragments",
-           "mfma_result_layout_for", "mma_capable", "upcasts_fp8_operands", "uses_mma", "uses_wgmma", "warps_per_tile", "wgmma_warp_groups",
-           "HOISTED_REGISTERS"]
+           "mfma_result_layout_for", "mma_capable", "upcasts_fp8_operands", "uses_mma", "uses_wgmma", "warps_per_tile",
+           "wgmma_warp_groups", "wmma_result_layout_for", "HOISTED_REGISTERS"]

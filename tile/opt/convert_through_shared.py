@@ -51,6 +51,7 @@ from ..ir.dot_layouts import LINE, DotOperandLayout, MmaLayout, shared_for_dot, 
 from ..ir.gpu_ops import element_bytes
 from ..ir.layouts import DistributedLayout, SharedLayout, conversion_kind, log2
 from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
+from ..ir.wmma_layouts import WmmaOperandLayout
 from .dce import replace_op
 from .pass_manager import Pass
 
@@ -116,11 +117,12 @@ def shared_layout_for(src: DistributedLayout, dst: DistributedLayout, shape: tup
 
 
 def _first_user(op: Operation) -> Operation:
-    """Where the load of a conversion goes: before the first user of a #dot_op conversion whose
-    users all sit in its block (so both operands of a dot are stored before either is loaded:
-    one barrier between them), else at the conversion."""
+    """Where the load of a conversion goes: before the first user of a #dot_op (or #wmma_op)
+    conversion whose users all sit in its block (so both operands of a dot are stored before
+    either is loaded: one barrier between them, and the dot's lowering loads each k-step's
+    operands when it needs them), else at the conversion."""
     users = op.result.users()
-    if not isinstance(op.result.type.layout, DotOperandLayout) or not users or \
+    if not isinstance(op.result.type.layout, (DotOperandLayout, WmmaOperandLayout)) or not users or \
             any(u.parent is not op.parent for u in users):
         return op
     return min(users, key=op.parent.ops.index)

@@ -187,11 +187,13 @@ def is_tuning_error(exc: BaseException) -> bool:
 
 
 def _device_name() -> str:
-    """Where timings were taken: autotuning results are only valid on the same kind of device."""
-    from tile.compiler import INTERPRETER, current_target
+    """Where timings were taken: autotuning results are only valid on the same kind of device
+    (under TILE_EMULATE, the emulated target: a config that fits gfx1100 may not fit gfx942)."""
+    from tile.compiler import INTERPRETER
+    from tile.frontend.jit import _EMULATOR_PREFIX, _launch_target
 
-    target = current_target()
-    if target == INTERPRETER:
+    target = _launch_target()
+    if target == INTERPRETER or target.startswith(_EMULATOR_PREFIX):
         return target
     from .cuda_driver import CudaDevice, current_device
 
