@@ -16,13 +16,14 @@ from hypothesis import strategies as st
 
 import tile
 import tile.language as tl
-from tile.codegen.amdgcn import UnsupportedOnTarget, emit_amdgcn
+from tile.codegen.amdgcn import UnsupportedOnTarget, assemble, emit_amdgcn
 from tile.codegen.amdgcn.isa import MFMA_SHAPES, mfma_shape
 from tile.ir import TensorType, VerificationError, parse_op, verify
 from tile.ir.types import f8e4b8, parse_type
 from tile.ir.mfma_layouts import MfmaLayout, MfmaOperandLayout, mfma_k_width, mfma_operand_layout
 from tile.opt.accelerate_dot import MFMA_INSTRS
 
+from amdgcn_util import needs_llvm
 from test_amdgcn_fp8 import FNUZ, FORMATS, fnuz, moderate_codes
 
 FP8_SHAPES = [s for s in MFMA_SHAPES.values() if s.values_per_lane == 8]
@@ -191,11 +192,13 @@ def _tutorial_04():
     return module.matmul_kernel.fn
 
 
+@needs_llvm
 @pytest.mark.parametrize("a_type, b_type, num_warps, num_stages", [("f8e4b8", "f8e4b8", 4, 2),
                                                                   ("f8e5b16", "f8e4b8", 4, 1)])
 def test_tutorial_04_matmul_on_fnuz_fp8(a_type, b_type, num_warps, num_stages):
     """Tutorial 04's kernel (grouped order, masked K tail, leaky ReLU, f16 output) on fp8 inputs
-    passed as tile.reinterpret'ed bytes, at a shape the tiles do not divide."""
+    passed as tile.reinterpret'ed bytes, at a shape the tiles do not divide; it assembles and
+    links with llvm-mc / ld.lld."""
     kernel = _tutorial_04()
     m, n, k = 40, 72, 80
     rng = np.random.default_rng(len(a_type) + num_stages)
@@ -208,6 +211,7 @@ def test_tutorial_04_matmul_on_fnuz_fp8(a_type, b_type, num_warps, num_stages):
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=32, GROUP_M=group_m, ACTIVATION="leaky_relu",
         num_warps=num_warps, num_stages=num_stages)
     assert f"_{FNUZ_NAMES[a_type]}_{FNUZ_NAMES[b_type]}" in compiled.asm["amdgcn"]
+    assert b"ELF" in assemble(compiled.asm["amdgcn"], "gfx942")[:4]
     exact = fnuz(a, a_type) @ fnuz(b, b_type)
     np.testing.assert_allclose(c, np.where(exact >= 0, exact, 0.01 * exact), rtol=2e-3, atol=2e-3)
 

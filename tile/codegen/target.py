@@ -97,9 +97,9 @@ class TargetResourceError(Exception):
 def fp8_dot_refusal(name: str, operand_types: Sequence[DType] = ()) -> Optional[str]:
     """Why tl.dot cannot take fp8 operands of `operand_types` on target `name`, or None where it
     can. An AMD target takes the fp8 formats of its MFMA table (amdgcn.isa.MFMA_SHAPES): gfx942's
-    fnuz f8e4b8 / f8e5b16 (on its fp8 MFMA: fp8_dot_is_native), no other (OCP f8e4nv / f8e5 are other formats: as in Triton, no
-    MFMA for them on gfx942); gfx90a none; gfx1100 has no MFMA, and its WMMA take f16 and bf16.
-    PTX targets take fp8 everywhere (through f16 where mma has none)."""
+    fnuz f8e4b8 / f8e5b16 (on its fp8 MFMA: fp8_dot_is_native), no other (OCP f8e4nv / f8e5 are
+    other formats: as in Triton, no MFMA for them on gfx942); gfx90a none; gfx1100 has no MFMA,
+    and its WMMA take f16 and bf16. PTX targets take fp8 everywhere (through f16 where mma has none)."""
     facts = TARGETS.get(name)
     if facts is None or facts.isa != "amdgcn":
         return None

@@ -384,5 +384,5 @@ class AccelerateDot(Pass):
 
 
 __all__ = ["AccelerateDot", "dot_result_layout", "fma_result_layout", "hoist_invariant_fragments",
-           "mfma_instrs", "mfma_result_layout_for", "mma_capable", "upcasts_fp8_operands", "uses_mma", "uses_wgmma", "warps_per_tile",
-           "wgmma_warp_groups", "wmma_result_layout_for", "HOISTED_REGISTERS"]
+           "mfma_instrs", "mfma_result_layout_for", "mma_capable", "upcasts_fp8_operands", "uses_mma", "uses_wgmma",
+           "warps_per_tile", "wgmma_warp_groups", "wmma_result_layout_for", "HOISTED_REGISTERS"]
