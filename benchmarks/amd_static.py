@@ -10,8 +10,9 @@ the VGPRs each lane of a SIMD has, allocated in the target's granules, at most i
 the workgroups whose LDS fits in a CU (gfx942: 64 KiB) or a WGP (gfx1100: 128 KiB, four SIMDs)),
 global bytes each thread moves and matrix instructions (MFMA on gfx942, WMMA on gfx1100) counted
 in the assembly. The estimate is the kernel's floor on the card: its bytes over the memory's
-bandwidth or its matrix flops over the dense fp16 peak, whichever is larger (MI300X: 5.3 TB/s
-HBM3, 1307 TFLOP/s; RX 7900 XTX: 960 GB/s GDDR6, 123 TFLOP/s with WMMA). A first hardware run
+bandwidth or its matrix flops over the dense peak of its operand type, whichever is larger
+(MI300X: 5.3 TB/s HBM3, 1307 fp16 / 2615 fp8 TFLOP/s; RX 7900 XTX: 960 GB/s GDDR6, 123 fp16
+TFLOP/s with WMMA). On gfx942 the matmul also runs on fnuz fp8 (tl.float8e4b8) inputs. A first hardware run
 has these to beat; they say nothing about latency hiding, which occupancy only hints at.
 """
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Card(NamedTuple):
 
     name: str
     memory_bytes_per_s: float
-    fp16_dense_flops: float
+    dense_flops: dict           # matrix operand type -> dense peak (flop/s)
     wave: int                   # lanes per wave
     vgprs_per_simd_lane: int    # the register file of one SIMD, per lane (occupancy's budget)
     vgpr_granule: int           # VGPRs are allocated to a wave in multiples of this
@@ -54,8 +55,8 @@ class Card(NamedTuple):
 # SIMD (LLVM's occupancy tests for gfx1100 agree: 96 VGPRs -> 16 waves, 128 -> 10, 256 -> 5); a
 # WGP's four SIMDs share 128 KiB of LDS.
 CARDS = {
-    "gfx942": Card("MI300X", 5.3e12, 1307e12, 64, 512, 8, 8, 64 * 1024, 4, "v_mfma_"),
-    "gfx1100": Card("RX 7900 XTX", 960e9, 123e12, 32, 1536, 24, 16, 128 * 1024, 4, "v_wmma_"),
+    "gfx942": Card("MI300X", 5.3e12, {"fp16": 1307e12, "fp8": 2615e12}, 64, 512, 8, 8, 64 * 1024, 4, "v_mfma_"),
+    "gfx1100": Card("RX 7900 XTX", 960e9, {"fp16": 123e12}, 32, 1536, 24, 16, 128 * 1024, 4, "v_wmma_"),
 }
 MEMORY_BYTES = {"dword": 4, "dwordx2": 8, "dwordx3": 12, "dwordx4": 16, "short": 2, "ushort": 2, "sshort": 2,
                 "byte": 1, "ubyte": 1, "sbyte": 1, "b16": 2, "b32": 4, "b64": 8, "b96": 12, "b128": 16}
@@ -104,6 +105,7 @@ class Row(NamedTuple):
     usage: Usage
     bytes_moved: float   # the problem's bytes through memory (each input read once, outputs written once)
     flops: float
+    operands: str = "fp16"   # the matrix instructions' operand type (which peak bounds the flops)
 
 
 # Triton's tutorial 03 HIP configurations with 8 warps, largest first
@@ -135,20 +137,25 @@ def rows(target: str) -> list[Row]:
                    2 * 2 * rows_ * cols, 0))
     s = 4096
     m16 = np.zeros((s, s), np.float16)
-    for bm, bn, bk, warps in MATMUL_CONFIGS:
-        launch = f"{s}^3, {bm}x{bn}x{bk}, {warps} warps"
-        try:
-            u = measured(k.matmul_kernel, m16, m16, m16, s, s, s, s, 1, s, 1, s, 1, BLOCK_M=bm, BLOCK_N=bn,
-                         BLOCK_K=bk, GROUP_M=4, warps=warps)
-        except tile.OutOfResources as e:
-            refused.append(f"matmul fp16 {launch}: {str(e).splitlines()[0]}")
-            continue
-        out.append(Row("matmul fp16", launch, u, 3 * 2 * s * s, 2.0 * s ** 3))
+    # fp8 where the card's matrix instructions take it (gfx942's fnuz e4m3: bytes seen as
+    # tl.float8e4b8), the output f16 as in the fp16 rows
+    m8 = tile.reinterpret(np.zeros((s, s), np.uint8), tl.float8e4b8)
+    inputs = [("fp16", m16, 2)] + ([("fp8", m8, 1)] if "fp8" in card.dense_flops else [])
+    for operands, x, size in inputs:
+        for bm, bn, bk, warps in MATMUL_CONFIGS:
+            launch = f"{s}^3, {bm}x{bn}x{bk}, {warps} warps"
+            try:
+                u = measured(k.matmul_kernel, x, x, m16, s, s, s, s, 1, s, 1, s, 1, BLOCK_M=bm, BLOCK_N=bn,
+                             BLOCK_K=bk, GROUP_M=4, warps=warps)
+            except tile.OutOfResources as e:
+                refused.append(f"matmul {operands} {launch}: {str(e).splitlines()[0]}")
+                continue
+            out.append(Row(f"matmul {operands}", launch, u, (2 * size + 2) * s * s, 2.0 * s ** 3, operands))
     return out
 
 
 def floor_us(row: Row, card: Card) -> float:
-    return 1e6 * max(row.bytes_moved / card.memory_bytes_per_s, row.flops / card.fp16_dense_flops)
+    return 1e6 * max(row.bytes_moved / card.memory_bytes_per_s, row.flops / card.dense_flops[row.operands])
 
 
 def main() -> None:

@@ -60,3 +60,14 @@ def test_lds_limits_occupancy_by_workgroups():
     each), two per gfx1100 WGP (8 waves of 32 each over 4 SIMDs: 4 each)."""
     assert amd_static.waves_per_simd(usage_of(32, 256, 65536), amd_static.CARDS["gfx942"]) == 1
     assert amd_static.waves_per_simd(usage_of(32, 256, 65536), amd_static.CARDS["gfx1100"]) == 4
+
+
+def test_the_floor_takes_the_peak_of_the_operand_type():
+    """A 4096^3 matmul is flop-bound on the MI300X: 2 * 4096^3 flops at 1307 fp16 TFLOP/s, half
+    that time at 2615 fp8 TFLOP/s; gfx1100 has no fp8 peak (its WMMA take f16 and bf16)."""
+    card, s = amd_static.CARDS["gfx942"], 4096
+    fp16 = amd_static.Row("matmul fp16", "", usage_of(128), 6 * s * s, 2.0 * s ** 3)
+    fp8 = amd_static.Row("matmul fp8", "", usage_of(128), 4 * s * s, 2.0 * s ** 3, "fp8")
+    assert amd_static.floor_us(fp16, card) == pytest.approx(1e6 * 2 * s ** 3 / 1307e12)
+    assert amd_static.floor_us(fp8, card) == pytest.approx(1e6 * 2 * s ** 3 / 2615e12)
+    assert "fp8" not in amd_static.CARDS["gfx1100"].dense_flops
