@@ -148,6 +148,24 @@ def test_fp8_dot_runs_on_the_fp8_mfma(m, n, k, block_k, num_warps, a_type, b_typ
     close_to_float64(c, fnuz(a, a_type), fnuz(b, b_type), c0.astype(np.float64))
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from([16, 32, 64]), st.sampled_from([16, 32, 64]), st.sampled_from([32, 64]),
+       st.sampled_from([2, 4, 8]), st.sampled_from(sorted(FNUZ)), st.sampled_from(sorted(FNUZ)),
+       st.integers(0, 2 ** 32 - 1))
+def test_fp8_dots_of_any_shape_compute_on_gfx942(m, n, k, num_warps, a_type, b_type, seed):
+    """Whatever the shape and warps, the dot computes (MFMA where the waves tile it, else FMA),
+    and a dot that uses MFMA uses the fp8 one of its operand formats, never an f16 MFMA."""
+    rng = np.random.default_rng(seed)
+    a, b = moderate_codes(rng, (m, k), a_type), moderate_codes(rng, (k, n), b_type)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    c = c0.copy()
+    compiled = tile.emulate(fp8_dot_acc, target="gfx942")[(1,)](
+        a, b, c, M=m, N=n, K=k, BLOCK_K=32, A_TYPE=FNUZ[a_type], B_TYPE=FNUZ[b_type], num_warps=num_warps)
+    mfmas = {line.split()[0] for line in compiled.asm["amdgcn"].splitlines() if line.strip().startswith("v_mfma")}
+    assert all(name.endswith(f"_{FNUZ_NAMES[a_type]}_{FNUZ_NAMES[b_type]}") for name in mfmas)
+    close_to_float64(c, fnuz(a, a_type), fnuz(b, b_type), c0.astype(np.float64))
+
+
 def test_fp8_dot_operands_stay_8_bit_in_the_ir():
     """No conversion to f16 on gfx942: the dot's operands are fp8 in #mfma_op of k_width 8,
     while an sm_90 dot on the same fnuz formats still goes through f16."""
