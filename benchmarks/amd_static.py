@@ -1,14 +1,19 @@
-"""Static estimates for the benchmark kernels on an MI300X (gfx942), from tile's own AMDGCN.
+"""Static estimates for the benchmark kernels on an MI300X (gfx942) or an RX 7900 XTX (gfx1100),
+from tile's own AMDGCN.
 
-    python benchmarks/amd_static.py [--target gfx942]
+    python benchmarks/amd_static.py [--target gfx942|gfx1100]
 
 No AMD GPU is lent, so until one is, each benchmark kernel (benchmarks/kernels.py) is compiled for
-the target and read: VGPRs (the unified file: architectural VGPRs and AGPRs together), of them
-AGPRs, and SGPRs from the code object's metadata, LDS bytes, occupancy (waves per SIMD: 512
-registers per lane per SIMD, at most 8 waves; a workgroup's waves share one CU's 64 KiB of LDS), global bytes each thread moves and MFMA instructions per K step, counted in the
-assembly. The estimate is the kernel's floor on the MI300X: its bytes over 5.3 TB/s (HBM3) or its
-MFMA flops over 1307 dense fp16 TFLOP/s, whichever is larger. A first hardware run has these to
-beat; they say nothing about latency hiding, which occupancy only hints at.
+the target and read: VGPRs (on gfx942 the unified file: architectural VGPRs and AGPRs together),
+of them AGPRs, and SGPRs from the code object's metadata, LDS bytes, occupancy (waves per SIMD:
+the VGPRs each lane of a SIMD has, allocated in the target's granules, at most its wave slots;
+the workgroups whose LDS fits in a CU (gfx942: 64 KiB) or a WGP (gfx1100: 128 KiB, four SIMDs)),
+global bytes each thread moves and matrix instructions (MFMA on gfx942, WMMA on gfx1100) counted
+in the assembly. The estimate is the kernel's floor on the card: its bytes over the memory's
+bandwidth or its matrix flops over the dense peak of its operand type, whichever is larger
+(MI300X: 5.3 TB/s HBM3, 1307 fp16 / 2615 fp8 TFLOP/s; RX 7900 XTX: 960 GB/s GDDR6, 123 fp16
+TFLOP/s with WMMA). On gfx942 the matmul also runs on fnuz fp8 (tl.float8e4b8) inputs. A first hardware run
+has these to beat; they say nothing about latency hiding, which occupancy only hints at.
 """
 from __future__ import annotations
 
@@ -29,28 +34,46 @@ import tile  # noqa: E402
 import tile.language as tl  # noqa: E402
 from load_kernels import load_kernels  # noqa: E402
 
-HBM_BYTES_PER_S = 5.3e12
-FP16_DENSE_FLOPS = 1307e12
-VGPRS_PER_SIMD_LANE = 512
-MAX_WAVES_PER_SIMD = 8
-LDS_BYTES_PER_CU = 64 * 1024
-SIMDS_PER_CU = 4
-WAVE = 64
+
+class Card(NamedTuple):
+    """The facts of one AMD card the estimates need."""
+
+    name: str
+    memory_bytes_per_s: float
+    dense_flops: dict           # matrix operand type -> dense peak (flop/s)
+    wave: int                   # lanes per wave
+    vgprs_per_simd_lane: int    # the register file of one SIMD, per lane (occupancy's budget)
+    vgpr_granule: int           # VGPRs are allocated to a wave in multiples of this
+    max_waves_per_simd: int
+    lds_bytes: int              # LDS shared by the workgroups of one CU (gfx942) or WGP (gfx1100)
+    simds_sharing_lds: int
+    matrix_prefix: str          # the matrix instructions' mnemonics start so
+
+
+# gfx942: CDNA3 ISA and the MI300X data sheet (512 unified VGPRs per lane, granule 8, 8 waves).
+# gfx1100: RDNA3 in wave32 has 1536 VGPRs per SIMD lane in granules of 24 and 16 wave slots per
+# SIMD (LLVM's occupancy tests for gfx1100 agree: 96 VGPRs -> 16 waves, 128 -> 10, 256 -> 5); a
+# WGP's four SIMDs share 128 KiB of LDS.
+CARDS = {
+    "gfx942": Card("MI300X", 5.3e12, {"fp16": 1307e12, "fp8": 2615e12}, 64, 512, 8, 8, 64 * 1024, 4, "v_mfma_"),
+    "gfx1100": Card("RX 7900 XTX", 960e9, {"fp16": 123e12}, 32, 1536, 24, 16, 128 * 1024, 4, "v_wmma_"),
+}
 MEMORY_BYTES = {"dword": 4, "dwordx2": 8, "dwordx3": 12, "dwordx4": 16, "short": 2, "ushort": 2, "sshort": 2,
                 "byte": 1, "ubyte": 1, "sbyte": 1, "b16": 2, "b32": 4, "b64": 8, "b96": 12, "b128": 16}
 
 
 class Usage(NamedTuple):
-    vgprs: int         # VGPRs and AGPRs: the unified register file's allocation
+    vgprs: int         # VGPRs (on gfx942 with the AGPRs: the unified register file's allocation)
     agprs: int
     sgprs: int
     lds: int
+    threads: int       # of one workgroup (the metadata's max_flat_workgroup_size)
     load_bytes: int    # per thread, counted once per instruction in the text (loops not unrolled)
     store_bytes: int
-    mfma: int          # MFMA instructions in the text
+    matrix: int        # matrix instructions (MFMA or WMMA) in the text
 
 
-def usage(asm: str) -> Usage:
+def usage(asm: str, card: Card) -> Usage:
     """What the assembly text of one kernel uses, read from its metadata and instructions."""
     def meta(key: str) -> int:
         return int(re.search(rf"\.{key}:\s*(\d+)", asm).group(1))
@@ -62,16 +85,17 @@ def usage(asm: str) -> Usage:
         return total
 
     return Usage(meta("vgpr_count"), meta("agpr_count"), meta("sgpr_count"), meta("group_segment_fixed_size"),
-                 moved("global_load"),
-                 moved("global_store"), len(re.findall(r"^\s*v_mfma_", asm, re.M)))
+                 meta("max_flat_workgroup_size"), moved("global_load"), moved("global_store"),
+                 len(re.findall(rf"^\s*{card.matrix_prefix}", asm, re.M)))
 
 
-def waves_per_simd(u: Usage, threads: int) -> int:
-    """Waves of this kernel one SIMD holds: VGPRs (allocated in granules of 8) and LDS decide."""
-    by_vgprs = min(MAX_WAVES_PER_SIMD, VGPRS_PER_SIMD_LANE // (math.ceil(u.vgprs / 8) * 8))
-    waves_per_group = max(1, threads // WAVE)
-    groups_by_lds = LDS_BYTES_PER_CU // u.lds if u.lds else 10 ** 9
-    by_lds = groups_by_lds * waves_per_group // SIMDS_PER_CU
+def waves_per_simd(u: Usage, card: Card) -> int:
+    """Waves of this kernel one SIMD holds: VGPRs (allocated in the card's granules) and LDS decide."""
+    granules = math.ceil(max(u.vgprs, 1) / card.vgpr_granule) * card.vgpr_granule
+    by_vgprs = min(card.max_waves_per_simd, card.vgprs_per_simd_lane // granules)
+    waves_per_group = max(1, u.threads // card.wave)
+    groups_by_lds = card.lds_bytes // u.lds if u.lds else 10 ** 9
+    by_lds = groups_by_lds * waves_per_group // card.simds_sharing_lds
     return max(0, min(by_vgprs, by_lds))
 
 
@@ -79,65 +103,74 @@ class Row(NamedTuple):
     name: str
     launch: str
     usage: Usage
-    threads: int
-    bytes_moved: float   # the problem's bytes through HBM (each input read once, outputs written once)
+    bytes_moved: float   # the problem's bytes through memory (each input read once, outputs written once)
     flops: float
+    operands: str = "fp16"   # the matrix instructions' operand type (which peak bounds the flops)
 
 
-# Triton's tutorial 03 HIP configurations with 8 warps (of 64 lanes), largest first
+# Triton's tutorial 03 HIP configurations with 8 warps, largest first
 MATMUL_CONFIGS = [(256, 256, 64, 8), (256, 128, 64, 8), (128, 128, 64, 8), (128, 64, 64, 8), (64, 64, 64, 8)]
 refused: list[str] = []
 
 
 def rows(target: str) -> list[Row]:
+    card = CARDS[target]
     k = load_kernels("amd_static_kernels", tile.jit, tl)
-    dump = lambda kernel, *args, warps=4, **meta: str(tile.dump(kernel, *args, stage="amdgcn", target=target,  # noqa: E731
-                                                                num_warps=warps, **meta))
+
+    def measured(kernel, *args, warps=4, **meta) -> Usage:
+        return usage(str(tile.dump(kernel, *args, stage="amdgcn", target=target, num_warps=warps, **meta)), card)
+
     out = []
     n = 1 << 24
     x = np.zeros(n, np.float32)
-    out.append(Row("vector add fp32", f"2^24, BLOCK 1024, 4 warps", usage(dump(k.add_kernel, x, x, x, n, BLOCK=1024)),
-                   256, 3 * 4 * n, 0))
+    out.append(Row("vector add fp32", "2^24, BLOCK 1024, 4 warps", measured(k.add_kernel, x, x, x, n, BLOCK=1024),
+                   3 * 4 * n, 0))
     rows_, cols = 4096, 4096
     a = np.zeros((rows_, cols), np.float32)
     out.append(Row("softmax fp32", f"{rows_}x{cols}, BLOCK 4096, 8 warps",
-                   usage(dump(k.softmax_kernel, a, a, cols, cols, cols, BLOCK=4096, warps=8)), 512,
-                   2 * 4 * rows_ * cols, 0))
+                   measured(k.softmax_kernel, a, a, cols, cols, cols, BLOCK=4096, warps=8), 2 * 4 * rows_ * cols, 0))
     h = np.zeros((rows_, cols), np.float16)
     w = np.zeros(cols, np.float32)
     mean = np.zeros(rows_, np.float32)
     out.append(Row("layer norm fp16", f"{rows_}x{cols}, BLOCK 4096, 8 warps",
-                   usage(dump(k.layer_norm_kernel, h, h, w, w, mean, mean, cols, cols, 1e-5, BLOCK=4096, warps=8)),
-                   512, 2 * 2 * rows_ * cols, 0))
+                   measured(k.layer_norm_kernel, h, h, w, w, mean, mean, cols, cols, 1e-5, BLOCK=4096, warps=8),
+                   2 * 2 * rows_ * cols, 0))
     s = 4096
     m16 = np.zeros((s, s), np.float16)
-    for bm, bn, bk, warps in MATMUL_CONFIGS:
-        launch = f"{s}^3, {bm}x{bn}x{bk}, {warps} warps"
-        try:
-            u = usage(dump(k.matmul_kernel, m16, m16, m16, s, s, s, s, 1, s, 1, s, 1, BLOCK_M=bm, BLOCK_N=bn,
-                           BLOCK_K=bk, GROUP_M=4, warps=warps))
-        except tile.OutOfResources as e:
-            refused.append(f"matmul fp16 {launch}: {str(e).splitlines()[0]}")
-            continue
-        out.append(Row("matmul fp16", launch, u, 64 * warps, 3 * 2 * s * s, 2.0 * s ** 3))
+    # fp8 where the card's matrix instructions take it (gfx942's fnuz e4m3: bytes seen as
+    # tl.float8e4b8), the output f16 as in the fp16 rows
+    m8 = tile.reinterpret(np.zeros((s, s), np.uint8), tl.float8e4b8)
+    inputs = [("fp16", m16, 2)] + ([("fp8", m8, 1)] if "fp8" in card.dense_flops else [])
+    for operands, x, size in inputs:
+        for bm, bn, bk, warps in MATMUL_CONFIGS:
+            launch = f"{s}^3, {bm}x{bn}x{bk}, {warps} warps"
+            try:
+                u = measured(k.matmul_kernel, x, x, m16, s, s, s, s, 1, s, 1, s, 1, BLOCK_M=bm, BLOCK_N=bn,
+                             BLOCK_K=bk, GROUP_M=4, warps=warps)
+            except tile.OutOfResources as e:
+                refused.append(f"matmul {operands} {launch}: {str(e).splitlines()[0]}")
+                continue
+            out.append(Row(f"matmul {operands}", launch, u, (2 * size + 2) * s * s, 2.0 * s ** 3, operands))
     return out
 
 
-def floor_us(row: Row) -> float:
-    return 1e6 * max(row.bytes_moved / HBM_BYTES_PER_S, row.flops / FP16_DENSE_FLOPS)
+def floor_us(row: Row, card: Card) -> float:
+    return 1e6 * max(row.bytes_moved / card.memory_bytes_per_s, row.flops / card.dense_flops[row.operands])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", default="gfx942")
+    parser.add_argument("--target", default="gfx942", choices=sorted(CARDS))
     args = parser.parse_args()
+    card = CARDS[args.target]
+    matrix = card.matrix_prefix.strip("_").split("_")[1].upper()
     print(f"| kernel | launch | VGPRs (of them AGPRs) | SGPRs | LDS bytes | waves/SIMD "
-          f"| global bytes per thread (ld / st, text) | MFMA in text | floor on MI300X (us) |")
+          f"| global bytes per thread (ld / st, text) | {matrix} in text | floor on {card.name} (us) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for row in rows(args.target):
         u = row.usage
-        print(f"| {row.name} | {row.launch} | {u.vgprs} ({u.agprs}) | {u.sgprs} | {u.lds} | {waves_per_simd(u, row.threads)} "
-              f"| {u.load_bytes} / {u.store_bytes} | {u.mfma} | {floor_us(row):.1f} |")
+        print(f"| {row.name} | {row.launch} | {u.vgprs} ({u.agprs}) | {u.sgprs} | {u.lds} | {waves_per_simd(u, card)} "
+              f"| {u.load_bytes} / {u.store_bytes} | {u.matrix} | {floor_us(row, card):.1f} |")
     for line in refused:
         print(f"not compiled: {line}")
 

@@ -3,8 +3,8 @@
 independently of tile.ir.float8; a one-wave kernel per instruction assembles with llvm-mc and
 computes D = A x B + C on the wave model bit for bit as NumPy does in float64 rounded once to
 f32 (inputs whose sums float64 holds exactly). tl.dot on fp8 for gfx942: the fnuz types compute
-(through f16 MFMA: each of their values is an f16 value), OCP float8e4nv / float8e5 are a
-CompilationError saying gfx942's formats differ."""
+on the fp8 MFMA (more in test_amdgcn_fp8_dot), OCP float8e4nv / float8e5 are a CompilationError
+saying gfx942's formats differ."""
 from __future__ import annotations
 
 import numpy as np
@@ -139,7 +139,8 @@ def test_dot_on_fnuz_fp8_computes_on_gfx942(a_type, b_type):
     c = np.full((m, n), np.nan, np.float32)
     compiled = tile.emulate(fp8_dot, target="gfx942")[(1,)](a, b, c, M=m, N=n, K=k, A_TYPE=FNUZ[a_type],
                                                            B_TYPE=FNUZ[b_type], num_warps=4)
-    assert "v_mfma_f32" in compiled.asm["amdgcn"]
+    names = {"f8e4b8": "fp8", "f8e5b16": "bf8"}
+    assert f"v_mfma_f32_16x16x32_{names[a_type]}_{names[b_type]}" in compiled.asm["amdgcn"]
     x, y = fnuz(a, a_type), fnuz(b, b_type)
     bound = 1e-6 * (np.abs(x) @ np.abs(y))   # f32 sums: the error scales with the sum of magnitudes
     assert (np.abs(c - x @ y) <= bound).all()

@@ -41,7 +41,7 @@ from typing import Optional
 import numpy as np
 
 from ..ir.core import Operation, Value
-from ..ir.mfma_layouts import MFMA_INSTR_K, MfmaLayout, MfmaOperandLayout
+from ..ir.mfma_layouts import MfmaLayout, MfmaOperandLayout, mfma_k_width
 from ..ir.simt_ops import MMA_SHAPES, WMMA_WORDS
 from ..ir.types import DType, element_type, f16, f32, f64, i32
 from ..ir.wmma_layouts import OPERAND_VALUES, RESULT_REGISTERS, WMMA_K, WmmaLayout, WmmaOperandLayout
@@ -170,36 +170,41 @@ def _lower_mma(ctx: Lowering, op: Operation, atype: str, plan: list[MmaInstr]) -
 
 def _lower_mfma(ctx: Lowering, op: Operation) -> None:
     """One simt.mfma per instruction tile and k-step, registers found by the #mfma / #mfma_op
-    register order (tile.ir.mfma_layouts), k-steps outermost:
+    register order (tile.ir.mfma_layouts), k-steps outermost; each lane's k_width values of A
+    (and of B) packed into two words, four 8-bit values or two 16-bit ones in each:
 
-        %a0 = simt.pack %x0, %x1 : i32          (A's four values of this tile and k-step, two words)
+        %a0 = simt.pack %x0, %x1 : i32          (A's four f16 values of this tile and k-step, two words)
         %d0, ..., %d15 = simt.mfma %a0, %a1, %b0, %b1, %c0, ..., %c15 {atype = "f16", instr = 32}
+        %a0 = simt.pack %x0, %x1, %x2, %x3 : i32   (eight fp8 values; B of bf8: btype = "f8e5b16")
+        %d0, ..., %d15 = simt.mfma %a0, %a1, %b0, %b1, %c0, ... {atype = "f8e4b8", btype = "f8e5b16", instr = 32}
     """
     a, b, c = op.operands
     layout = c.type.layout
+    width = mfma_k_width(element_type(a.type).bits)
     for i, v in ((0, a), (1, b)):
-        if v.type.layout != MfmaOperandLayout(i, layout):
+        if v.type.layout != MfmaOperandLayout(i, layout, width):
             raise LoweringError(op, f"operand {'AB'[i]} of an MFMA dot must have layout "
-                                    f"{MfmaOperandLayout(i, layout)}, not {v.type.layout}")
-    atype = element_type(a.type).name
-    steps = a.type.shape[1] // MFMA_INSTR_K[layout.instr]
+                                    f"{MfmaOperandLayout(i, layout, width)}, not {v.type.layout}")
+    atype, btype = element_type(a.type).name, element_type(b.type).name
+    types = {"atype": atype} if btype == atype else {"atype": atype, "btype": btype}
+    steps = a.type.shape[1] // MfmaOperandLayout(0, layout, width).instr_k
     reps_m, reps_n = layout.tile_reps(c.type.shape)
     per_tile = layout.instr * layout.instr // 64
     get_a, get_b = operand_source(ctx, a), operand_source(ctx, b)
 
     def words(get, first: int) -> list[Value]:
-        values = get(list(range(first, first + 4)))
-        return [ctx.pack(values[:2], i32), ctx.pack(values[2:], i32)]
+        values = get(list(range(first, first + width)))
+        return [ctx.pack(values[:width // 2], i32), ctx.pack(values[width // 2:], i32)]
 
     acc = list(ctx.get(c))
     for step in range(steps):
-        a_words = [words(get_a, 4 * (step + steps * i)) for i in range(reps_m)]
+        a_words = [words(get_a, width * (step + steps * i)) for i in range(reps_m)]
         for j in range(reps_n):
-            b_words = words(get_b, 4 * (step + steps * j))
+            b_words = words(get_b, width * (step + steps * j))
             for i in range(reps_m):
                 regs = range(per_tile * (i + reps_m * j), per_tile * (i + reps_m * j + 1))
                 out = ctx.ops("simt.mfma", a_words[i] + b_words + [acc[r] for r in regs], [f32] * per_tile,
-                              instr=layout.instr, atype=atype)
+                              instr=layout.instr, **types)
                 for r, v in zip(regs, out):
                     acc[r] = v
     ctx.set(op.result, acc)

@@ -97,10 +97,9 @@ class TargetResourceError(Exception):
 def fp8_dot_refusal(name: str, operand_types: Sequence[DType] = ()) -> Optional[str]:
     """Why tl.dot cannot take fp8 operands of `operand_types` on target `name`, or None where it
     can. An AMD target takes the fp8 formats of its MFMA table (amdgcn.isa.MFMA_SHAPES): gfx942's
-    fnuz f8e4b8 / f8e5b16 (the dot then runs as f16, which holds each of their values, until the
-    lowering feeds the fp8 MFMA), no other (OCP f8e4nv / f8e5 are other formats: as in Triton, no
-    MFMA for them on gfx942); gfx90a none; gfx1100 has no MFMA, and its WMMA take f16 and bf16.
-    PTX targets take fp8 everywhere (through f16 where mma has none)."""
+    fnuz f8e4b8 / f8e5b16 (on its fp8 MFMA: fp8_dot_is_native), no other (OCP f8e4nv / f8e5 are
+    other formats: as in Triton, no MFMA for them on gfx942); gfx90a none; gfx1100 has no MFMA,
+    and its WMMA take f16 and bf16. PTX targets take fp8 everywhere (through f16 where mma has none)."""
     facts = TARGETS.get(name)
     if facts is None or facts.isa != "amdgcn":
         return None
@@ -119,6 +118,19 @@ def fp8_dot_refusal(name: str, operand_types: Sequence[DType] = ()) -> Optional[
                 f"code, no infinities), not {' and '.join(foreign)}: convert the operands first (to "
                 f"tl.float8e4b8 / tl.float8e5b16, or tl.float16)")
     return None
+
+
+def fp8_dot_is_native(name: str, operand_types: Sequence[DType]) -> bool:
+    """Whether target `name`'s matrix instructions take tl.dot's fp8 operands of `operand_types`
+    as they are (gfx942's MFMA on fnuz fp8 / bf8, mixed too), so the frontend keeps them fp8
+    rather than converting them to f16."""
+    facts = TARGETS.get(name)
+    if facts is None or facts.isa != "amdgcn":
+        return False
+    from .amdgcn.isa import mfma_operand_types  # the AMD package imports this module
+
+    native = [t for t in mfma_operand_types(name) if t.startswith("f8")]
+    return all(t.name in native for t in operand_types)
 
 
 def target_facts(name: str) -> TargetFacts:

@@ -199,16 +199,19 @@ class BlockOps:
                 from .semantics import describe
 
                 raise ValueError(f"tl.dot: the {name} operand must be a 2-D block, got {describe(x)}")
+        native_fp8 = False
         if a.element.is_fp8 or b.element.is_fp8:
-            from tile.codegen.target import fp8_dot_refusal
+            from tile.codegen.target import fp8_dot_is_native, fp8_dot_refusal
 
             refusal = fp8_dot_refusal(self.target, (a.element, b.element))
             if refusal is not None:
                 raise TypeError(f"tl.dot of {to_dtype(a.element)!r} and {to_dtype(b.element)!r} operands: {refusal}")
+            native_fp8 = fp8_dot_is_native(self.target, (a.element, b.element))
         mixed_fp8 = a.element.is_fp8 and b.element.is_fp8 and a.element != b.element
-        if is_float8_variant(a.element) or is_float8_variant(b.element) or mixed_fp8:
+        if (is_float8_variant(a.element) or is_float8_variant(b.element) or mixed_fp8) and not native_fp8:
             # like Triton: the tensor cores know no such fp8 format, so both operands go to fp16
-            # (exact); e4m3 times e5m2 goes there too, since tile's dots take one operand type
+            # (exact); e4m3 times e5m2 goes there too, since tile's dots take one operand type.
+            # gfx942's MFMA take its fnuz formats (mixed too) as they are.
             a, b = self.cast(a, f16), self.cast(b, f16)
         ea, eb = a.element, b.element
         if ea != eb and not (ea.is_fp8 and eb.is_fp8):

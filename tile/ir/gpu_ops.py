@@ -118,7 +118,7 @@ from typing import Optional, Sequence
 
 from .core import Block, Operation, Value
 from .dot_layouts import DotOperandLayout, MmaLayout, fma_operand_layout
-from .mfma_layouts import MfmaLayout, MfmaOperandLayout
+from .mfma_layouts import MfmaLayout, MfmaOperandLayout, mfma_k_width
 from .wmma_layouts import WmmaLayout, WmmaOperandLayout
 from .layouts import (BlockedLayout, DistributedLayout, Layout, SharedLayout, SliceLayout, join_layout, reshape_layout,
                       split_layout, trans_layout)
@@ -422,10 +422,13 @@ def required_operand_types(op: Operation, result_types: Optional[list[Type]] = N
             want(1, DotOperandLayout(1, layout, width))
         elif isinstance(layout, MmaLayout) and not _shared(op.operand(0).type):
             want(0, DotOperandLayout(0, layout, mma_k_width(element_type(op.operand(0).type))))
-        elif isinstance(layout, (MfmaLayout, WmmaLayout)):
-            operand_layout = MfmaOperandLayout if isinstance(layout, MfmaLayout) else WmmaOperandLayout
-            want(0, operand_layout(0, layout))
-            want(1, operand_layout(1, layout))
+        elif isinstance(layout, MfmaLayout):
+            width = mfma_k_width(element_type(op.operand(0).type).bits)
+            want(0, MfmaOperandLayout(0, layout, width))
+            want(1, MfmaOperandLayout(1, layout, width))
+        elif isinstance(layout, WmmaLayout):
+            want(0, WmmaOperandLayout(0, layout))
+            want(1, WmmaOperandLayout(1, layout))
         elif isinstance(layout, BlockedLayout):
             k = op.operand(0).type.shape[1]
             want(0, fma_operand_layout(layout, 0, k))

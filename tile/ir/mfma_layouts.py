@@ -4,44 +4,50 @@ An MFMA (gfx90a/gfx942, 64-lane waves) computes D = A x B + C for one wave: A is
 K x N, C and D are M x N in f32. Each lane holds a few registers of each; which element sits in
 register r of lane l is fixed by the ISA (CDNA3 ISA 7.1, "Dependent Arithmetic Instructions"
 and the matrix layout figures; AMD's matrix instruction calculator prints the same tables).
-With 16-bit A and B (f16, bf16; four values per lane in two VGPRs) the layouts are:
+A and B take two VGPRs in each lane: four 16-bit values (f16, bf16) or eight 8-bit ones
+(gfx942's fnuz fp8 / bf8), `w` consecutive values of K (the operand's k_width, 4 or 8):
 
-    A (M x K)   lane l, value j (0..3):  row l % M,        k = 4 * (l // M) + j
-    B (K x N)   lane l, value j (0..3):  k = 4 * (l // N) + j,  column l % N
+    A (M x K)   lane l, value j (0..w-1):  row l % M,        k = w * (l // M) + j
+    B (K x N)   lane l, value j (0..w-1):  k = w * (l // N) + j,  column l % N
     D (M x N)   lane l, register r:      column l % N,
                                          row = 4 * (64 / N) * (r // 4) + 4 * (l // N) + r % 4
 
 So 32x32x8: the 32 lanes of each half of the wave hold the 32 rows of A (the halves split K
 in two fours), and D's register r of lane l is row 8 * (r // 4) + 4 * (l // 32) + r % 4 of
-column l % 32. 16x16x16: four groups of 16 lanes split K (A, B) and D's rows in fours.
+column l % 32. 16x16x16: four groups of 16 lanes split K (A, B) and D's rows in fours. The
+8-bit instructions have the same result layouts and twice the K (32x32x16, 16x16x32): each
+lane's eight values are eight consecutive k, lowest in the low byte of the first VGPR.
 
 Each layout is a LinearLayout (register, lane, warp) -> element over one wave (no warp bits):
 the bits of the register and lane indices each move one power-of-two step along a dimension.
-Registers count 16-bit values for A and B (two per VGPR, the low half first) and f32 values
-for D.
+Registers count the values of A and B (k_width per lane, two VGPRs' worth, the lowest
+first) and f32 values for D.
 
 Over a workgroup, tt.dot's layouts on gfx942 (the lowering's warps are 32 threads, so a wave is
 two consecutive warps and the wave's lane bit 5 is bit 0 of the warp index):
 
     #mfma<instr = 32, wpc = [wm, wn]>                     the result: waves tile (instr wm) x (instr wn)
     #mfma_op<op_idx = 0, parent = #mfma<...>>            A (op_idx 0) or B (1) of that result
+    #mfma_op<op_idx = 0, parent = #mfma<...>, k_width = 8>   the same of an 8-bit MFMA (K twice)
 
 Registers: those of one instruction first, then the instruction tile repeated along K (operands
 only), then along M, then along N: register R * (i + reps_m * j) + r of the result is register
-r of the instruction at tile (i, j) (R = instr * instr / 64); register 4 * (s + steps * i) + v
-of A is value v of k-step s of tile row i. A is replicated over the wave columns, B over the
-wave rows.
+r of the instruction at tile (i, j) (R = instr * instr / 64); register w * (s + steps * i) + v
+of A (k_width w) is value v of k-step s of tile row i. A is replicated over the wave columns,
+B over the wave rows.
 """
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from .layouts import DistributedLayout, LayoutBody, LinearLayout, fmt_list, log2
 from .types import register_layout
 
 MFMA_WAVE_SIZE = 64
-VALUES_PER_LANE = 4   # consecutive K of a 16-bit operand in each lane
+VALUES_PER_LANE = 4   # consecutive K of a 16-bit operand in each lane; rows of D in each lane group
+OPERAND_BITS_PER_LANE = 64   # A and B: two VGPRs in each lane, whatever the operand type
 
 
 def _check_wave(wave_size: int) -> None:
@@ -69,24 +75,32 @@ def mfma_result_layout(m: int, n: int, wave_size: int = MFMA_WAVE_SIZE) -> Linea
     )
 
 
-def mfma_operand_layout(op_idx: int, mn: int, k: int, wave_size: int = MFMA_WAVE_SIZE) -> LinearLayout:
-    """The layout of A (op_idx 0: mn x k) or B (op_idx 1: k x mn) of a 16-bit MFMA."""
+def mfma_k_width(bits: int) -> int:
+    """Values of K in each lane of an MFMA operand of `bits`-bit elements (4 of 16 bits, 8 of 8)."""
+    if bits not in (8, 16):
+        raise ValueError(f"no MFMA takes {bits}-bit operands")
+    return OPERAND_BITS_PER_LANE // bits
+
+
+def mfma_operand_layout(op_idx: int, mn: int, k: int, wave_size: int = MFMA_WAVE_SIZE,
+                        k_width: int = VALUES_PER_LANE) -> LinearLayout:
+    """The layout of A (op_idx 0: mn x k) or B (op_idx 1: k x mn) of an MFMA whose lanes hold
+    k_width values each (4: 16-bit operands, 8: 8-bit ones)."""
     _check_wave(wave_size)
-    if mn * k != wave_size * VALUES_PER_LANE:
-        raise ValueError(f"no 16-bit MFMA operand is {mn} x {k} "
-                         f"({VALUES_PER_LANE} values in each of {wave_size} lanes)")
+    if mn * k != wave_size * k_width:
+        raise ValueError(f"no {OPERAND_BITS_PER_LANE // k_width}-bit MFMA operand is {mn} x {k} "
+                         f"({k_width} values in each of {wave_size} lanes)")
 
     def place(along_mn: int, along_k: int) -> tuple[int, int]:
         return (along_mn, along_k) if op_idx == 0 else (along_k, along_mn)
 
     shape = place(mn, k)
-    registers = tuple(place(0, p) for p in _powers(VALUES_PER_LANE))
-    lanes = tuple(place(p, 0) for p in _powers(mn)) + tuple(place(0, VALUES_PER_LANE * p)
-                                                             for p in _powers(k // VALUES_PER_LANE))
+    registers = tuple(place(0, p) for p in _powers(k_width))
+    lanes = tuple(place(p, 0) for p in _powers(mn)) + tuple(place(0, k_width * p) for p in _powers(k // k_width))
     return LinearLayout(shape, registers, lanes, ())
 
 
-MFMA_INSTR_K = {32: 8, 16: 16}   # K of the 16-bit MFMA of each result size (32x32x8, 16x16x16)
+MFMA_INSTR_K = {32: 8, 16: 16}   # K of the 16-bit MFMA of each result size (32x32x8, 16x16x16; twice for 8-bit)
 LOWERING_WARP = 32               # threads per warp in the shared lowering: two warps make a wave
 
 
@@ -147,16 +161,19 @@ class MfmaLayout(DistributedLayout):
 
 @dataclass(frozen=True)
 class MfmaOperandLayout(DistributedLayout):
-    """A (op_idx 0, M x K) or B (op_idx 1, K x N) of a tt.dot whose result is `parent`."""
+    """A (op_idx 0, M x K) or B (op_idx 1, K x N) of a tt.dot whose result is `parent`, k_width
+    values of K in each lane (4 for 16-bit operands, 8 for 8-bit ones; see mfma_k_width)."""
 
     op_idx: int
     parent: MfmaLayout
+    k_width: int = VALUES_PER_LANE
 
     name = "mfma_op"
     shape_generic = False
 
     def __post_init__(self) -> None:
-        if self.op_idx not in (0, 1) or not isinstance(self.parent, MfmaLayout):
+        if self.op_idx not in (0, 1) or not isinstance(self.parent, MfmaLayout) or \
+                self.k_width not in (mfma_k_width(16), mfma_k_width(8)):
             raise ValueError(f"unsupported mfma operand layout {self}")
 
     @property
@@ -169,7 +186,8 @@ class MfmaOperandLayout(DistributedLayout):
 
     @property
     def instr_k(self) -> int:
-        return MFMA_INSTR_K[self.parent.instr]
+        """K of one instruction: that of the 16-bit MFMA, times two for 8-bit operands."""
+        return MFMA_INSTR_K[self.parent.instr] * self.k_width // VALUES_PER_LANE
 
     def _linear(self, shape: tuple[int, ...]) -> LinearLayout:
         t, k_instr, (wm, wn) = self.parent.instr, self.instr_k, self.parent.waves_per_cta
@@ -179,7 +197,7 @@ class MfmaOperandLayout(DistributedLayout):
         if len(shape) != 2 or shape[k_dim] % k_instr or shape[mn_dim] % (t * waves_mn):
             raise ValueError(f"{self} does not tile a {list(shape)} tensor")
         along = lambda dim, v: (v, 0) if dim == 0 else (0, v)  # noqa: E731
-        wave = mfma_operand_layout(self.op_idx, t, k_instr)
+        wave = mfma_operand_layout(self.op_idx, t, k_instr, k_width=self.k_width)
         lanes, half = _split_wave(wave)
         regs = wave.register_bases + tuple(_steps(along(k_dim, k_instr), shape[k_dim] // k_instr) +
                                            _steps(along(mn_dim, t * waves_mn), shape[mn_dim] // (t * waves_mn)))
@@ -189,7 +207,8 @@ class MfmaOperandLayout(DistributedLayout):
         return LinearLayout(tuple(shape), regs, lanes, warps)
 
     def __str__(self) -> str:
-        return f"#mfma_op<op_idx = {self.op_idx}, parent = {self.parent}>"
+        width = f", k_width = {self.k_width}" if self.k_width != VALUES_PER_LANE else ""
+        return f"#mfma_op<op_idx = {self.op_idx}, parent = {self.parent}{width}>"
 
     __repr__ = __str__
 
@@ -200,8 +219,9 @@ def _parse_mfma(body: str) -> MfmaLayout:
 
 
 def _parse_mfma_op(body: str) -> MfmaOperandLayout:
-    f = LayoutBody(body).fields(["op_idx", "parent"])
-    return MfmaOperandLayout(f["op_idx"], f["parent"])  # type: ignore[arg-type]
+    keys = ["op_idx", "parent"] + (["k_width"] if re.search(r"\bk_width\s*=", body) else [])
+    f = LayoutBody(body).fields(keys)
+    return MfmaOperandLayout(f["op_idx"], f["parent"], f.get("k_width", VALUES_PER_LANE))  # type: ignore[arg-type]
 
 
 register_layout("mfma", _parse_mfma)

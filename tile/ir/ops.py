@@ -628,7 +628,9 @@ def _verify_dot(op: Operation) -> None:
     expect(op, all(isinstance(t, TensorType) and t.rank == 2 for t in (a, b, c)), "operands are 2-D tensors")
     expect(op, a.shape[1] == b.shape[0], f"inner dimensions differ: {a.shape} @ {b.shape}")
     expect(op, c.shape == (a.shape[0], b.shape[1]), f"accumulator {c.shape} must be {(a.shape[0], b.shape[1])}")
-    expect(op, a.element == b.element, f"operand dtypes differ: {a.element} vs {b.element}")
+    # two fp8 formats may meet (gfx942's MFMA multiply fp8 by bf8)
+    expect(op, a.element == b.element or a.element.is_fp8 and b.element.is_fp8,
+           f"operand dtypes differ: {a.element} vs {b.element}")
     expect(op, op.result.type == c, "result must have the accumulator's type")
 
 

@@ -43,11 +43,12 @@ The ops:
 
 Tensor cores and asynchronous copies (sm_80+; warp-wide ops run with all 32 lanes converged):
 
-  simt.mfma %a0, %a1, %b0, %b1, %c... {instr, atype} : f32 x (instr^2 / 64)
+  simt.mfma %a0, %a1, %b0, %b1, %c... {instr, atype[, btype]} : f32 x (instr^2 / 64)
                                           AMD's MFMA (gfx942), a wave-wide op of the two warps
                                           of a 64-lane wave: D = A @ B + C for one instr x instr
-                                          tile; A and B four 16-bit values (atype) packed in two
-                                          i32 each, in the lanes as tile.ir.mfma_layouts says
+                                          tile; A and B four 16-bit or eight 8-bit values (atype;
+                                          B btype where given) packed in two i32 each, in the
+                                          lanes as tile.ir.mfma_layouts says
   simt.wmma %a x8, %b x8, %c x8 {atype} : f32 x8   RDNA3's WMMA (gfx1100), a wave-wide op of one
                                           32-lane wave: D = A @ B + C for one 16x16x16 tile; A
                                           and B sixteen 16-bit values (atype) packed in eight i32
@@ -328,15 +329,19 @@ def _verify_mma(op: Operation) -> None:
            f"accumulators and results are {acc}")
 
 
-MFMA_RESULT_SIZES = (32, 16)   # instr: 32x32x8 or 16x16x16 (tile.ir.mfma_layouts)
-MFMA_TYPES = ("f16", "bf16")
+MFMA_RESULT_SIZES = (32, 16)   # instr: 32x32 or 16x16 (K: tile.ir.mfma_layouts)
+MFMA_TYPES = ("f16", "bf16", "f8e4b8", "f8e5b16")
+MFMA_FP8_TYPES = ("f8e4b8", "f8e5b16")   # B may be the other of these (btype; the mixed fp8 / bf8 MFMA)
 
 
 @register_op("simt.mfma")
 def _verify_mfma(op: Operation) -> None:
-    instr = op.attrs.get("instr")
-    expect(op, instr in MFMA_RESULT_SIZES and op.attrs.get("atype") in MFMA_TYPES,
+    instr, atype = op.attrs.get("instr"), op.attrs.get("atype")
+    expect(op, instr in MFMA_RESULT_SIZES and atype in MFMA_TYPES,
            f"instr must be one of {MFMA_RESULT_SIZES} and atype one of {MFMA_TYPES}")
+    btype = op.attrs.get("btype", atype)
+    expect(op, btype == atype or atype in MFMA_FP8_TYPES and btype in MFMA_FP8_TYPES,
+           f"btype differs from atype only between {MFMA_FP8_TYPES}")
     acc = instr * instr // 64
     expect_counts(op, 4 + acc, acc)
     expect(op, all(v.type == i32 for v in op.operands[:4]), "A and B are two packed i32 registers each")

@@ -66,13 +66,23 @@ becomes (#w = #mma<version = 3, wpc = [8, 1], instr = [16, 128]>)
     %acc2 = tt.dot %0, %1, %2 : tensor<128x128xf32, #w>
     %3 = gpu.convert_layout %acc2 : tensor<128x128xf32, #b>
 
-On gfx942 and gfx90a (AMD CDNA3 and CDNA2), f16 and bf16 dots with an f32 accumulator go to MFMA (MFMA_TARGETS):
-the result gets #mfma (tile.ir.mfma_layouts) and A and B #mfma_op, converted from their
-blocked layouts like mma's operands. A wave is two of the lowering's 32-thread warps, so
-num_warps must be even; the waves form a wm x wn grid (warps_per_tile over instruction tiles),
-and the instruction is 32x32x8 for f16 where each wave gets at least 32 x 32, else 16x16x16
-(the one bf16 MFMA tile selects). M and N must be multiples of the waves' instruction tiles
-and K of the instruction's K, else the dot takes the FMA path.
+On gfx942 and gfx90a (AMD CDNA3 and CDNA2), f16 and bf16 dots with an f32 accumulator go to MFMA
+(MFMA_INSTRS), and on gfx942 so do dots on the fnuz fp8 formats f8e4b8 / f8e5b16 (A of one and
+B of the other too: v_mfma_f32_*_fp8_bf8 and _bf8_fp8): the result gets #mfma
+(tile.ir.mfma_layouts) and A and B #mfma_op (k_width 8 for fp8: eight values in each lane),
+converted from their blocked layouts like mma's operands. A wave is two of the lowering's
+32-thread warps, so num_warps must be even; the waves form a wm x wn grid (warps_per_tile over
+instruction tiles), and the instruction is 32x32 (K 8, or 16 for fp8) where each wave gets at
+least 32 x 32, else 16x16 (K 16, or 32 for fp8; the one bf16 MFMA tile selects). M and N must
+be multiples of the waves' instruction tiles and K of the instruction's K, else the dot takes
+the FMA path. Before / after (64x64x64 f8e4b8 x f8e5b16, num_warps = 4, gfx942):
+    %d = tt.dot %a, %b, %c : tensor<64x64xf32, #b>
+becomes (#m = #mfma<instr = 32, wpc = [2, 1]>)
+    %0 = gpu.convert_layout %a : tensor<64x64xf8e4b8, #mfma_op<op_idx = 0, parent = #m, k_width = 8>>
+    %1 = gpu.convert_layout %b : tensor<64x64xf8e5b16, #mfma_op<op_idx = 1, parent = #m, k_width = 8>>
+    %2 = gpu.convert_layout %c : tensor<64x64xf32, #m>
+    %d = tt.dot %0, %1, %2 : tensor<64x64xf32, #m>
+    %3 = gpu.convert_layout %d : tensor<64x64xf32, #b>
 
 On gfx1100 (AMD RDNA3, waves of 32: one wave is one of the lowering's warps), f16 and bf16 dots
 with an f32 accumulator go to WMMA (WMMA_TARGETS; v_wmma_f32_16x16x16_f16 / _bf16): the waves
@@ -99,12 +109,12 @@ import math
 import re
 from typing import Optional, Sequence
 
-from ..ir import BlockArgument, Operation, TensorType, Value, bf16, f16, f32, i8, i32, u8
+from ..ir import BlockArgument, DType, Operation, TensorType, Value, bf16, f16, f32, i8, i32, u8
 from ..ir.dot_layouts import MAX_WGMMA_N, DotOperandLayout, MmaLayout, wgmma_shared
 from ..ir.float8 import is_float8_variant
 from ..ir.gpu_ops import element_bytes, is_elementwise, layout_of, legalize, mma_k_width, with_layout
 from ..ir.layouts import BlockedLayout, blocked_layout
-from ..ir.mfma_layouts import MFMA_INSTR_K, MfmaLayout
+from ..ir.mfma_layouts import MFMA_INSTR_K, MfmaLayout, mfma_k_width
 from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
 from ..ir.types import with_element
 from ..ir.wmma_layouts import WMMA_K, WMMA_M, WMMA_N, WmmaLayout, WmmaOperandLayout
@@ -200,18 +210,34 @@ def wgmma_result_layout(shape: Sequence[int], num_warps: int) -> MmaLayout:
     return MmaLayout(3, (WARP_GROUP * gm, gn), (16, min(shape[1] // gn, MAX_WGMMA_N)))
 
 
-MFMA_TARGETS = ("gfx942", "gfx90a")
+# The result sizes (instr) of each target's MFMA on each operand type, preferred first (the
+# rows of tile.codegen.amdgcn.isa.MFMA_SHAPES; gfx942's fp8 / bf8 MFMA also take one of each).
+MFMA_INSTRS = {
+    "gfx942": {"f16": (32, 16), "bf16": (16,), "f8e4b8": (32, 16), "f8e5b16": (32, 16)},
+    "gfx90a": {"f16": (32, 16), "bf16": (16,)},
+}
+MFMA_TARGETS = tuple(MFMA_INSTRS)
+MIXED_MFMA_TYPES = ("f8e4b8", "f8e5b16")   # A of one and B of the other: one MFMA still
+
+
+def mfma_instrs(target: str, a: DType, b: DType) -> tuple[int, ...]:
+    """The MFMA result sizes `target` has for A of type `a` and B of type `b` (none: no MFMA)."""
+    if a != b and not (a.name in MIXED_MFMA_TYPES and b.name in MIXED_MFMA_TYPES):
+        return ()
+    return MFMA_INSTRS.get(target, {}).get(a.name, ())
 
 
 def mfma_result_layout_for(op: Operation, target: str, num_warps: int) -> Optional[MfmaLayout]:
     """The #mfma layout of tt.dot `op` on an AMD target, or None (see the module docstring)."""
-    a, c = op.operand(0).type, op.result.type
-    if target not in MFMA_TARGETS or a.element not in (f16, bf16) or c.element != f32 or num_warps % 2:
+    a, b, c = op.operand(0).type, op.operand(1).type, op.result.type
+    instrs = mfma_instrs(target, a.element, b.element)
+    if not instrs or c.element != f32 or num_warps % 2:
         return None
     (m, k), n = a.shape, c.shape[1]
-    for instr in (32, 16) if a.element == f16 else (16,):
+    k_scale = mfma_k_width(a.element.bits) // mfma_k_width(16)   # 8-bit MFMA: twice the K
+    for instr in instrs:
         wm, wn = warps_per_tile((m * 16 // instr, n * 16 // instr), num_warps // 2)
-        if m % (instr * wm) == 0 and n % (instr * wn) == 0 and k % MFMA_INSTR_K[instr] == 0:
+        if m % (instr * wm) == 0 and n % (instr * wn) == 0 and k % (MFMA_INSTR_K[instr] * k_scale) == 0:
             return MfmaLayout(instr, (wm, wn))
     return None
 
@@ -358,5 +384,5 @@ class AccelerateDot(Pass):
 
 
 __all__ = ["AccelerateDot", "dot_result_layout", "fma_result_layout", "hoist_invariant_fragments",
-           "mfma_result_layout_for", "mma_capable", "upcasts_fp8_operands", "uses_mma", "uses_wgmma", "warps_per_tile",
-           "wgmma_warp_groups", "wmma_result_layout_for", "HOISTED_REGISTERS"]
+           "mfma_instrs", "mfma_result_layout_for", "mma_capable", "upcasts_fp8_operands", "uses_mma", "uses_wgmma",
+           "warps_per_tile", "wgmma_warp_groups", "wmma_result_layout_for", "HOISTED_REGISTERS"]

@@ -277,10 +277,11 @@ def wmma_shape(target: str, operand_type: str) -> Optional[WmmaShape]:
     return next((s for s in WMMA_SHAPES.values() if s.target == target and s.operand_type == operand_type), None)
 
 
-def mfma_shape(target: str, m: int, operand_type: str) -> Optional[MfmaShape]:
-    """The MFMA of `target` with an m x m result on A and B both of `operand_type`, or None."""
+def mfma_shape(target: str, m: int, operand_type: str, b_type: str = "") -> Optional[MfmaShape]:
+    """The MFMA of `target` with an m x m result on A of `operand_type` and B of `b_type` (the
+    same where not given), or None."""
     return next((s for s in MFMA_SHAPES.values() if s.target == target and s.m == m
-                 and s.operand_type == s.b_operand_type == operand_type), None)
+                 and s.operand_type == operand_type and s.b_operand_type == (b_type or operand_type)), None)
 
 
 def mfma_operand_types(target: str) -> tuple[str, ...]:

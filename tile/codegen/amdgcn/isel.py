@@ -64,6 +64,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ...ir.float8 import encode as encode_float8, is_float8_variant
 from ...ir.core import Location, Operation, Value
 from ...ir.types import DType, PointerType, i1
 from ..math_lib import INV_TWO_PI
@@ -230,6 +231,8 @@ def constant_bits(value: Any, t: DType) -> int:
             return struct.unpack("<I", struct.pack("<f", value))[0] >> 16
         if t.name == "f64":
             return struct.unpack("<Q", struct.pack("<d", value))[0]
+        if is_float8_variant(t):   # an fp8 code in the low byte, as its byte loads leave it
+            return int(encode_float8(np.array([value]), t)[0])
         raise UnsupportedOnTarget(f"constants of type {t}")
     if t.bits < 32:
         narrow = int(value) & ((1 << t.bits) - 1)
@@ -1587,10 +1590,10 @@ class Selector:
         (the accumulator of the previous MFMA in place when nothing else reads it: a chain the
         hardware runs back to back; else a fresh copy). The matrix core needs every lane of the
         wave, so the workgroup must be whole waves and the op outside scf.if and scf.while."""
-        instr, atype = op.attrs["instr"], op.attrs["atype"]
-        shape = mfma_shape(self.target, instr, atype)
+        instr, atype, btype = op.attrs["instr"], op.attrs["atype"], op.attrs.get("btype", op.attrs["atype"])
+        shape = mfma_shape(self.target, instr, atype, btype)
         if shape is None:
-            raise self.unsupported(op, f"of {instr}x{instr} on {atype}")
+            raise self.unsupported(op, f"of {instr}x{instr} on {atype}" + (f" x {btype}" if btype != atype else ""))
         parent = op.parent_op
         while parent is not None and parent is not self.func:
             if parent.name in ("scf.if", "scf.while"):

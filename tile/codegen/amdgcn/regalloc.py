@@ -37,6 +37,10 @@ reader or writer goes through a fresh, short-lived VGPR (read before, written ba
 
 Only when the AGPRs are full too is the kernel a compile-time TargetResourceError
 (OutOfResources from the compiler) naming the registers: tile does not spill to scratch memory.
+Its required count is what the allocation needs: one past the last register the failing value
+would take, placed where it first fits in an unlimited bank. That is at least the registers
+live there, and more where alignment and tuples leave the free registers scattered (255 live
+of 256 VGPRs, no free aligned pair: 258 needed, and the message says both).
 """
 from __future__ import annotations
 
@@ -87,11 +91,22 @@ def alignment(reg: Reg) -> int:
 
 
 class _OutOf(Exception):
-    """Allocation failed: no room in `bank` for `reg`, whose range starts at `at`."""
+    """Allocation failed: no room in `bank` for `reg`, whose range starts at `at`; `needed` is one
+    past the register it would end at in a bank without limit (its first aligned free run)."""
 
-    def __init__(self, bank: str, at: int, reg: Reg):
+    def __init__(self, bank: str, at: int, reg: Reg, needed: int):
         super().__init__(bank, at)
-        self.bank, self.at, self.reg = bank, at, reg
+        self.bank, self.at, self.reg, self.needed = bank, at, reg, needed
+
+
+def _first_fit(taken: dict[int, Reg], reg: Reg, end: Optional[int]) -> Optional[int]:
+    """The lowest place below `end` (None: no limit) for `reg`: aligned, every dword of it free."""
+    step, place = alignment(reg), 0
+    while end is None or place + reg.size <= end:
+        if all(place + k not in taken for k in range(reg.size)):
+            return place
+        place += step
+    return None
 
 
 def _assign(insts: list[MInst], limits: dict[str, int]) -> dict[Reg, int]:
@@ -109,11 +124,9 @@ def _assign(insts: list[MInst], limits: dict[str, int]) -> dict[Reg, int]:
         if reg.fixed is not None:
             place = reg.fixed
         else:
-            step = alignment(reg)
-            place = next((p for p in range(0, limits[reg.bank] - reg.size + 1, step)
-                          if all(p + k not in taken for k in range(reg.size))), None)
+            place = _first_fit(taken, reg, limits[reg.bank])
             if place is None:
-                raise _OutOf(reg.bank, start, reg)
+                raise _OutOf(reg.bank, start, reg, _first_fit(taken, reg, None) + reg.size)
         for k in range(reg.size):
             taken[place + k] = reg
         assignment[reg] = place
@@ -139,8 +152,15 @@ def _out_of_resources(insts: list[MInst], failure: _OutOf, limits: dict[str, int
                 "does not spill to scratch memory: use a smaller BLOCK or fewer values per thread")
     else:
         hint = "tile does not spill VGPRs: use a smaller BLOCK or fewer values per thread"
-    return TargetResourceError(pressure(live_intervals(insts), bank, failure.at), limits[bank], BANK_NAMES[bank],
-                               kernel=kernel, target=target, hint=hint)
+    live = pressure(live_intervals(insts), bank, failure.at)
+    if live <= limits[bank]:
+        # what is live fits, but not where it sits: no aligned run of free registers is left
+        # for the failing tuple between the values placed before it
+        hint = (f"{live} registers are live there, but the {failure.reg.size}-register value that needs room finds "
+                f"no aligned run of {failure.reg.size} free registers among them: as allocated, the values need "
+                f"{failure.needed}; " + hint)
+    return TargetResourceError(failure.needed, limits[bank], BANK_NAMES[bank], kernel=kernel, target=target,
+                               hint=hint)
 
 
 def allocate(insts: list[MInst], target: str, kernel: str = "",
