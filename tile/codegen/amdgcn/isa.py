@@ -43,6 +43,7 @@ Operand kinds:
     vaddr           a global address in an aligned VGPR pair
     saddr           "off" (the address is in vaddr alone)
     sbase           the SGPR pair an s_load reads from
+    ssrc4           four aligned SGPRs: a buffer resource (BUFFER_RESOURCE_CONFIG)
     imm             an immediate number (a byte offset)
     label           a branch target
     vcc             the vcc pair (carry out and in of the 64-bit add chains)
@@ -93,6 +94,22 @@ MAX_LGKMCNT = WAIT_COUNT_LIMITS["gfx942"]["lgkmcnt"]
 STORE_COUNTER = {"gfx942": "vmcnt", "gfx90a": "vmcnt", "gfx1100": "vscnt"}
 GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1; GFX11 alike)
 DS_OFFSET_RANGE = (0, 65535)         # the unsigned 16-bit offset of ds_read/ds_write
+BUFFER_OFFSET_RANGE = (0, 4095)      # the unsigned 12-bit immediate offset of MUBUF (CDNA3 ISA 9.1; RDNA3 alike)
+
+# A buffer resource (V#, four SGPRs; the CDNA3 ISA's "Buffer Resource" table in chapter 9, Vector
+# Memory Operations, and the RDNA3 ISA's in its Vector Memory Buffer Instructions chapter): dword 0 the base address's low 32 bits, dword 1 its high 16 bits
+# (stride 0 above them: a raw buffer, addressed by byte offset), dword 2 num_records (the size
+# in bytes: a raw buffer's range check), dword 3 the configuration below, per target. DST_SEL
+# (bits 0-11) is unused by untyped loads; the data format must not be 0 ("invalid", which would
+# make every access out of range): 32-bit float, NUM_FORMAT 7 (bits 12-14) and DATA_FORMAT 4
+# (bits 15-18), as Triton's AMD backend writes it (third_party/amd BufferOpsEmitter). RDNA3 also
+# needs its reserved bit 24 set and OOB_SELECT (bits 28-29) = 3: raw range checking against
+# num_records (the mode a stride-0 buffer is checked in on CDNA). A component (a dword of a
+# multi-dword load, or the whole sub-dword value) ending past num_records reads 0 and faults
+# nothing (the chapters' "Range Checking"; LLVM AMDGPUUsage, "Relaxed Buffer OOB Mode": per 32-bit word).
+BUFFER_RESOURCE_CONFIG = {"gfx942": (7 << 12) | (4 << 15), "gfx90a": (7 << 12) | (4 << 15),
+                          "gfx1100": (7 << 12) | (4 << 15) | (1 << 24) | (3 << 28)}
+BUFFER_BASE_HIGH_BITS = 0xFFFF   # dword 1: the base's high 16 bits; the stride field above them stays 0
 LDS_BYTES = {"gfx942": 65536, "gfx90a": 65536, "gfx1100": 65536}   # per workgroup
 # User SGPRs tile enables (the kernarg segment pointer, s[0:1]) and how many user plus system
 # SGPRs the hardware must be asked to initialize at least: gfx1100 initializes them wrongly
@@ -128,6 +145,9 @@ LANE_MASK_REGISTERS = {"gfx942": {}, "gfx90a": {}, "gfx1100": {"exec": "exec_lo"
 # their type, LDS reads and writes as loads and stores, no-carry adds, carry chains as _co_ci
 SPELLING = {"gfx942": {}, "gfx90a": {}, "gfx1100": {
     **{f"global_load_{old}": f"global_load_{new}" for old, new in (
+        ("ubyte", "u8"), ("sbyte", "i8"), ("ushort", "u16"), ("sshort", "i16"), ("dword", "b32"),
+        ("dwordx2", "b64"), ("dwordx3", "b96"), ("dwordx4", "b128"))},
+    **{f"buffer_load_{old}": f"buffer_load_{new}" for old, new in (
         ("ubyte", "u8"), ("sbyte", "i8"), ("ushort", "u16"), ("sshort", "i16"), ("dword", "b32"),
         ("dwordx2", "b64"), ("dwordx3", "b96"), ("dwordx4", "b128"))},
     **{f"global_store_{old}": f"global_store_{new}" for old, new in (
@@ -446,6 +466,13 @@ def _rows() -> list[InstrInfo]:
                         ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
         dst = "vdst" if width == 1 else f"vdst{width}"
         add(f"global_load_{name}", "FLAT", f"{dst} | vaddr saddr", "vmem", "vmcnt")
+    # buffer loads (MUBUF, offen: the byte offset in a VGPR, the soffset an SGPR or 0, the
+    # immediate offset BUFFER_OFFSET_RANGE) through a raw buffer resource: lanes out of its range
+    # read 0 (BUFFER_RESOURCE_CONFIG); they count in vmcnt with the global loads, in issue order
+    for name, width in (("ubyte", 1), ("sbyte", 1), ("ushort", 1), ("sshort", 1), ("dword", 1),
+                        ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
+        dst = "vdst" if width == 1 else f"vdst{width}"
+        add(f"buffer_load_{name}", "MUBUF", f"{dst} | vsrc ssrc4 ssrc", "vmem", "vmcnt")
     for name, width in (("byte", 1), ("short", 1), ("dword", 1), ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
         data = "vsrc" if width == 1 else f"vsrc{width}"
         add(f"global_store_{name}", "FLAT", f"| vaddr {data} saddr", "vmem", "store")

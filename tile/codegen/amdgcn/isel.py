@@ -67,7 +67,8 @@ import numpy as np
 from ...ir.core import Location, Operation, Value
 from ...ir.types import DType, PointerType, i1
 from ..math_lib import INV_TWO_PI
-from .isa import (ATOMIC_RETURN_BIT, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64, GLOBAL_OFFSET_RANGE, INLINE_FLOATS,
+from .isa import (ATOMIC_RETURN_BIT, BUFFER_BASE_HIGH_BITS, BUFFER_OFFSET_RANGE, BUFFER_RESOURCE_CONFIG,
+                  DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64, GLOBAL_OFFSET_RANGE, INLINE_FLOATS,
                   LANE_MASK_OPCODES, MEMORY_ORDER, STORE_COUNTER, WAVE_SIZE, info, mfma_shape, user_sgpr_count,
                   wmma_shape)
 from .mir import EXEC, NULL, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
@@ -298,6 +299,151 @@ _DS_NARROW_STORE = {8: "ds_write_b8", 16: "ds_write_b16"}
 _WAVE_HALF = 32   # simt.shfl exchanges within the lowering's 32-lane warps: each half of a wave64
 
 
+# Buffer loads ---------------------------------------------------------------------------
+# A masked global load whose mask is the bound check of its own element index (`offs < n`, the
+# common form) is selected as a raw buffer load (buffer_load_*, offen) instead of a global load
+# under a narrowed EXEC: the resource's num_records is the bound in bytes, so the hardware reads
+# 0 in the lanes past it (isa.BUFFER_RESOURCE_CONFIG), and the mask is never computed. The
+# element index splits into a uniform part (folded into the resource's base, in 64 bits), a
+# per-lane part whose range is known (the VGPR byte offset: below 2^31, so its 32 bits cannot
+# wrap) and a constant (the instruction's offset), as Triton's AMD backend splits its buffer
+# offsets (third_party/amd: the pointer canonicalization and BufferOpsEmitter):
+#
+#     %6  = arith.add %2, %5 : i32              (%2 = ctaid * 256: uniform; %5 = tid << 1: 0..255)
+#     %7  = arith.add %6, %4 : i32              (%4 = 1)
+#     %9  = arith.cmp %7, %n {predicate = "lt"} : i1
+#     %10 = simt.addptr %x_ptr, %6 {scale = 4}
+#     %12 = simt.ld_global %10, %9 {offset = 4, vector = 1} : f32
+#
+#  -> s_mul_i32 / s_add_u32 / s_addc_u32   base = x_ptr + sext(%2) * 4, its high 16 bits in dword 1
+#     s_sub_u32, s_cmp_lt_i32, s_cselect_b32, s_min_u32, s_lshl_b32
+#                                          num_records = clamp(n - %2, 0, 2^30 - 1) * 4
+#     v_lshlrev_b32 %voff, 2, %5
+#     buffer_load_dword %v, %voff, %s[0:3], 0 offen offset:4
+#
+# A lane reads memory exactly when %2 + %5 + 1 < n (clamping n - %2 changes nothing: the
+# per-lane offset stays far below it). Where `other` is not 0, the mask has another form, or the
+# per-lane part's range is unknown, the global load under EXEC stays.
+_INT_RANGE = (-(1 << 31), (1 << 31) - 1)
+BUFFER_OFFSET_LIMIT = 1 << 31   # the per-lane byte offsets of a buffer load stay below this
+
+
+def lane_range(v: Value, threads: int, memo: dict) -> Optional[tuple[int, int]]:
+    """The smallest and largest value per-lane i32 `v` can take in a CTA of `threads` threads,
+    from its definition (thread index, constants, + - * << >> & | / % min max); None if unknown."""
+    if v in memo:
+        return memo[v]
+    memo[v] = None   # a cycle (loop-carried values) is unknown
+    op = v.owner_op
+    if op is None or not (_is_int(v.type) and dwords(v.type) == 1):
+        return None
+    if op.name == "arith.constant":
+        value = int(op.attrs["value"])
+        found: Optional[tuple[int, int]] = (value, value)
+    elif op.name == "simt.tid":
+        found = (0, threads - 1)
+    elif op.name in _RANGE_RULES and len(op.operands) == 2:
+        a, b = (lane_range(x, threads, memo) for x in op.operands)
+        found = _RANGE_RULES[op.name](a, b) if a is not None and b is not None else None
+    else:
+        found = None
+    if found is not None and not (_INT_RANGE[0] <= found[0] <= found[1] <= _INT_RANGE[1]):
+        found = None   # it could wrap
+    memo[v] = found
+    return found
+
+
+def _constant_of(r: tuple[int, int]) -> Optional[int]:
+    return r[0] if r[0] == r[1] else None
+
+
+def _shift_range(a, b, shift):
+    k = _constant_of(b)
+    if k is None or not 0 <= k < 32 or a[0] < 0:
+        return None
+    return shift(a[0], k), shift(a[1], k)
+
+
+def _quotient_range(a, b, rem: bool):
+    k = _constant_of(b)
+    if k is None or k <= 0 or a[0] < 0:
+        return None
+    return (0, min(a[1], k - 1)) if rem else (a[0] // k, a[1] // k)
+
+
+_RANGE_RULES = {
+    "arith.add": lambda a, b: (a[0] + b[0], a[1] + b[1]),
+    "arith.sub": lambda a, b: (a[0] - b[1], a[1] - b[0]),
+    "arith.mul": lambda a, b: (a[0] * b[0], a[1] * b[1]) if a[0] >= 0 and b[0] >= 0 else None,
+    "arith.shl": lambda a, b: _shift_range(a, b, lambda x, k: x << k),
+    "arith.shr": lambda a, b: _shift_range(a, b, lambda x, k: x >> k),
+    "arith.and": lambda a, b: (0, min(r[1] for r in (a, b) if r[0] >= 0)) if a[0] >= 0 or b[0] >= 0 else None,
+    "arith.or": lambda a, b: (0, (1 << max(a[1], b[1]).bit_length()) - 1) if a[0] >= 0 and b[0] >= 0 else None,
+    "arith.div": lambda a, b: _quotient_range(a, b, rem=False),
+    "arith.rem": lambda a, b: _quotient_range(a, b, rem=True),
+    "arith.max": lambda a, b: (max(a[0], b[0]), max(a[1], b[1])),
+    "arith.min": lambda a, b: (min(a[0], b[0]), min(a[1], b[1])),
+}
+
+
+@dataclass(frozen=True)
+class BufferAccess:
+    """A global load selectable as a buffer load: element index uniform + lanewise + the
+    instruction's offset / scale, read where that index is below `bound`."""
+
+    pointer: Value             # the uniform base pointer
+    uniform: Optional[Value]   # the index's uniform part (None: 0)
+    lanewise: Value            # its per-lane part, never negative
+    bound: Value               # the uniform n of `index < n`
+    scale: int                 # bytes per element
+
+
+def _is_zero_constant(v: Value) -> bool:
+    op = v.owner_op
+    return op is not None and op.name == "arith.constant" and constant_bits(op.attrs["value"], v.type) == 0
+
+
+def buffer_access(load: Operation, uniform: set[Value], threads: int, memo: dict) -> Optional[BufferAccess]:
+    """How masked simt.ld_global `load` reads as a raw buffer load, or None (see above)."""
+    if load.name != "simt.ld_global" or len(load.operands) < 2:
+        return None
+    if not all(_is_zero_constant(other) for other in load.operands[2:]):
+        return None
+    address, compare = load.operand(0).owner_op, load.operand(1).owner_op
+    if address is None or address.name != "simt.addptr" or compare is None or compare.name != "arith.cmp":
+        return None
+    pointer, index = address.operands
+    scale = address.attrs["scale"]
+    checked, bound = compare.operands
+    if (pointer not in uniform or index in uniform or bound not in uniform or compare.attrs["predicate"] != "lt"
+            or not (_is_int(index.type) and _signed(index.type) and dwords(index.type) == 1)
+            or checked.type != index.type or scale <= 0 or scale & (scale - 1)):
+        return None
+    offset = load.attrs.get("offset", 0)
+    step = 0   # the checked index is `index + step`, and the load reads `step` elements on
+    if checked is not index:
+        add = checked.owner_op
+        if add is None or add.name != "arith.add" or index not in add.operands:
+            return None
+        other = add.operand(1) if add.operand(0) is index else add.operand(0)
+        constant = other.owner_op
+        if constant is None or constant.name != "arith.constant":
+            return None
+        step = int(constant.attrs["value"])
+    if offset != step * scale or not BUFFER_OFFSET_RANGE[0] <= offset <= BUFFER_OFFSET_RANGE[1]:
+        return None
+    parts = index.owner_op
+    uniform_part, lanewise = None, index
+    if parts is not None and parts.name == "arith.add" and (parts.operand(0) in uniform) != (parts.operand(1) in uniform):
+        uniform_part, lanewise = ((parts.operand(0), parts.operand(1)) if parts.operand(0) in uniform
+                                  else (parts.operand(1), parts.operand(0)))
+    span = lane_range(lanewise, threads, memo)
+    loaded_bytes = _bits(load.results[0].type) * load.attrs.get("vector", 1) // 8
+    if span is None or span[0] < 0 or (span[1] + step) * scale + loaded_bytes >= BUFFER_OFFSET_LIMIT:
+        return None
+    return BufferAccess(pointer, uniform_part, lanewise, bound, scale)
+
+
 class Selector:
     """Walks a simt.func once, appending MIR; each simt value maps to its operand."""
 
@@ -322,6 +468,12 @@ class Selector:
         self.comment = ""
         self.wave_size = WAVE_SIZE[target]
         self.mask_dwords = self.wave_size // 32   # a lane mask: one SGPR per 32 lanes
+        threads, memo = func.attrs["num_warps"] * 32, {}
+        self.buffer_accesses: dict[Operation, BufferAccess] = {
+            op: access for op in walk(func.regions[0].block.ops)
+            if (access := buffer_access(op, self.uniform, threads, memo)) is not None}
+        self.buffer_resources: dict[tuple, tuple[Sub, int]] = {}   # (pointer, uniform part, bound, scale) -> V#
+        self.buffer_offsets: dict[tuple[Value, int], Sub] = {}      # (per-lane part, shift) -> byte offsets
 
     # registers and instructions --------------------------------------------------------
     def new(self, bank: str, size: int = 1, fixed: Optional[int] = None) -> Reg:
@@ -498,6 +650,8 @@ class Selector:
         self.recent_masks.clear()
         self.vector_copies.clear()
         self.scalar_copies.clear()
+        self.buffer_resources.clear()
+        self.buffer_offsets.clear()
 
     def sel_for(self, op: Operation) -> None:
         """scf.for with uniform bounds: an SGPR induction variable, loop-carried values in
@@ -1343,6 +1497,9 @@ class Selector:
             raise self.unsupported(op, f"with scale {scale} (not a power of two)")
         shift = scale.bit_length() - 1
         scalar = op.result in self.uniform
+        users = op.result.users()
+        if users and all(self.buffer_accesses.get(user) for user in users):
+            return   # only buffer loads read it: they address from the resource instead
         if op.result in self.updated_in_place:   # p += offset in p's own register (pointer_updates)
             offset = self.scalar(i) if i in self.uniform else self.to_vgpr(self.operand(i))
             if dwords(i.type) == 1:
@@ -1415,6 +1572,9 @@ class Selector:
         t, vector = op.results[0].type, op.attrs.get("vector", 1)
         if not (isinstance(t, PointerType) or t.bits in (8, 16, 32, 64)):
             raise self.unsupported(op, f"of {t}")
+        if op in self.buffer_accesses:
+            self.buffer_load(op, self.buffer_accesses[op])
+            return
         shared = op.name == "simt.ld_shared"
         addr, offset = self.address(op, shared)
         bits = _bits(t)
@@ -1432,6 +1592,63 @@ class Selector:
             self.values[r] = parts[k]
             if mask is not None and others:
                 self.deferred_others[r] = (others[k], op.operand(1))
+
+    def buffer_load(self, op: Operation, access: BufferAccess) -> None:
+        """`op` as buffer_load_* (offen) through the resource of `access`: no EXEC narrowing, and
+        the lanes past the bound read 0, which is the load's `other` (see BufferAccess)."""
+        t, vector = op.results[0].type, op.attrs.get("vector", 1)
+        bits = _bits(t)
+        total = bits * vector
+        if total < 32:
+            opcode, size = _NARROW_LOAD[total, _signed(t) and vector == 1], 1
+        else:
+            opcode, size = _DWORD_LOAD[total // 32], total // 32
+        opcode = opcode.replace("global_", "buffer_", 1)
+        shift = access.scale.bit_length() - 1
+        key = (access.lanewise, shift)
+        if key not in self.buffer_offsets:
+            offsets = self.new("v").all()
+            self.valu("v_lshlrev_b32", [offsets], [Imm.int(shift), self.operand(access.lanewise)])
+            self.buffer_offsets[key] = offsets
+        loaded = self.new("v", size).all()
+        self.emit(opcode, [loaded], [self.buffer_offsets[key], self.buffer_resource(access), Imm.int(0)],
+                  offen=1, offset=op.attrs.get("offset", 0))
+        for r, part in zip(op.results, self.split(loaded, t, bits, vector)):
+            self.values[r] = part
+
+    def buffer_resource(self, access: BufferAccess) -> Sub:
+        """The V# of `access` (isa.BUFFER_RESOURCE_CONFIG), the last one made if at most
+        REMAT_WINDOW instructions old: base = pointer + uniform part * scale (64 bits), and
+        num_records = (bound - uniform part) * scale, 0 where that is negative and clamped below
+        2^32 (the per-lane offsets stay below 2^31: buffer_access)."""
+        key = (access.pointer, access.uniform, access.bound, access.scale)
+        recent = self.buffer_resources.get(key)
+        if recent is not None and len(self.insts) - recent[1] <= REMAT_WINDOW:
+            return recent[0]
+        shift = access.scale.bit_length() - 1
+        resource = self.new("s", 4).all()
+        pointer, bound = self.scalar(access.pointer), self.scalar(access.bound)
+        high = self.new("s").all()
+        count = self.new("s").all()
+        if access.uniform is None:
+            self.salu("s_mov_b32", [resource.dword(0)], [self.half(pointer, 0)])
+            self.salu("s_mov_b32", [high], [self.half(pointer, 1)])
+            self.salu("s_max_i32", [count], [bound, Imm.int(0)])
+        else:
+            start = self.scalar(access.uniform)
+            scaled = self.new("s", 2).all()
+            self.salu("s_lshl_b64", [scaled], [self.widen(start, True, True), Imm.int(shift)])
+            self.salu("s_add_u32", [resource.dword(0)], [self.half(pointer, 0), scaled.dword(0)])
+            self.salu("s_addc_u32", [high], [self.half(pointer, 1), scaled.dword(1)])
+            self.salu("s_sub_u32", [count], [bound, start])   # exact where start < bound
+            self.salu("s_cmp_lt_i32", [], [start, bound])
+            self.salu("s_cselect_b32", [count], [count, Imm.int(0)])
+        self.salu("s_and_b32", [resource.dword(1)], [high, Imm.int(BUFFER_BASE_HIGH_BITS)])
+        self.salu("s_min_u32", [count], [count, Imm.int(0xFFFFFFFF >> shift)])
+        self.salu("s_lshl_b32", [resource.dword(2)], [count, Imm.int(shift)])
+        self.salu("s_mov_b32", [resource.dword(3)], [Imm.int(BUFFER_RESOURCE_CONFIG[self.target])])
+        self.buffer_resources[key] = (resource, len(self.insts))
+        return resource
 
     def choose_other(self, r: Value) -> None:
         """Where the load's predicate was false, the result is its `other`: selected at the
