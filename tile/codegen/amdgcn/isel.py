@@ -296,6 +296,8 @@ _DS_NARROW_LOAD = {(8, True): "ds_read_i8", (8, False): "ds_read_u8", (16, True)
 _DS_LOAD = {1: "ds_read_b32", 2: "ds_read_b64", 4: "ds_read_b128"}
 _DS_STORE = {1: "ds_write_b32", 2: "ds_write_b64", 4: "ds_write_b128"}
 _DS_NARROW_STORE = {8: "ds_write_b8", 16: "ds_write_b16"}
+# ops whose selection writes their result into its home (Selector.homes) when it has one
+_BUILT_IN_PLACE = ("simt.ld_shared", "simt.ld_global", "simt.pack")
 _WAVE_HALF = 32   # simt.shfl exchanges within the lowering's 32-lane warps: each half of a wave64
 
 
@@ -396,6 +398,49 @@ class BufferAccess:
     lanewise: Value            # its per-lane part, never negative
     bound: Value               # the uniform n of `index < n`
     scale: int                 # bytes per element
+
+
+def _zero_extended(v: Value) -> bool:
+    """Whether narrow value `v` of an unsigned or float type sits in its register with zeros
+    above it: loaded alone with no `other` (global_load_ushort, ds_read_u8... zero-extend), or
+    unpacked from a wider word (v_bfe_u32: Selector.split)."""
+    op = v.owner_op
+    if op is None or _bits(v.type) >= 32 or _signed(v.type):
+        return False
+    if op.name in ("simt.ld_global", "simt.ld_shared"):
+        return len(op.operands) == 2 and op.attrs.get("vector", 1) == 1
+    return op.name == "simt.unpack" and len(op.results) > 1
+
+
+def _unpacked_word(parts: list[Value]) -> Optional[Value]:
+    """The one-dword value whose simt.unpack gave exactly `parts`, in order, or None."""
+    op = parts[0].owner_op if parts else None
+    if op is None or op.name != "simt.unpack" or list(op.results) != list(parts) or dwords(op.operand(0).type) != 1:
+        return None
+    return op.operand(0)
+
+
+def _repacks(user: Operation, unpack: Operation) -> bool:
+    """Whether `user` (a pack, or a store's data) reads the results of `unpack` only as the
+    whole word they came from: each of its dwords holds all of them in order, or none."""
+    if user.name == "simt.pack":
+        values = list(user.operands)
+    elif user.name in ("simt.st_global", "simt.st_shared") and not set(user.operands[:2]) & set(unpack.results):
+        values = list(user.operands[2:])
+    else:
+        return False
+    parts = list(unpack.results)
+    if _bits(parts[0].type) >= 32:
+        return False
+    per_dword = 32 // _bits(parts[0].type)
+    groups = [values[w:w + per_dword] for w in range(0, len(values), per_dword)]
+    return all(group == parts or not set(group) & set(parts) for group in groups)
+
+
+def _wmma_operand_groups(op: Operation) -> tuple[list[Value], list[Value]]:
+    """The words of simt.wmma `op`'s A and of its B."""
+    words = (len(op.operands) - len(op.results)) // 2
+    return list(op.operands[:words]), list(op.operands[words:2 * words])
 
 
 def _is_zero_constant(v: Value) -> bool:
@@ -627,6 +672,7 @@ class Selector:
         self.workitem_id = self.new("v", 1, fixed=0).all()
         kernargs = self.load_arguments(block)
         self.place_store_data(block)
+        self.place_wmma_operands(block)
         if any(op.name in ("simt.tid", "simt.shfl") for op in walk(block.ops)):
             self.thread_index()  # at the top: code in a loop body may not run
         self.select_ops(block.ops)
@@ -854,6 +900,25 @@ class Selector:
                 tuple_reg = self.new("v", width * len(values))
                 for k, v in enumerate(values):
                     self.homes[v] = Sub(tuple_reg, k * width, width)
+
+    def place_wmma_operands(self, block) -> None:
+        """A WMMA reads A and B each from eight consecutive VGPRs: where the eight words of an
+        operand are loads or packs that only WMMAs read, each as these same eight (one A tile
+        times several B tiles), they are loaded (packed) straight into that tuple, so that no
+        v_mov_b32 gathers them."""
+        for op in walk(block.ops):
+            if op.name != "simt.wmma":
+                continue
+            for values in _wmma_operand_groups(op):
+                if len(set(values)) == len(values) and all(
+                        v.owner_op is not None and v.owner_op.name in _BUILT_IN_PLACE
+                        and len(v.owner_op.results) == 1 and dwords(v.type) == 1 and _bits(v.type) == 32
+                        and v not in self.homes
+                        and all(user.name == "simt.wmma" and values in _wmma_operand_groups(user)
+                                for user in v.users()) for v in values):
+                    tuple_reg = self.new("v", len(values))
+                    for k, v in enumerate(values):
+                        self.homes[v] = tuple_reg.dword(k)
 
     def load_arguments(self, block) -> list[KernArg]:
         """Lay out the kernarg segment (each argument at its natural alignment, hidden block
@@ -1583,7 +1648,8 @@ class Selector:
             opcode, size = (_DS_NARROW_LOAD if shared else _NARROW_LOAD)[total, _signed(t) and vector == 1], 1
         else:
             opcode, size = (_DS_LOAD if shared else _DWORD_LOAD)[total // 32], total // 32
-        loaded = self.new("v", size).all()
+        loaded = self.homes.get(op.results[0]) if len(op.results) == 1 and size == 1 else None
+        loaded = loaded or self.new("v", size).all()
         sources = [addr] if shared else [addr, OFF]
         mask = self.masked(op.operand(1), lambda: self.emit(opcode, [loaded], sources, offset=offset))
         parts = self.split(loaded, t, bits, vector)
@@ -1610,7 +1676,8 @@ class Selector:
             offsets = self.new("v").all()
             self.valu("v_lshlrev_b32", [offsets], [Imm.int(shift), self.operand(access.lanewise)])
             self.buffer_offsets[key] = offsets
-        loaded = self.new("v", size).all()
+        loaded = self.homes.get(op.results[0]) if len(op.results) == 1 and size == 1 else None
+        loaded = loaded or self.new("v", size).all()
         self.emit(opcode, [loaded], [self.buffer_offsets[key], self.buffer_resource(access), Imm.int(0)],
                   offen=1, offset=op.attrs.get("offset", 0))
         for r, part in zip(op.results, self.split(loaded, t, bits, vector)):
@@ -1724,10 +1791,12 @@ class Selector:
 
     def sel_pack(self, op: Operation) -> None:
         """Narrow values side by side in one wider register, the first lowest (as a store's data)."""
-        self.values[op.result] = self.gather(list(op.operands), _bits(op.operand(0).type))
+        self.values[op.result] = self.gather(list(op.operands), _bits(op.operand(0).type), self.homes.get(op.result))
 
     def sel_unpack(self, op: Operation) -> None:
         t = op.results[0].type
+        if all(_repacks(user, op) for r in op.results for user in r.users()):
+            return   # every reader packs the parts back into the word (gather): nothing to extract
         whole = self.vgpr(op.operand(0))
         for r, part in zip(op.results, self.split(whole, t, _bits(t), len(op.results))):
             self.values[r] = part
@@ -1844,29 +1913,49 @@ class Selector:
         words = shape.OPERAND_DWORDS
         a, b = self.gather(list(op.operands[:words]), 32), self.gather(list(op.operands[words:2 * words]), 32)
         accumulators = list(op.operands[2 * words:])
-        acc = self.gather(accumulators, 32)
-        if any(len(v.uses) > 1 for v in accumulators):
-            fresh = self.new("v", shape.RESULT_DWORDS)
-            for k in range(shape.RESULT_DWORDS):
-                self.valu("v_mov_b32", [fresh.dword(k)], [acc.dword(k)])
-            acc = fresh.all()
+        parts = [self.operand(v) for v in accumulators]
+        first = parts[0]
+        in_place = all(isinstance(p, Sub) and p.bank == "v" and p.reg is first.reg and p.start == first.start + k
+                       for k, p in enumerate(parts)) and all(len(v.uses) == 1 for v in accumulators)
+        if in_place:
+            acc = Sub(first.reg, first.start, len(parts))
+        else:   # C written once into the tuple D overwrites (constants, SGPRs and VGPRs alike)
+            acc = self.new("v", shape.RESULT_DWORDS).all()
+            for k, part in enumerate(parts):
+                self.valu("v_mov_b32", [acc.dword(k)], [part])
         self.emit(shape.mnemonic, [acc], [a, b, acc])
         for k, r in enumerate(op.results):
             self.values[r] = acc.dword(k)
 
-    def gather(self, values: list[Value], bits: int) -> Sub:
-        """The values of a store in consecutive VGPRs (sub-dword ones packed, lowest first)."""
-        operands = [self.to_vgpr(self.operand(v), max(1, bits // 32)) for v in values]
+    def gather(self, values: list[Value], bits: int, into: Optional[Sub] = None) -> Sub:
+        """The values of a store in consecutive VGPRs (sub-dword ones packed, lowest first; one
+        packed word into `into` where given). The low bits are cleared above the values below
+        them, unless those are loads that zero-extended them."""
+        operands = [None if bits < 32 and _unpacked_word(values[w - w % (32 // bits):][:32 // bits]) is not None
+                    else self.to_vgpr(self.operand(v), max(1, bits // 32)) for w, v in enumerate(values)]
         if bits < 32:
             per_dword = 32 // bits
             words = []
             for w in range(0, len(operands), per_dword):
+                unpacked = _unpacked_word(values[w:w + per_dword])
+                if unpacked is not None:   # the parts of one word, in order: that word
+                    word = self.vgpr(unpacked)
+                    if into is not None and len(operands) == per_dword:
+                        self.valu("v_mov_b32", [into], [word])
+                        word = into
+                    words.append(word)
+                    continue
                 word = operands[w]
+                clean = _zero_extended(values[w])
                 for k, part in enumerate(operands[w + 1:w + per_dword], start=1):
-                    low, packed = self.new("v").all(), self.new("v").all()
-                    self.valu("v_bfe_u32", [low], [word, Imm.int(0), Imm.int(bits * k)])
+                    low = word
+                    if not clean:
+                        low = self.new("v").all()
+                        self.valu("v_bfe_u32", [low], [word, Imm.int(0), Imm.int(bits * k)])
+                    last = w + k == len(operands) - 1
+                    packed = into if into is not None and last and len(operands) == per_dword else self.new("v").all()
                     self.valu("v_lshl_or_b32", [packed], [part, Imm.int(bits * k), low])
-                    word = packed
+                    word, clean = packed, False
                 words.append(word)
             operands = words
         parts = [o.dword(i) for o in operands for i in range(o.count)]
