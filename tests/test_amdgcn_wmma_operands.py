@@ -1,8 +1,10 @@
 """WMMA operands built where they are loaded (gfx1100): A's and B's eight words are loaded or
-packed straight into the tuples v_wmma reads, C is written once into the tuple D overwrites, a
+packed straight into the tuples v_wmma reads, B's 16-bit values read half a VGPR at a time
+(ds_load_u16_d16 / _d16_hi, no repacking), C is written once into the tuple D overwrites, a
 word unpacked only to be stored again is stored whole, and 16-bit values that loads
 zero-extended are packed without clearing their high bits first. Counted in a small dot's
-assembly, and the results still match NumPy on the emulator."""
+assembly, and the results still match NumPy on the emulator; the D16 reads' merging and their
+waits on hand-written code."""
 from __future__ import annotations
 
 import collections
@@ -45,15 +47,17 @@ def counts(kernel, args, num_warps: int, target: str = "gfx1100", **constexprs) 
 
 
 def test_a_small_dot_gathers_no_operands():
-    """One 16 x 16 x 16 WMMA in one wave: before, 40 v_mov_b32 (A's and B's words copied into
-    fresh tuples, C's zeros written and copied twice) and 21 v_bfe_u32; now the eight zeros of
-    C, and no bit-field extracts but the work-item id's."""
+    """One 16 x 16 x 16 WMMA in one wave: before, 205 instructions, 40 v_mov_b32 (A's and B's
+    words copied into fresh tuples, C's zeros written and copied twice), 21 v_bfe_u32 and 12
+    v_lshl_or_b32 (B read 16 bits at a time into 16 VGPRs, then packed); now the eight zeros of
+    C, no bit-field extracts but the work-item id's, and B read into its tuple by halves."""
     ops = counts(one_dot_kernel, operands(16, 16, 16, np.float16), 1, M=16, N=16, K=16)
     assert ops["v_wmma_f32_16x16x16_f16"] == 1
     assert ops["v_mov_b32"] == 8
     assert ops["v_bfe_u32"] == 1
-    assert ops["v_lshl_or_b32"] == 8   # B's 16 values, two to a word
-    assert sum(ops.values()) <= 141
+    assert ops["v_lshl_or_b32"] == 0 and ops["ds_load_u16"] == 0
+    assert ops["ds_load_u16_d16"] == ops["ds_load_u16_d16_hi"] == 8
+    assert sum(ops.values()) <= 126
 
 
 @pytest.mark.parametrize("m, n, k, num_warps, dtype", [(16, 16, 16, 1, np.float16), (32, 32, 32, 2, np.float16),
@@ -83,6 +87,71 @@ def test_sign_extended_halves_are_still_cleared_before_packing(target):
     unsigned = counts(strided_copy_kernel, (xf, outf), 1, target, BLOCK=128)
     assert signed["v_lshl_or_b32"] == unsigned["v_lshl_or_b32"] > 0
     assert signed["v_bfe_u32"] == unsigned["v_bfe_u32"] + signed["v_lshl_or_b32"]
+
+
+# ------------------------------------------------------------------- D16 reads, by hand
+
+D16_PAIR = """
+s_load_b64 s[4:5], s[0:1], 0
+v_lshlrev_b32 v1, 1, v0
+v_mov_b32 v2, 0x{low:x}
+v_mov_b32 v3, 0x{high:x}
+ds_store_b16 v1, v2
+ds_store_b16 v1, v3 offset:64
+s_waitcnt lgkmcnt(0)
+v_mov_b32 v4, 0x77777777
+{first}
+{second}
+{wait}
+v_lshlrev_b32 v5, 2, v0
+v_mov_b32 v6, s4
+v_mov_b32 v7, s5
+v_add_co_u32 v6, vcc_lo, v6, v5
+v_add_co_ci_u32 v7, vcc_lo, v7, 0, vcc_lo
+global_store_b32 v[6:7], v4, off
+s_endpgm
+"""
+
+
+def run_d16_pair(first: str, second: str, wait: str = "s_waitcnt lgkmcnt(0)") -> np.ndarray:
+    from test_emulator_amdgcn import text_of
+    from tile.emulator.amdgcn_machine import run_amdgcn
+    body = D16_PAIR.format(low=0x1234, high=0xABCD, first=first, second=second, wait=wait)
+    text = text_of(body, [("out", 8, "global_buffer")], lds=128, threads=32, wave=32)
+    text = text.replace("gfx942", "gfx1100")
+    out = np.zeros(32, np.uint32)
+    run_amdgcn(text, 1, [out])
+    return out
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_d16_reads_fill_one_half_each_and_merge_as_they_land(order):
+    reads = ["ds_load_u16_d16 v4, v1", "ds_load_u16_d16_hi v4, v1 offset:64"]
+    out = run_d16_pair(*(reads if order == 0 else reads[::-1]))
+    np.testing.assert_array_equal(out, 0xABCD1234)
+
+
+def test_one_d16_read_keeps_the_other_half():
+    out = run_d16_pair("ds_load_u16_d16_hi v4, v1 offset:64", "s_nop 0")
+    np.testing.assert_array_equal(out, 0xABCD7777)
+
+
+def test_reading_a_d16_result_before_it_lands_is_an_error():
+    from tile.emulator import EmulatorError
+    with pytest.raises(EmulatorError, match="v4 is touched before its load was waited for"):
+        run_d16_pair("ds_load_u16_d16 v4, v1", "ds_load_u16_d16_hi v4, v1 offset:64", wait="v_mov_b32 v8, v4")
+
+
+def test_the_waits_let_d16_reads_of_one_register_overlap():
+    from tile.codegen.amdgcn.mir import MInst, Reg
+    from tile.codegen.amdgcn.waitcnt import insert_waits
+    word, address, other = Reg("v", 1, 0), Reg("v", 1, 1), Reg("v", 1, 2)
+    insts = [MInst("ds_read_u16_d16", [word.all()], [address.all()]),
+             MInst("ds_read_u16_d16_hi", [word.all()], [address.all()], {"offset": 2}),
+             MInst("v_mov_b32", [other.all()], [word.all()])]
+    waited = insert_waits(insts, target="gfx1100")
+    assert [i.opcode for i in waited] == ["ds_read_u16_d16", "ds_read_u16_d16_hi", "s_waitcnt", "v_mov_b32"]
+    assert waited[2].mods == {"lgkmcnt": 0}
 
 
 @needs_llvm

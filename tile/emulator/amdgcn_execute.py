@@ -13,8 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..codegen.amdgcn.isa import (ATOMIC_RETURN_BIT, BUFFER_BASE_HIGH_BITS, BUFFER_RESOURCE_CONFIG, INSTRUCTIONS,
-                                   MFMA_FP8_NAMES, MFMA_SHAPES, WMMA_SHAPES, counter)
+from ..codegen.amdgcn.isa import (ATOMIC_RETURN_BIT, BUFFER_BASE_HIGH_BITS, BUFFER_RESOURCE_CONFIG, D16_MERGE_KEEPS,
+                                   INSTRUCTIONS, MFMA_FP8_NAMES, MFMA_SHAPES, WMMA_SHAPES, counter)
 from ..ir.float8 import decode_table
 from ..ir.types import DTYPES
 from ..ir.wmma_layouts import wmma_operand_layout, wmma_result_layout
@@ -547,6 +547,10 @@ def _lds(w, ins):
             sign = (raw >> np.uint64(8 * element - 1)) & np.uint64(1)
             raw = np.where(sign == 1, raw | np.uint64(isa.M32 ^ ((1 << (8 * element)) - 1)), raw)
         writes.append((target.dword(k), raw, lanes))
+    if ins.opcode in D16_MERGE_KEEPS:   # one half written as it lands, the other kept
+        keep = D16_MERGE_KEEPS[ins.opcode]
+        shift = np.uint64(16 if keep == 0x0000FFFF else 0)
+        writes = [(target, writes[0][1] << shift, lanes, keep)]
     w.issue("lgkmcnt", target, writes)
 
 

@@ -109,6 +109,10 @@ BUFFER_OFFSET_RANGE = (0, 4095)      # the unsigned 12-bit immediate offset of M
 # nothing (the chapters' "Range Checking"; LLVM AMDGPUUsage, "Relaxed Buffer OOB Mode": per 32-bit word).
 BUFFER_RESOURCE_CONFIG = {"gfx942": (7 << 12) | (4 << 15), "gfx90a": (7 << 12) | (4 << 15),
                           "gfx1100": (7 << 12) | (4 << 15) | (1 << 24) | (3 << 28)}
+# The bits of its destination each D16 LDS read keeps (it writes the other 16). LDS reads return
+# in issue order, so a D16 read may be issued while an earlier one into the same VGPR is in
+# flight: the waits (waitcnt) and the emulator let it, and the halves merge as they land.
+D16_MERGE_KEEPS = {"ds_read_u16_d16": 0xFFFF0000, "ds_read_u16_d16_hi": 0x0000FFFF}
 BUFFER_BASE_HIGH_BITS = 0xFFFF   # dword 1: the base's high 16 bits; the stride field above them stays 0
 LDS_BYTES = {"gfx942": 65536, "gfx90a": 65536, "gfx1100": 65536}   # per workgroup
 # User SGPRs tile enables (the kernarg segment pointer, s[0:1]) and how many user plus system
@@ -159,7 +163,8 @@ SPELLING = {"gfx942": {}, "gfx90a": {}, "gfx1100": {
         ("add_x2", "add_u64"), ("smax_x2", "max_i64"), ("umax_x2", "max_u64"), ("smin_x2", "min_i64"),
         ("umin_x2", "min_u64"), ("and_x2", "and_b64"), ("or_x2", "or_b64"), ("xor_x2", "xor_b64"),
         ("swap_x2", "swap_b64"), ("cmpswap_x2", "cmpswap_b64"))},
-    **{f"ds_read_{kind}": f"ds_load_{kind}" for kind in ("u8", "i8", "u16", "i16", "b32", "b64", "b128")},
+    **{f"ds_read_{kind}": f"ds_load_{kind}" for kind in ("u8", "i8", "u16", "i16", "b32", "b64", "b128", "u16_d16",
+                                                         "u16_d16_hi")},
     **{f"ds_write_{kind}": f"ds_store_{kind}" for kind in ("b8", "b16", "b32", "b64", "b128")},
     "s_load_dword": "s_load_b32", "s_load_dwordx2": "s_load_b64", "s_load_dwordx4": "s_load_b128",
     "s_andn2_b32": "s_and_not1_b32", "s_andn2_b64": "s_and_not1_b64",
@@ -503,6 +508,11 @@ def _rows() -> list[InstrInfo]:
         add(f"ds_read_{name}", "DS", f"{'vdst' if width == 1 else f'vdst{width}'} | vsrc", "ds", "lgkmcnt")
     for name, width in (("b8", 1), ("b16", 1), ("b32", 1), ("b64", 2), ("b128", 4)):
         add(f"ds_write_{name}", "DS", f"| vsrc {'vsrc' if width == 1 else f'vsrc{width}'}", "ds", "lgkmcnt")
+    # 16-bit reads into one half of a VGPR, the other half kept (D16_MERGE_KEEPS): two of them
+    # fill a word of packed 16-bit values with no ALU op (RDNA3 ISA, LDS instructions:
+    # DS_LOAD_U16_D16 and DS_LOAD_U16_D16_HI)
+    for name in D16_MERGE_KEEPS:
+        add(name, "DS", "vdst | vsrc", "ds", "lgkmcnt", targets=WAVE32_TARGETS)
     add("ds_add_u32", "DS", "| vsrc vsrc", "ds", "lgkmcnt")   # LDS atomic add, no return (tl.histogram's bins)
     # lane permutation through the LDS crossbar (no LDS memory): dst = data of lane addr / 4
     add("ds_bpermute_b32", "DS", "vdst | vsrc vsrc", "ds", "lgkmcnt")

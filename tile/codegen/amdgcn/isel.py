@@ -443,6 +443,11 @@ def _wmma_operand_groups(op: Operation) -> tuple[list[Value], list[Value]]:
     return list(op.operands[:words]), list(op.operands[words:2 * words])
 
 
+def _is_true_constant(v: Value) -> bool:
+    op = v.owner_op
+    return op is not None and op.name == "arith.constant" and bool(op.attrs["value"])
+
+
 def _is_zero_constant(v: Value) -> bool:
     op = v.owner_op
     return op is not None and op.name == "arith.constant" and constant_bits(op.attrs["value"], v.type) == 0
@@ -519,6 +524,8 @@ class Selector:
             if (access := buffer_access(op, self.uniform, threads, memo)) is not None}
         self.buffer_resources: dict[tuple, tuple[Sub, int]] = {}   # (pointer, uniform part, bound, scale) -> V#
         self.buffer_offsets: dict[tuple[Value, int], Sub] = {}      # (per-lane part, shift) -> byte offsets
+        self.d16_reads: dict[Operation, tuple[Sub, str]] = {}   # 16-bit LDS read -> (its word's home, D16 read)
+        self.packed_by_halves: set[Operation] = set()            # packs of two such reads: nothing to do
 
     # registers and instructions --------------------------------------------------------
     def new(self, bank: str, size: int = 1, fixed: Optional[int] = None) -> Reg:
@@ -919,6 +926,23 @@ class Selector:
                     tuple_reg = self.new("v", len(values))
                     for k, v in enumerate(values):
                         self.homes[v] = tuple_reg.dword(k)
+                        self.place_halves(v.owner_op)
+
+    def place_halves(self, pack: Operation) -> None:
+        """A word packed from two 16-bit LDS reads (B of a WMMA: a column, 16 bits a row) is
+        read half by half into its home with the D16 reads, which keep the other half: no
+        v_lshl_or_b32 packs it (isa.D16_MERGE_KEEPS)."""
+        if pack.name != "simt.pack" or len(pack.operands) != 2 or self.target not in info("ds_read_u16_d16").targets:
+            return
+        loads = [v.owner_op for v in pack.operands]
+        if pack.operand(0) is pack.operand(1) or not all(
+                load is not None and load.name == "simt.ld_shared" and len(load.operands) == 2
+                and load.attrs.get("vector", 1) == 1 and _bits(load.result.type) == 16 and len(load.result.uses) == 1
+                and _is_true_constant(load.operand(1)) for load in loads):
+            return
+        for half, load in enumerate(loads):
+            self.d16_reads[load] = (self.homes[pack.result], "ds_read_u16_d16_hi" if half else "ds_read_u16_d16")
+        self.packed_by_halves.add(pack)
 
     def load_arguments(self, block) -> list[KernArg]:
         """Lay out the kernarg segment (each argument at its natural alignment, hidden block
@@ -1640,6 +1664,11 @@ class Selector:
         if op in self.buffer_accesses:
             self.buffer_load(op, self.buffer_accesses[op])
             return
+        if op in self.d16_reads:   # half of a packed word, read into its place (place_halves)
+            home, opcode = self.d16_reads[op]
+            addr, offset = self.address(op, True)
+            self.emit(opcode, [home], [addr], offset=offset)
+            return
         shared = op.name == "simt.ld_shared"
         addr, offset = self.address(op, shared)
         bits = _bits(t)
@@ -1791,6 +1820,9 @@ class Selector:
 
     def sel_pack(self, op: Operation) -> None:
         """Narrow values side by side in one wider register, the first lowest (as a store's data)."""
+        if op in self.packed_by_halves:   # its halves were read into its home (place_halves)
+            self.values[op.result] = self.homes[op.result]
+            return
         self.values[op.result] = self.gather(list(op.operands), _bits(op.operand(0).type), self.homes.get(op.result))
 
     def sel_unpack(self, op: Operation) -> None:
