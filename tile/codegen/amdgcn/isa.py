@@ -96,24 +96,26 @@ GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of glo
 DS_OFFSET_RANGE = (0, 65535)         # the unsigned 16-bit offset of ds_read/ds_write
 BUFFER_OFFSET_RANGE = (0, 4095)      # the unsigned 12-bit immediate offset of MUBUF (CDNA3 ISA 9.1; RDNA3 alike)
 
-# A buffer resource (V#, four SGPRs; the CDNA3 ISA's "Buffer Resource" table in chapter 9, Vector
-# Memory Operations, and the RDNA3 ISA's in its Vector Memory Buffer Instructions chapter): dword 0 the base address's low 32 bits, dword 1 its high 16 bits
-# (stride 0 above them: a raw buffer, addressed by byte offset), dword 2 num_records (the size
-# in bytes: a raw buffer's range check), dword 3 the configuration below, per target. DST_SEL
-# (bits 0-11) is unused by untyped loads; the data format must not be 0 ("invalid", which would
-# make every access out of range): 32-bit float, NUM_FORMAT 7 (bits 12-14) and DATA_FORMAT 4
-# (bits 15-18), as Triton's AMD backend writes it (third_party/amd BufferOpsEmitter). RDNA3 also
-# needs its reserved bit 24 set and OOB_SELECT (bits 28-29) = 3: raw range checking against
+# A buffer resource (V#, four SGPRs; the "Buffer Resource" tables of the CDNA3 ISA, chapter 9
+# Vector Memory Operations, and of the RDNA3 ISA, chapter Vector Memory Buffer Instructions):
+# dword 0 the base address's low 32 bits, dword 1 its high 16 bits (BUFFER_BASE_HIGH_BITS; the
+# stride above them 0: a raw buffer, addressed by byte offset), dword 2 num_records (the size in
+# bytes: a raw buffer's range check), dword 3 the configuration below, per target. DST_SEL (bits
+# 0-11) is unused by untyped loads; the data format must not be 0 ("invalid", which would make
+# every access out of range): 32-bit float, NUM_FORMAT 7 (bits 12-14) and DATA_FORMAT 4 (bits
+# 15-18), as Triton's AMD backend writes it (third_party/amd BufferOpsEmitter). RDNA3 also needs
+# its reserved bit 24 set and OOB_SELECT (bits 28-29) = 3: raw range checking against
 # num_records (the mode a stride-0 buffer is checked in on CDNA). A component (a dword of a
 # multi-dword load, or the whole sub-dword value) ending past num_records reads 0 and faults
-# nothing (the chapters' "Range Checking"; LLVM AMDGPUUsage, "Relaxed Buffer OOB Mode": per 32-bit word).
+# nothing (the chapters' "Range Checking"; LLVM AMDGPUUsage, "Relaxed Buffer OOB Mode": each
+# 32-bit word checked on its own).
 BUFFER_RESOURCE_CONFIG = {"gfx942": (7 << 12) | (4 << 15), "gfx90a": (7 << 12) | (4 << 15),
                           "gfx1100": (7 << 12) | (4 << 15) | (1 << 24) | (3 << 28)}
+BUFFER_BASE_HIGH_BITS = 0xFFFF
 # The bits of its destination each D16 LDS read keeps (it writes the other 16). LDS reads return
 # in issue order, so a D16 read may be issued while an earlier one into the same VGPR is in
 # flight: the waits (waitcnt) and the emulator let it, and the halves merge as they land.
 D16_MERGE_KEEPS = {"ds_read_u16_d16": 0xFFFF0000, "ds_read_u16_d16_hi": 0x0000FFFF}
-BUFFER_BASE_HIGH_BITS = 0xFFFF   # dword 1: the base's high 16 bits; the stride field above them stays 0
 LDS_BYTES = {"gfx942": 65536, "gfx90a": 65536, "gfx1100": 65536}   # per workgroup
 # User SGPRs tile enables (the kernarg segment pointer, s[0:1]) and how many user plus system
 # SGPRs the hardware must be asked to initialize at least: gfx1100 initializes them wrongly

@@ -34,9 +34,13 @@ After (MIR; %s2 is the workgroup id the hardware puts in s2, %s3 the loaded n_el
     global_load_dword %v12.0, %v10.0:1, off
     s_mov_b64 exec, %s11.0:1
 
-Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), WMMA on gfx1100 (simt.wmma),
-LDS accesses (ds_read/ds_write; simt.smem_addr is the LDS byte address itself), simt.barrier
-(drain, s_barrier), simt.shfl within the lowering's 32-lane warps (each half of a wave64) as
+A masked load whose mask is its own index's bound check (`offs < n`, other 0 or absent) is a
+buffer load instead: no EXEC narrowing, the hardware reads 0 past the bound (buffer_access).
+
+Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), WMMA on gfx1100 (simt.wmma,
+its operand tuples built where they are loaded: place_wmma_operands), LDS accesses
+(ds_read/ds_write; simt.smem_addr is the LDS byte address itself), simt.barrier (drain,
+s_barrier), simt.shfl within the lowering's 32-lane warps (each half of a wave64) as
 ds_bpermute_b32, scf.for with uniform bounds (an SGPR induction variable and a backward
 branch), scf.if as EXEC masking without branches, and scf.while as a loop that narrows EXEC to
 the lanes still running.
@@ -484,9 +488,10 @@ def buffer_access(load: Operation, uniform: set[Value], threads: int, memo: dict
         return None
     parts = index.owner_op
     uniform_part, lanewise = None, index
-    if parts is not None and parts.name == "arith.add" and (parts.operand(0) in uniform) != (parts.operand(1) in uniform):
-        uniform_part, lanewise = ((parts.operand(0), parts.operand(1)) if parts.operand(0) in uniform
-                                  else (parts.operand(1), parts.operand(0)))
+    if parts is not None and parts.name == "arith.add":
+        first, second = parts.operands
+        if (first in uniform) != (second in uniform):
+            uniform_part, lanewise = (first, second) if first in uniform else (second, first)
     span = lane_range(lanewise, threads, memo)
     loaded_bytes = _bits(load.results[0].type) * load.attrs.get("vector", 1) // 8
     if span is None or span[0] < 0 or (span[1] + step) * scale + loaded_bytes >= BUFFER_OFFSET_LIMIT:
