@@ -92,6 +92,16 @@ def test_masked_loads_are_buffer_loads_and_match_numpy(target, n):
     assert unwaited_reads(text) == []
 
 
+def test_resources_of_one_bound_share_its_scalar_work():
+    """x's and y's resources differ in their base only: the block's start scaled (s_lshl_b64)
+    and the bound's byte count (s_cselect_b32 ... s_lshl_b32) are computed once."""
+    x = RNG.standard_normal(1000).astype(np.float32)
+    ops = opcodes(amdgcn(add_kernel, (x, x, x, 1000), "gfx942", BLOCK=256))
+    assert sum(op.startswith("buffer_load") for op in ops) == 4
+    assert ops.count("s_lshl_b64") == ops.count("s_cselect_b32") == ops.count("s_min_u32") == 1
+    assert ops.count("s_addc_u32") == 2   # one base per pointer
+
+
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype, vector_n", [(np.int8, 4096), (np.int8, 1000), (np.float16, 4096),
                                               (np.float16, 999), (np.int64, 512), (np.float64, 333),

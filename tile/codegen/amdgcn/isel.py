@@ -527,7 +527,7 @@ class Selector:
         self.buffer_accesses: dict[Operation, BufferAccess] = {
             op: access for op in walk(func.regions[0].block.ops)
             if (access := buffer_access(op, self.uniform, threads, memo)) is not None}
-        self.buffer_resources: dict[tuple, tuple[Sub, int]] = {}   # (pointer, uniform part, bound, scale) -> V#
+        self.buffer_resources: dict[tuple, tuple[Sub, int]] = {}   # V#s and their parts, when made (recent)
         self.buffer_offsets: dict[tuple[Value, int], Sub] = {}      # (per-lane part, shift) -> byte offsets
         self.d16_reads: dict[Operation, tuple[Sub, str]] = {}   # 16-bit LDS read -> (its word's home, D16 read)
         self.packed_by_halves: set[Operation] = set()            # packs of two such reads: nothing to do
@@ -1718,38 +1718,58 @@ class Selector:
             self.values[r] = part
 
     def buffer_resource(self, access: BufferAccess) -> Sub:
-        """The V# of `access` (isa.BUFFER_RESOURCE_CONFIG), the last one made if at most
-        REMAT_WINDOW instructions old: base = pointer + uniform part * scale (64 bits), and
-        num_records = (bound - uniform part) * scale, 0 where that is negative and clamped below
-        2^32 (the per-lane offsets stay below 2^31: buffer_access)."""
-        key = (access.pointer, access.uniform, access.bound, access.scale)
-        recent = self.buffer_resources.get(key)
-        if recent is not None and len(self.insts) - recent[1] <= REMAT_WINDOW:
-            return recent[0]
+        """The V# of `access` (isa.BUFFER_RESOURCE_CONFIG): base = pointer + uniform part *
+        scale (64 bits), num_records from record_bytes; the last one made if recent."""
+        key = ("resource", access.pointer, access.uniform, access.bound, access.scale)
+        return self.recent(key, lambda: self.make_resource(access))
+
+    def make_resource(self, access: BufferAccess) -> Sub:
         shift = access.scale.bit_length() - 1
         resource = self.new("s", 4).all()
-        pointer, bound = self.scalar(access.pointer), self.scalar(access.bound)
-        high = self.new("s").all()
-        count = self.new("s").all()
+        pointer = self.scalar(access.pointer)
+        high = self.half(pointer, 1)
         if access.uniform is None:
             self.salu("s_mov_b32", [resource.dword(0)], [self.half(pointer, 0)])
-            self.salu("s_mov_b32", [high], [self.half(pointer, 1)])
+        else:
+            scaled = self.recent(("scaled", access.uniform, shift), lambda: self.scaled_index(access.uniform, shift))
+            high = self.new("s").all()
+            self.salu("s_add_u32", [resource.dword(0)], [self.half(pointer, 0), scaled.dword(0)])
+            self.salu("s_addc_u32", [high], [self.half(pointer, 1), scaled.dword(1)])
+        self.salu("s_and_b32", [resource.dword(1)], [high, Imm.int(BUFFER_BASE_HIGH_BITS)])
+        size = self.recent(("records", access.uniform, access.bound, shift), lambda: self.record_bytes(access, shift))
+        self.salu("s_mov_b32", [resource.dword(2)], [size])
+        self.salu("s_mov_b32", [resource.dword(3)], [Imm.int(BUFFER_RESOURCE_CONFIG[self.target])])
+        return resource
+
+    def recent(self, key: tuple, make) -> Sub:
+        """The SGPRs `make()` computes, shared by the resources made within REMAT_WINDOW
+        instructions (several pointers checked against one bound: x, y and out of a vector add)."""
+        made = self.buffer_resources.get(key)
+        if made is None or len(self.insts) - made[1] > REMAT_WINDOW:
+            made = (make(), len(self.insts))
+            self.buffer_resources[key] = made
+        return made[0]
+
+    def scaled_index(self, index: Value, shift: int) -> Sub:
+        """Uniform i32 `index` sign-extended to 64 bits and shifted left by `shift` (an SGPR pair)."""
+        scaled = self.new("s", 2).all()
+        self.salu("s_lshl_b64", [scaled], [self.widen(self.scalar(index), True, True), Imm.int(shift)])
+        return scaled
+
+    def record_bytes(self, access: BufferAccess, shift: int) -> Sub:
+        """num_records: (bound - uniform part) << shift, 0 where that is negative, the count
+        clamped to what fits 32 bits (the per-lane offsets stay far below it: buffer_access)."""
+        bound, count = self.scalar(access.bound), self.new("s").all()
+        if access.uniform is None:
             self.salu("s_max_i32", [count], [bound, Imm.int(0)])
         else:
             start = self.scalar(access.uniform)
-            scaled = self.new("s", 2).all()
-            self.salu("s_lshl_b64", [scaled], [self.widen(start, True, True), Imm.int(shift)])
-            self.salu("s_add_u32", [resource.dword(0)], [self.half(pointer, 0), scaled.dword(0)])
-            self.salu("s_addc_u32", [high], [self.half(pointer, 1), scaled.dword(1)])
             self.salu("s_sub_u32", [count], [bound, start])   # exact where start < bound
             self.salu("s_cmp_lt_i32", [], [start, bound])
             self.salu("s_cselect_b32", [count], [count, Imm.int(0)])
-        self.salu("s_and_b32", [resource.dword(1)], [high, Imm.int(BUFFER_BASE_HIGH_BITS)])
         self.salu("s_min_u32", [count], [count, Imm.int(0xFFFFFFFF >> shift)])
-        self.salu("s_lshl_b32", [resource.dword(2)], [count, Imm.int(shift)])
-        self.salu("s_mov_b32", [resource.dword(3)], [Imm.int(BUFFER_RESOURCE_CONFIG[self.target])])
-        self.buffer_resources[key] = (resource, len(self.insts))
-        return resource
+        self.salu("s_lshl_b32", [count], [count, Imm.int(shift)])
+        return count
 
     def choose_other(self, r: Value) -> None:
         """Where the load's predicate was false, the result is its `other`: selected at the
