@@ -286,3 +286,62 @@ def test_buffer_loads_in_a_loop_take_the_induction_variable_into_the_resource(ta
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
     ops = opcodes(amdgcn(chunked_sum_kernel, (x, out, n), target, CHUNKS=chunks, BLOCK=block))
     assert any(op.startswith("buffer_load") for op in ops) and not any(op.startswith("global_load") for op in ops)
+
+
+# ------------------------------------------------------------ the per-lane ranges it relies on
+
+def _wrap(x: int) -> int:
+    return (x + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def _truncating(a: int, b: int) -> tuple[int, int]:
+    q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+    return q, a - q * b
+
+
+_SEMANTICS = {"arith.add": lambda a, b: a + b, "arith.sub": lambda a, b: a - b, "arith.mul": lambda a, b: a * b,
+              "arith.shl": lambda a, b: a << b, "arith.shr": lambda a, b: a >> b, "arith.and": lambda a, b: a & b,
+              "arith.or": lambda a, b: a | b, "arith.div": lambda a, b: _truncating(a, b)[0],
+              "arith.rem": lambda a, b: _truncating(a, b)[1], "arith.max": max, "arith.min": min}
+
+
+@st.composite
+def lane_expressions(draw, depth=3):
+    """(a builder of the simt ops, the value per thread index) for a random i32 expression."""
+    if depth == 0 or draw(st.booleans()):
+        if draw(st.booleans()):
+            return ("tid",), lambda t: t
+        c = draw(st.integers(-20, 300))
+        return ("constant", c), lambda t: c
+    name = draw(st.sampled_from(sorted(_SEMANTICS)))
+    left, evaluate_left = draw(lane_expressions(depth=depth - 1))
+    if name in ("arith.shl", "arith.shr", "arith.div", "arith.rem"):
+        k = draw(st.integers(0, 12) if name in ("arith.shl", "arith.shr") else st.integers(1, 40))
+        right, evaluate_right = ("constant", k), (lambda t: k)
+    else:
+        right, evaluate_right = draw(lane_expressions(depth=depth - 1))
+    return (name, left, right), lambda t: _wrap(_SEMANTICS[name](evaluate_left(t), evaluate_right(t)))
+
+
+def _build(tree, tid):
+    from tile.ir.core import Operation
+    from tile.ir.types import i32
+    if tree[0] == "tid":
+        return tid
+    if tree[0] == "constant":
+        return Operation("arith.constant", (), (i32,), {"value": tree[1]}).result
+    return Operation(tree[0], (_build(tree[1], tid), _build(tree[2], tid)), (i32,)).result
+
+
+@settings(max_examples=200, deadline=None)
+@given(expression=lane_expressions(), threads=st.sampled_from([32, 64, 256]))
+def test_lane_ranges_contain_every_value(expression, threads):
+    from tile.codegen.amdgcn.isel import lane_range
+    from tile.ir.core import Operation
+    from tile.ir.types import i32
+    tree, evaluate = expression
+    tid = Operation("simt.tid", (), (i32,)).result
+    found = lane_range(_build(tree, tid), threads, {})
+    if found is not None:
+        values = [evaluate(t) for t in range(threads)]
+        assert found[0] <= min(values) and max(values) <= found[1]
