@@ -163,47 +163,48 @@ simt.func {arg_names = ["x", "out", "n"], num_warps = 1, shared_bytes = 0, sym_n
   %3 = simt.tid : i32
   %4 = arith.constant {value = 2} : i32
   %5 = arith.shl %3, %4 : i32
-  %6 = arith.constant {value = 0} : i32
-  %7 = arith.constant {value = 1} : i32
-  %8 = arith.constant {value = 128} : i32
-  %9 = arith.add %2, %5 : i32
-  %10 = arith.add %9, %8 : i32
-  %11 = arith.cmp %9, %n {predicate = "lt"} : i1
-  %12 = arith.cmp %10, %n {predicate = "lt"} : i1
-  %13 = arith.constant {value = 4} : i32
-  %14 = arith.constant {value = 8} : i32
-  %15 = arith.constant {value = 16} : i32
-  %16 = arith.constant {value = 31} : i32
-  %17 = arith.and %3, %16 : i32
-  %18 = arith.cmp %17, %6 {predicate = "eq"} : i1
-  %19 = simt.addptr %x, %9 {scale = 4} : ptr<f32>
-  %20, %21, %22, %23 = simt.ld_global %19, %11 {offset = 0, vector = 4} : f32, f32, f32, f32
-  %24, %25, %26, %27 = simt.ld_global %19, %12 {offset = 512, vector = 4} : f32, f32, f32, f32
-  %28 = arith.add %20, %21 : f32
-  %29 = arith.add %28, %22 : f32
-  %30 = arith.add %29, %23 : f32
-  %31 = arith.add %30, %24 : f32
-  %32 = arith.add %31, %25 : f32
-  %33 = arith.add %32, %26 : f32
-  %34 = arith.add %33, %27 : f32
-  %35 = simt.shfl %34, %7 {mode = "bfly"} : f32
+  %6 = arith.add %2, %5 : i32
+  %7 = arith.cmp %6, %n {predicate = "lt"} : i1
+  %8 = simt.addptr %x, %6 {scale = 4} : ptr<f32>
+  %9, %10, %11, %12 = simt.ld_global %8, %7 {offset = 0, vector = 4} : f32, f32, f32, f32
+  %13 = arith.constant {value = 128} : i32
+  %14 = arith.add %6, %13 : i32
+  %15 = arith.cmp %14, %n {predicate = "lt"} : i1
+  %16, %17, %18, %19 = simt.ld_global %8, %15 {offset = 512, vector = 4} : f32, f32, f32, f32
+  %20 = arith.constant {value = 0} : i32
+  %21 = arith.constant {value = 1} : i32
+  %22 = arith.constant {value = 4} : i32
+  %23 = arith.constant {value = 8} : i32
+  %24 = arith.constant {value = 16} : i32
+  %25 = arith.constant {value = 31} : i32
+  %26 = arith.and %3, %25 : i32
+  %27 = arith.cmp %26, %20 {predicate = "eq"} : i1
+  %28 = arith.add %9, %10 : f32
+  %29 = arith.add %28, %11 : f32
+  %30 = arith.add %29, %12 : f32
+  %31 = arith.add %30, %16 : f32
+  %32 = arith.add %31, %17 : f32
+  %33 = arith.add %32, %18 : f32
+  %34 = arith.add %33, %19 : f32
+  %35 = simt.shfl %34, %21 {mode = "bfly"} : f32
   %36 = arith.add %34, %35 : f32
   %37 = simt.shfl %36, %4 {mode = "bfly"} : f32
   %38 = arith.add %36, %37 : f32
-  %39 = simt.shfl %38, %13 {mode = "bfly"} : f32
+  %39 = simt.shfl %38, %22 {mode = "bfly"} : f32
   %40 = arith.add %38, %39 : f32
-  %41 = simt.shfl %40, %14 {mode = "bfly"} : f32
+  %41 = simt.shfl %40, %23 {mode = "bfly"} : f32
   %42 = arith.add %40, %41 : f32
-  %43 = simt.shfl %42, %15 {mode = "bfly"} : f32
+  %43 = simt.shfl %42, %24 {mode = "bfly"} : f32
   %44 = arith.add %42, %43 : f32
-  simt.st_global %out, %18, %44 {offset = 0, vector = 1}
+  simt.st_global %out, %27, %44 {offset = 0, vector = 1}
   simt.return
 }"""
 
 
 def test_lowering_ir_text() -> None:
     """One warp: 2 vectors of 4 per thread at base + 0 / + 512 bytes, 5 butterfly steps, the
-    scalar result stored by lane 0 only; thread-invariant values sit at the top."""
+    scalar result stored by lane 0 only; thread-invariant values sit at the top, the loads as
+    early as their addresses allow (issue_loads_early)."""
     assert print_op(lower(ROWSUM)) == ROWSUM_SIMT
 
 

@@ -22,9 +22,15 @@ dropout = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(dropout)
 
 
+def dropout_uniforms(seed: int, n: int) -> np.ndarray:
+    """The tutorial's uniform of each of n elements: word i % 4 of Philox at counter i // 4."""
+    words = ref.randint4x(seed, np.arange(-(-n // 4)))
+    return ref.uniform(np.stack(words, axis=1).reshape(-1).astype(np.uint32))[:n]
+
+
 def expected_dropout(x: np.ndarray, p: float, seed: int) -> np.ndarray:
-    """The kernel's result computed in NumPy: keep where rand(seed, offset) > p, x * (1 / (1 - p)) in fp32."""
-    keep = ref.rand(seed, np.arange(x.size)) > np.float32(p)
+    """The kernel's result computed in NumPy: keep where the element's uniform > p, x * (1 / (1 - p)) in fp32."""
+    keep = dropout_uniforms(seed, x.size) > np.float32(p)
     with np.errstate(divide="ignore", invalid="ignore"):
         scaled = x.astype(np.float32) * (np.float32(1) / (np.float32(1) - np.float32(p)))
     return np.where(keep, scaled, np.float32(0)).astype(x.dtype)
@@ -74,7 +80,7 @@ def test_bad_arguments_are_refused_by_the_host_wrapper(p, seed, message):
 
 @pytest.mark.parametrize("seed", [123, 2**40 + 5])
 def test_lowered_kernel_computes_the_interpreters_bits(monkeypatch, seed):
-    """tl.rand in the per-thread code the PTX is printed from (run on tile.emulator)
+    """tl.rand4x in the per-thread code the PTX is printed from (run on tile.emulator)
     gives exactly the tile interpreter's bits, and both the reference's."""
     n, block = 700, 256
     x = np.random.default_rng(seed % 1000).standard_normal(n).astype(np.float32)

@@ -6,8 +6,9 @@ Dropout zeroes each element of x with probability p and scales the others by 1 /
 
 The usual implementation draws `keep` on the host, stores it (one byte or more per element)
 and reads it back in the backward pass. Here the mask is a pure function of a seed and the
-element's offset: `tl.rand(seed, offsets)` runs Philox4x32-10, a counter-based generator, on
-each offset, so the kernel reads x, writes out and never touches a mask in memory. The
+element's offset: `tl.rand4x(seed, counters)` runs Philox4x32-10, a counter-based generator,
+and element i takes word i % 4 of its evaluation at counter i // 4, so the kernel reads x,
+writes out and never touches a mask in memory. The
 backward pass (dx = where(keep, dy / (1 - p), 0)) is the same kernel on dy with the same seed:
 it regenerates the same mask, bit for bit. The whole state of the dropout is one integer.
 
@@ -39,8 +40,13 @@ def seeded_dropout_kernel(x_ptr, out_ptr, n_elements, p, seed, BLOCK: tl.constex
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask)
     # One uniform float per element, from (seed, offset) alone: the same offsets give the same
-    # mask in every launch with this seed, whatever the block size or the grid.
-    keep = tl.rand(seed, offsets) > p
+    # mask in every launch with this seed, whatever the block size or the grid. One Philox
+    # evaluation gives four words, so element i takes word i % 4 of the evaluation at counter
+    # i // 4: a block needs BLOCK // 4 evaluations (ten rounds of 32x32-bit products each), which
+    # keeps the kernel at the memory's speed.
+    r0, r1, r2, r3 = tl.rand4x(seed, pid * (BLOCK // 4) + tl.arange(0, BLOCK // 4))
+    u = tl.reshape(tl.join(tl.join(r0, r2), tl.join(r1, r3)), (BLOCK,))  # [r0[k], r1[k], r2[k], r3[k]] at 4k
+    keep = u > p
     # One correctly rounded division per program, then a multiply per element: `/` on f32 is
     # approximate on the GPU (div.full.f32, as in Triton), and div_rn keeps the interpreter's
     # and the GPU's bits identical.

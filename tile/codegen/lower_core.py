@@ -21,7 +21,8 @@ the top of the function (thread-invariant code is computed once). Two exceptions
 registers free in long loops: a parameter pointer plus a 32-bit index is recomputed in each
 region that uses it (the index stays live, not 64 bits of pointer), and after lowering,
 predicates used in another block or after a loop are recomputed next to their users
-(`sink_predicates`: there are only 7 predicate registers, ptxas spills the rest).
+(`sink_predicates`: there are only 7 predicate registers, ptxas spills the rest); the loads of
+the function's top block then move up past that placed code (`issue_loads_early`).
 """
 from __future__ import annotations
 
@@ -509,6 +510,38 @@ def dce(func: Operation) -> None:
                     not any(r.has_uses for r in op.results):
                 op.erase()
                 changed = True
+
+
+def issue_loads_early(block: Block) -> None:
+    """Move each global load of `block` up past the pure ops before it, with the pure ops it
+    needs that stand there (its address): up to the last op with an effect (or a region). The
+    thread-invariant code placed at the top of the function (tl.rand's Philox rounds) would
+    otherwise stand between the kernel's start and its loads, and ptxas keeps that order, so
+    the loads' latency would not overlap the work (tutorial 08: its load issued after 200
+    instructions of Philox).
+
+        %c = ... Philox (pure) ...               %a = simt.addptr %x, %i
+        %a = simt.addptr %x, %i          ->      %v = simt.ld_global %a, %p
+        %v = simt.ld_global %a, %p               %c = ... Philox (pure) ...
+    """
+    from ..ir.ops import is_pure
+
+    for load in [op for op in block.ops if op.name == "simt.ld_global"]:
+        ops = block.ops
+        at = ops.index(load)
+        group, needed = [load], set(load.operands)
+        while at > 0 and is_pure(ops[at - 1]) and not ops[at - 1].regions:
+            at -= 1
+            if any(r in needed for r in ops[at].results):
+                group.append(ops[at])
+                needed.update(ops[at].operands)
+        members = set(group)
+        anchor = next((op for op in ops[at:] if op not in members), None)
+        if anchor is None or ops.index(anchor) > ops.index(load):
+            continue
+        for op in reversed(group):
+            if ops.index(op) > ops.index(anchor):
+                op.move_before(anchor)
 
 
 _PREDICATE_OPS = ("arith.cmp", "arith.and", "arith.or", "arith.xor", "arith.not")
