@@ -175,7 +175,7 @@ def _instruction(body: str, line: int, origin: str, kernel: str, target: str) ->
         return AmdInstr(opcode, (), (), counts, line, body, origin)
     tokens = rest.split()
     mods: dict[str, int] = {}
-    while tokens and (m := _MOD.match(tokens[-1])):   # modifiers follow the operands: offset:4 sc0 sc1
+    while tokens and (m := _MOD.match(tokens[-1])):   # modifiers follow the operands: offen offset:4 sc0
         if m.group(1):
             mods["offset"] = int(m.group(2))
         elif m.group(4):

@@ -19,6 +19,9 @@ branches in the selector:
     mnemonics             gfx1100 spells many instructions its own way (global_load_b32 for
                           global_load_dword, v_add_nc_u32 for v_add_u32 ...): SPELLING
     accumulation VGPRs    gfx942, gfx90a: 256 AGPRs after the 256 VGPRs     gfx1100: none
+    buffer resource       dword 3 of a raw buffer's V#: gfx942, gfx90a 0x27000, gfx1100 also its
+                          reserved bit 24 and OOB_SELECT 3 (BUFFER_RESOURCE_CONFIG)
+    D16 LDS reads         gfx1100: ds_load_u16_d16 / _d16_hi fill half a VGPR (D16_MERGE_KEEPS)
 
 An instruction row names the targets it exists on (`targets`, default every target). Rows
 carry the GFX9 name; the selector, the register allocator and the waits work on those names,
