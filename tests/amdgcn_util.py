@@ -40,7 +40,7 @@ def registers(operands: str) -> set[tuple[str, int]]:
 
 
 def unwaited_reads(text: str) -> list[str]:
-    """Instructions that touch a register a global load or s_load may still be writing: a
+    """Instructions that touch a register a global or buffer load or s_load may still be writing: a
     model of the counters written apart from the pass (loads and stores count in vmcnt, in
     order; s_loads in lgkmcnt, which only lgkmcnt(0) is trusted to drain)."""
     vm: list[set] = []
@@ -57,7 +57,7 @@ def unwaited_reads(text: str) -> list[str]:
         touched = registers(operands)
         if any(w & touched for w in vm + lgkm):
             bad.append(line)
-        if opcode.startswith("global_"):
+        if opcode.startswith(("global_", "buffer_load_")):
             vm.append(registers(operands.split(",")[0]) if "load" in opcode else set())
         elif opcode.startswith("s_load"):
             lgkm.append(registers(operands.split(",")[0]))

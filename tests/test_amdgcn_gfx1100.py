@@ -252,6 +252,8 @@ def test_every_instruction_of_the_target_assembles_as_printed(target):
         if row.is_valu and [k.startswith("ssrc") for k in row.uses].count(True) == 2:   # one SGPR: the
             uses[-1] = Imm.int(3)                                                       # constant bus
         mods = {ATOMIC_RETURN_BIT[target]: 1} if name.startswith("global_atomic") else {}
+        if name.startswith("buffer_load"):
+            mods = {"offen": 1}   # tile's buffer loads take their byte offset from the VGPR
         lines.append("  " + print_inst(MInst(name, defs, uses, mods), regs, target))
     body = "\n".join(lines) + "\n.Lend:\n  s_endpgm\n"
     kernel = f"""  .amdgcn_target "amdgcn-amd-amdhsa--{target}"

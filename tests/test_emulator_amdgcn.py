@@ -231,7 +231,7 @@ def test_emulate_runs_the_amdgcn_of_a_kernel(n, block, num_warps):
                                                                                 num_warps=num_warps)
     np.testing.assert_allclose(out[:n], x.astype(np.float64) + y, rtol=1e-6)
     assert np.isnan(out[n:]).all()
-    assert "global_load_dword" in compiled.asm["amdgcn"]
+    assert "buffer_load_dword" in compiled.asm["amdgcn"]   # `offs < n` bounds the loads: buffer loads
 
 
 def test_a_two_dimensional_grid_and_a_reduction_across_waves():

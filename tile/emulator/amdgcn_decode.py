@@ -125,7 +125,7 @@ class AmdKernel:
 
 _REG = re.compile(r"^([sva])(\d+)$|^([sva])\[(\d+):(\d+)\]$")
 _POLICY_BITS = sorted({bit for bits in CACHE_POLICY_BITS.values() for bit in bits})
-_MOD = re.compile(rf"^(offset):(-?\d+)$|^({'|'.join(_POLICY_BITS)})$")
+_MOD = re.compile(rf"^(offset):(-?\d+)$|^({'|'.join(_POLICY_BITS)})$|^(offen)$")
 _TARGET = re.compile(rf'^\s*\.amdgcn_target\s+"{TARGET_TRIPLE}--(\w+)"')
 _COUNTER = re.compile(r"(vmcnt|lgkmcnt|expcnt)\((\d+)\)")
 _ORIGIN = re.compile(r"([\w.\-/]+\.py:\d+)")
@@ -175,9 +175,11 @@ def _instruction(body: str, line: int, origin: str, kernel: str, target: str) ->
         return AmdInstr(opcode, (), (), counts, line, body, origin)
     tokens = rest.split()
     mods: dict[str, int] = {}
-    while tokens and (m := _MOD.match(tokens[-1])):   # modifiers follow the operands: offset:4 sc0 sc1
+    while tokens and (m := _MOD.match(tokens[-1])):   # modifiers follow the operands: offen offset:4 sc0
         if m.group(1):
             mods["offset"] = int(m.group(2))
+        elif m.group(4):
+            mods["offen"] = 1
         else:
             if m.group(3) not in CACHE_POLICY_BITS[target]:
                 raise AmdgcnSyntaxError(kernel, f"{m.group(3)} is not a cache-policy bit of {target} (it has "

@@ -13,7 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..codegen.amdgcn.isa import ATOMIC_RETURN_BIT, INSTRUCTIONS, MFMA_FP8_NAMES, MFMA_SHAPES, WMMA_SHAPES, counter
+from ..codegen.amdgcn.isa import (ATOMIC_RETURN_BIT, BUFFER_BASE_HIGH_BITS, BUFFER_RESOURCE_CONFIG, D16_MERGE_KEEPS,
+                                   INSTRUCTIONS, MFMA_FP8_NAMES, MFMA_SHAPES, WMMA_SHAPES, counter)
 from ..ir.float8 import decode_table
 from ..ir.types import DTYPES
 from ..ir.wmma_layouts import wmma_operand_layout, wmma_result_layout
@@ -401,6 +402,44 @@ def _global(w, ins):
         w.issue(counter(ins.opcode, w.group.kernel.target), None, [])
 
 
+@_executes(*(name for name in INSTRUCTIONS if name.startswith("buffer_load_")))
+def _buffer_load(w, ins):
+    """A raw buffer load (offen): byte offset = the VGPR + soffset + the immediate offset, from
+    the resource's base; each component (a dword, or the whole sub-dword value) ending past
+    num_records reads 0 without touching memory (isa.BUFFER_RESOURCE_CONFIG: the ISA's range
+    checking). Addresses in range are checked as a global load's are (alignment, allocation)."""
+    resource = ins.uses[1]
+    words = [w.scalar(resource.dword(k)) for k in range(4)]
+    base = words[0] | ((words[1] & BUFFER_BASE_HIGH_BITS) << 32)
+    stride, num_records = words[1] >> 16, words[2]
+    target = w.group.launch.kernel.target
+    if stride or words[3] != BUFFER_RESOURCE_CONFIG[target]:
+        raise w.error(f"{ins.opcode}: the resource is not a raw buffer of {target} (stride {stride}, "
+                      f"dword 3 {words[3]:#x}, expected {BUFFER_RESOURCE_CONFIG[target]:#x})")
+    if not ins.mods.get("offen"):
+        raise w.error(f"{ins.opcode} without offen: tile's buffer loads take their offset from the VGPR")
+    kind = ins.opcode.removeprefix("buffer_load_")
+    size = isa.GLOBAL_BYTES[kind]
+    offset = (w.read(ins.uses[0]) + np.uint64(w.scalar(ins.uses[2])) + np.uint64(ins.mods.get("offset", 0))) \
+        & np.uint64(isa.M32)
+    element, count = min(size, 4), max(1, size // 4)
+    lanes = w.exec.copy()
+    writes = []
+    for k in range(count):
+        start = offset + np.uint64(k * element)
+        in_range = lanes & (start + np.uint64(element) <= np.uint64(num_records))
+        address = np.uint64(base) + start
+        _check_alignment(w, address, in_range, element)
+        active = np.flatnonzero(in_range)
+        raw = np.zeros(w.lanes, np.uint64)
+        raw[active] = w.group.launch.gmem.load(address[active], element, 1, _fail(w, active))[:, 0]
+        if kind in isa.SIGN_EXTENDED:
+            sign = (raw >> np.uint64(8 * size - 1)) & np.uint64(1)
+            raw = np.where(sign == 1, raw | np.uint64(isa.M32 ^ ((1 << (8 * size)) - 1)), raw)
+        writes.append((ins.defs[0].dword(k), raw, lanes))
+    w.issue("vmcnt", ins.defs[0], writes)
+
+
 @_executes(*(name for name in INSTRUCTIONS if name.startswith("global_atomic_")))
 def _global_atomic(w, ins):
     """A 32- or 64-bit (_x2, _f64) global atomic, lane by lane in lane order; the old values land
@@ -508,6 +547,10 @@ def _lds(w, ins):
             sign = (raw >> np.uint64(8 * element - 1)) & np.uint64(1)
             raw = np.where(sign == 1, raw | np.uint64(isa.M32 ^ ((1 << (8 * element)) - 1)), raw)
         writes.append((target.dword(k), raw, lanes))
+    if ins.opcode in D16_MERGE_KEEPS:   # one half written as it lands, the other kept
+        keep = D16_MERGE_KEEPS[ins.opcode]
+        shift = np.uint64(16 if keep == 0x0000FFFF else 0)
+        writes = [(target, writes[0][1] << shift, lanes, keep)]
     w.issue("lgkmcnt", target, writes)
 
 

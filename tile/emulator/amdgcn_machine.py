@@ -41,6 +41,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from ..codegen.amdgcn.isa import D16_MERGE_KEEPS
 from ..utils import grid3
 from . import amdgcn_isa as isa
 from .amdgcn_decode import AmdInstr, AmdKernel, AmdOperand, Imm, Reg, Special, decode_amdgcn
@@ -98,6 +99,14 @@ class Wave:
     @staticmethod
     def cells(o: Reg) -> set[tuple[str, int]]:
         return {(o.bank, o.first + k) for k in range(o.count)}
+
+    def check_merge_ready(self, o: AmdOperand) -> None:
+        """A D16 LDS read's destination may still await earlier LDS reads (they land in issue
+        order, before it: isa.D16_MERGE_KEEPS), not any other access."""
+        others = set().union(*(p[1] for p in self.pending if not (p[0] == "lgkmcnt" and p[3])))
+        if isinstance(o, Reg) and others & self.cells(o):
+            raise self.error(f"{o.bank}{min(k for b, k in others & self.cells(o))} is touched before "
+                             "its load was waited for (s_waitcnt)")
 
     def check_ready(self, o: AmdOperand) -> None:
         if isinstance(o, Reg) and self.busy and self.busy & self.cells(o):
@@ -183,8 +192,12 @@ class Wave:
                 self.pending.remove(p)
             self.busy = set().union(*(q[1] for q in self.pending))
             for p in landing:
-                for target, values, lanes in p[2]:
-                    self.write(target, values, 1, lanes)
+                for target, values, lanes, *keep in p[2]:
+                    if keep:   # a D16 read: its half lands, the rest of the register stays (a later
+                        file = self.v[target.first]   # D16 read into it may still be in flight)
+                        file[lanes] = (file[lanes] & np.uint64(keep[0])) | values[lanes]
+                    else:
+                        self.write(target, values, 1, lanes)
 
     # execution -----------------------------------------------------------------------
     def run(self) -> Iterator[str]:
@@ -210,8 +223,13 @@ class Wave:
                     op == "s_cbranch_scc0" and not self.scc) or (op == "s_cbranch_execz" and not self.exec.any()):
                 pc = ins.target
             elif op not in ("s_cbranch_scc0", "s_cbranch_scc1", "s_cbranch_execz"):
-                for o in ins.defs + ins.uses:
+                for o in ins.uses:
                     self.check_ready(o)
+                for o in ins.defs:
+                    if op in D16_MERGE_KEEPS:
+                        self.check_merge_ready(o)
+                    else:
+                        self.check_ready(o)
                 EXECUTE[op](self, ins)
         raise self.error("the program ran past its end without s_endpgm")
 

@@ -19,6 +19,9 @@ branches in the selector:
     mnemonics             gfx1100 spells many instructions its own way (global_load_b32 for
                           global_load_dword, v_add_nc_u32 for v_add_u32 ...): SPELLING
     accumulation VGPRs    gfx942, gfx90a: 256 AGPRs after the 256 VGPRs     gfx1100: none
+    buffer resource       dword 3 of a raw buffer's V#: gfx942, gfx90a 0x27000, gfx1100 also its
+                          reserved bit 24 and OOB_SELECT 3 (BUFFER_RESOURCE_CONFIG)
+    D16 LDS reads         gfx1100: ds_load_u16_d16 / _d16_hi fill half a VGPR (D16_MERGE_KEEPS)
 
 An instruction row names the targets it exists on (`targets`, default every target). Rows
 carry the GFX9 name; the selector, the register allocator and the waits work on those names,
@@ -43,6 +46,7 @@ Operand kinds:
     vaddr           a global address in an aligned VGPR pair
     saddr           "off" (the address is in vaddr alone)
     sbase           the SGPR pair an s_load reads from
+    ssrc4           four aligned SGPRs: a buffer resource (BUFFER_RESOURCE_CONFIG)
     imm             an immediate number (a byte offset)
     label           a branch target
     vcc             the vcc pair (carry out and in of the 64-bit add chains)
@@ -93,6 +97,28 @@ MAX_LGKMCNT = WAIT_COUNT_LIMITS["gfx942"]["lgkmcnt"]
 STORE_COUNTER = {"gfx942": "vmcnt", "gfx90a": "vmcnt", "gfx1100": "vscnt"}
 GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1; GFX11 alike)
 DS_OFFSET_RANGE = (0, 65535)         # the unsigned 16-bit offset of ds_read/ds_write
+BUFFER_OFFSET_RANGE = (0, 4095)      # the unsigned 12-bit immediate offset of MUBUF (CDNA3 ISA 9.1; RDNA3 alike)
+
+# A buffer resource (V#, four SGPRs; the "Buffer Resource" tables of the CDNA3 ISA, chapter 9
+# Vector Memory Operations, and of the RDNA3 ISA, chapter Vector Memory Buffer Instructions):
+# dword 0 the base address's low 32 bits, dword 1 its high 16 bits (BUFFER_BASE_HIGH_BITS; the
+# stride above them 0: a raw buffer, addressed by byte offset), dword 2 num_records (the size in
+# bytes: a raw buffer's range check), dword 3 the configuration below, per target. DST_SEL (bits
+# 0-11) is unused by untyped loads; the data format must not be 0 ("invalid", which would make
+# every access out of range): 32-bit float, NUM_FORMAT 7 (bits 12-14) and DATA_FORMAT 4 (bits
+# 15-18), as Triton's AMD backend writes it (third_party/amd BufferOpsEmitter). RDNA3 also needs
+# its reserved bit 24 set and OOB_SELECT (bits 28-29) = 3: raw range checking against
+# num_records (the mode a stride-0 buffer is checked in on CDNA). A component (a dword of a
+# multi-dword load, or the whole sub-dword value) ending past num_records reads 0 and faults
+# nothing (the chapters' "Range Checking"; LLVM AMDGPUUsage, "Relaxed Buffer OOB Mode": each
+# 32-bit word checked on its own).
+BUFFER_RESOURCE_CONFIG = {"gfx942": (7 << 12) | (4 << 15), "gfx90a": (7 << 12) | (4 << 15),
+                          "gfx1100": (7 << 12) | (4 << 15) | (1 << 24) | (3 << 28)}
+BUFFER_BASE_HIGH_BITS = 0xFFFF
+# The bits of its destination each D16 LDS read keeps (it writes the other 16). LDS reads return
+# in issue order, so a D16 read may be issued while an earlier one into the same VGPR is in
+# flight: the waits (waitcnt) and the emulator let it, and the halves merge as they land.
+D16_MERGE_KEEPS = {"ds_read_u16_d16": 0xFFFF0000, "ds_read_u16_d16_hi": 0x0000FFFF}
 LDS_BYTES = {"gfx942": 65536, "gfx90a": 65536, "gfx1100": 65536}   # per workgroup
 # User SGPRs tile enables (the kernarg segment pointer, s[0:1]) and how many user plus system
 # SGPRs the hardware must be asked to initialize at least: gfx1100 initializes them wrongly
@@ -130,6 +156,9 @@ SPELLING = {"gfx942": {}, "gfx90a": {}, "gfx1100": {
     **{f"global_load_{old}": f"global_load_{new}" for old, new in (
         ("ubyte", "u8"), ("sbyte", "i8"), ("ushort", "u16"), ("sshort", "i16"), ("dword", "b32"),
         ("dwordx2", "b64"), ("dwordx3", "b96"), ("dwordx4", "b128"))},
+    **{f"buffer_load_{old}": f"buffer_load_{new}" for old, new in (
+        ("ubyte", "u8"), ("sbyte", "i8"), ("ushort", "u16"), ("sshort", "i16"), ("dword", "b32"),
+        ("dwordx2", "b64"), ("dwordx3", "b96"), ("dwordx4", "b128"))},
     **{f"global_store_{old}": f"global_store_{new}" for old, new in (
         ("byte", "b8"), ("short", "b16"), ("dword", "b32"), ("dwordx2", "b64"), ("dwordx3", "b96"),
         ("dwordx4", "b128"))},
@@ -139,7 +168,8 @@ SPELLING = {"gfx942": {}, "gfx90a": {}, "gfx1100": {
         ("add_x2", "add_u64"), ("smax_x2", "max_i64"), ("umax_x2", "max_u64"), ("smin_x2", "min_i64"),
         ("umin_x2", "min_u64"), ("and_x2", "and_b64"), ("or_x2", "or_b64"), ("xor_x2", "xor_b64"),
         ("swap_x2", "swap_b64"), ("cmpswap_x2", "cmpswap_b64"))},
-    **{f"ds_read_{kind}": f"ds_load_{kind}" for kind in ("u8", "i8", "u16", "i16", "b32", "b64", "b128")},
+    **{f"ds_read_{kind}": f"ds_load_{kind}" for kind in ("u8", "i8", "u16", "i16", "b32", "b64", "b128", "u16_d16",
+                                                         "u16_d16_hi")},
     **{f"ds_write_{kind}": f"ds_store_{kind}" for kind in ("b8", "b16", "b32", "b64", "b128")},
     "s_load_dword": "s_load_b32", "s_load_dwordx2": "s_load_b64", "s_load_dwordx4": "s_load_b128",
     "s_andn2_b32": "s_and_not1_b32", "s_andn2_b64": "s_and_not1_b64",
@@ -447,6 +477,13 @@ def _rows() -> list[InstrInfo]:
                         ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
         dst = "vdst" if width == 1 else f"vdst{width}"
         add(f"global_load_{name}", "FLAT", f"{dst} | vaddr saddr", "vmem", "vmcnt")
+    # buffer loads (MUBUF, offen: the byte offset in a VGPR, the soffset an SGPR or 0, the
+    # immediate offset BUFFER_OFFSET_RANGE) through a raw buffer resource: lanes out of its range
+    # read 0 (BUFFER_RESOURCE_CONFIG); they count in vmcnt with the global loads, in issue order
+    for name, width in (("ubyte", 1), ("sbyte", 1), ("ushort", 1), ("sshort", 1), ("dword", 1),
+                        ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
+        dst = "vdst" if width == 1 else f"vdst{width}"
+        add(f"buffer_load_{name}", "MUBUF", f"{dst} | vsrc ssrc4 ssrc", "vmem", "vmcnt")
     for name, width in (("byte", 1), ("short", 1), ("dword", 1), ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
         data = "vsrc" if width == 1 else f"vsrc{width}"
         add(f"global_store_{name}", "FLAT", f"| vaddr {data} saddr", "vmem", "store")
@@ -477,6 +514,11 @@ def _rows() -> list[InstrInfo]:
         add(f"ds_read_{name}", "DS", f"{'vdst' if width == 1 else f'vdst{width}'} | vsrc", "ds", "lgkmcnt")
     for name, width in (("b8", 1), ("b16", 1), ("b32", 1), ("b64", 2), ("b128", 4)):
         add(f"ds_write_{name}", "DS", f"| vsrc {'vsrc' if width == 1 else f'vsrc{width}'}", "ds", "lgkmcnt")
+    # 16-bit reads into one half of a VGPR, the other half kept (D16_MERGE_KEEPS): two of them
+    # fill a word of packed 16-bit values with no ALU op (RDNA3 ISA, LDS instructions:
+    # DS_LOAD_U16_D16 and DS_LOAD_U16_D16_HI)
+    for name in D16_MERGE_KEEPS:
+        add(name, "DS", "vdst | vsrc", "ds", "lgkmcnt", targets=WAVE32_TARGETS)
     add("ds_add_u32", "DS", "| vsrc vsrc", "ds", "lgkmcnt")   # LDS atomic add, no return (tl.histogram's bins)
     # lane permutation through the LDS crossbar (no LDS memory): dst = data of lane addr / 4
     add("ds_bpermute_b32", "DS", "vdst | vsrc vsrc", "ds", "lgkmcnt")

@@ -34,9 +34,13 @@ After (MIR; %s2 is the workgroup id the hardware puts in s2, %s3 the loaded n_el
     global_load_dword %v12.0, %v10.0:1, off
     s_mov_b64 exec, %s11.0:1
 
-Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), WMMA on gfx1100 (simt.wmma),
-LDS accesses (ds_read/ds_write; simt.smem_addr is the LDS byte address itself), simt.barrier
-(drain, s_barrier), simt.shfl within the lowering's 32-lane warps (each half of a wave64) as
+A masked load whose mask is its own index's bound check (`offs < n`, other 0 or absent) is a
+buffer load instead: no EXEC narrowing, the hardware reads 0 past the bound (buffer_access).
+
+Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), WMMA on gfx1100 (simt.wmma,
+its operand tuples built where they are loaded: place_wmma_operands), LDS accesses
+(ds_read/ds_write; simt.smem_addr is the LDS byte address itself), simt.barrier (drain,
+s_barrier), simt.shfl within the lowering's 32-lane warps (each half of a wave64) as
 ds_bpermute_b32, scf.for with uniform bounds (an SGPR induction variable and a backward
 branch), scf.if as EXEC masking without branches, and scf.while as a loop that narrows EXEC to
 the lanes still running.
@@ -68,7 +72,8 @@ from ...ir.float8 import encode as encode_float8, is_float8_variant
 from ...ir.core import Location, Operation, Value
 from ...ir.types import DType, PointerType, i1
 from ..math_lib import INV_TWO_PI
-from .isa import (ATOMIC_RETURN_BIT, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64, GLOBAL_OFFSET_RANGE, INLINE_FLOATS,
+from .isa import (ATOMIC_RETURN_BIT, BUFFER_BASE_HIGH_BITS, BUFFER_OFFSET_RANGE, BUFFER_RESOURCE_CONFIG,
+                  DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64, GLOBAL_OFFSET_RANGE, INLINE_FLOATS,
                   LANE_MASK_OPCODES, MEMORY_ORDER, STORE_COUNTER, WAVE_SIZE, info, mfma_shape, user_sgpr_count,
                   wmma_shape)
 from .mir import EXEC, NULL, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
@@ -298,7 +303,203 @@ _DS_NARROW_LOAD = {(8, True): "ds_read_i8", (8, False): "ds_read_u8", (16, True)
 _DS_LOAD = {1: "ds_read_b32", 2: "ds_read_b64", 4: "ds_read_b128"}
 _DS_STORE = {1: "ds_write_b32", 2: "ds_write_b64", 4: "ds_write_b128"}
 _DS_NARROW_STORE = {8: "ds_write_b8", 16: "ds_write_b16"}
+# ops whose selection writes their result into its home (Selector.homes) when it has one
+_BUILT_IN_PLACE = ("simt.ld_shared", "simt.ld_global", "simt.pack")
 _WAVE_HALF = 32   # simt.shfl exchanges within the lowering's 32-lane warps: each half of a wave64
+
+
+# Buffer loads ---------------------------------------------------------------------------
+# A masked global load whose mask is the bound check of its own element index (`offs < n`, the
+# common form) is selected as a raw buffer load (buffer_load_*, offen) instead of a global load
+# under a narrowed EXEC: the resource's num_records is the bound in bytes, so the hardware reads
+# 0 in the lanes past it (isa.BUFFER_RESOURCE_CONFIG), and the mask is never computed. The
+# element index splits into a uniform part (folded into the resource's base, in 64 bits), a
+# per-lane part whose range is known (the VGPR byte offset: below 2^31, so its 32 bits cannot
+# wrap) and a constant (the instruction's offset), as Triton's AMD backend splits its buffer
+# offsets (third_party/amd: the pointer canonicalization and BufferOpsEmitter):
+#
+#     %6  = arith.add %2, %5 : i32              (%2 = ctaid * 256: uniform; %5 = tid << 1: 0..255)
+#     %7  = arith.add %6, %4 : i32              (%4 = 1)
+#     %9  = arith.cmp %7, %n {predicate = "lt"} : i1
+#     %10 = simt.addptr %x_ptr, %6 {scale = 4}
+#     %12 = simt.ld_global %10, %9 {offset = 4, vector = 1} : f32
+#
+#  -> s_mul_i32 / s_add_u32 / s_addc_u32   base = x_ptr + sext(%2) * 4, its high 16 bits in dword 1
+#     s_sub_u32, s_cmp_lt_i32, s_cselect_b32, s_min_u32, s_lshl_b32
+#                                          num_records = clamp(n - %2, 0, 2^30 - 1) * 4
+#     v_lshlrev_b32 %voff, 2, %5
+#     buffer_load_dword %v, %voff, %s[0:3], 0 offen offset:4
+#
+# A lane reads memory exactly when %2 + %5 + 1 < n (clamping n - %2 changes nothing: the
+# per-lane offset stays far below it). Where `other` is not 0, the mask has another form, or the
+# per-lane part's range is unknown, the global load under EXEC stays.
+_INT_RANGE = (-(1 << 31), (1 << 31) - 1)
+BUFFER_OFFSET_LIMIT = 1 << 31   # the per-lane byte offsets of a buffer load stay below this
+
+
+def lane_range(v: Value, threads: int, memo: dict) -> Optional[tuple[int, int]]:
+    """The smallest and largest value per-lane i32 `v` can take in a CTA of `threads` threads,
+    from its definition (thread index, constants, + - * << >> & | / % min max); None if unknown."""
+    if v in memo:
+        return memo[v]
+    memo[v] = None   # a cycle (loop-carried values) is unknown
+    op = v.owner_op
+    if op is None or not (_is_int(v.type) and dwords(v.type) == 1):
+        return None
+    if op.name == "arith.constant":
+        value = int(op.attrs["value"])
+        found: Optional[tuple[int, int]] = (value, value)
+    elif op.name == "simt.tid":
+        found = (0, threads - 1)
+    elif op.name in _RANGE_RULES and len(op.operands) == 2:
+        a, b = (lane_range(x, threads, memo) for x in op.operands)
+        found = _RANGE_RULES[op.name](a, b) if a is not None and b is not None else None
+    else:
+        found = None
+    if found is not None and not (_INT_RANGE[0] <= found[0] <= found[1] <= _INT_RANGE[1]):
+        found = None   # it could wrap
+    memo[v] = found
+    return found
+
+
+def _constant_of(r: tuple[int, int]) -> Optional[int]:
+    return r[0] if r[0] == r[1] else None
+
+
+def _shift_range(a, b, shift):
+    k = _constant_of(b)
+    if k is None or not 0 <= k < 32 or a[0] < 0:
+        return None
+    return shift(a[0], k), shift(a[1], k)
+
+
+def _quotient_range(a, b, rem: bool):
+    k = _constant_of(b)
+    if k is None or k <= 0 or a[0] < 0:
+        return None
+    return (0, min(a[1], k - 1)) if rem else (a[0] // k, a[1] // k)
+
+
+_RANGE_RULES = {
+    "arith.add": lambda a, b: (a[0] + b[0], a[1] + b[1]),
+    "arith.sub": lambda a, b: (a[0] - b[1], a[1] - b[0]),
+    "arith.mul": lambda a, b: (a[0] * b[0], a[1] * b[1]) if a[0] >= 0 and b[0] >= 0 else None,
+    "arith.shl": lambda a, b: _shift_range(a, b, lambda x, k: x << k),
+    "arith.shr": lambda a, b: _shift_range(a, b, lambda x, k: x >> k),
+    "arith.and": lambda a, b: (0, min(r[1] for r in (a, b) if r[0] >= 0)) if a[0] >= 0 or b[0] >= 0 else None,
+    "arith.or": lambda a, b: (0, (1 << max(a[1], b[1]).bit_length()) - 1) if a[0] >= 0 and b[0] >= 0 else None,
+    "arith.div": lambda a, b: _quotient_range(a, b, rem=False),
+    "arith.rem": lambda a, b: _quotient_range(a, b, rem=True),
+    "arith.max": lambda a, b: (max(a[0], b[0]), max(a[1], b[1])),
+    "arith.min": lambda a, b: (min(a[0], b[0]), min(a[1], b[1])),
+}
+
+
+@dataclass(frozen=True)
+class BufferAccess:
+    """A global load selectable as a buffer load: element index uniform + lanewise + the
+    instruction's offset / scale, read where that index is below `bound`."""
+
+    pointer: Value             # the uniform base pointer
+    uniform: Optional[Value]   # the index's uniform part (None: 0)
+    lanewise: Value            # its per-lane part, never negative
+    bound: Value               # the uniform n of `index < n`
+    scale: int                 # bytes per element
+
+
+def _zero_extended(v: Value) -> bool:
+    """Whether narrow value `v` of an unsigned or float type sits in its register with zeros
+    above it: loaded alone with no `other` (global_load_ushort, ds_read_u8... zero-extend), or
+    unpacked from a wider word (v_bfe_u32: Selector.split)."""
+    op = v.owner_op
+    if op is None or _bits(v.type) >= 32 or _signed(v.type):
+        return False
+    if op.name in ("simt.ld_global", "simt.ld_shared"):
+        return len(op.operands) == 2 and op.attrs.get("vector", 1) == 1
+    return op.name == "simt.unpack" and len(op.results) > 1
+
+
+def _unpacked_word(parts: list[Value]) -> Optional[Value]:
+    """The one-dword value whose simt.unpack gave exactly `parts`, in order, or None."""
+    op = parts[0].owner_op if parts else None
+    if op is None or op.name != "simt.unpack" or list(op.results) != list(parts) or dwords(op.operand(0).type) != 1:
+        return None
+    return op.operand(0)
+
+
+def _repacks(user: Operation, unpack: Operation) -> bool:
+    """Whether `user` (a pack, or a store's data) reads the results of `unpack` only as the
+    whole word they came from: each of its dwords holds all of them in order, or none."""
+    if user.name == "simt.pack":
+        values = list(user.operands)
+    elif user.name in ("simt.st_global", "simt.st_shared") and not set(user.operands[:2]) & set(unpack.results):
+        values = list(user.operands[2:])
+    else:
+        return False
+    parts = list(unpack.results)
+    if _bits(parts[0].type) >= 32:
+        return False
+    per_dword = 32 // _bits(parts[0].type)
+    groups = [values[w:w + per_dword] for w in range(0, len(values), per_dword)]
+    return all(group == parts or not set(group) & set(parts) for group in groups)
+
+
+def _wmma_operand_groups(op: Operation) -> tuple[list[Value], list[Value]]:
+    """The words of simt.wmma `op`'s A and of its B."""
+    words = (len(op.operands) - len(op.results)) // 2
+    return list(op.operands[:words]), list(op.operands[words:2 * words])
+
+
+def _is_true_constant(v: Value) -> bool:
+    op = v.owner_op
+    return op is not None and op.name == "arith.constant" and bool(op.attrs["value"])
+
+
+def _is_zero_constant(v: Value) -> bool:
+    op = v.owner_op
+    return op is not None and op.name == "arith.constant" and constant_bits(op.attrs["value"], v.type) == 0
+
+
+def buffer_access(load: Operation, uniform: set[Value], threads: int, memo: dict) -> Optional[BufferAccess]:
+    """How masked simt.ld_global `load` reads as a raw buffer load, or None (see above)."""
+    if load.name != "simt.ld_global" or len(load.operands) < 2:
+        return None
+    if not all(_is_zero_constant(other) for other in load.operands[2:]):
+        return None
+    address, compare = load.operand(0).owner_op, load.operand(1).owner_op
+    if address is None or address.name != "simt.addptr" or compare is None or compare.name != "arith.cmp":
+        return None
+    pointer, index = address.operands
+    scale = address.attrs["scale"]
+    checked, bound = compare.operands
+    if (pointer not in uniform or index in uniform or bound not in uniform or compare.attrs["predicate"] != "lt"
+            or not (_is_int(index.type) and _signed(index.type) and dwords(index.type) == 1)
+            or checked.type != index.type or scale <= 0 or scale & (scale - 1)):
+        return None
+    offset = load.attrs.get("offset", 0)
+    step = 0   # the checked index is `index + step`, and the load reads `step` elements on
+    if checked is not index:
+        add = checked.owner_op
+        if add is None or add.name != "arith.add" or index not in add.operands:
+            return None
+        other = add.operand(1) if add.operand(0) is index else add.operand(0)
+        constant = other.owner_op
+        if constant is None or constant.name != "arith.constant":
+            return None
+        step = int(constant.attrs["value"])
+    if offset != step * scale or not BUFFER_OFFSET_RANGE[0] <= offset <= BUFFER_OFFSET_RANGE[1]:
+        return None
+    parts = index.owner_op
+    uniform_part, lanewise = None, index
+    if parts is not None and parts.name == "arith.add":
+        first, second = parts.operands
+        if (first in uniform) != (second in uniform):
+            uniform_part, lanewise = (first, second) if first in uniform else (second, first)
+    span = lane_range(lanewise, threads, memo)
+    loaded_bytes = _bits(load.results[0].type) * load.attrs.get("vector", 1) // 8
+    if span is None or span[0] < 0 or (span[1] + step) * scale + loaded_bytes >= BUFFER_OFFSET_LIMIT:
+        return None
+    return BufferAccess(pointer, uniform_part, lanewise, bound, scale)
 
 
 class Selector:
@@ -325,6 +526,14 @@ class Selector:
         self.comment = ""
         self.wave_size = WAVE_SIZE[target]
         self.mask_dwords = self.wave_size // 32   # a lane mask: one SGPR per 32 lanes
+        threads, memo = func.attrs["num_warps"] * 32, {}
+        self.buffer_accesses: dict[Operation, BufferAccess] = {
+            op: access for op in walk(func.regions[0].block.ops)
+            if (access := buffer_access(op, self.uniform, threads, memo)) is not None}
+        self.buffer_resources: dict[tuple, tuple[Sub, int]] = {}   # V#s and their parts, when made (recent)
+        self.buffer_offsets: dict[tuple[Value, int], Sub] = {}      # (per-lane part, shift) -> byte offsets
+        self.d16_reads: dict[Operation, tuple[Sub, str]] = {}   # 16-bit LDS read -> (its word's home, D16 read)
+        self.packed_by_halves: set[Operation] = set()            # packs of two such reads: nothing to do
 
     # registers and instructions --------------------------------------------------------
     def new(self, bank: str, size: int = 1, fixed: Optional[int] = None) -> Reg:
@@ -478,6 +687,7 @@ class Selector:
         self.workitem_id = self.new("v", 1, fixed=0).all()
         kernargs = self.load_arguments(block)
         self.place_store_data(block)
+        self.place_wmma_operands(block)
         if any(op.name in ("simt.tid", "simt.shfl") for op in walk(block.ops)):
             self.thread_index()  # at the top: code in a loop body may not run
         self.select_ops(block.ops)
@@ -501,6 +711,8 @@ class Selector:
         self.recent_masks.clear()
         self.vector_copies.clear()
         self.scalar_copies.clear()
+        self.buffer_resources.clear()
+        self.buffer_offsets.clear()
 
     def sel_for(self, op: Operation) -> None:
         """scf.for with uniform bounds: an SGPR induction variable, loop-carried values in
@@ -703,6 +915,42 @@ class Selector:
                 tuple_reg = self.new("v", width * len(values))
                 for k, v in enumerate(values):
                     self.homes[v] = Sub(tuple_reg, k * width, width)
+
+    def place_wmma_operands(self, block) -> None:
+        """A WMMA reads A and B each from eight consecutive VGPRs: where the eight words of an
+        operand are loads or packs that only WMMAs read, each as these same eight (one A tile
+        times several B tiles), they are loaded (packed) straight into that tuple, so that no
+        v_mov_b32 gathers them."""
+        for op in walk(block.ops):
+            if op.name != "simt.wmma":
+                continue
+            for values in _wmma_operand_groups(op):
+                if len(set(values)) == len(values) and all(
+                        v.owner_op is not None and v.owner_op.name in _BUILT_IN_PLACE
+                        and len(v.owner_op.results) == 1 and dwords(v.type) == 1 and _bits(v.type) == 32
+                        and v not in self.homes
+                        and all(user.name == "simt.wmma" and values in _wmma_operand_groups(user)
+                                for user in v.users()) for v in values):
+                    tuple_reg = self.new("v", len(values))
+                    for k, v in enumerate(values):
+                        self.homes[v] = tuple_reg.dword(k)
+                        self.place_halves(v.owner_op)
+
+    def place_halves(self, pack: Operation) -> None:
+        """A word packed from two 16-bit LDS reads (B of a WMMA: a column, 16 bits a row) is
+        read half by half into its home with the D16 reads, which keep the other half: no
+        v_lshl_or_b32 packs it (isa.D16_MERGE_KEEPS)."""
+        if pack.name != "simt.pack" or len(pack.operands) != 2 or self.target not in info("ds_read_u16_d16").targets:
+            return
+        loads = [v.owner_op for v in pack.operands]
+        if pack.operand(0) is pack.operand(1) or not all(
+                load is not None and load.name == "simt.ld_shared" and len(load.operands) == 2
+                and load.attrs.get("vector", 1) == 1 and _bits(load.result.type) == 16 and len(load.result.uses) == 1
+                and _is_true_constant(load.operand(1)) for load in loads):
+            return
+        for half, load in enumerate(loads):
+            self.d16_reads[load] = (self.homes[pack.result], "ds_read_u16_d16_hi" if half else "ds_read_u16_d16")
+        self.packed_by_halves.add(pack)
 
     def load_arguments(self, block) -> list[KernArg]:
         """Lay out the kernarg segment (each argument at its natural alignment, hidden block
@@ -1346,6 +1594,9 @@ class Selector:
             raise self.unsupported(op, f"with scale {scale} (not a power of two)")
         shift = scale.bit_length() - 1
         scalar = op.result in self.uniform
+        users = op.result.users()
+        if users and all(self.buffer_accesses.get(user) for user in users):
+            return   # only buffer loads read it: they address from the resource instead
         if op.result in self.updated_in_place:   # p += offset in p's own register (pointer_updates)
             offset = self.scalar(i) if i in self.uniform else self.to_vgpr(self.operand(i))
             if dwords(i.type) == 1:
@@ -1418,6 +1669,14 @@ class Selector:
         t, vector = op.results[0].type, op.attrs.get("vector", 1)
         if not (isinstance(t, PointerType) or t.bits in (8, 16, 32, 64)):
             raise self.unsupported(op, f"of {t}")
+        if op in self.buffer_accesses:
+            self.buffer_load(op, self.buffer_accesses[op])
+            return
+        if op in self.d16_reads:   # half of a packed word, read into its place (place_halves)
+            home, opcode = self.d16_reads[op]
+            addr, offset = self.address(op, True)
+            self.emit(opcode, [home], [addr], offset=offset)
+            return
         shared = op.name == "simt.ld_shared"
         addr, offset = self.address(op, shared)
         bits = _bits(t)
@@ -1426,7 +1685,8 @@ class Selector:
             opcode, size = (_DS_NARROW_LOAD if shared else _NARROW_LOAD)[total, _signed(t) and vector == 1], 1
         else:
             opcode, size = (_DS_LOAD if shared else _DWORD_LOAD)[total // 32], total // 32
-        loaded = self.new("v", size).all()
+        loaded = self.homes.get(op.results[0]) if len(op.results) == 1 and size == 1 else None
+        loaded = loaded or self.new("v", size).all()
         sources = [addr] if shared else [addr, OFF]
         mask = self.masked(op.operand(1), lambda: self.emit(opcode, [loaded], sources, offset=offset))
         parts = self.split(loaded, t, bits, vector)
@@ -1435,6 +1695,84 @@ class Selector:
             self.values[r] = parts[k]
             if mask is not None and others:
                 self.deferred_others[r] = (others[k], op.operand(1))
+
+    def buffer_load(self, op: Operation, access: BufferAccess) -> None:
+        """`op` as buffer_load_* (offen) through the resource of `access`: no EXEC narrowing, and
+        the lanes past the bound read 0, which is the load's `other` (see BufferAccess)."""
+        t, vector = op.results[0].type, op.attrs.get("vector", 1)
+        bits = _bits(t)
+        total = bits * vector
+        if total < 32:
+            opcode, size = _NARROW_LOAD[total, _signed(t) and vector == 1], 1
+        else:
+            opcode, size = _DWORD_LOAD[total // 32], total // 32
+        opcode = opcode.replace("global_", "buffer_", 1)
+        shift = access.scale.bit_length() - 1
+        key = (access.lanewise, shift)
+        if key not in self.buffer_offsets:
+            offsets = self.new("v").all()
+            self.valu("v_lshlrev_b32", [offsets], [Imm.int(shift), self.operand(access.lanewise)])
+            self.buffer_offsets[key] = offsets
+        loaded = self.homes.get(op.results[0]) if len(op.results) == 1 and size == 1 else None
+        loaded = loaded or self.new("v", size).all()
+        self.emit(opcode, [loaded], [self.buffer_offsets[key], self.buffer_resource(access), Imm.int(0)],
+                  offen=1, offset=op.attrs.get("offset", 0))
+        for r, part in zip(op.results, self.split(loaded, t, bits, vector)):
+            self.values[r] = part
+
+    def buffer_resource(self, access: BufferAccess) -> Sub:
+        """The V# of `access` (isa.BUFFER_RESOURCE_CONFIG): base = pointer + uniform part *
+        scale (64 bits), num_records from record_bytes; the last one made if recent."""
+        key = ("resource", access.pointer, access.uniform, access.bound, access.scale)
+        return self.recent(key, lambda: self.make_resource(access))
+
+    def make_resource(self, access: BufferAccess) -> Sub:
+        shift = access.scale.bit_length() - 1
+        resource = self.new("s", 4).all()
+        pointer = self.scalar(access.pointer)
+        high = self.half(pointer, 1)
+        if access.uniform is None:
+            self.salu("s_mov_b32", [resource.dword(0)], [self.half(pointer, 0)])
+        else:
+            scaled = self.recent(("scaled", access.uniform, shift), lambda: self.scaled_index(access.uniform, shift))
+            high = self.new("s").all()
+            self.salu("s_add_u32", [resource.dword(0)], [self.half(pointer, 0), scaled.dword(0)])
+            self.salu("s_addc_u32", [high], [self.half(pointer, 1), scaled.dword(1)])
+        self.salu("s_and_b32", [resource.dword(1)], [high, Imm.int(BUFFER_BASE_HIGH_BITS)])
+        size = self.recent(("records", access.uniform, access.bound, shift), lambda: self.record_bytes(access, shift))
+        self.salu("s_mov_b32", [resource.dword(2)], [size])
+        self.salu("s_mov_b32", [resource.dword(3)], [Imm.int(BUFFER_RESOURCE_CONFIG[self.target])])
+        return resource
+
+    def recent(self, key: tuple, make) -> Sub:
+        """The SGPRs `make()` computes, shared by the resources made within REMAT_WINDOW
+        instructions (several pointers checked against one bound: x, y and out of a vector add)."""
+        made = self.buffer_resources.get(key)
+        if made is None or len(self.insts) - made[1] > REMAT_WINDOW:
+            made = (make(), len(self.insts))
+            self.buffer_resources[key] = made
+        return made[0]
+
+    def scaled_index(self, index: Value, shift: int) -> Sub:
+        """Uniform i32 `index` sign-extended to 64 bits and shifted left by `shift` (an SGPR pair)."""
+        scaled = self.new("s", 2).all()
+        self.salu("s_lshl_b64", [scaled], [self.widen(self.scalar(index), True, True), Imm.int(shift)])
+        return scaled
+
+    def record_bytes(self, access: BufferAccess, shift: int) -> Sub:
+        """num_records: (bound - uniform part) << shift, 0 where that is negative, the count
+        clamped to what fits 32 bits (the per-lane offsets stay far below it: buffer_access)."""
+        bound, count = self.scalar(access.bound), self.new("s").all()
+        if access.uniform is None:
+            self.salu("s_max_i32", [count], [bound, Imm.int(0)])
+        else:
+            start = self.scalar(access.uniform)
+            self.salu("s_sub_u32", [count], [bound, start])   # exact where start < bound
+            self.salu("s_cmp_lt_i32", [], [start, bound])
+            self.salu("s_cselect_b32", [count], [count, Imm.int(0)])
+        self.salu("s_min_u32", [count], [count, Imm.int(0xFFFFFFFF >> shift)])
+        self.salu("s_lshl_b32", [count], [count, Imm.int(shift)])
+        return count
 
     def choose_other(self, r: Value) -> None:
         """Where the load's predicate was false, the result is its `other`: selected at the
@@ -1510,10 +1848,15 @@ class Selector:
 
     def sel_pack(self, op: Operation) -> None:
         """Narrow values side by side in one wider register, the first lowest (as a store's data)."""
-        self.values[op.result] = self.gather(list(op.operands), _bits(op.operand(0).type))
+        if op in self.packed_by_halves:   # its halves were read into its home (place_halves)
+            self.values[op.result] = self.homes[op.result]
+            return
+        self.values[op.result] = self.gather(list(op.operands), _bits(op.operand(0).type), self.homes.get(op.result))
 
     def sel_unpack(self, op: Operation) -> None:
         t = op.results[0].type
+        if all(_repacks(user, op) for r in op.results for user in r.users()):
+            return   # every reader packs the parts back into the word (gather): nothing to extract
         whole = self.vgpr(op.operand(0))
         for r, part in zip(op.results, self.split(whole, t, _bits(t), len(op.results))):
             self.values[r] = part
@@ -1630,29 +1973,49 @@ class Selector:
         words = shape.OPERAND_DWORDS
         a, b = self.gather(list(op.operands[:words]), 32), self.gather(list(op.operands[words:2 * words]), 32)
         accumulators = list(op.operands[2 * words:])
-        acc = self.gather(accumulators, 32)
-        if any(len(v.uses) > 1 for v in accumulators):
-            fresh = self.new("v", shape.RESULT_DWORDS)
-            for k in range(shape.RESULT_DWORDS):
-                self.valu("v_mov_b32", [fresh.dword(k)], [acc.dword(k)])
-            acc = fresh.all()
+        parts = [self.operand(v) for v in accumulators]
+        first = parts[0]
+        in_place = all(isinstance(p, Sub) and p.bank == "v" and p.reg is first.reg and p.start == first.start + k
+                       for k, p in enumerate(parts)) and all(len(v.uses) == 1 for v in accumulators)
+        if in_place:
+            acc = Sub(first.reg, first.start, len(parts))
+        else:   # C written once into the tuple D overwrites (constants, SGPRs and VGPRs alike)
+            acc = self.new("v", shape.RESULT_DWORDS).all()
+            for k, part in enumerate(parts):
+                self.valu("v_mov_b32", [acc.dword(k)], [part])
         self.emit(shape.mnemonic, [acc], [a, b, acc])
         for k, r in enumerate(op.results):
             self.values[r] = acc.dword(k)
 
-    def gather(self, values: list[Value], bits: int) -> Sub:
-        """The values of a store in consecutive VGPRs (sub-dword ones packed, lowest first)."""
-        operands = [self.to_vgpr(self.operand(v), max(1, bits // 32)) for v in values]
+    def gather(self, values: list[Value], bits: int, into: Optional[Sub] = None) -> Sub:
+        """The values of a store in consecutive VGPRs (sub-dword ones packed, lowest first; one
+        packed word into `into` where given). The low bits are cleared above the values below
+        them, unless those are loads that zero-extended them."""
+        operands = [None if bits < 32 and _unpacked_word(values[w - w % (32 // bits):][:32 // bits]) is not None
+                    else self.to_vgpr(self.operand(v), max(1, bits // 32)) for w, v in enumerate(values)]
         if bits < 32:
             per_dword = 32 // bits
             words = []
             for w in range(0, len(operands), per_dword):
+                unpacked = _unpacked_word(values[w:w + per_dword])
+                if unpacked is not None:   # the parts of one word, in order: that word
+                    word = self.vgpr(unpacked)
+                    if into is not None and len(operands) == per_dword:
+                        self.valu("v_mov_b32", [into], [word])
+                        word = into
+                    words.append(word)
+                    continue
                 word = operands[w]
+                clean = _zero_extended(values[w])
                 for k, part in enumerate(operands[w + 1:w + per_dword], start=1):
-                    low, packed = self.new("v").all(), self.new("v").all()
-                    self.valu("v_bfe_u32", [low], [word, Imm.int(0), Imm.int(bits * k)])
+                    low = word
+                    if not clean:
+                        low = self.new("v").all()
+                        self.valu("v_bfe_u32", [low], [word, Imm.int(0), Imm.int(bits * k)])
+                    last = w + k == len(operands) - 1
+                    packed = into if into is not None and last and len(operands) == per_dword else self.new("v").all()
                     self.valu("v_lshl_or_b32", [packed], [part, Imm.int(bits * k), low])
-                    word = packed
+                    word, clean = packed, False
                 words.append(word)
             operands = words
         parts = [o.dword(i) for o in operands for i in range(o.count)]

@@ -179,6 +179,8 @@ def print_inst(inst: MInst, assignment: Optional[dict[Reg, int]] = None, target:
     else:
         operands = ", ".join(print_operand(o, assignment, target) for o in inst.defs + inst.uses)
         text = f"{spelling(inst.opcode, target) if target else inst.opcode} {operands}".rstrip()
+        if inst.mods.get("offen"):   # a buffer access's VGPR holds its byte offset
+            text += " offen"
         if inst.mods.get("offset"):
             text += f" offset:{inst.mods['offset']}"
         text += "".join(f" {bit}" for bit in CACHE_POLICY_BITS if inst.mods.get(bit))

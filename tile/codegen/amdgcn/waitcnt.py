@@ -17,7 +17,8 @@ lgkmcnt is lgkmcnt(0) (CDNA3 ISA 4.4).
 Across a loop's branches and labels nothing stays in flight (a wait for all before each). The
 counts are capped at the width of the target's fields (isa.WAIT_COUNT_LIMITS); stores in
 vscnt have no results to wait for, and only the selector's drains (barriers, releases:
-`s_waitcnt_vscnt null, 0x0`) wait on them.
+`s_waitcnt_vscnt null, 0x0`) wait on them. A D16 LDS read (isa.D16_MERGE_KEEPS) writes half of
+a VGPR that an earlier LDS read may still be writing: LDS reads land in order, so it needs no wait.
 The pass works on virtual or allocated registers (after allocation it also catches a register
 reused while a dead load result is still in flight). `insert_nops` adds the wait states of the
 hazards the hardware does not interlock (HAZARDS).
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .isa import MFMA_SHAPES, WAIT_COUNT_LIMITS, WAVE64_TARGETS, counter, info
+from .isa import D16_MERGE_KEEPS, MFMA_SHAPES, WAIT_COUNT_LIMITS, WAVE64_TARGETS, counter, info
 from .mir import Imm, MInst, Reg, Sub
 
 Unit = tuple
@@ -75,6 +76,8 @@ def insert_waits(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None
         if needed:
             counts["vmcnt"] = min(len(vm) - 1 - needed[-1], limits["vmcnt"])
             del vm[:needed[-1] + 1]
+        if inst.opcode in D16_MERGE_KEEPS:   # its VGPR may await earlier LDS reads: they land first
+            touched = {u for o in inst.uses for u in units(o, assignment)}
         needed = [k for k, written in enumerate(lgkm) if written & touched]
         if needed and scalar_loads:  # out of order: only lgkmcnt(0) surely covers the needed one
             counts["lgkmcnt"] = 0

@@ -1,0 +1,347 @@
+"""Buffer loads on the AMD targets: a masked tl.load bounded by `offs < n` (other 0 or absent)
+is selected as buffer_load_* through a raw buffer resource whose num_records is the bound, so
+the lanes past it read 0 with no EXEC narrowing; other masks keep the global load under EXEC.
+Checked on gfx942, gfx90a and gfx1100 against NumPy on the emulator, assembled with llvm-mc,
+and the emulator's range checking itself on hand-written code."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tile
+import tile.language as tl
+from tile.codegen.amdgcn import TARGETS, assemble
+from tile.emulator import EmulatorError
+from tile.emulator.amdgcn_machine import run_amdgcn
+from amdgcn_util import instructions, needs_llvm, unwaited_reads
+from test_emulator_amdgcn import text_of
+
+RNG = np.random.default_rng(915)
+
+
+@tile.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, x * 2.0 + y, mask=mask)
+
+
+@tile.jit
+def scaled_copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    tl.store(out_ptr + offs, x * 3, mask=offs < n)
+
+
+@tile.jit
+def single_block_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0)
+
+
+@tile.jit
+def other_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n, other=-1.0), mask=offs < n)
+
+
+@tile.jit
+def sparse_mask_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    keep = ((offs % 3) == 0) & (offs < n)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=keep), mask=offs < n)
+
+
+@tile.jit
+def gather_kernel(x_ptr, idx_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    where = tl.load(idx_ptr + offs)
+    tl.store(out_ptr + offs, tl.load(x_ptr + where, mask=where < n))
+
+
+def amdgcn(kernel, args, target, **constexprs) -> str:
+    return str(tile.dump(kernel, *args, stage="amdgcn", target=target, **constexprs))
+
+
+def opcodes(text: str) -> list[str]:
+    return [line.split()[0] for line in instructions(text)]
+
+
+def poisoned(n: int, dtype) -> np.ndarray:
+    return np.full(n, 0x55 if np.dtype(dtype).kind in "iu" else np.nan, dtype)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [1000, 1024, 77])
+def test_masked_loads_are_buffer_loads_and_match_numpy(target, n):
+    x, y = (RNG.standard_normal(n).astype(np.float32) for _ in range(2))
+    out = poisoned(n, np.float32)
+    tile.emulate(add_kernel, target=target)[(-(-n // 256),)](x, y, out, n, BLOCK=256)
+    np.testing.assert_allclose(out, x.astype(np.float64) * 2 + y, rtol=1e-6)
+    text = amdgcn(add_kernel, (x, y, out, n), target, BLOCK=256)
+    ops = opcodes(text)
+    loads = [op for op in ops if op.startswith(("buffer_load", "global_load"))]
+    assert loads and all(op.startswith("buffer_load") for op in loads)
+    # the stores keep their EXEC masks; the loads need none
+    saves = sum(op.startswith("s_and_saveexec") for op in ops)
+    assert saves == sum(op.startswith("global_store") for op in ops) > 0
+    assert unwaited_reads(text) == []
+
+
+def test_resources_of_one_bound_share_its_scalar_work():
+    """x's and y's resources differ in their base only: the block's start scaled (s_lshl_b64)
+    and the bound's byte count (s_cselect_b32 ... s_lshl_b32) are computed once."""
+    x = RNG.standard_normal(1000).astype(np.float32)
+    ops = opcodes(amdgcn(add_kernel, (x, x, x, 1000), "gfx942", BLOCK=256))
+    assert sum(op.startswith("buffer_load") for op in ops) == 4
+    assert ops.count("s_lshl_b64") == ops.count("s_cselect_b32") == ops.count("s_min_u32") == 1
+    assert ops.count("s_addc_u32") == 2   # one base per pointer
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype, vector_n", [(np.int8, 4096), (np.int8, 1000), (np.float16, 4096),
+                                              (np.float16, 999), (np.int64, 512), (np.float64, 333),
+                                              (np.int32, 4096)])
+def test_element_types_and_vector_widths(target, dtype, vector_n):
+    n = vector_n
+    x = (RNG.integers(-100, 100, n) if np.dtype(dtype).kind == "i" else RNG.standard_normal(n)).astype(dtype)
+    out = poisoned(n, dtype)
+    tile.emulate(scaled_copy_kernel, target=target)[(-(-n // 512),)](x, out, n, BLOCK=512)
+    np.testing.assert_array_equal(out, (x * 3).astype(dtype))
+    ops = opcodes(amdgcn(scaled_copy_kernel, (x, out, n), target, BLOCK=512))
+    assert any(op.startswith("buffer_load") for op in ops) and not any(op.startswith("global_load") for op in ops)
+
+
+def test_aligned_bounds_vectorize_into_wide_buffer_loads():
+    n = 4096   # divisible by 16: the mask is constant over a thread's elements
+    x, out = RNG.standard_normal(n).astype(np.float32), poisoned(n, np.float32)
+    ops = opcodes(amdgcn(scaled_copy_kernel, (x, out, n), "gfx942", BLOCK=1024))
+    assert "buffer_load_dwordx4" in ops
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_blocks_wholly_past_the_bound_and_negative_bounds_read_nothing(target):
+    """num_records is 0 where the block starts at or past n (n - start is negative): no lane
+    reads, no lane stores; a bound far above 2^30 elements is clamped and reads everything."""
+    x, y = (RNG.standard_normal(256).astype(np.float32) for _ in range(2))
+    for n, grid, valid in ((100, 4, 100), (-5, 2, 0), (0, 1, 0)):
+        out = poisoned(256, np.float32)
+        tile.emulate(add_kernel, target=target)[(grid,)](x, y, out, n, BLOCK=64)
+        np.testing.assert_allclose(out[:valid], x[:valid].astype(np.float64) * 2 + y[:valid], rtol=1e-6)
+        assert np.isnan(out[valid:]).all()
+    out = poisoned(128, np.float32)
+    tile.emulate(single_block_kernel, target=target)[(1,)](x[:128], out, 2**31 - 1, BLOCK=128)
+    np.testing.assert_allclose(out, x[:128].astype(np.float64) + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_index_without_a_uniform_part_reads_from_the_pointer_itself(target):
+    x, out = RNG.standard_normal(128).astype(np.float32), poisoned(128, np.float32)
+    tile.emulate(single_block_kernel, target=target)[(1,)](x, out, 90, BLOCK=128)
+    expected = np.where(np.arange(128) < 90, x.astype(np.float64), 0.0) + 1
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    assert any(op.startswith("buffer_load") for op in opcodes(amdgcn(single_block_kernel, (x, out, 90), target,
+                                                                      BLOCK=128)))
+
+
+@pytest.mark.parametrize("kernel", [other_kernel, sparse_mask_kernel])
+def test_other_values_and_other_masks_keep_the_global_load(kernel):
+    n = 300
+    x, out = RNG.standard_normal(n).astype(np.float32), poisoned(n, np.float32)
+    ops = opcodes(amdgcn(kernel, (x, out, n), "gfx942", BLOCK=128))
+    assert "global_load_dword" in ops and not any(op.startswith("buffer_load") for op in ops)
+    tile.emulate(kernel, target="gfx942")[(3,)](x, out, n, BLOCK=128)
+    if kernel is other_kernel:
+        np.testing.assert_array_equal(out, x)
+    else:
+        keep = np.arange(n) % 3 == 0
+        np.testing.assert_array_equal(out[keep], x[keep])   # the rest: no `other`, undefined
+
+
+def test_an_index_of_unknown_range_keeps_the_global_load():
+    """A gathered index may be negative or huge: its byte offset would not fit the VGPR."""
+    n = 256
+    x = RNG.standard_normal(n).astype(np.float32)
+    idx = RNG.integers(0, n, n).astype(np.int32)
+    out = poisoned(n, np.float32)
+    ops = opcodes(amdgcn(gather_kernel, (x, idx, out, n), "gfx942", BLOCK=128))
+    assert not any(op.startswith("buffer_load") for op in ops)
+    tile.emulate(gather_kernel, target="gfx942")[(2,)](x, idx, out, n, BLOCK=128)
+    np.testing.assert_array_equal(out, x[idx])
+
+
+@needs_llvm
+@pytest.mark.parametrize("target", TARGETS)
+def test_buffer_loads_assemble(target):
+    for dtype in (np.int8, np.float16, np.float32, np.float64):
+        x, out = np.ones(4096, dtype), np.ones(4096, dtype)
+        text = amdgcn(scaled_copy_kernel, (x, out, 4096), target, BLOCK=1024)
+        assert assemble(text, target)[:4] == b"\x7fELF"
+
+
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(1, 700), block=st.sampled_from([64, 128, 256]), target=st.sampled_from(TARGETS),
+       extra_blocks=st.integers(0, 2))
+def test_any_bound_matches_numpy(n, block, target, extra_blocks):
+    x, y = (RNG.standard_normal(n).astype(np.float32) for _ in range(2))
+    out = poisoned(n, np.float32)
+    tile.emulate(add_kernel, target=target)[(-(-n // block) + extra_blocks,)](x, y, out, n, BLOCK=block)
+    np.testing.assert_allclose(out, x.astype(np.float64) * 2 + y, rtol=1e-6)
+
+
+# ------------------------------------------------------------ the emulator's range checking
+
+BUFFER_COPY = """
+s_load_dwordx2 s[4:5], s[0:1], 0
+s_load_dwordx2 s[6:7], s[0:1], 8
+s_load_dword s8, s[0:1], 16
+v_lshlrev_b32 v1, {shift}, v0
+s_waitcnt lgkmcnt(0)
+s_mov_b32 s12, s4
+s_and_b32 s13, s5, 0xffff
+s_or_b32 s13, s13, {stride}
+s_mov_b32 s14, s8
+s_mov_b32 s15, 0x27000
+{load} {dst}, v1, s[12:15], 0 offen offset:{offset}
+v_lshlrev_b32 v2, 3, v0
+v_mad_u64_u32 v[2:3], vcc, v2, 1, s[6:7]
+s_waitcnt vmcnt(0)
+global_store_dwordx2 v[2:3], v[4:5], off
+s_endpgm
+"""
+COPY_ARGS = [("x", 8, "global_buffer"), ("out", 8, "global_buffer"), ("num_records", 4, "by_value")]
+
+
+def run_buffer_copy(x: np.ndarray, num_records: int, load: str = "buffer_load_dwordx2", shift: int = 3,
+                    offset: int = 0, stride: int = 0) -> np.ndarray:
+    """Each of 64 lanes loads at byte offset lane << shift (+ offset) through a resource of
+    `num_records` bytes (and `stride`), and stores v[4:5] (v5 set to 0x77 first for one-dword loads)."""
+    dst = "v[4:5]" if load.endswith("x2") else "v4"
+    body = BUFFER_COPY.format(shift=shift, load=load, dst=dst, offset=offset, stride=stride << 16)
+    if dst == "v4":
+        body = body.replace("v_lshlrev_b32 v2, 3", "v_mov_b32 v5, 0x77\nv_lshlrev_b32 v2, 3")
+    out = np.full(128, 0xDEADBEEF, np.uint32)
+    run_amdgcn(text_of(body, COPY_ARGS), 1, [x, out, num_records])
+    return out.reshape(64, 2)
+
+
+def test_each_dword_is_range_checked_and_out_of_range_lanes_touch_no_memory():
+    x = RNG.integers(1, 2**32, 22, dtype=np.uint64).astype(np.uint32)   # 11 lanes' worth of 8 bytes
+    out = run_buffer_copy(x, num_records=8 * 10 + 4)
+    np.testing.assert_array_equal(out[:10], x[:20].reshape(10, 2))
+    np.testing.assert_array_equal(out[10], [x[20], 0])     # its second dword ends past num_records
+    assert not out[11:].any()
+
+
+def test_the_immediate_offset_counts_in_the_range_check():
+    x = RNG.integers(1, 2**32, 130, dtype=np.uint64).astype(np.uint32)
+    out = run_buffer_copy(x, num_records=64, load="buffer_load_dword", offset=8)
+    lanes_in = (np.arange(64) * 8 + 8 + 4 <= 64)
+    np.testing.assert_array_equal(out[:, 0], np.where(lanes_in, x[np.arange(64) * 2 + 2], 0))
+    np.testing.assert_array_equal(out[:, 1], 0x77)
+
+
+def test_sub_dword_buffer_loads_extend_as_their_name_says():
+    x = np.arange(-32, 32, dtype=np.int8).view(np.uint8)
+    signed = run_buffer_copy(x, num_records=60, load="buffer_load_sbyte", shift=0)
+    unsigned = run_buffer_copy(x, num_records=60, load="buffer_load_ubyte", shift=0)
+    expected = np.where(np.arange(64) < 60, np.arange(-32, 32), 0)
+    np.testing.assert_array_equal(signed[:, 0].view(np.int32), expected)
+    np.testing.assert_array_equal(unsigned[:, 0], np.where(np.arange(64) < 60, x, 0))
+
+
+def test_a_misaligned_buffer_load_in_range_is_an_error():
+    with pytest.raises(EmulatorError, match="is not aligned to 4 bytes"):
+        run_buffer_copy(np.zeros(256, np.uint32), num_records=1024, load="buffer_load_dword", offset=2)
+
+
+def test_a_structured_resource_is_refused():
+    with pytest.raises(EmulatorError, match=r"not a raw buffer of gfx942 \(stride 16"):
+        run_buffer_copy(np.zeros(256, np.uint32), num_records=1024, stride=16)
+
+
+@tile.jit
+def chunked_sum_kernel(x_ptr, out_ptr, n, CHUNKS: tl.constexpr, BLOCK: tl.constexpr):
+    """Each program sums CHUNKS consecutive blocks: the bound check's uniform part is the loop's."""
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for c in range(CHUNKS):
+        offs = (tl.program_id(0) * CHUNKS + c) * BLOCK + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_buffer_loads_in_a_loop_take_the_induction_variable_into_the_resource(target):
+    n, block, chunks, programs = 1000, 64, 4, 4
+    x = RNG.standard_normal(n).astype(np.float32)
+    out = poisoned(programs * block, np.float32)
+    tile.emulate(chunked_sum_kernel, target=target)[(programs,)](x, out, n, CHUNKS=chunks, BLOCK=block)
+    padded = np.zeros(programs * chunks * block)
+    padded[:n] = x
+    expected = padded.reshape(programs, chunks, block).sum(axis=1).ravel()
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    ops = opcodes(amdgcn(chunked_sum_kernel, (x, out, n), target, CHUNKS=chunks, BLOCK=block))
+    assert any(op.startswith("buffer_load") for op in ops) and not any(op.startswith("global_load") for op in ops)
+
+
+# ------------------------------------------------------------ the per-lane ranges it relies on
+
+def _wrap(x: int) -> int:
+    return (x + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def _truncating(a: int, b: int) -> tuple[int, int]:
+    q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+    return q, a - q * b
+
+
+_SEMANTICS = {"arith.add": lambda a, b: a + b, "arith.sub": lambda a, b: a - b, "arith.mul": lambda a, b: a * b,
+              "arith.shl": lambda a, b: a << b, "arith.shr": lambda a, b: a >> b, "arith.and": lambda a, b: a & b,
+              "arith.or": lambda a, b: a | b, "arith.div": lambda a, b: _truncating(a, b)[0],
+              "arith.rem": lambda a, b: _truncating(a, b)[1], "arith.max": max, "arith.min": min}
+
+
+@st.composite
+def lane_expressions(draw, depth=3):
+    """(a builder of the simt ops, the value per thread index) for a random i32 expression."""
+    if depth == 0 or draw(st.booleans()):
+        if draw(st.booleans()):
+            return ("tid",), lambda t: t
+        c = draw(st.integers(-20, 300))
+        return ("constant", c), lambda t: c
+    name = draw(st.sampled_from(sorted(_SEMANTICS)))
+    left, evaluate_left = draw(lane_expressions(depth=depth - 1))
+    if name in ("arith.shl", "arith.shr", "arith.div", "arith.rem"):
+        k = draw(st.integers(0, 12) if name in ("arith.shl", "arith.shr") else st.integers(1, 40))
+        right, evaluate_right = ("constant", k), (lambda t: k)
+    else:
+        right, evaluate_right = draw(lane_expressions(depth=depth - 1))
+    return (name, left, right), lambda t: _wrap(_SEMANTICS[name](evaluate_left(t), evaluate_right(t)))
+
+
+def _build(tree, tid):
+    from tile.ir.core import Operation
+    from tile.ir.types import i32
+    if tree[0] == "tid":
+        return tid
+    if tree[0] == "constant":
+        return Operation("arith.constant", (), (i32,), {"value": tree[1]}).result
+    return Operation(tree[0], (_build(tree[1], tid), _build(tree[2], tid)), (i32,)).result
+
+
+@settings(max_examples=200, deadline=None)
+@given(expression=lane_expressions(), threads=st.sampled_from([32, 64, 256]))
+def test_lane_ranges_contain_every_value(expression, threads):
+    from tile.codegen.amdgcn.isel import lane_range
+    from tile.ir.core import Operation
+    from tile.ir.types import i32
+    tree, evaluate = expression
+    tid = Operation("simt.tid", (), (i32,)).result
+    found = lane_range(_build(tree, tid), threads, {})
+    if found is not None:
+        values = [evaluate(t) for t in range(threads)]
+        assert found[0] <= min(values) and max(values) <= found[1]
