@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -168,6 +168,13 @@ def _lower_mma(ctx: Lowering, op: Operation, atype: str, plan: list[MmaInstr]) -
 # ------------------------------------------------------------------------------ mfma
 
 
+def _check_operand_layouts(op: Operation, dot: str, wanted: Callable[[int], Any]) -> None:
+    """A LoweringError unless operand i (0: A, 1: B) of `op` has layout wanted(i)."""
+    for i, v in enumerate(op.operands[:2]):
+        if v.type.layout != wanted(i):
+            raise LoweringError(op, f"operand {'AB'[i]} of {dot} dot must have layout {wanted(i)}, not {v.type.layout}")
+
+
 def _lower_mfma(ctx: Lowering, op: Operation) -> None:
     """One simt.mfma per instruction tile and k-step, registers found by the #mfma / #mfma_op
     register order (tile.ir.mfma_layouts), k-steps outermost; each lane's k_width values of A
@@ -181,10 +188,7 @@ def _lower_mfma(ctx: Lowering, op: Operation) -> None:
     a, b, c = op.operands
     layout = c.type.layout
     width = mfma_k_width(element_type(a.type).bits)
-    for i, v in ((0, a), (1, b)):
-        if v.type.layout != MfmaOperandLayout(i, layout, width):
-            raise LoweringError(op, f"operand {'AB'[i]} of an MFMA dot must have layout "
-                                    f"{MfmaOperandLayout(i, layout, width)}, not {v.type.layout}")
+    _check_operand_layouts(op, "an MFMA", lambda i: MfmaOperandLayout(i, layout, width))
     atype, btype = element_type(a.type).name, element_type(b.type).name
     types = {"atype": atype} if btype == atype else {"atype": atype, "btype": btype}
     steps = a.type.shape[1] // MfmaOperandLayout(0, layout, width).instr_k
@@ -224,10 +228,7 @@ def _lower_wmma(ctx: Lowering, op: Operation) -> None:
     """
     a, b, c = op.operands
     layout = c.type.layout
-    for i, v in ((0, a), (1, b)):
-        if v.type.layout != WmmaOperandLayout(i, layout):
-            raise LoweringError(op, f"operand {'AB'[i]} of a WMMA dot must have layout "
-                                    f"{WmmaOperandLayout(i, layout)}, not {v.type.layout}")
+    _check_operand_layouts(op, "a WMMA", lambda i: WmmaOperandLayout(i, layout))
     atype = element_type(a.type).name
     steps = a.type.shape[1] // WMMA_K
     reps_m, reps_n = layout.tile_reps(c.type.shape)
