@@ -159,7 +159,7 @@ SPELLING = {"gfx942": {}, "gfx90a": {}, "gfx1100": {
     **{f"buffer_load_{old}": f"buffer_load_{new}" for old, new in (
         ("ubyte", "u8"), ("sbyte", "i8"), ("ushort", "u16"), ("sshort", "i16"), ("dword", "b32"),
         ("dwordx2", "b64"), ("dwordx3", "b96"), ("dwordx4", "b128"))},
-    **{f"global_store_{old}": f"global_store_{new}" for old, new in (
+    **{f"{kind}_store_{old}": f"{kind}_store_{new}" for kind in ("global", "buffer") for old, new in (
         ("byte", "b8"), ("short", "b16"), ("dword", "b32"), ("dwordx2", "b64"), ("dwordx3", "b96"),
         ("dwordx4", "b128"))},
     **{f"global_atomic_{old}": f"global_atomic_{new}" for old, new in (
@@ -487,6 +487,12 @@ def _rows() -> list[InstrInfo]:
     for name, width in (("byte", 1), ("short", 1), ("dword", 1), ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
         data = "vsrc" if width == 1 else f"vsrc{width}"
         add(f"global_store_{name}", "FLAT", f"| vaddr {data} saddr", "vmem", "store")
+    # buffer stores (MUBUF, offen; written data first as the assembler reads it: vdata, vaddr,
+    # srsrc, soffset): a component ending past num_records writes nothing (the "Range Checking"
+    # sections of the CDNA3 and RDNA3 ISAs' buffer chapters); they count in the store counter
+    for name, width in (("byte", 1), ("short", 1), ("dword", 1), ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
+        data = "vsrc" if width == 1 else f"vsrc{width}"
+        add(f"buffer_store_{name}", "MUBUF", f"| {data} vsrc ssrc4 ssrc", "vmem", "store")
 
     # global atomics, always in their returning form (ATOMIC_RETURN_BIT; their scope bits come
     # from MEMORY_ORDER): they bypass the L1 cache and count in vmcnt like loads (CDNA3 ISA 9.1;

@@ -460,13 +460,22 @@ def _is_zero_constant(v: Value) -> bool:
     return op is not None and op.name == "arith.constant" and constant_bits(op.attrs["value"], v.type) == 0
 
 
-def buffer_access(load: Operation, uniform: set[Value], threads: int, memo: dict) -> Optional[BufferAccess]:
-    """How masked simt.ld_global `load` reads as a raw buffer load, or None (see above)."""
-    if load.name != "simt.ld_global" or len(load.operands) < 2:
+def _accessed_bytes(access: Operation) -> int:
+    """The bytes simt.ld_global / st_global `access` reads or writes per thread."""
+    if access.name == "simt.ld_global":
+        return _bits(access.results[0].type) * access.attrs.get("vector", 1) // 8
+    values = access.operands[2:]
+    return (64 if isinstance(values[0].type, PointerType) else _bits(values[0].type)) * len(values) // 8
+
+
+def buffer_access(access: Operation, uniform: set[Value], threads: int, memo: dict) -> Optional[BufferAccess]:
+    """How masked simt.ld_global (st_global) `access` reads (writes) as a raw buffer access, or
+    None (see above). A store has no `other`: the lanes past the bound write nothing."""
+    if access.name not in ("simt.ld_global", "simt.st_global") or len(access.operands) < 2:
         return None
-    if not all(_is_zero_constant(other) for other in load.operands[2:]):
+    if access.name == "simt.ld_global" and not all(_is_zero_constant(other) for other in access.operands[2:]):
         return None
-    address, compare = load.operand(0).owner_op, load.operand(1).owner_op
+    address, compare = access.operand(0).owner_op, access.operand(1).owner_op
     if address is None or address.name != "simt.addptr" or compare is None or compare.name != "arith.cmp":
         return None
     pointer, index = address.operands
@@ -476,8 +485,8 @@ def buffer_access(load: Operation, uniform: set[Value], threads: int, memo: dict
             or not (_is_int(index.type) and _signed(index.type) and dwords(index.type) == 1)
             or checked.type != index.type or scale <= 0 or scale & (scale - 1)):
         return None
-    offset = load.attrs.get("offset", 0)
-    step = 0   # the checked index is `index + step`, and the load reads `step` elements on
+    offset = access.attrs.get("offset", 0)
+    step = 0   # the checked index is `index + step`, and the access is `step` elements on
     if checked is not index:
         add = checked.owner_op
         if add is None or add.name != "arith.add" or index not in add.operands:
@@ -496,8 +505,7 @@ def buffer_access(load: Operation, uniform: set[Value], threads: int, memo: dict
         if (first in uniform) != (second in uniform):
             uniform_part, lanewise = (first, second) if first in uniform else (second, first)
     span = lane_range(lanewise, threads, memo)
-    loaded_bytes = _bits(load.results[0].type) * load.attrs.get("vector", 1) // 8
-    if span is None or span[0] < 0 or (span[1] + step) * scale + loaded_bytes >= BUFFER_OFFSET_LIMIT:
+    if span is None or span[0] < 0 or (span[1] + step) * scale + _accessed_bytes(access) >= BUFFER_OFFSET_LIMIT:
         return None
     return BufferAccess(pointer, uniform_part, lanewise, bound, scale)
 
@@ -1596,7 +1604,7 @@ class Selector:
         scalar = op.result in self.uniform
         users = op.result.users()
         if users and all(self.buffer_accesses.get(user) for user in users):
-            return   # only buffer loads read it: they address from the resource instead
+            return   # only buffer accesses read it: they address from the resource instead
         if op.result in self.updated_in_place:   # p += offset in p's own register (pointer_updates)
             offset = self.scalar(i) if i in self.uniform else self.to_vgpr(self.operand(i))
             if dwords(i.type) == 1:
@@ -1707,18 +1715,33 @@ class Selector:
         else:
             opcode, size = _DWORD_LOAD[total // 32], total // 32
         opcode = opcode.replace("global_", "buffer_", 1)
+        loaded = self.homes.get(op.results[0]) if len(op.results) == 1 and size == 1 else None
+        loaded = loaded or self.new("v", size).all()
+        self.emit(opcode, [loaded], [self.byte_offsets(access), self.buffer_resource(access), Imm.int(0)],
+                  offen=1, offset=op.attrs.get("offset", 0))
+        for r, part in zip(op.results, self.split(loaded, t, bits, vector)):
+            self.values[r] = part
+
+    def buffer_store(self, op: Operation, access: BufferAccess, bits: int) -> None:
+        """`op` as buffer_store_* (offen) through the resource of `access`: no EXEC narrowing, and
+        the lanes past the bound write nothing, which is what the store's mask asks (BufferAccess)."""
+        values = op.operands[2:]
+        total = bits * len(values)
+        opcode = (_NARROW_STORE[total] if total < 32 else _DWORD_STORE[total // 32]).replace("global_", "buffer_", 1)
+        data = self.gather(values, bits)
+        self.emit(opcode, [], [data, self.byte_offsets(access), self.buffer_resource(access), Imm.int(0)],
+                  offen=1, offset=op.attrs.get("offset", 0))
+
+    def byte_offsets(self, access: BufferAccess) -> Sub:
+        """The per-lane part of `access`'s index in bytes (a VGPR), shared by the accesses at
+        that index and scale."""
         shift = access.scale.bit_length() - 1
         key = (access.lanewise, shift)
         if key not in self.buffer_offsets:
             offsets = self.new("v").all()
             self.valu("v_lshlrev_b32", [offsets], [Imm.int(shift), self.operand(access.lanewise)])
             self.buffer_offsets[key] = offsets
-        loaded = self.homes.get(op.results[0]) if len(op.results) == 1 and size == 1 else None
-        loaded = loaded or self.new("v", size).all()
-        self.emit(opcode, [loaded], [self.buffer_offsets[key], self.buffer_resource(access), Imm.int(0)],
-                  offen=1, offset=op.attrs.get("offset", 0))
-        for r, part in zip(op.results, self.split(loaded, t, bits, vector)):
-            self.values[r] = part
+        return self.buffer_offsets[key]
 
     def buffer_resource(self, access: BufferAccess) -> Sub:
         """The V# of `access` (isa.BUFFER_RESOURCE_CONFIG): base = pointer + uniform part *
@@ -1867,6 +1890,9 @@ class Selector:
         bits = 64 if isinstance(t, PointerType) else t.bits
         if bits not in (8, 16, 32, 64):
             raise self.unsupported(op, f"of {t}")
+        if op in self.buffer_accesses:
+            self.buffer_store(op, self.buffer_accesses[op], bits)
+            return
         shared = op.name == "simt.st_shared"
         addr, offset = self.address(op, shared)
         total = bits * vector
