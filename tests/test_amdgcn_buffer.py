@@ -71,6 +71,39 @@ def sparse_store_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=(offs % 3 == 0) & (offs < n))
 
 
+@tile.jit
+def unsigned_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK).to(tl.uint32)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+
+@tile.jit
+def unsigned_blocks_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)).to(tl.uint32)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+
+@tile.jit
+def rows_kernel(x_ptr, out_ptr, seen_ptr, M, N, stride, seen_stride, BLOCK: tl.constexpr):
+    """Row pid(0) of an M x N matrix (row stride `stride`), BLOCK columns from pid(1) * BLOCK;
+    `seen` gets what every lane's load read (0 where masked off), `out` x + 1 where the mask holds."""
+    row = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = (row < M) & (cols < N)
+    x = tl.load(x_ptr + row * stride + cols, mask=mask)
+    tl.store(seen_ptr + row * seen_stride + cols, x)
+    tl.store(out_ptr + row * stride + cols, x + 1.0, mask=mask)
+
+
+@tile.jit
+def tile_2d_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.program_id(1) * BN + tl.arange(0, BN)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    offs = rows[:, None] * N + cols[None, :]
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+
 def amdgcn(kernel, args, target, **constexprs) -> str:
     return str(tile.dump(kernel, *args, stage="amdgcn", target=target, **constexprs))
 
@@ -247,6 +280,83 @@ def test_any_bound_matches_numpy(n, block, target, extra_blocks):
     out = poisoned(n, np.float32)
     tile.emulate(add_kernel, target=target)[(-(-n // block) + extra_blocks,)](x, y, out, n, BLOCK=block)
     np.testing.assert_allclose(out, x.astype(np.float64) * 2 + y, rtol=1e-6)
+
+
+# ------------------------------------------------------------ unsigned bounds, 2-D masks
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [90, 128, 0, -5])
+def test_unsigned_bounds_compare_unsigned(target, n):
+    """n = -5 is 2^32 - 5 as the u32 the mask compares: every lane is in (signed, none would be)."""
+    x, out = RNG.uniform(1, 2, 128).astype(np.float32), poisoned(128, np.float32)
+    ops = opcodes(amdgcn(unsigned_kernel, (x, out, n), target, BLOCK=128))
+    assert any(op.startswith("buffer_load") for op in ops) and any(op.startswith("buffer_store") for op in ops)
+    assert not any(op.startswith(("global_", "s_and_saveexec")) for op in ops)
+    tile.emulate(unsigned_kernel, target=target)[(1,)](x, out, n, BLOCK=128)
+    kept = np.arange(128) < (n % 2**32)
+    np.testing.assert_array_equal(out, np.where(kept, x + np.float32(1), np.nan))
+
+
+def test_an_unsigned_index_with_a_uniform_part_keeps_the_global_accesses():
+    """pid * BLOCK + lane may wrap at 2^32 in u32, where the resource's base + offset would not."""
+    n = 300
+    x, out = RNG.uniform(1, 2, n).astype(np.float32), poisoned(n, np.float32)
+    ops = opcodes(amdgcn(unsigned_blocks_kernel, (x, out, n), "gfx942", BLOCK=128))
+    assert not any(op.startswith("buffer_") for op in ops)
+    tile.emulate(unsigned_blocks_kernel, target="gfx942")[(3,)](x, out, n, BLOCK=128)
+    np.testing.assert_array_equal(out, x + np.float32(1))
+
+
+def run_rows(target, M, N, stride, grid_rows, grid_cols, block=128):
+    """rows_kernel over an M x N matrix (N < stride) on a grid_rows x grid_cols grid, against
+    NumPy: `seen` holds x where the mask keeps a lane and 0 elsewhere, `out` x + 1 where it
+    keeps one and its poison elsewhere."""
+    x = RNG.uniform(1, 2, max(M, 1) * stride).astype(np.float32)   # never 0: a lane that read shows
+    out = poisoned(max(M, 1) * stride, np.float32)
+    seen = poisoned(grid_rows * grid_cols * block, np.float32)
+    tile.emulate(rows_kernel, target=target)[(grid_rows, grid_cols)](x, out, seen, M, N, stride, grid_cols * block,
+                                                                      BLOCK=block)
+    rows, cols = np.arange(grid_rows)[:, None], np.arange(grid_cols * block)[None, :]
+    kept_rows, kept_cols = np.nonzero((rows < M) & (cols < N))
+    matrix = x.reshape(-1, stride)
+    read = np.zeros((grid_rows, grid_cols * block), np.float32)
+    read[kept_rows, kept_cols] = matrix[kept_rows, kept_cols]
+    np.testing.assert_array_equal(seen.reshape(grid_rows, -1), read)
+    written = poisoned(out.size, np.float32).reshape(-1, stride)
+    written[kept_rows, kept_cols] = matrix[kept_rows, kept_cols] + np.float32(1)
+    np.testing.assert_array_equal(out.reshape(-1, stride), written)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_uniform_row_bound_folds_into_the_resource(target):
+    """(row < M) & (cols < N) with the row uniform per program: num_records is the column bound's
+    where row < M holds, 0 where not; the loads and the masked store are buffer accesses."""
+    x = np.ones(3 * 300, np.float32)
+    ops = opcodes(amdgcn(rows_kernel, (x, x, x, 3, 200, 300, 512), target, BLOCK=128))
+    assert sum(op.startswith("buffer_load") for op in ops) == 1
+    assert sum(op.startswith("buffer_store") for op in ops) == 1
+    assert sum(op.startswith("s_cmp_lg_u") for op in ops) >= 1   # the row factor selects num_records
+    run_rows(target, M=3, N=200, stride=300, grid_rows=5, grid_cols=4)
+
+
+@settings(max_examples=10, deadline=None)
+@given(M=st.integers(0, 4), N=st.integers(0, 400), extra=st.integers(0, 50), grid_rows=st.integers(1, 5),
+       grid_cols=st.integers(1, 4), target=st.sampled_from(TARGETS))
+def test_the_lanes_the_hardware_keeps_are_the_mask_s(M, N, extra, grid_rows, grid_cols, target):
+    """Every lane the range check keeps is one the mask (row < M) & (cols < N) keeps, and back:
+    the loads (`seen`: 0 where not read) and the stores (`out` poisoned) of any bounds and grid."""
+    run_rows(target, M=M, N=N, stride=N + extra + 1, grid_rows=grid_rows, grid_cols=grid_cols)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_two_per_lane_bounds_keep_the_exec_path(target):
+    """rows and cols both per lane: the kept lanes form a rectangle, not one byte range."""
+    M, N = 37, 45
+    x, out = RNG.standard_normal(M * N).astype(np.float32), poisoned(M * N, np.float32)
+    ops = opcodes(amdgcn(tile_2d_kernel, (x, out, M, N), target, BM=16, BN=16))
+    assert not any(op.startswith("buffer_") for op in ops)
+    tile.emulate(tile_2d_kernel, target=target)[(3, 3)](x, out, M, N, BM=16, BN=16)
+    np.testing.assert_array_equal(out, x * 2)
 
 
 # ------------------------------------------------------------ the emulator's range checking
