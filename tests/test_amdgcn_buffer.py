@@ -336,6 +336,7 @@ def test_a_uniform_row_bound_folds_into_the_resource(target):
     assert sum(op.startswith("buffer_load") for op in ops) == 1
     assert sum(op.startswith("buffer_store") for op in ops) == 1
     assert sum(op.startswith("s_cmp_lg_u") for op in ops) >= 1   # the row factor selects num_records
+    assert not any(op.startswith(("v_cmp", "s_and_saveexec", "s_and_b64")) for op in ops)   # no mask computed
     run_rows(target, M=3, N=200, stride=300, grid_rows=5, grid_cols=4)
 
 

@@ -1079,6 +1079,8 @@ class Selector:
         if t == i1:
             if op.name not in _MASK_BINARY:
                 raise self.unsupported(op, "on i1")
+            if self.only_bounds_buffer_accesses(op.result):
+                return   # their resources hold the mask (_mask_factors): it is never computed
             self.salu(self.lane(_MASK_BINARY[op.name]), [self.result(op.result, "s")], [self.scalar(a), self.scalar(b)])
         elif _is_int(t) and dwords(t) == 1 and op.name in ("arith.div", "arith.rem"):
             self.divide_int32(op)
@@ -1768,6 +1770,14 @@ class Selector:
             self.values[r] = parts[k]
             if mask is not None and others:
                 self.deferred_others[r] = (others[k], op.operand(1))
+
+    def only_bounds_buffer_accesses(self, mask: Value) -> bool:
+        """Whether i1 `mask` is read only as (a factor of) the mask of buffer accesses."""
+        users = mask.users()
+        return bool(users) and all(
+            user in self.buffer_accesses
+            or (user.name == "arith.and" and user.result.type == i1 and self.only_bounds_buffer_accesses(user.result))
+            for user in users)
 
     def buffer_load(self, op: Operation, access: BufferAccess) -> None:
         """`op` as buffer_load_* (offen) through the resource of `access`: no EXEC narrowing, and
