@@ -285,15 +285,16 @@ def test_any_bound_matches_numpy(n, block, target, extra_blocks):
 # ------------------------------------------------------------ unsigned bounds, 2-D masks
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("n", [90, 128, 0, -5])
-def test_unsigned_bounds_compare_unsigned(target, n):
-    """n = -5 is 2^32 - 5 as the u32 the mask compares: every lane is in (signed, none would be)."""
-    x, out = RNG.uniform(1, 2, 128).astype(np.float32), poisoned(128, np.float32)
-    ops = opcodes(amdgcn(unsigned_kernel, (x, out, n), target, BLOCK=128))
+@pytest.mark.parametrize("n, block", [(90, 128), (128, 128), (0, 128), (-5, 128), (333, 512), (512, 512)])
+def test_unsigned_bounds_compare_unsigned(target, n, block):
+    """n = -5 is 2^32 - 5 as the u32 the mask compares: every lane is in (signed, none would be).
+    BLOCK 512: four elements per thread (one dwordx4 where n is a multiple of 16)."""
+    x, out = RNG.uniform(1, 2, block).astype(np.float32), poisoned(block, np.float32)
+    ops = opcodes(amdgcn(unsigned_kernel, (x, out, n), target, BLOCK=block))
     assert any(op.startswith("buffer_load") for op in ops) and any(op.startswith("buffer_store") for op in ops)
     assert not any(op.startswith(("global_", "s_and_saveexec")) for op in ops)
-    tile.emulate(unsigned_kernel, target=target)[(1,)](x, out, n, BLOCK=128)
-    kept = np.arange(128) < (n % 2**32)
+    tile.emulate(unsigned_kernel, target=target)[(1,)](x, out, n, BLOCK=block)
+    kept = np.arange(block) < (n % 2**32)
     np.testing.assert_array_equal(out, np.where(kept, x + np.float32(1), np.nan))
 
 

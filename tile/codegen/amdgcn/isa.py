@@ -20,7 +20,8 @@ branches in the selector:
                           global_load_dword, v_add_nc_u32 for v_add_u32 ...): SPELLING
     accumulation VGPRs    gfx942, gfx90a: 256 AGPRs after the 256 VGPRs     gfx1100: none
     buffer resource       dword 3 of a raw buffer's V#: gfx942, gfx90a 0x27000, gfx1100 also its
-                          reserved bit 24 and OOB_SELECT 3 (BUFFER_RESOURCE_CONFIG)
+                          reserved bit 24 and OOB_SELECT 3 (BUFFER_RESOURCE_CONFIG); buffer loads
+                          count in vmcnt, buffer stores in the store counter
     D16 LDS reads         gfx1100: ds_load_u16_d16 / _d16_hi fill half a VGPR (D16_MERGE_KEEPS)
 
 An instruction row names the targets it exists on (`targets`, default every target). Rows
@@ -30,7 +31,8 @@ and only the printed text (and the emulator's decoder, reading it back) uses SPE
 One row per mnemonic: its encoding family, the kinds of its operands (results first, then
 sources, as the assembler reads them), a latency class, and the counter it increments (the
 one an `s_waitcnt` waits on before its results may be read). Sources: the AMD Instinct MI300
-ISA reference ("CDNA3 ISA", chapters 4 SALU, 5 SMEM, 6 VALU, 9 FLAT/global and 4.4 s_waitcnt).
+ISA reference ("CDNA3 ISA", chapters 4 SALU, 5 SMEM, 6 VALU, 9 buffer (MUBUF) and FLAT/global,
+and 4.4 s_waitcnt).
 
 Operand kinds:
 

@@ -1,7 +1,7 @@
 """s_waitcnt insertion, and the wait states the hardware does not interlock.
 
-Memory instructions return their results later: a global load increments vmcnt (stores do
-too on GFX9; on GFX11 they count in vscnt alone, isa.STORE_COUNTER), an s_load increments
+Memory instructions return their results later: a global or buffer load increments vmcnt
+(stores do too on GFX9; on GFX11 they count in vscnt alone, isa.STORE_COUNTER), an s_load increments
 lgkmcnt, and each counter falls as results land. Before an
 instruction reads or writes a register that an in-flight load will write, it must wait:
 `s_waitcnt vmcnt(N)` until at most N vector memory ops are outstanding. Vector memory ops
