@@ -1,8 +1,10 @@
-"""Buffer loads on the AMD targets: a masked tl.load bounded by `offs < n` (other 0 or absent)
-is selected as buffer_load_* through a raw buffer resource whose num_records is the bound, so
-the lanes past it read 0 with no EXEC narrowing; other masks keep the global load under EXEC.
-Checked on gfx942, gfx90a and gfx1100 against NumPy on the emulator, assembled with llvm-mc,
-and the emulator's range checking itself on hand-written code."""
+"""Buffer loads and stores on the AMD targets: a masked tl.load bounded by `offs < n` (other 0
+or absent) is selected as buffer_load_* through a raw buffer resource whose num_records is the
+bound, so the lanes past it read 0 with no EXEC narrowing; a tl.store with such a mask is
+buffer_store_*, the lanes past the bound writing nothing; other masks keep the global access
+under EXEC. Checked on gfx942, gfx90a and gfx1100 against NumPy on the emulator (outputs
+poisoned: a lane past the bound that wrote would show), assembled with llvm-mc, and the
+emulator's range checking itself on hand-written code."""
 from __future__ import annotations
 
 import numpy as np
@@ -63,6 +65,45 @@ def gather_kernel(x_ptr, idx_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + where, mask=where < n))
 
 
+@tile.jit
+def sparse_store_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=(offs % 3 == 0) & (offs < n))
+
+
+@tile.jit
+def unsigned_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK).to(tl.uint32)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+
+@tile.jit
+def unsigned_blocks_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)).to(tl.uint32)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+
+@tile.jit
+def rows_kernel(x_ptr, out_ptr, seen_ptr, M, N, stride, seen_stride, BLOCK: tl.constexpr):
+    """Row pid(0) of an M x N matrix (row stride `stride`), BLOCK columns from pid(1) * BLOCK;
+    `seen` gets what every lane's load read (0 where masked off), `out` x + 1 where the mask holds."""
+    row = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = (row < M) & (cols < N)
+    x = tl.load(x_ptr + row * stride + cols, mask=mask)
+    tl.store(seen_ptr + row * seen_stride + cols, x)
+    tl.store(out_ptr + row * stride + cols, x + 1.0, mask=mask)
+
+
+@tile.jit
+def tile_2d_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.program_id(1) * BN + tl.arange(0, BN)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    offs = rows[:, None] * N + cols[None, :]
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+
 def amdgcn(kernel, args, target, **constexprs) -> str:
     return str(tile.dump(kernel, *args, stage="amdgcn", target=target, **constexprs))
 
@@ -86,20 +127,21 @@ def test_masked_loads_are_buffer_loads_and_match_numpy(target, n):
     ops = opcodes(text)
     loads = [op for op in ops if op.startswith(("buffer_load", "global_load"))]
     assert loads and all(op.startswith("buffer_load") for op in loads)
-    # the stores keep their EXEC masks; the loads need none
-    saves = sum(op.startswith("s_and_saveexec") for op in ops)
-    assert saves == sum(op.startswith("global_store") for op in ops) > 0
+    stores = [op for op in ops if op.startswith(("buffer_store", "global_store"))]
+    assert stores and all(op.startswith("buffer_store") for op in stores)
+    # neither the loads nor the stores narrow EXEC, and the mask is never computed
+    assert not any(op.startswith(("s_and_saveexec", "v_cmp")) for op in ops)
     assert unwaited_reads(text) == []
 
 
 def test_resources_of_one_bound_share_its_scalar_work():
-    """x's and y's resources differ in their base only: the block's start scaled (s_lshl_b64)
+    """x's, y's and out's resources differ in their base only: the block's start scaled (s_lshl_b64)
     and the bound's byte count (s_cselect_b32 ... s_lshl_b32) are computed once."""
     x = RNG.standard_normal(1000).astype(np.float32)
     ops = opcodes(amdgcn(add_kernel, (x, x, x, 1000), "gfx942", BLOCK=256))
     assert sum(op.startswith("buffer_load") for op in ops) == 4
     assert ops.count("s_lshl_b64") == ops.count("s_cselect_b32") == ops.count("s_min_u32") == 1
-    assert ops.count("s_addc_u32") == 2   # one base per pointer
+    assert ops.count("s_addc_u32") == 3   # one base per pointer: x, y and out
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -114,13 +156,59 @@ def test_element_types_and_vector_widths(target, dtype, vector_n):
     np.testing.assert_array_equal(out, (x * 3).astype(dtype))
     ops = opcodes(amdgcn(scaled_copy_kernel, (x, out, n), target, BLOCK=512))
     assert any(op.startswith("buffer_load") for op in ops) and not any(op.startswith("global_load") for op in ops)
+    assert any(op.startswith("buffer_store") for op in ops) and not any(op.startswith("global_store") for op in ops)
 
 
-def test_aligned_bounds_vectorize_into_wide_buffer_loads():
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype, n", [(np.int8, 1001), (np.float16, 517), (np.float32, 999), (np.float64, 333)])
+def test_buffer_stores_past_the_bound_write_nothing(target, dtype, n):
+    """The output is longer than n and poisoned: a lane past the bound that stored would show."""
+    x = (RNG.integers(-100, 100, n) if np.dtype(dtype).kind == "i" else RNG.standard_normal(n)).astype(dtype)
+    out = poisoned(n + 700, dtype)
+    tile.emulate(scaled_copy_kernel, target=target)[(-(-(n + 700) // 512),)](x, out, n, BLOCK=512)
+    np.testing.assert_array_equal(out[:n], (x * 3).astype(dtype))
+    np.testing.assert_array_equal(out[n:], poisoned(700, dtype))
+
+
+def test_aligned_bounds_vectorize_into_wide_buffer_accesses():
     n = 4096   # divisible by 16: the mask is constant over a thread's elements
     x, out = RNG.standard_normal(n).astype(np.float32), poisoned(n, np.float32)
     ops = opcodes(amdgcn(scaled_copy_kernel, (x, out, n), "gfx942", BLOCK=1024))
-    assert "buffer_load_dwordx4" in ops
+    assert "buffer_load_dwordx4" in ops and "buffer_store_dwordx4" in ops
+    tile.emulate(scaled_copy_kernel, target="gfx942")[(4,)](x, out, n, BLOCK=1024)
+    np.testing.assert_array_equal(out, x * 3)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_stores_under_other_masks_keep_the_global_store(target):
+    n = 300
+    x, out = RNG.standard_normal(n).astype(np.float32), poisoned(n, np.float32)
+    ops = opcodes(amdgcn(sparse_store_kernel, (x, out, n), target, BLOCK=128))
+    assert any(op.startswith("global_store") for op in ops) and not any(op.startswith("buffer_store") for op in ops)
+    tile.emulate(sparse_store_kernel, target=target)[(3,)](x, out, n, BLOCK=128)
+    keep = np.arange(n) % 3 == 0
+    np.testing.assert_array_equal(out[keep], x[keep])
+    assert np.isnan(out[~keep]).all()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_buffer_stores_count_in_the_store_counter(target):
+    from tile.codegen.amdgcn.isa import STORE_COUNTER, counter
+    assert counter("buffer_store_dwordx4", target) == STORE_COUNTER[target] == counter("global_store_dword", target)
+    assert counter("buffer_store_dwordx4", "gfx1100") == "vscnt"
+
+
+def test_a_wide_buffer_store_s_data_is_not_overwritten_too_soon():
+    """GFX9's hazard of a VMEM store of over 8 bytes holds for buffer stores (data first)."""
+    from tile.codegen.amdgcn.mir import Imm, MInst, Reg
+    from tile.codegen.amdgcn.waitcnt import insert_nops
+    data, offsets, resource = Reg("v", 4, 1), Reg("v", 1, 2), Reg("s", 4, 3)
+    store = MInst("buffer_store_dwordx4", [], [data.all(), offsets.all(), resource.all(), Imm.int(0)], {"offen": 1})
+    overwrite = MInst("v_mov_b32", [data.all().dword(3)], [Imm.int(0)], {})
+    assert [i.opcode for i in insert_nops([store, overwrite])] == ["buffer_store_dwordx4", "s_nop", "v_mov_b32"]
+    narrow = MInst("buffer_store_dwordx2", [], [Reg("v", 2, 4).all(), offsets.all(), resource.all(), Imm.int(0)],
+                   {"offen": 1})
+    assert [i.opcode for i in insert_nops([narrow, overwrite])] == ["buffer_store_dwordx2", "v_mov_b32"]
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -176,10 +264,11 @@ def test_an_index_of_unknown_range_keeps_the_global_load():
 
 @needs_llvm
 @pytest.mark.parametrize("target", TARGETS)
-def test_buffer_loads_assemble(target):
-    for dtype in (np.int8, np.float16, np.float32, np.float64):
-        x, out = np.ones(4096, dtype), np.ones(4096, dtype)
-        text = amdgcn(scaled_copy_kernel, (x, out, 4096), target, BLOCK=1024)
+def test_buffer_loads_and_stores_assemble(target):
+    for dtype, n in ((np.int8, 4096), (np.int8, 4097), (np.float16, 4096), (np.float32, 4096), (np.float64, 4096)):
+        x, out = np.ones(n, dtype), np.ones(n, dtype)
+        text = amdgcn(scaled_copy_kernel, (x, out, n), target, BLOCK=1024)
+        assert "buffer_store" in text
         assert assemble(text, target)[:4] == b"\x7fELF"
 
 
@@ -191,6 +280,85 @@ def test_any_bound_matches_numpy(n, block, target, extra_blocks):
     out = poisoned(n, np.float32)
     tile.emulate(add_kernel, target=target)[(-(-n // block) + extra_blocks,)](x, y, out, n, BLOCK=block)
     np.testing.assert_allclose(out, x.astype(np.float64) * 2 + y, rtol=1e-6)
+
+
+# ------------------------------------------------------------ unsigned bounds, 2-D masks
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n, block", [(90, 128), (128, 128), (0, 128), (-5, 128), (333, 512), (512, 512)])
+def test_unsigned_bounds_compare_unsigned(target, n, block):
+    """n = -5 is 2^32 - 5 as the u32 the mask compares: every lane is in (signed, none would be).
+    BLOCK 512: four elements per thread (one dwordx4 where n is a multiple of 16)."""
+    x, out = RNG.uniform(1, 2, block).astype(np.float32), poisoned(block, np.float32)
+    ops = opcodes(amdgcn(unsigned_kernel, (x, out, n), target, BLOCK=block))
+    assert any(op.startswith("buffer_load") for op in ops) and any(op.startswith("buffer_store") for op in ops)
+    assert not any(op.startswith(("global_", "s_and_saveexec")) for op in ops)
+    tile.emulate(unsigned_kernel, target=target)[(1,)](x, out, n, BLOCK=block)
+    kept = np.arange(block) < (n % 2**32)
+    np.testing.assert_array_equal(out, np.where(kept, x + np.float32(1), np.nan))
+
+
+def test_an_unsigned_index_with_a_uniform_part_keeps_the_global_accesses():
+    """pid * BLOCK + lane may wrap at 2^32 in u32, where the resource's base + offset would not."""
+    n = 300
+    x, out = RNG.uniform(1, 2, n).astype(np.float32), poisoned(n, np.float32)
+    ops = opcodes(amdgcn(unsigned_blocks_kernel, (x, out, n), "gfx942", BLOCK=128))
+    assert not any(op.startswith("buffer_") for op in ops)
+    tile.emulate(unsigned_blocks_kernel, target="gfx942")[(3,)](x, out, n, BLOCK=128)
+    np.testing.assert_array_equal(out, x + np.float32(1))
+
+
+def run_rows(target, M, N, stride, grid_rows, grid_cols, block=128):
+    """rows_kernel over an M x N matrix (N < stride) on a grid_rows x grid_cols grid, against
+    NumPy: `seen` holds x where the mask keeps a lane and 0 elsewhere, `out` x + 1 where it
+    keeps one and its poison elsewhere."""
+    x = RNG.uniform(1, 2, max(M, 1) * stride).astype(np.float32)   # never 0: a lane that read shows
+    out = poisoned(max(M, 1) * stride, np.float32)
+    seen = poisoned(grid_rows * grid_cols * block, np.float32)
+    tile.emulate(rows_kernel, target=target)[(grid_rows, grid_cols)](x, out, seen, M, N, stride, grid_cols * block,
+                                                                      BLOCK=block)
+    rows, cols = np.arange(grid_rows)[:, None], np.arange(grid_cols * block)[None, :]
+    kept_rows, kept_cols = np.nonzero((rows < M) & (cols < N))
+    matrix = x.reshape(-1, stride)
+    read = np.zeros((grid_rows, grid_cols * block), np.float32)
+    read[kept_rows, kept_cols] = matrix[kept_rows, kept_cols]
+    np.testing.assert_array_equal(seen.reshape(grid_rows, -1), read)
+    written = poisoned(out.size, np.float32).reshape(-1, stride)
+    written[kept_rows, kept_cols] = matrix[kept_rows, kept_cols] + np.float32(1)
+    np.testing.assert_array_equal(out.reshape(-1, stride), written)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_uniform_row_bound_folds_into_the_resource(target):
+    """(row < M) & (cols < N) with the row uniform per program: num_records is the column bound's
+    where row < M holds, 0 where not; the loads and the masked store are buffer accesses."""
+    x = np.ones(3 * 300, np.float32)
+    ops = opcodes(amdgcn(rows_kernel, (x, x, x, 3, 200, 300, 512), target, BLOCK=128))
+    assert sum(op.startswith("buffer_load") for op in ops) == 1
+    assert sum(op.startswith("buffer_store") for op in ops) == 1
+    assert sum(op.startswith("s_cmp_lg_u") for op in ops) >= 1   # the row factor selects num_records
+    assert not any(op.startswith(("v_cmp", "s_and_saveexec", "s_and_b64")) for op in ops)   # no mask computed
+    run_rows(target, M=3, N=200, stride=300, grid_rows=5, grid_cols=4)
+
+
+@settings(max_examples=10, deadline=None)
+@given(M=st.integers(0, 4), N=st.integers(0, 400), extra=st.integers(0, 50), grid_rows=st.integers(1, 5),
+       grid_cols=st.integers(1, 4), target=st.sampled_from(TARGETS))
+def test_the_lanes_the_hardware_keeps_are_the_mask_s(M, N, extra, grid_rows, grid_cols, target):
+    """Every lane the range check keeps is one the mask (row < M) & (cols < N) keeps, and back:
+    the loads (`seen`: 0 where not read) and the stores (`out` poisoned) of any bounds and grid."""
+    run_rows(target, M=M, N=N, stride=N + extra + 1, grid_rows=grid_rows, grid_cols=grid_cols)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_two_per_lane_bounds_keep_the_exec_path(target):
+    """rows and cols both per lane: the kept lanes form a rectangle, not one byte range."""
+    M, N = 37, 45
+    x, out = RNG.standard_normal(M * N).astype(np.float32), poisoned(M * N, np.float32)
+    ops = opcodes(amdgcn(tile_2d_kernel, (x, out, M, N), target, BM=16, BN=16))
+    assert not any(op.startswith("buffer_") for op in ops)
+    tile.emulate(tile_2d_kernel, target=target)[(3, 3)](x, out, M, N, BM=16, BN=16)
+    np.testing.assert_array_equal(out, x * 2)
 
 
 # ------------------------------------------------------------ the emulator's range checking
@@ -262,6 +430,53 @@ def test_a_misaligned_buffer_load_in_range_is_an_error():
 def test_a_structured_resource_is_refused():
     with pytest.raises(EmulatorError, match=r"not a raw buffer of gfx942 \(stride 16"):
         run_buffer_copy(np.zeros(256, np.uint32), num_records=1024, stride=16)
+
+
+BUFFER_STORE = """
+s_load_dwordx2 s[4:5], s[0:1], 0
+s_load_dword s8, s[0:1], 8
+v_lshlrev_b32 v1, {shift}, v0
+v_add_u32 v4, 1, v0
+v_add_u32 v5, 0x100, v0
+s_waitcnt lgkmcnt(0)
+s_mov_b32 s12, s4
+s_and_b32 s13, s5, 0xffff
+s_mov_b32 s14, s8
+s_mov_b32 s15, 0x27000
+{store} {data}, v1, s[12:15], 0 offen offset:{offset}
+s_endpgm
+"""
+STORE_ARGS = [("out", 8, "global_buffer"), ("num_records", 4, "by_value")]
+
+
+def run_buffer_store(out: np.ndarray, num_records: int, store: str = "buffer_store_dwordx2", shift: int = 3,
+                     offset: int = 0) -> np.ndarray:
+    """Each of 64 lanes stores v4 = lane + 1 (and v5 = lane + 0x100 for dwordx2) at byte offset
+    lane << shift (+ offset) through a resource of `num_records` bytes over `out`."""
+    data = "v[4:5]" if store.endswith("x2") else "v4"
+    run_amdgcn(text_of(BUFFER_STORE.format(shift=shift, store=store, data=data, offset=offset), STORE_ARGS), 1,
+               [out, num_records])
+    return out
+
+
+def test_each_stored_dword_is_range_checked_and_lanes_past_it_write_nothing():
+    out = run_buffer_store(np.full(128, 0xDEADBEEF, np.uint32), num_records=8 * 10 + 4).reshape(64, 2)
+    lanes = np.arange(64)
+    np.testing.assert_array_equal(out[:10], np.stack([lanes[:10] + 1, lanes[:10] + 0x100], axis=1))
+    np.testing.assert_array_equal(out[10], [11, 0xDEADBEEF])   # its second dword ends past num_records
+    assert (out[11:] == 0xDEADBEEF).all()
+
+
+def test_sub_dword_buffer_stores_write_their_low_bits_and_offsets_count_in_the_range_check():
+    out = run_buffer_store(np.full(80, 0xAA, np.uint8), num_records=60, store="buffer_store_byte", shift=0, offset=3)
+    expected = np.full(80, 0xAA, np.uint8)
+    expected[3:60] = np.arange(1, 58)   # lane L writes byte L + 3 while L + 3 + 1 <= 60
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_a_misaligned_buffer_store_in_range_is_an_error():
+    with pytest.raises(EmulatorError, match="is not aligned to 4 bytes"):
+        run_buffer_store(np.zeros(256, np.uint32), num_records=1024, store="buffer_store_dword", offset=2)
 
 
 @tile.jit

@@ -116,7 +116,9 @@ def test_masked_accesses_run_under_a_narrowed_exec(case):
     lines = instructions(text)
     saves = [i for i, line in enumerate(lines) if line.startswith("s_and_saveexec_b64")]
     restores = [i for i, line in enumerate(lines) if line.startswith("s_mov_b64 exec")]
-    assert len(saves) == len(restores) > 0
+    # accesses bounded by their own index (`offs < n`) are buffer accesses, which need no EXEC
+    # (test_amdgcn_buffer.py); any global access left runs under a narrowed EXEC
+    assert len(saves) == len(restores) > 0 or not any(line.startswith("global_") for line in lines)
     assert all(s < r for s, r in zip(saves, restores))
 
 
@@ -127,7 +129,7 @@ def test_unmasked_kernel_never_touches_exec():
 
 
 def test_uniform_values_live_in_sgprs():
-    lines = instructions(amdgcn("vector add"))
+    lines = instructions(amdgcn("f16 where"))   # x's load (other=1.0) keeps its mask
     # program_id * BLOCK: the scalar unit, from the workgroup id the hardware puts in s2
     assert any(line.startswith("s_mul_i32") and "s2" in line for line in lines)
     # the compare of per-lane offsets against the (uniform) n writes a lane mask
@@ -145,18 +147,18 @@ def test_masked_load_with_other_selects_after_the_loads():
     assert selects[0] > loads[1]
     assert any(line.startswith("v_cvt_f32_f16") for line in lines)
     assert any(line.startswith("v_cvt_f16_f32") for line in lines)
-    assert any(line.startswith("global_store_short") for line in lines)
+    assert any(line.startswith("buffer_store_short") for line in lines)
 
 
 def test_vector_widths_follow_the_simt_ir():
     text = amdgcn("vector add, aligned n")
-    # the loads are bounded by `offsets < n`: buffer loads (test_amdgcn_buffer.py)
-    assert "buffer_load_dwordx4" in text and "global_store_dwordx4" in text
+    # the accesses are bounded by `offsets < n`: buffer accesses (test_amdgcn_buffer.py)
+    assert "buffer_load_dwordx4" in text and "buffer_store_dwordx4" in text
     lines = instructions(text)
-    # the sums are computed into the store's register tuple, the store's address by one v_mad
-    # (the loads address from their buffer resources)
+    # the sums are computed into the store's register tuple; no 64-bit address is computed
+    # (every access addresses from its buffer resource)
     assert not any(line.startswith("v_mov_b32") for line in lines)
-    assert sum(line.startswith("v_mad_i64_i32") for line in lines) == 1
+    assert not any(line.startswith("v_mad_i64_i32") for line in lines)
 
 
 def test_descriptor_and_metadata():

@@ -47,7 +47,7 @@ def test_lane_masks_are_one_sgpr_and_instructions_take_the_gfx11_names():
     text = text_of(masked_kernel, x, x, 100, BLOCK=128)
     lines = instructions(text)
     opcodes = {line.split()[0] for line in lines}
-    assert {"s_and_saveexec_b32", "global_load_b32", "global_store_b32", "s_load_b64", "v_cmp_lt_i32"} <= opcodes
+    assert {"s_and_saveexec_b32", "global_load_b32", "buffer_store_b32", "s_load_b64", "v_cmp_lt_i32"} <= opcodes
     assert not opcodes & set(SPELLING["gfx1100"])   # no GFX9 name the target spells otherwise
     assert not any(op.endswith("_b64") and op.startswith(("s_and", "s_or", "s_mov")) for op in opcodes)
     assert any(line.startswith("s_mov_b32 exec_lo, s") for line in lines)
@@ -252,8 +252,8 @@ def test_every_instruction_of_the_target_assembles_as_printed(target):
         if row.is_valu and [k.startswith("ssrc") for k in row.uses].count(True) == 2:   # one SGPR: the
             uses[-1] = Imm.int(3)                                                       # constant bus
         mods = {ATOMIC_RETURN_BIT[target]: 1} if name.startswith("global_atomic") else {}
-        if name.startswith("buffer_load"):
-            mods = {"offen": 1}   # tile's buffer loads take their byte offset from the VGPR
+        if name.startswith(("buffer_load", "buffer_store")):
+            mods = {"offen": 1}   # tile's buffer accesses take their byte offset from the VGPR
         lines.append("  " + print_inst(MInst(name, defs, uses, mods), regs, target))
     body = "\n".join(lines) + "\n.Lend:\n  s_endpgm\n"
     kernel = f"""  .amdgcn_target "amdgcn-amd-amdhsa--{target}"

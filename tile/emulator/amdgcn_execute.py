@@ -402,13 +402,10 @@ def _global(w, ins):
         w.issue(counter(ins.opcode, w.group.kernel.target), None, [])
 
 
-@_executes(*(name for name in INSTRUCTIONS if name.startswith("buffer_load_")))
-def _buffer_load(w, ins):
-    """A raw buffer load (offen): byte offset = the VGPR + soffset + the immediate offset, from
-    the resource's base; each component (a dword, or the whole sub-dword value) ending past
-    num_records reads 0 without touching memory (isa.BUFFER_RESOURCE_CONFIG: the ISA's range
-    checking). Addresses in range are checked as a global load's are (alignment, allocation)."""
-    resource = ins.uses[1]
+def _buffer_addressing(w, ins, vgpr_offset, resource, soffset) -> tuple[int, int, np.ndarray]:
+    """A raw buffer access's (base address, num_records, per-lane byte offset): the offset is the
+    VGPR (offen) + soffset + the immediate offset, in 32 bits; the resource must be a raw buffer
+    of the kernel's target (isa.BUFFER_RESOURCE_CONFIG)."""
     words = [w.scalar(resource.dword(k)) for k in range(4)]
     base = words[0] | ((words[1] & BUFFER_BASE_HIGH_BITS) << 32)
     stride, num_records = words[1] >> 16, words[2]
@@ -417,11 +414,42 @@ def _buffer_load(w, ins):
         raise w.error(f"{ins.opcode}: the resource is not a raw buffer of {target} (stride {stride}, "
                       f"dword 3 {words[3]:#x}, expected {BUFFER_RESOURCE_CONFIG[target]:#x})")
     if not ins.mods.get("offen"):
-        raise w.error(f"{ins.opcode} without offen: tile's buffer loads take their offset from the VGPR")
+        raise w.error(f"{ins.opcode} without offen: tile's buffer accesses take their offset from the VGPR")
+    offset = (w.read(vgpr_offset) + np.uint64(w.scalar(soffset)) + np.uint64(ins.mods.get("offset", 0))) \
+        & np.uint64(isa.M32)
+    return base, num_records, offset
+
+
+@_executes(*(name for name in INSTRUCTIONS if name.startswith("buffer_store_")))
+def _buffer_store(w, ins):
+    """A raw buffer store (offen; data first, then the offset VGPR, resource, soffset): each
+    component (a dword, or the whole sub-dword value) ending past num_records writes nothing and
+    faults nothing (the ISA's range checking, as for loads); the rest is a global store's."""
+    data = ins.uses[0]
+    base, num_records, offset = _buffer_addressing(w, ins, ins.uses[1], ins.uses[2], ins.uses[3])
+    size = isa.GLOBAL_BYTES[ins.opcode.removeprefix("buffer_store_")]
+    element, count = min(size, 4), max(1, size // 4)
+    lanes = w.exec.copy()
+    for k in range(count):
+        start = offset + np.uint64(k * element)
+        in_range = lanes & (start + np.uint64(element) <= np.uint64(num_records))
+        address = np.uint64(base) + start
+        _check_alignment(w, address, in_range, element)
+        active = np.flatnonzero(in_range)
+        values = (w.read(data.dword(k))[active] & np.uint64((1 << (8 * element)) - 1)).astype(np.dtype(f"u{element}"))
+        w.group.launch.gmem.store(address[active], values[:, None], element, _fail(w, active))
+    w.issue(counter(ins.opcode, w.group.launch.kernel.target), None, [])
+
+
+@_executes(*(name for name in INSTRUCTIONS if name.startswith("buffer_load_")))
+def _buffer_load(w, ins):
+    """A raw buffer load (offen): byte offset = the VGPR + soffset + the immediate offset, from
+    the resource's base; each component (a dword, or the whole sub-dword value) ending past
+    num_records reads 0 without touching memory (isa.BUFFER_RESOURCE_CONFIG: the ISA's range
+    checking). Addresses in range are checked as a global load's are (alignment, allocation)."""
+    base, num_records, offset = _buffer_addressing(w, ins, ins.uses[0], ins.uses[1], ins.uses[2])
     kind = ins.opcode.removeprefix("buffer_load_")
     size = isa.GLOBAL_BYTES[kind]
-    offset = (w.read(ins.uses[0]) + np.uint64(w.scalar(ins.uses[2])) + np.uint64(ins.mods.get("offset", 0))) \
-        & np.uint64(isa.M32)
     element, count = min(size, 4), max(1, size // 4)
     lanes = w.exec.copy()
     writes = []

@@ -20,7 +20,8 @@ branches in the selector:
                           global_load_dword, v_add_nc_u32 for v_add_u32 ...): SPELLING
     accumulation VGPRs    gfx942, gfx90a: 256 AGPRs after the 256 VGPRs     gfx1100: none
     buffer resource       dword 3 of a raw buffer's V#: gfx942, gfx90a 0x27000, gfx1100 also its
-                          reserved bit 24 and OOB_SELECT 3 (BUFFER_RESOURCE_CONFIG)
+                          reserved bit 24 and OOB_SELECT 3 (BUFFER_RESOURCE_CONFIG); buffer loads
+                          count in vmcnt, buffer stores in the store counter
     D16 LDS reads         gfx1100: ds_load_u16_d16 / _d16_hi fill half a VGPR (D16_MERGE_KEEPS)
 
 An instruction row names the targets it exists on (`targets`, default every target). Rows
@@ -30,7 +31,8 @@ and only the printed text (and the emulator's decoder, reading it back) uses SPE
 One row per mnemonic: its encoding family, the kinds of its operands (results first, then
 sources, as the assembler reads them), a latency class, and the counter it increments (the
 one an `s_waitcnt` waits on before its results may be read). Sources: the AMD Instinct MI300
-ISA reference ("CDNA3 ISA", chapters 4 SALU, 5 SMEM, 6 VALU, 9 FLAT/global and 4.4 s_waitcnt).
+ISA reference ("CDNA3 ISA", chapters 4 SALU, 5 SMEM, 6 VALU, 9 buffer (MUBUF) and FLAT/global,
+and 4.4 s_waitcnt).
 
 Operand kinds:
 
@@ -159,7 +161,7 @@ SPELLING = {"gfx942": {}, "gfx90a": {}, "gfx1100": {
     **{f"buffer_load_{old}": f"buffer_load_{new}" for old, new in (
         ("ubyte", "u8"), ("sbyte", "i8"), ("ushort", "u16"), ("sshort", "i16"), ("dword", "b32"),
         ("dwordx2", "b64"), ("dwordx3", "b96"), ("dwordx4", "b128"))},
-    **{f"global_store_{old}": f"global_store_{new}" for old, new in (
+    **{f"{kind}_store_{old}": f"{kind}_store_{new}" for kind in ("global", "buffer") for old, new in (
         ("byte", "b8"), ("short", "b16"), ("dword", "b32"), ("dwordx2", "b64"), ("dwordx3", "b96"),
         ("dwordx4", "b128"))},
     **{f"global_atomic_{old}": f"global_atomic_{new}" for old, new in (
@@ -487,6 +489,12 @@ def _rows() -> list[InstrInfo]:
     for name, width in (("byte", 1), ("short", 1), ("dword", 1), ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
         data = "vsrc" if width == 1 else f"vsrc{width}"
         add(f"global_store_{name}", "FLAT", f"| vaddr {data} saddr", "vmem", "store")
+    # buffer stores (MUBUF, offen; written data first as the assembler reads it: vdata, vaddr,
+    # srsrc, soffset): a component ending past num_records writes nothing (the "Range Checking"
+    # sections of the CDNA3 and RDNA3 ISAs' buffer chapters); they count in the store counter
+    for name, width in (("byte", 1), ("short", 1), ("dword", 1), ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
+        data = "vsrc" if width == 1 else f"vsrc{width}"
+        add(f"buffer_store_{name}", "MUBUF", f"| {data} vsrc ssrc4 ssrc", "vmem", "store")
 
     # global atomics, always in their returning form (ATOMIC_RETURN_BIT; their scope bits come
     # from MEMORY_ORDER): they bypass the L1 cache and count in vmcnt like loads (CDNA3 ISA 9.1;

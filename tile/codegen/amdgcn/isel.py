@@ -35,7 +35,8 @@ After (MIR; %s2 is the workgroup id the hardware puts in s2, %s3 the loaded n_el
     s_mov_b64 exec, %s11.0:1
 
 A masked load whose mask is its own index's bound check (`offs < n`, other 0 or absent) is a
-buffer load instead: no EXEC narrowing, the hardware reads 0 past the bound (buffer_access).
+buffer load instead, and a store with such a mask a buffer store: no EXEC narrowing, the
+hardware reads 0 (writes nothing) past the bound (buffer_access).
 
 Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), WMMA on gfx1100 (simt.wmma,
 its operand tuples built where they are loaded: place_wmma_operands), LDS accesses
@@ -308,11 +309,13 @@ _BUILT_IN_PLACE = ("simt.ld_shared", "simt.ld_global", "simt.pack")
 _WAVE_HALF = 32   # simt.shfl exchanges within the lowering's 32-lane warps: each half of a wave64
 
 
-# Buffer loads ---------------------------------------------------------------------------
+# Buffer loads and stores -------------------------------------------------------------------
 # A masked global load whose mask is the bound check of its own element index (`offs < n`, the
 # common form) is selected as a raw buffer load (buffer_load_*, offen) instead of a global load
 # under a narrowed EXEC: the resource's num_records is the bound in bytes, so the hardware reads
-# 0 in the lanes past it (isa.BUFFER_RESOURCE_CONFIG), and the mask is never computed. The
+# 0 in the lanes past it (isa.BUFFER_RESOURCE_CONFIG), and the mask is never computed. A store
+# with such a mask is a buffer store (buffer_store_*): the lanes past the bound write nothing
+# (the "Range Checking" of the CDNA3 / RDNA3 ISAs' buffer chapters). The
 # element index splits into a uniform part (folded into the resource's base, in 64 bits), a
 # per-lane part whose range is known (the VGPR byte offset: below 2^31, so its 32 bits cannot
 # wrap) and a constant (the instruction's offset), as Triton's AMD backend splits its buffer
@@ -331,8 +334,16 @@ _WAVE_HALF = 32   # simt.shfl exchanges within the lowering's 32-lane warps: eac
 #     buffer_load_dword %v, %voff, %s[0:3], 0 offen offset:4
 #
 # A lane reads memory exactly when %2 + %5 + 1 < n (clamping n - %2 changes nothing: the
-# per-lane offset stays far below it). Where `other` is not 0, the mask has another form, or the
-# per-lane part's range is unknown, the global load under EXEC stays.
+# per-lane offset stays far below it). Two more forms reduce to one bound:
+#   - an unsigned index (u32, reaching the addptr zero-extended to i64: _widened_unsigned_index)
+#     with no uniform part, compared unsigned: num_records is n itself, never negative. With a
+#     uniform part the u32 sum may wrap at 2^32, which the resource's base + offset does not.
+#   - a mask `c & (offs < n)` (any nesting and order) whose other factors c are uniform, as
+#     `(row < M) & (cols < N)` with the row a program's: num_records is 0 in a wave where some c
+#     is false (_mask_factors, record_bytes). Two per-lane bounds (a 2-D tile's rows and
+#     columns) keep a rectangle of lanes, no one byte range: they keep EXEC.
+# Where `other` is not 0, the mask has another form, or the per-lane part's range is unknown,
+# the global access under EXEC stays.
 _INT_RANGE = (-(1 << 31), (1 << 31) - 1)
 BUFFER_OFFSET_LIMIT = 1 << 31   # the per-lane byte offsets of a buffer load stay below this
 
@@ -351,6 +362,9 @@ def lane_range(v: Value, threads: int, memo: dict) -> Optional[tuple[int, int]]:
         found: Optional[tuple[int, int]] = (value, value)
     elif op.name == "simt.tid":
         found = (0, threads - 1)
+    elif op.name == "simt.cvt" and _is_int(op.operand(0).type) and dwords(op.operand(0).type) == 1:
+        source = lane_range(op.operand(0), threads, memo)   # i32 <-> u32: a value below 2^31 is kept
+        found = source if source is not None and source[0] >= 0 else None
     elif op.name in _RANGE_RULES and len(op.operands) == 2:
         a, b = (lane_range(x, threads, memo) for x in op.operands)
         found = _RANGE_RULES[op.name](a, b) if a is not None and b is not None else None
@@ -405,6 +419,8 @@ class BufferAccess:
     lanewise: Value            # its per-lane part, never negative
     bound: Value               # the uniform n of `index < n`
     scale: int                 # bytes per element
+    signed: bool = True        # the compare's (the index type's) signedness
+    conditions: tuple[Value, ...] = ()   # uniform i1 factors of the mask: all must hold
 
 
 def _zero_extended(v: Value) -> bool:
@@ -460,24 +476,39 @@ def _is_zero_constant(v: Value) -> bool:
     return op is not None and op.name == "arith.constant" and constant_bits(op.attrs["value"], v.type) == 0
 
 
-def buffer_access(load: Operation, uniform: set[Value], threads: int, memo: dict) -> Optional[BufferAccess]:
-    """How masked simt.ld_global `load` reads as a raw buffer load, or None (see above)."""
-    if load.name != "simt.ld_global" or len(load.operands) < 2:
+def _accessed_bytes(access: Operation) -> int:
+    """The bytes simt.ld_global / st_global `access` reads or writes per thread."""
+    if access.name == "simt.ld_global":
+        return _bits(access.results[0].type) * access.attrs.get("vector", 1) // 8
+    values = access.operands[2:]
+    return (64 if isinstance(values[0].type, PointerType) else _bits(values[0].type)) * len(values) // 8
+
+
+def buffer_access(access: Operation, uniform: set[Value], threads: int, memo: dict) -> Optional[BufferAccess]:
+    """How masked simt.ld_global (st_global) `access` reads (writes) as a raw buffer access, or
+    None (see above). A store has no `other`: the lanes past the bound write nothing."""
+    if access.name not in ("simt.ld_global", "simt.st_global") or len(access.operands) < 2:
         return None
-    if not all(_is_zero_constant(other) for other in load.operands[2:]):
+    if access.name == "simt.ld_global" and not all(_is_zero_constant(other) for other in access.operands[2:]):
         return None
-    address, compare = load.operand(0).owner_op, load.operand(1).owner_op
-    if address is None or address.name != "simt.addptr" or compare is None or compare.name != "arith.cmp":
+    factors = _mask_factors(access.operand(1), uniform)
+    if factors is None:
+        return None
+    compare, conditions = factors
+    address = access.operand(0).owner_op
+    if address is None or address.name != "simt.addptr" or compare.name != "arith.cmp":
         return None
     pointer, index = address.operands
     scale = address.attrs["scale"]
+    if dwords(index.type) == 2:
+        index, scale = _widened_unsigned_index(index, scale)
     checked, bound = compare.operands
     if (pointer not in uniform or index in uniform or bound not in uniform or compare.attrs["predicate"] != "lt"
-            or not (_is_int(index.type) and _signed(index.type) and dwords(index.type) == 1)
+            or not (_is_int(index.type) and dwords(index.type) == 1)
             or checked.type != index.type or scale <= 0 or scale & (scale - 1)):
         return None
-    offset = load.attrs.get("offset", 0)
-    step = 0   # the checked index is `index + step`, and the load reads `step` elements on
+    offset = access.attrs.get("offset", 0)
+    step = 0   # the checked index is `index + step`, and the access is `step` elements on
     if checked is not index:
         add = checked.owner_op
         if add is None or add.name != "arith.add" or index not in add.operands:
@@ -495,11 +526,53 @@ def buffer_access(load: Operation, uniform: set[Value], threads: int, memo: dict
         first, second = parts.operands
         if (first in uniform) != (second in uniform):
             uniform_part, lanewise = (first, second) if first in uniform else (second, first)
+    if not _signed(index.type) and uniform_part is not None:
+        return None   # an unsigned index wraps at 2^32 as the resource's base + offset does not
     span = lane_range(lanewise, threads, memo)
-    loaded_bytes = _bits(load.results[0].type) * load.attrs.get("vector", 1) // 8
-    if span is None or span[0] < 0 or (span[1] + step) * scale + loaded_bytes >= BUFFER_OFFSET_LIMIT:
+    if span is None or span[0] < 0 or (span[1] + step) * scale + _accessed_bytes(access) >= BUFFER_OFFSET_LIMIT:
         return None
-    return BufferAccess(pointer, uniform_part, lanewise, bound, scale)
+    return BufferAccess(pointer, uniform_part, lanewise, bound, scale, _signed(index.type), conditions)
+
+
+def _widened_unsigned_index(index: Value, scale: int) -> tuple[Value, int]:
+    """An unsigned 32-bit index reaches simt.addptr zero-extended to 64 bits and often shifted by
+    the element size (`addptr p, (zext u) << k {scale}`): (u, scale << k) when `index` has that
+    form, else (index, scale) unchanged (buffer_access then refuses the 64-bit index)."""
+    op = index.owner_op
+    if op is not None and op.name == "arith.shl":
+        amount = op.operand(1).owner_op
+        if amount is None or amount.name != "arith.constant" or not 0 <= int(amount.attrs["value"]) < 8:
+            return index, scale
+        widened, shifted_scale = op.operand(0), scale << int(amount.attrs["value"])
+    else:
+        widened, shifted_scale = index, scale
+    cvt = widened.owner_op
+    if cvt is None or cvt.name != "simt.cvt":
+        return index, scale
+    source = cvt.operand(0)
+    if not (_is_int(source.type) and not _signed(source.type) and dwords(source.type) == 1):
+        return index, scale
+    return source, shifted_scale
+
+
+def _mask_factors(mask: Value, uniform: set[Value]) -> Optional[tuple[Operation, tuple[Value, ...]]]:
+    """A mask `c1 & c2 & ... & check` (arith.and of i1 values, in any order and nesting) whose
+    factors but one are uniform: (the one, which is the bound check, and the uniform ones).
+    The reduction to one bound: in a wave where every uniform factor holds, the mask is the check;
+    elsewhere it is false in every lane, which a resource of num_records 0 gives (record_bytes).
+    A constant true factor drops out; None if no factor or more than one is per-lane."""
+    factors, pending = [], [mask]
+    while pending:
+        v = pending.pop()
+        op = v.owner_op
+        if op is not None and op.name == "arith.and" and v.type == i1:
+            pending.extend(op.operands)
+        elif not _is_true_constant(v):
+            factors.append(v)
+    lanewise = [v for v in factors if v not in uniform]
+    if len(lanewise) != 1 or lanewise[0].owner_op is None:
+        return None
+    return lanewise[0].owner_op, tuple(v for v in factors if v in uniform)
 
 
 class Selector:
@@ -1006,6 +1079,8 @@ class Selector:
         if t == i1:
             if op.name not in _MASK_BINARY:
                 raise self.unsupported(op, "on i1")
+            if self.only_bounds_buffer_accesses(op.result):
+                return   # their resources hold the mask (_mask_factors): it is never computed
             self.salu(self.lane(_MASK_BINARY[op.name]), [self.result(op.result, "s")], [self.scalar(a), self.scalar(b)])
         elif _is_int(t) and dwords(t) == 1 and op.name in ("arith.div", "arith.rem"):
             self.divide_int32(op)
@@ -1596,7 +1671,7 @@ class Selector:
         scalar = op.result in self.uniform
         users = op.result.users()
         if users and all(self.buffer_accesses.get(user) for user in users):
-            return   # only buffer loads read it: they address from the resource instead
+            return   # only buffer accesses read it: they address from the resource instead
         if op.result in self.updated_in_place:   # p += offset in p's own register (pointer_updates)
             offset = self.scalar(i) if i in self.uniform else self.to_vgpr(self.operand(i))
             if dwords(i.type) == 1:
@@ -1696,6 +1771,14 @@ class Selector:
             if mask is not None and others:
                 self.deferred_others[r] = (others[k], op.operand(1))
 
+    def only_bounds_buffer_accesses(self, mask: Value) -> bool:
+        """Whether i1 `mask` is read only as (a factor of) the mask of buffer accesses."""
+        users = mask.users()
+        return bool(users) and all(
+            user in self.buffer_accesses
+            or (user.name == "arith.and" and user.result.type == i1 and self.only_bounds_buffer_accesses(user.result))
+            for user in users)
+
     def buffer_load(self, op: Operation, access: BufferAccess) -> None:
         """`op` as buffer_load_* (offen) through the resource of `access`: no EXEC narrowing, and
         the lanes past the bound read 0, which is the load's `other` (see BufferAccess)."""
@@ -1707,23 +1790,38 @@ class Selector:
         else:
             opcode, size = _DWORD_LOAD[total // 32], total // 32
         opcode = opcode.replace("global_", "buffer_", 1)
+        loaded = self.homes.get(op.results[0]) if len(op.results) == 1 and size == 1 else None
+        loaded = loaded or self.new("v", size).all()
+        self.emit(opcode, [loaded], [self.byte_offsets(access), self.buffer_resource(access), Imm.int(0)],
+                  offen=1, offset=op.attrs.get("offset", 0))
+        for r, part in zip(op.results, self.split(loaded, t, bits, vector)):
+            self.values[r] = part
+
+    def buffer_store(self, op: Operation, access: BufferAccess, bits: int) -> None:
+        """`op` as buffer_store_* (offen) through the resource of `access`: no EXEC narrowing, and
+        the lanes past the bound write nothing, which is what the store's mask asks (BufferAccess)."""
+        values = op.operands[2:]
+        total = bits * len(values)
+        opcode = (_NARROW_STORE[total] if total < 32 else _DWORD_STORE[total // 32]).replace("global_", "buffer_", 1)
+        data = self.gather(values, bits)
+        self.emit(opcode, [], [data, self.byte_offsets(access), self.buffer_resource(access), Imm.int(0)],
+                  offen=1, offset=op.attrs.get("offset", 0))
+
+    def byte_offsets(self, access: BufferAccess) -> Sub:
+        """The per-lane part of `access`'s index in bytes (a VGPR), shared by the accesses at
+        that index and scale."""
         shift = access.scale.bit_length() - 1
         key = (access.lanewise, shift)
         if key not in self.buffer_offsets:
             offsets = self.new("v").all()
             self.valu("v_lshlrev_b32", [offsets], [Imm.int(shift), self.operand(access.lanewise)])
             self.buffer_offsets[key] = offsets
-        loaded = self.homes.get(op.results[0]) if len(op.results) == 1 and size == 1 else None
-        loaded = loaded or self.new("v", size).all()
-        self.emit(opcode, [loaded], [self.buffer_offsets[key], self.buffer_resource(access), Imm.int(0)],
-                  offen=1, offset=op.attrs.get("offset", 0))
-        for r, part in zip(op.results, self.split(loaded, t, bits, vector)):
-            self.values[r] = part
+        return self.buffer_offsets[key]
 
     def buffer_resource(self, access: BufferAccess) -> Sub:
         """The V# of `access` (isa.BUFFER_RESOURCE_CONFIG): base = pointer + uniform part *
         scale (64 bits), num_records from record_bytes; the last one made if recent."""
-        key = ("resource", access.pointer, access.uniform, access.bound, access.scale)
+        key = ("resource", access.pointer, access.uniform, access.bound, access.scale, access.conditions)
         return self.recent(key, lambda: self.make_resource(access))
 
     def make_resource(self, access: BufferAccess) -> Sub:
@@ -1739,7 +1837,8 @@ class Selector:
             self.salu("s_add_u32", [resource.dword(0)], [self.half(pointer, 0), scaled.dword(0)])
             self.salu("s_addc_u32", [high], [self.half(pointer, 1), scaled.dword(1)])
         self.salu("s_and_b32", [resource.dword(1)], [high, Imm.int(BUFFER_BASE_HIGH_BITS)])
-        size = self.recent(("records", access.uniform, access.bound, shift), lambda: self.record_bytes(access, shift))
+        size = self.recent(("records", access.uniform, access.bound, shift, access.conditions),
+                           lambda: self.record_bytes(access, shift))
         self.salu("s_mov_b32", [resource.dword(2)], [size])
         self.salu("s_mov_b32", [resource.dword(3)], [Imm.int(BUFFER_RESOURCE_CONFIG[self.target])])
         return resource
@@ -1760,15 +1859,23 @@ class Selector:
         return scaled
 
     def record_bytes(self, access: BufferAccess, shift: int) -> Sub:
-        """num_records: (bound - uniform part) << shift, 0 where that is negative, the count
-        clamped to what fits 32 bits (the per-lane offsets stay far below it: buffer_access)."""
+        """num_records: (bound - uniform part) << shift, 0 where that is negative or where a
+        uniform factor of the mask is false (_mask_factors), the count clamped to what fits 32
+        bits (the per-lane offsets stay far below it: buffer_access). An unsigned bound has no
+        uniform part to subtract (buffer_access) and is never negative."""
         bound, count = self.scalar(access.bound), self.new("s").all()
         if access.uniform is None:
-            self.salu("s_max_i32", [count], [bound, Imm.int(0)])
+            if access.signed:
+                self.salu("s_max_i32", [count], [bound, Imm.int(0)])
+            else:
+                self.salu("s_mov_b32", [count], [bound])
         else:
             start = self.scalar(access.uniform)
             self.salu("s_sub_u32", [count], [bound, start])   # exact where start < bound
             self.salu("s_cmp_lt_i32", [], [start, bound])
+            self.salu("s_cselect_b32", [count], [count, Imm.int(0)])
+        for condition in access.conditions:
+            self.salu(self.lane("s_cmp_lg_u64"), [], [self.scalar(condition), Imm.int(0)])
             self.salu("s_cselect_b32", [count], [count, Imm.int(0)])
         self.salu("s_min_u32", [count], [count, Imm.int(0xFFFFFFFF >> shift)])
         self.salu("s_lshl_b32", [count], [count, Imm.int(shift)])
@@ -1867,6 +1974,9 @@ class Selector:
         bits = 64 if isinstance(t, PointerType) else t.bits
         if bits not in (8, 16, 32, 64):
             raise self.unsupported(op, f"of {t}")
+        if op in self.buffer_accesses:
+            self.buffer_store(op, self.buffer_accesses[op], bits)
+            return
         shared = op.name == "simt.st_shared"
         addr, offset = self.address(op, shared)
         total = bits * vector

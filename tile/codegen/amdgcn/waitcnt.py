@@ -1,7 +1,7 @@
 """s_waitcnt insertion, and the wait states the hardware does not interlock.
 
-Memory instructions return their results later: a global load increments vmcnt (stores do
-too on GFX9; on GFX11 they count in vscnt alone, isa.STORE_COUNTER), an s_load increments
+Memory instructions return their results later: a global or buffer load increments vmcnt
+(stores do too on GFX9; on GFX11 they count in vscnt alone, isa.STORE_COUNTER), an s_load increments
 lgkmcnt, and each counter falls as results land. Before an
 instruction reads or writes a register that an in-flight load will write, it must wait:
 `s_waitcnt vmcnt(N)` until at most N vector memory ops are outstanding. Vector memory ops
@@ -113,9 +113,11 @@ def _trans_use(first: MInst, then: MInst, assignment) -> bool:
 
 
 def _wide_store_data(first: MInst, then: MInst, assignment) -> bool:
-    if not first.opcode.startswith("global_store") or not info(then.opcode).is_valu:
+    """A global or buffer store of over 64 bits, then a VALU write of its data (the hazard holds
+    for every VMEM store: CDNA3 ISA 4.5, "VMEM store with more than 8 bytes of data")."""
+    if not first.opcode.startswith(("global_store", "buffer_store")) or not info(then.opcode).is_valu:
         return False
-    data = first.uses[1]
+    data = first.uses[0 if first.opcode.startswith("buffer_") else 1]
     return data.count > 2 and bool(set(units(data, assignment)) & _written(then, assignment))
 
 
