@@ -17,6 +17,9 @@ contiguous, so each thread writes its runs as vectors. Its swizzle:
   XOR-linear, so every access instruction of every warp has the bank pattern of warp 0's first
   one (lanes differ by XOR constants, which permute banks): costing one instruction per side is
   exact. Ties keep the smaller swizzle (no swizzle when it costs nothing).
+- on an AMD target with a row in tile.opt.amd_shared_layouts (the pass is built with its
+  target): the same search in each order (each dimension fastest), MFMA / WMMA operand loads
+  costed at the word reads their lowering makes; the cheapest order wins, ties the source's.
 
 The buffers of wgmma's operands (placed by accelerate-dot, K-major) take the order of the values
 stored into them: MN-major (tile.ir.dot_layouts.wgmma_shared with M or N contiguous) where the
@@ -42,7 +45,7 @@ from __future__ import annotations
 
 import itertools
 from functools import lru_cache
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -50,8 +53,10 @@ from ..ir import Operation, TensorType
 from ..ir.dot_layouts import LINE, DotOperandLayout, MmaLayout, shared_for_dot, shared_wavefronts, wgmma_shared
 from ..ir.gpu_ops import element_bytes
 from ..ir.layouts import DistributedLayout, SharedLayout, conversion_kind, log2
+from ..ir.mfma_layouts import MfmaOperandLayout
 from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
 from ..ir.wmma_layouts import WmmaOperandLayout
+from .amd_shared_layouts import amd_shared_rule
 from .dce import replace_op
 from .pass_manager import Pass
 
@@ -71,14 +76,14 @@ def _xor_table(offsets: Sequence[int]) -> np.ndarray:
 
 
 def access_cost(shared: SharedLayout, layout: DistributedLayout, shape: Sequence[int], ebytes: int,
-                store: bool) -> int:
+                store: bool, max_bytes: int = 16) -> int:
     """Wavefronts a warp takes to store (or load) its part of a `layout` tensor in `shared`, each
-    thread moving the widest run of at most 16 bytes that is contiguous and aligned in every thread
-    (as the lowering vectorizes: lane and warp offsets must not disturb the run)."""
+    thread moving the widest run of at most `max_bytes` bytes that is contiguous and aligned in
+    every thread (as the lowering vectorizes: lane and warp offsets must not disturb the run)."""
     linear = layout.to_linear(shape)
     reg_bases, lane_bases, warp_bases = shared.offset_bases(linear)
     regs, lanes = _xor_table(reg_bases), _xor_table(lane_bases)
-    vec = min(len(regs), max(1, 16 // ebytes))
+    vec = min(len(regs), max(1, max_bytes // ebytes))
     while vec > 1 and not (all(o % vec == 0 for o in lane_bases + warp_bases) and (regs[::vec] % vec == 0).all()
                            and all((regs[j::vec] == regs[::vec] + j).all() for j in range(1, vec))):
         vec //= 2
@@ -92,9 +97,10 @@ def access_cost(shared: SharedLayout, layout: DistributedLayout, shape: Sequence
 
 @lru_cache(maxsize=1024)
 def shared_layout_for(src: DistributedLayout, dst: DistributedLayout, shape: tuple[int, ...],
-                      ebytes: int) -> SharedLayout:
+                      ebytes: int, target: Optional[str] = None) -> SharedLayout:
     """The buffer layout for converting `src` to `dst` (see the module docstring); per_phase is
-    tried up to 8 times the rows one 128-byte line holds."""
+    tried up to 8 times the rows one 128-byte line holds. An AMD `target` may also try the other
+    orders (tile.opt.amd_shared_layouts)."""
     rank = len(shape)
     inner = _fastest_dim(src, shape)
     order = (inner,) + tuple(d for d in reversed(range(rank)) if d != inner)
@@ -103,6 +109,25 @@ def shared_layout_for(src: DistributedLayout, dst: DistributedLayout, shape: tup
     plain = SharedLayout(1, 1, 1, order)
     if rank < 2:
         return plain
+    rule = amd_shared_rule(target)
+    if rule is None:
+        return _searched_layout(src, dst, shape, ebytes, order, 16)[0]
+    operand = isinstance(dst, (MfmaOperandLayout, WmmaOperandLayout))
+    load_bytes = rule.operand_read_bytes if operand else 16
+    orders = [(d,) + tuple(o for o in reversed(range(rank)) if o != d)
+              for d in [inner] + [d for d in reversed(range(rank)) if d != inner]]
+    if operand and not rule.reorder_operands:
+        orders = orders[:1]
+    candidates = [_searched_layout(src, dst, shape, ebytes, o, load_bytes) for o in orders]
+    return min(candidates, key=lambda c: c[1])[0]   # min keeps the first of equals: the source's order
+
+
+def _searched_layout(src: DistributedLayout, dst: DistributedLayout, shape: tuple[int, ...], ebytes: int,
+                     order: tuple[int, ...], load_bytes: int) -> tuple[SharedLayout, int]:
+    """The cheapest swizzle of a buffer in `order` for the conversion (the load moving at most
+    `load_bytes` a thread at once), and its cost."""
+    inner = order[0]
+    plain = SharedLayout(1, 1, 1, order)
     ncols, nrows = shape[inner], shape[order[1]]
     best, best_cost = plain, None
     powers = lambda limit: [1 << i for i in range(log2(max(1, limit)) + 1)]  # noqa: E731
@@ -110,10 +135,14 @@ def shared_layout_for(src: DistributedLayout, dst: DistributedLayout, shape: tup
     for vec, per_phase in itertools.product(powers(ncols), powers(min(nrows, 8 * rows_per_line))):
         for max_phase in powers(ncols // vec):
             candidate = SharedLayout(vec, per_phase, max_phase, order)
-            cost = access_cost(candidate, src, shape, ebytes, True) + access_cost(candidate, dst, shape, ebytes, False)
+            cost = access_cost(candidate, src, shape, ebytes, True) + \
+                access_cost(candidate, dst, shape, ebytes, False, load_bytes)
             if best_cost is None or cost < best_cost:
                 best, best_cost = candidate, cost
-    return best if best.max_phase > 1 else plain
+    if best.max_phase > 1:
+        return best, best_cost
+    plain_cost = access_cost(plain, src, shape, ebytes, True) + access_cost(plain, dst, shape, ebytes, False, load_bytes)
+    return plain, plain_cost
 
 
 def _first_user(op: Operation) -> Operation:
@@ -154,6 +183,9 @@ class ConvertThroughShared(Pass):
 
     name = "convert-through-shared"
 
+    def __init__(self, target: Optional[str] = None):
+        self.target = target
+
     def run(self, func: Operation) -> None:
         orient_wgmma_operands(func)
         for op in list(func.walk()):
@@ -163,7 +195,7 @@ class ConvertThroughShared(Pass):
             if conversion_kind(src.type.layout, t.layout, t.shape) != "shared":
                 continue
             ebytes = element_bytes(t)
-            shared = shared_layout_for(src.type.layout, t.layout, tuple(t.shape), ebytes)
+            shared = shared_layout_for(src.type.layout, t.layout, tuple(t.shape), ebytes, self.target)
             alloc = Operation("gpu.local_alloc", [], [TensorType(t.shape, t.element, shared)],
                               {"offset": -1, "bytes": t.numel * ebytes}, loc=op.loc)
             store = Operation("gpu.local_store", [alloc.result, src], loc=op.loc)

@@ -1,0 +1,108 @@
+"""AMD targets' choice of LDS buffer layouts (tile.opt.amd_shared_layouts) against the NVIDIA choice,
+measured by the emulator's bank-conflict counter on tutorial 04's matmul (f16 and fnuz fp8 on
+gfx942, f16 on gfx1100), with the results checked against NumPy in both cases."""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+import tile
+from tile.emulator.amdgcn_lds_banks import count_lds_bank_conflicts
+from tile.opt import amd_shared_layouts
+from tile.opt.convert_through_shared import shared_layout_for
+
+from test_amdgcn_fp8 import FNUZ, fnuz
+from test_amdgcn_fp8_dot import small_codes
+
+M = N = K = 64
+TILE = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=2, ACTIVATION="", num_warps=4, num_stages=2)
+
+
+def _tutorial_04_kernel():
+    path = pathlib.Path(__file__).parent.parent / "tutorials" / "04_matrix_multiplication.py"
+    spec = importlib.util.spec_from_file_location("tutorial_04_lds", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.matmul_kernel.fn
+
+
+def run_matmul(target: str, dtype: str):
+    """Tutorial 04 on 64x64x64 in 32x32x32 tiles: (LDS counter, compiled kernel); c checked."""
+    rng = np.random.default_rng(4)
+    if dtype == "f16":
+        a, b = rng.standard_normal((M, K)).astype(np.float16), rng.standard_normal((K, N)).astype(np.float16)
+        args, exact = (a, b), a.astype(np.float64) @ b.astype(np.float64)
+        tolerance = dict(rtol=1e-2, atol=5e-2)
+    else:
+        a, b = small_codes(rng, (M, K), dtype), small_codes(rng, (K, N), dtype)
+        args = (tile.reinterpret(a, FNUZ[dtype]), tile.reinterpret(b, FNUZ[dtype]))
+        exact = fnuz(a, dtype) @ fnuz(b, dtype)
+        tolerance = dict(rtol=2e-3, atol=2e-3)
+    c = np.full((M, N), np.nan, np.float16)
+    with count_lds_bank_conflicts() as lds:
+        compiled = tile.emulate(_tutorial_04_kernel(), target=target)[(4,)](*args, c, M, N, K, K, 1, N, 1, N, 1, **TILE)
+    np.testing.assert_allclose(c, exact, **tolerance)
+    return lds, compiled
+
+
+@pytest.fixture
+def nvidia_choice(monkeypatch):
+    """The AMD rows removed: every target takes the NVIDIA choice."""
+    monkeypatch.setattr(amd_shared_layouts, "AMD_SHARED_RULES", {})
+    shared_layout_for.cache_clear()
+    yield
+    shared_layout_for.cache_clear()
+
+
+# (target, dtype): (LDS clocks, conflict clocks) with the NVIDIA choice, then with the AMD rows
+TUTORIAL_04_CLOCKS = {
+    ("gfx942", "f16"): ((1280, 192), (1216, 128)),
+    ("gfx942", "f8e4b8"): ((1024, 128), (896, 192)),
+    ("gfx1100", "f16"): ((1888, 0), (1888, 0)),
+}
+
+
+@pytest.mark.parametrize("target, dtype", list(TUTORIAL_04_CLOCKS))
+def test_tutorial_04_lds_clocks_with_the_nvidia_choice(nvidia_choice, target, dtype):
+    lds, _ = run_matmul(target, dtype)
+    assert (lds.clocks, lds.conflict_clocks) == TUTORIAL_04_CLOCKS[target, dtype][0]
+
+
+@pytest.mark.parametrize("target, dtype", list(TUTORIAL_04_CLOCKS))
+def test_tutorial_04_lds_clocks_with_the_amd_rows(target, dtype):
+    shared_layout_for.cache_clear()
+    lds, _ = run_matmul(target, dtype)
+    assert (lds.clocks, lds.conflict_clocks) == TUTORIAL_04_CLOCKS[target, dtype][1]
+    # what conflicts remain: operands read a word at a time, 2-way (ds_read_b64 would not be)
+    for record in lds.by_instruction():
+        assert record.ways == 1 or (record.opcode == "ds_read_b32" and record.ways == 2), record
+
+
+def test_the_gfx942_epilogue_buffer_is_n_major_and_conflict_free():
+    shared_layout_for.cache_clear()
+    lds, compiled = run_matmul("gfx942", "f16")
+    assert "tensor<32x32xf16, #shared<vec = 8, per_phase = 2, max_phase = 4, order = [1, 0]>>" in compiled.asm["gpu"]
+    epilogue = [r for r in lds.by_instruction() if r.origin.endswith("04_matrix_multiplication.py:80")]
+    assert {r.opcode for r in epilogue} == {"ds_write_b16", "ds_read_b128"}
+    assert all(r.conflict_clocks == 0 for r in epilogue)
+
+
+def test_the_fp8_operand_b_buffer_is_read_a_word_at_a_time_on_gfx942(monkeypatch):
+    """N-major (the NVIDIA choice), B's bytes are read one by one; K-major, a word at a time."""
+    shared_layout_for.cache_clear()
+    amd, _ = run_matmul("gfx942", "f8e4b8")
+    monkeypatch.setattr(amd_shared_layouts, "AMD_SHARED_RULES", {})
+    shared_layout_for.cache_clear()
+    nvidia, _ = run_matmul("gfx942", "f8e4b8")
+    shared_layout_for.cache_clear()
+    assert any(r.opcode == "ds_read_u8" for r in nvidia.by_instruction())
+    assert not any(r.opcode == "ds_read_u8" for r in amd.by_instruction())
+    assert amd.totals("ds_read")[0] < nvidia.totals("ds_read")[0]
+
+
+def test_targets_without_a_row_keep_the_nvidia_choice():
+    assert amd_shared_layouts.amd_shared_rule("sm_90") is None and amd_shared_layouts.amd_shared_rule(None) is None
+    assert set(amd_shared_layouts.AMD_SHARED_RULES) == {"gfx942", "gfx90a", "gfx1100"}
