@@ -5,19 +5,17 @@ in the order of the source's fastest dimension and searches its swizzle for the 
 wavefronts of the store plus the load. Its bank model, 32 banks of 4 bytes served in phases of
 32 lanes (16 for 8-byte and 8 for 16-byte accesses), is also CDNA3's LDS: tile's lowering splits
 a wave64 into two 32-lane halves, and tile.emulator.amdgcn_lds_banks counts the same clocks on
-the emulated kernel. What AMD changes, one row per target:
+the emulated kernel. What AMD changes is the order (a row per target says how far):
 
-- The order. An MFMA / WMMA accumulator written back for the epilogue holds 4 (MFMA) or 8
-  (WMMA) consecutive rows of one column per lane, so the M-major buffer of the NVIDIA choice
-  makes the row-major load behind it a transpose of 2-byte reads; the N-major one costs a few
-  2-byte stores and one 16-byte read. An fp8 MFMA operand B loaded N-major was read back one
-  byte at a time; K-major, a word at a time. AMD rows search each dimension as the fastest and
-  keep the cheapest (ties keep the source's order, the NVIDIA choice). `reorder_operands` off
-  keeps the operand buffers in the source's order: on gfx1100 the WMMA operand B is built in
-  the registers v_wmma reads by ds_load_u16_d16(_hi), and the K-major buffer costs more VGPRs
-  than tutorial 06's persistent matmul has (258 of 256).
-- The read width of an operand. MFMA / WMMA operands are read word by word (no ldmatrix:
-  tile.codegen.lower_ldmatrix.SharedOperand), so their loads are costed at 4 bytes a lane.
+An MFMA / WMMA accumulator written back for the epilogue holds 4 (MFMA) or 8
+(WMMA) consecutive rows of one column per lane, so the M-major buffer of the NVIDIA choice
+makes the row-major load behind it a transpose of 2-byte reads; the N-major one costs a few
+2-byte stores and one 16-byte read. An fp8 MFMA operand B loaded N-major was read back one
+byte at a time; K-major, a word at a time. AMD rows search each dimension as the fastest and
+keep the cheapest (ties keep the source's order, the NVIDIA choice). `reorder_operands` off
+keeps the operand buffers in the source's order: on gfx1100 the WMMA operand B is built in the
+registers v_wmma reads by ds_load_u16_d16(_hi), and the K-major buffer costs more VGPRs than
+tutorial 06's persistent matmul has (258 of 256).
 
 Before (gfx942, tutorial 04's f16 epilogue, a 32x32 tile on #mfma<instr = 16, wpc = [2, 1]>):
     %67 = gpu.local_alloc : tensor<32x32xf16, #shared<vec = 2, per_phase = 2, max_phase = 16, order = [0, 1]>>
@@ -34,17 +32,15 @@ from typing import Optional
 
 @dataclass(frozen=True)
 class AmdSharedRule:
-    """reorder_operands: MFMA / WMMA operand buffers may take another order than their source's.
-    operand_read_bytes: the widest LDS read of an operand buffer, what its loads are costed at."""
+    """reorder_operands: MFMA / WMMA operand buffers may take another order than their source's."""
 
     reorder_operands: bool
-    operand_read_bytes: int
 
 
 AMD_SHARED_RULES = {
-    "gfx942": AmdSharedRule(reorder_operands=True, operand_read_bytes=4),
-    "gfx90a": AmdSharedRule(reorder_operands=True, operand_read_bytes=4),
-    "gfx1100": AmdSharedRule(reorder_operands=False, operand_read_bytes=4),
+    "gfx942": AmdSharedRule(reorder_operands=True),
+    "gfx90a": AmdSharedRule(reorder_operands=True),
+    "gfx1100": AmdSharedRule(reorder_operands=False),
 }
 
 

@@ -18,8 +18,8 @@ contiguous, so each thread writes its runs as vectors. Its swizzle:
   one (lanes differ by XOR constants, which permute banks): costing one instruction per side is
   exact. Ties keep the smaller swizzle (no swizzle when it costs nothing).
 - on an AMD target with a row in tile.opt.amd_shared_layouts (the pass is built with its
-  target): the same search in each order (each dimension fastest), MFMA / WMMA operand loads
-  costed at the word reads their lowering makes; the cheapest order wins, ties the source's.
+  target): the same search in each order (each dimension fastest); the cheapest order wins,
+  ties the source's.
 
 The buffers of wgmma's operands (placed by accelerate-dot, K-major) take the order of the values
 stored into them: MN-major (tile.ir.dot_layouts.wgmma_shared with M or N contiguous) where the
@@ -76,14 +76,14 @@ def _xor_table(offsets: Sequence[int]) -> np.ndarray:
 
 
 def access_cost(shared: SharedLayout, layout: DistributedLayout, shape: Sequence[int], ebytes: int,
-                store: bool, max_bytes: int = 16) -> int:
+                store: bool) -> int:
     """Wavefronts a warp takes to store (or load) its part of a `layout` tensor in `shared`, each
-    thread moving the widest run of at most `max_bytes` bytes that is contiguous and aligned in
-    every thread (as the lowering vectorizes: lane and warp offsets must not disturb the run)."""
+    thread moving the widest run of at most 16 bytes that is contiguous and aligned in every thread
+    (as the lowering vectorizes: lane and warp offsets must not disturb the run)."""
     linear = layout.to_linear(shape)
     reg_bases, lane_bases, warp_bases = shared.offset_bases(linear)
     regs, lanes = _xor_table(reg_bases), _xor_table(lane_bases)
-    vec = min(len(regs), max(1, max_bytes // ebytes))
+    vec = min(len(regs), max(1, 16 // ebytes))
     while vec > 1 and not (all(o % vec == 0 for o in lane_bases + warp_bases) and (regs[::vec] % vec == 0).all()
                            and all((regs[j::vec] == regs[::vec] + j).all() for j in range(1, vec))):
         vec //= 2
@@ -111,21 +111,18 @@ def shared_layout_for(src: DistributedLayout, dst: DistributedLayout, shape: tup
         return plain
     rule = amd_shared_rule(target)
     if rule is None:
-        return _searched_layout(src, dst, shape, ebytes, order, 16)[0]
-    operand = isinstance(dst, (MfmaOperandLayout, WmmaOperandLayout))
-    load_bytes = rule.operand_read_bytes if operand else 16
+        return _searched_layout(src, dst, shape, ebytes, order)[0]
     orders = [(d,) + tuple(o for o in reversed(range(rank)) if o != d)
               for d in [inner] + [d for d in reversed(range(rank)) if d != inner]]
-    if operand and not rule.reorder_operands:
+    if isinstance(dst, (MfmaOperandLayout, WmmaOperandLayout)) and not rule.reorder_operands:
         orders = orders[:1]
-    candidates = [_searched_layout(src, dst, shape, ebytes, o, load_bytes) for o in orders]
+    candidates = [_searched_layout(src, dst, shape, ebytes, o) for o in orders]
     return min(candidates, key=lambda c: c[1])[0]   # min keeps the first of equals: the source's order
 
 
 def _searched_layout(src: DistributedLayout, dst: DistributedLayout, shape: tuple[int, ...], ebytes: int,
-                     order: tuple[int, ...], load_bytes: int) -> tuple[SharedLayout, int]:
-    """The cheapest swizzle of a buffer in `order` for the conversion (the load moving at most
-    `load_bytes` a thread at once), and its cost."""
+                     order: tuple[int, ...]) -> tuple[SharedLayout, int]:
+    """The cheapest swizzle of a buffer in `order` for the conversion, and its cost."""
     inner = order[0]
     plain = SharedLayout(1, 1, 1, order)
     ncols, nrows = shape[inner], shape[order[1]]
@@ -135,14 +132,12 @@ def _searched_layout(src: DistributedLayout, dst: DistributedLayout, shape: tupl
     for vec, per_phase in itertools.product(powers(ncols), powers(min(nrows, 8 * rows_per_line))):
         for max_phase in powers(ncols // vec):
             candidate = SharedLayout(vec, per_phase, max_phase, order)
-            cost = access_cost(candidate, src, shape, ebytes, True) + \
-                access_cost(candidate, dst, shape, ebytes, False, load_bytes)
+            cost = access_cost(candidate, src, shape, ebytes, True) + access_cost(candidate, dst, shape, ebytes, False)
             if best_cost is None or cost < best_cost:
                 best, best_cost = candidate, cost
     if best.max_phase > 1:
         return best, best_cost
-    plain_cost = access_cost(plain, src, shape, ebytes, True) + access_cost(plain, dst, shape, ebytes, False, load_bytes)
-    return plain, plain_cost
+    return plain, access_cost(plain, src, shape, ebytes, True) + access_cost(plain, dst, shape, ebytes, False)
 
 
 def _first_user(op: Operation) -> Operation:
