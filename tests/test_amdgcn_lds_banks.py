@@ -37,20 +37,21 @@ def test_ideal_clocks_count_the_phases():
 
 
 @pytest.mark.parametrize("stride, size, clocks", [
-    (4, 4, 1),          # a wave32 b32 is one phase of 64 banks
-    (128, 4, 16),       # DWORD 32 l: banks 0 and 32 only, 16-way (32-way on CDNA3's 32 banks)
-    (256, 4, 32),       # one bank
-    (8, 8, 1),          # b64 consecutive: 32 lanes x 8 bytes fill the 64 banks once
-    (16, 16, 2),        # b128: 2 phases of 16 lanes
+    (4, 4, 1),          # a wave32 b32 is one phase of 32 banks
+    (128, 4, 32),       # one bank
+    (8, 4, 2),          # every other DWORD, 2-way
+    (8, 8, 2),          # b64 consecutive: 2 phases of 16 lanes
+    (16, 16, 4),        # b128: 4 phases of 8 lanes
 ])
 def test_rdna3_clocks_of_wave32_patterns(stride, size, clocks):
     assert lds_clocks(WAVE32, WAVE32 * stride, size, RDNA3)[0] == clocks
 
 
-def test_the_bank_count_is_the_targets():
-    assert lds_clocks(WAVE32, WAVE32 * 128, 4, CDNA3)[0] == 32
-    assert lds_clocks(WAVE32, WAVE32 * 128, 4, RDNA3)[0] == 16
-    assert LDS_BANK_RULES["gfx90a"].banks == 32
+def test_a_wave_meets_32_banks_on_every_target():
+    """A wave64 b32 access on CDNA is two phases; a wave32 one on RDNA3 one."""
+    assert {rule.banks for rule in LDS_BANK_RULES.values()} == {32}
+    assert lds_clocks(WAVE64, WAVE64 * 4, 4, CDNA3) == (2, 2)
+    assert lds_clocks(WAVE32, WAVE32 * 4, 4, RDNA3) == (1, 1)
 
 
 @settings(max_examples=40, deadline=None)

@@ -13,9 +13,9 @@ The bank rules per target (rows, not branches):
 
 - gfx942 / gfx90a: 32 banks of 4 bytes (CDNA3 ISA, "Data Share Operations", 11.1 LDS overview;
   CDNA2 ISA the same section), 128 bytes per clock.
-- gfx1100: 64 banks of 4 bytes in a workgroup processor (RDNA3 ISA, "Data Share Operations",
-  11.1 overview: the WGP's LDS of 128 KB is built of 64 DWORD-wide banks), 256 bytes per clock:
-  a wave32 ds_read_b32 or b64 is one phase.
+- gfx1100: 32 banks of 4 bytes for a wave (RDNA3 ISA, "Local Data Share" overview: the WGP's
+  128 KB are 64 DWORD-wide banks in two sets of 32, each set serving one pair of SIMD32s), 128
+  bytes per clock: a wave32 ds_read_b32 is one phase, a ds_read_b128 four.
 
 Phases group consecutive lanes; the hardware's exact lane-to-phase map of the 128-bit
 accesses is not published in the ISA text, and consecutive groups are what AMD's
@@ -56,7 +56,7 @@ class LdsBankRule:
 LDS_BANK_RULES = {
     "gfx942": LdsBankRule(32, "CDNA3 ISA 11.1 (LDS: 32 banks of DWORDs)"),
     "gfx90a": LdsBankRule(32, "CDNA2 ISA 11.1 (LDS: 32 banks of DWORDs)"),
-    "gfx1100": LdsBankRule(64, "RDNA3 ISA 11.1 (WGP LDS: 64 banks of DWORDs)"),
+    "gfx1100": LdsBankRule(32, "RDNA3 ISA, LDS overview (64 DWORD banks per WGP, 32 per SIMD pair)"),
 }
 
 
