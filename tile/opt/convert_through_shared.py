@@ -17,9 +17,9 @@ contiguous, so each thread writes its runs as vectors. Its swizzle:
   XOR-linear, so every access instruction of every warp has the bank pattern of warp 0's first
   one (lanes differ by XOR constants, which permute banks): costing one instruction per side is
   exact. Ties keep the smaller swizzle (no swizzle when it costs nothing).
-- on an AMD target with a row in tile.opt.amd_shared_layouts (the pass is built with its
-  target): the same search in each order (each dimension fastest); the cheapest order wins,
-  ties the source's.
+- on an AMD target of tile.opt.amd_shared_layouts (the pass is built with its target), a
+  buffer that is not an MFMA / WMMA operand: the same search in each order (each dimension
+  fastest); the cheapest order wins, ties the source's.
 
 The buffers of wgmma's operands (placed by accelerate-dot, K-major) take the order of the values
 stored into them: MN-major (tile.ir.dot_layouts.wgmma_shared with M or N contiguous) where the
@@ -56,7 +56,7 @@ from ..ir.layouts import DistributedLayout, SharedLayout, conversion_kind, log2
 from ..ir.mfma_layouts import MfmaOperandLayout
 from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
 from ..ir.wmma_layouts import WmmaOperandLayout
-from .amd_shared_layouts import amd_shared_rule
+from . import amd_shared_layouts
 from .dce import replace_op
 from .pass_manager import Pass
 
@@ -109,13 +109,10 @@ def shared_layout_for(src: DistributedLayout, dst: DistributedLayout, shape: tup
     plain = SharedLayout(1, 1, 1, order)
     if rank < 2:
         return plain
-    rule = amd_shared_rule(target)
-    if rule is None:
+    if target not in amd_shared_layouts.ORDER_SEARCH_TARGETS or isinstance(dst, (MfmaOperandLayout, WmmaOperandLayout)):
         return _searched_layout(src, dst, shape, ebytes, order)[0]
     orders = [(d,) + tuple(o for o in reversed(range(rank)) if o != d)
               for d in [inner] + [d for d in reversed(range(rank)) if d != inner]]
-    if isinstance(dst, (MfmaOperandLayout, WmmaOperandLayout)) and not rule.reorder_operands:
-        orders = orders[:1]
     candidates = [_searched_layout(src, dst, shape, ebytes, o) for o in orders]
     return min(candidates, key=lambda c: c[1])[0]   # min keeps the first of equals: the source's order
 
