@@ -175,8 +175,8 @@ class SharedOperand:
                 self.group_of[j] = g
 
     def _groups(self, words: list[int]) -> list[Group]:
-        """ldmatrix groups of consecutive `words` (x4, then x2, x1), the rest as single words
-        (all of them on AMD targets, which have no ldmatrix)."""
+        """ldmatrix groups of consecutive `words` (x4, then x2, x1), the rest as single words or
+        pairs (all of them on AMD targets, which have no ldmatrix: _word_groups)."""
         ldmatrix = self.ctx.facts.isa == "ptx" and self.ctx.smem_align.get(self.base, 1) >= 16 and \
             self.kw * self.eb == 4
         out: list[Group] = []
