@@ -175,8 +175,8 @@ class SharedOperand:
                 self.group_of[j] = g
 
     def _groups(self, words: list[int]) -> list[Group]:
-        """ldmatrix groups of consecutive `words` (x4, then x2, x1), the rest as single words
-        (all of them on AMD targets, which have no ldmatrix)."""
+        """ldmatrix groups of consecutive `words` (x4, then x2, x1), the rest as single words or
+        pairs (all of them on AMD targets, which have no ldmatrix: _word_groups)."""
         ldmatrix = self.ctx.facts.isa == "ptx" and self.ctx.smem_align.get(self.base, 1) >= 16 and \
             self.kw * self.eb == 4
         out: list[Group] = []
@@ -192,8 +192,35 @@ class SharedOperand:
                     else:
                         out.append(found)
             todo = left
-        out += [("words", (j,), (), 0) for words in todo for j in words]
+        return out + self._word_groups([j for words in todo for j in words])
+
+    def _word_groups(self, words: list[int]) -> list[Group]:
+        """`words` one by one, except that on targets without ldmatrix two adjacent words that sit
+        together, 8-byte aligned, are one 8-byte read (one ds_read_b64 instead of two
+        ds_read_b32: the b32 reads of an operand's 8-byte run find their first words all in even
+        banks, 2-way; the b64 read's phases of 16 lanes are conflict-free in the same buffer)."""
+        paired = self.ctx.facts.isa != "ptx" and self.ctx.smem_align.get(self.base, 1) >= 8
+        out: list[Group] = []
+        k = 0
+        while k < len(words):
+            j = words[k]
+            if paired and k + 1 < len(words) and words[k + 1] == j + 1 and self._adjacent(j, 2):
+                out.append(("words", (j, j + 1), (), 0))
+                k += 2
+            else:
+                out.append(("words", (j,), (), 0))
+                k += 1
         return out
+
+    def _adjacent(self, j: int, count: int) -> bool:
+        """Whether words j .. j + count - 1 sit one after another in every thread, aligned to their size."""
+        offs = [int(o) for o in self.reg_off[self.kw * j:self.kw * (j + count)]]
+        span = 0
+        for img in self.tid_images:
+            span |= img * self.eb
+        size = 4 * count
+        return offs == list(range(offs[0], offs[0] + self.kw * count)) and (offs[0] * self.eb) % size == 0 and \
+            span % size == 0
 
     def _ldmatrix(self, words: list[int]) -> Optional[Group]:
         for trans in (False, True):
@@ -228,6 +255,13 @@ class SharedOperand:
             base, off = ctx.split(self._address(images, const))
             ld = ctx.effect("simt.ldmatrix", [base], [i32] * len(words), num=len(words),
                             trans=kind.endswith("trans"), offset=off)
+            for j, w in zip(words, ld.results):
+                self._unpack(j, w)
+            return
+        if len(words) == 2:   # an 8-byte read of two adjacent words (_word_groups)
+            tid_bytes = [img * self.eb for img in self.tid_images]
+            base, off = ctx.split(self._address(tid_bytes, int(self.reg_off[self.kw * words[0]]) * self.eb))
+            ld = ctx.effect("simt.ld_shared", [base, ctx.const(True, i1)], [i32, i32], vector=2, offset=off)
             for j, w in zip(words, ld.results):
                 self._unpack(j, w)
             return

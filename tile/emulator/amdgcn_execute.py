@@ -20,6 +20,7 @@ from ..ir.types import DTYPES
 from ..ir.wmma_layouts import wmma_operand_layout, wmma_result_layout
 from . import amdgcn_isa as isa
 from .amdgcn_decode import AmdInstr, Reg
+from .amdgcn_lds_banks import active_counter
 
 Executor = Callable[[object, AmdInstr], None]
 EXECUTE: dict[str, Executor] = {}
@@ -534,6 +535,14 @@ def _lds_bytes(w, address: np.ndarray, lanes: np.ndarray, size: int) -> np.ndarr
     return address[active].astype(np.int64)[:, None] + np.arange(size)
 
 
+def _count_banks(w, ins, lanes: np.ndarray, address: np.ndarray, size: int) -> None:
+    """Record the access's LDS clocks where a count_lds_bank_conflicts block asks for them."""
+    counter = active_counter()
+    if counter is not None:
+        active = np.flatnonzero(lanes)
+        counter.record(w.group.kernel.target, ins, active, address[active], size)
+
+
 @_executes("ds_add_u32")
 def _lds_add(w, ins):
     """The LDS atomic add, lane by lane in lane order (no return; it counts in lgkmcnt like every
@@ -541,6 +550,7 @@ def _lds_add(w, ins):
     address = w.read(ins.uses[0]) + np.uint64(ins.mods.get("offset", 0))
     data = w.read(ins.uses[1])
     index = _lds_bytes(w, address, w.exec, 4)
+    _count_banks(w, ins, w.exec, address, 4)
     lds = w.group.lds
     for row, lane in zip(index, np.flatnonzero(w.exec)):
         total = (int.from_bytes(lds[row].tobytes(), "little") + int(data[lane])) & isa.M32
@@ -556,6 +566,7 @@ def _lds(w, ins):
     lanes = w.exec.copy()
     active = np.flatnonzero(lanes)
     index = _lds_bytes(w, address, lanes, size)
+    _count_banks(w, ins, lanes, address, size)
     lds = w.group.lds
     element, count = min(size, 4), max(1, size // 4)
     weights = np.uint64(1) << (np.uint64(8) * np.arange(element, dtype=np.uint64))

@@ -17,6 +17,9 @@ contiguous, so each thread writes its runs as vectors. Its swizzle:
   XOR-linear, so every access instruction of every warp has the bank pattern of warp 0's first
   one (lanes differ by XOR constants, which permute banks): costing one instruction per side is
   exact. Ties keep the smaller swizzle (no swizzle when it costs nothing).
+- on an AMD target of tile.opt.amd_shared_layouts (the pass is built with its target), a
+  buffer that is not an MFMA / WMMA operand: the same search in each order (each dimension
+  fastest); the cheapest order wins, ties the source's.
 
 The buffers of wgmma's operands (placed by accelerate-dot, K-major) take the order of the values
 stored into them: MN-major (tile.ir.dot_layouts.wgmma_shared with M or N contiguous) where the
@@ -42,7 +45,7 @@ from __future__ import annotations
 
 import itertools
 from functools import lru_cache
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -50,8 +53,10 @@ from ..ir import Operation, TensorType
 from ..ir.dot_layouts import LINE, DotOperandLayout, MmaLayout, shared_for_dot, shared_wavefronts, wgmma_shared
 from ..ir.gpu_ops import element_bytes
 from ..ir.layouts import DistributedLayout, SharedLayout, conversion_kind, log2
+from ..ir.mfma_layouts import MfmaOperandLayout
 from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
 from ..ir.wmma_layouts import WmmaOperandLayout
+from . import amd_shared_layouts
 from .dce import replace_op
 from .pass_manager import Pass
 
@@ -92,9 +97,10 @@ def access_cost(shared: SharedLayout, layout: DistributedLayout, shape: Sequence
 
 @lru_cache(maxsize=1024)
 def shared_layout_for(src: DistributedLayout, dst: DistributedLayout, shape: tuple[int, ...],
-                      ebytes: int) -> SharedLayout:
+                      ebytes: int, target: Optional[str] = None) -> SharedLayout:
     """The buffer layout for converting `src` to `dst` (see the module docstring); per_phase is
-    tried up to 8 times the rows one 128-byte line holds."""
+    tried up to 8 times the rows one 128-byte line holds. An AMD `target` may also try the other
+    orders (tile.opt.amd_shared_layouts)."""
     rank = len(shape)
     inner = _fastest_dim(src, shape)
     order = (inner,) + tuple(d for d in reversed(range(rank)) if d != inner)
@@ -103,6 +109,19 @@ def shared_layout_for(src: DistributedLayout, dst: DistributedLayout, shape: tup
     plain = SharedLayout(1, 1, 1, order)
     if rank < 2:
         return plain
+    if target not in amd_shared_layouts.ORDER_SEARCH_TARGETS or isinstance(dst, (MfmaOperandLayout, WmmaOperandLayout)):
+        return _searched_layout(src, dst, shape, ebytes, order)[0]
+    orders = [(d,) + tuple(o for o in reversed(range(rank)) if o != d)
+              for d in [inner] + [d for d in reversed(range(rank)) if d != inner]]
+    candidates = [_searched_layout(src, dst, shape, ebytes, o) for o in orders]
+    return min(candidates, key=lambda c: c[1])[0]   # min keeps the first of equals: the source's order
+
+
+def _searched_layout(src: DistributedLayout, dst: DistributedLayout, shape: tuple[int, ...], ebytes: int,
+                     order: tuple[int, ...]) -> tuple[SharedLayout, int]:
+    """The cheapest swizzle of a buffer in `order` for the conversion, and its cost."""
+    inner = order[0]
+    plain = SharedLayout(1, 1, 1, order)
     ncols, nrows = shape[inner], shape[order[1]]
     best, best_cost = plain, None
     powers = lambda limit: [1 << i for i in range(log2(max(1, limit)) + 1)]  # noqa: E731
@@ -113,7 +132,9 @@ def shared_layout_for(src: DistributedLayout, dst: DistributedLayout, shape: tup
             cost = access_cost(candidate, src, shape, ebytes, True) + access_cost(candidate, dst, shape, ebytes, False)
             if best_cost is None or cost < best_cost:
                 best, best_cost = candidate, cost
-    return best if best.max_phase > 1 else plain
+    if best.max_phase > 1:
+        return best, best_cost
+    return plain, access_cost(plain, src, shape, ebytes, True) + access_cost(plain, dst, shape, ebytes, False)
 
 
 def _first_user(op: Operation) -> Operation:
@@ -154,6 +175,9 @@ class ConvertThroughShared(Pass):
 
     name = "convert-through-shared"
 
+    def __init__(self, target: Optional[str] = None):
+        self.target = target
+
     def run(self, func: Operation) -> None:
         orient_wgmma_operands(func)
         for op in list(func.walk()):
@@ -163,7 +187,7 @@ class ConvertThroughShared(Pass):
             if conversion_kind(src.type.layout, t.layout, t.shape) != "shared":
                 continue
             ebytes = element_bytes(t)
-            shared = shared_layout_for(src.type.layout, t.layout, tuple(t.shape), ebytes)
+            shared = shared_layout_for(src.type.layout, t.layout, tuple(t.shape), ebytes, self.target)
             alloc = Operation("gpu.local_alloc", [], [TensorType(t.shape, t.element, shared)],
                               {"offset": -1, "bytes": t.numel * ebytes}, loc=op.loc)
             store = Operation("gpu.local_store", [alloc.result, src], loc=op.loc)
