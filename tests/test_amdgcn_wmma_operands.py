@@ -16,16 +16,11 @@ import tile
 import tile.language as tl
 from tile.codegen.amdgcn import assemble
 from amdgcn_util import instructions, needs_llvm
+from test_amdgcn_wmma_dot import one_dot_kernel
 
 RNG = np.random.default_rng(1509)
 
 
-@tile.jit
-def one_dot_kernel(a_ptr, b_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
-    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
-    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
-    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
-    tl.store(out_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b))
 
 
 @tile.jit

@@ -421,6 +421,20 @@ def _buffer_addressing(w, ins, vgpr_offset, resource, soffset) -> tuple[int, int
     return base, num_records, offset
 
 
+def _buffer_components(w, base, num_records, offset, size: int):
+    """(index, bytes, lanes in range, addresses) of each component of a buffer access of `size`
+    bytes per lane (a dword, or the whole sub-dword value): one ending past num_records is out of
+    range (the ISA's range checking); addresses in range are checked for alignment."""
+    element, count = min(size, 4), max(1, size // 4)
+    lanes = w.exec.copy()
+    for k in range(count):
+        start = offset + np.uint64(k * element)
+        in_range = lanes & (start + np.uint64(element) <= np.uint64(num_records))
+        address = np.uint64(base) + start
+        _check_alignment(w, address, in_range, element)
+        yield k, element, in_range, address
+
+
 @_executes(*(name for name in INSTRUCTIONS if name.startswith("buffer_store_")))
 def _buffer_store(w, ins):
     """A raw buffer store (offen; data first, then the offset VGPR, resource, soffset): each
@@ -429,13 +443,7 @@ def _buffer_store(w, ins):
     data = ins.uses[0]
     base, num_records, offset = _buffer_addressing(w, ins, ins.uses[1], ins.uses[2], ins.uses[3])
     size = isa.GLOBAL_BYTES[ins.opcode.removeprefix("buffer_store_")]
-    element, count = min(size, 4), max(1, size // 4)
-    lanes = w.exec.copy()
-    for k in range(count):
-        start = offset + np.uint64(k * element)
-        in_range = lanes & (start + np.uint64(element) <= np.uint64(num_records))
-        address = np.uint64(base) + start
-        _check_alignment(w, address, in_range, element)
+    for k, element, in_range, address in _buffer_components(w, base, num_records, offset, size):
         active = np.flatnonzero(in_range)
         values = (w.read(data.dword(k))[active] & np.uint64((1 << (8 * element)) - 1)).astype(np.dtype(f"u{element}"))
         w.group.launch.gmem.store(address[active], values[:, None], element, _fail(w, active))
@@ -451,14 +459,9 @@ def _buffer_load(w, ins):
     base, num_records, offset = _buffer_addressing(w, ins, ins.uses[0], ins.uses[1], ins.uses[2])
     kind = ins.opcode.removeprefix("buffer_load_")
     size = isa.GLOBAL_BYTES[kind]
-    element, count = min(size, 4), max(1, size // 4)
     lanes = w.exec.copy()
     writes = []
-    for k in range(count):
-        start = offset + np.uint64(k * element)
-        in_range = lanes & (start + np.uint64(element) <= np.uint64(num_records))
-        address = np.uint64(base) + start
-        _check_alignment(w, address, in_range, element)
+    for k, element, in_range, address in _buffer_components(w, base, num_records, offset, size):
         active = np.flatnonzero(in_range)
         raw = np.zeros(w.lanes, np.uint64)
         raw[active] = w.group.launch.gmem.load(address[active], element, 1, _fail(w, active))[:, 0]
