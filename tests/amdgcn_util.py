@@ -81,3 +81,22 @@ def named(kernel, args) -> dict:
     """The arguments `args` of tile.jit `kernel` by parameter name, as run_amdgcn takes them
     (a parameter specialized away, such as an integer equal to 1, is then simply unused)."""
     return dict(zip(kernel.arg_names, args))
+
+
+def assert_placement(insts, assignment, limits: dict[str, int]) -> None:
+    """Every register of a bank in `limits` inside its limit; no two registers of one bank live at
+    once share a cell (regalloc's contract, for the allocators' property tests)."""
+    from tile.codegen.amdgcn.regalloc import live_intervals
+
+    intervals = live_intervals(insts)
+    regs = list(intervals)
+    for i, a in enumerate(regs):
+        if a.bank in limits:
+            assert assignment[a] + a.size <= limits[a.bank]
+        for b in regs[i + 1:]:
+            if a.bank != b.bank:
+                continue
+            cells_a = set(range(assignment[a], assignment[a] + a.size))
+            cells_b = set(range(assignment[b], assignment[b] + b.size))
+            (sa, ea), (sb, eb) = intervals[a], intervals[b]
+            assert not (cells_a & cells_b and sa <= eb and sb <= ea), (a, b)

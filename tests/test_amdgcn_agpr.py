@@ -19,14 +19,14 @@ import tile.language as tl
 from tile.codegen.amdgcn import assemble, compile_amdgcn
 from tile.codegen.amdgcn.isa import AGPR_LIMIT, VGPR_LIMIT
 from tile.codegen.amdgcn.mir import Imm, MInst, Reg
-from tile.codegen.amdgcn.regalloc import allocate, allocate_spilling, live_intervals
+from tile.codegen.amdgcn.regalloc import allocate, allocate_spilling
 from tile.codegen.target import TargetResourceError
 from tile.compiler import compile_kernel
 from tile.emulator.amdgcn_decode import AmdgcnSyntaxError, decode_amdgcn
 from tile.emulator.amdgcn_machine import run_amdgcn
 from tile.runtime.errors import OutOfResources
 
-from amdgcn_util import instructions, needs_llvm, registers
+from amdgcn_util import assert_placement, instructions, needs_llvm, registers
 from tutorial_util import load_tutorial
 
 M32 = (1 << 32) - 1
@@ -88,22 +88,6 @@ def evaluate(insts: list[MInst], place) -> int:
     return result
 
 
-def check_placement(insts: list[MInst], assignment: dict[Reg, int]) -> None:
-    """Every register inside its bank's limit; no two live at once share a cell."""
-    intervals = live_intervals(insts)
-    regs = list(intervals)
-    limits = {"v": VGPR_LIMIT["gfx942"], "a": AGPR_LIMIT["gfx942"]}
-    for i, a in enumerate(regs):
-        assert assignment[a] + a.size <= limits[a.bank]
-        for b in regs[i + 1:]:
-            if a.bank != b.bank:
-                continue
-            cells_a = set(range(assignment[a], assignment[a] + a.size))
-            cells_b = set(range(assignment[b], assignment[b] + b.size))
-            (sa, ea), (sb, eb) = intervals[a], intervals[b]
-            assert not (cells_a & cells_b and sa <= eb and sb <= ea), (a, b)
-
-
 @settings(max_examples=12, deadline=None)
 @given(st.integers(180, 360), st.lists(st.tuples(st.integers(0, 500), st.integers(0, 500)), max_size=40))
 def test_moved_programs_compute_what_the_virtual_ones_do(values, picks):
@@ -111,7 +95,7 @@ def test_moved_programs_compute_what_the_virtual_ones_do(values, picks):
     insts = program(registers, values, picks)
     expected = evaluate(insts, lambda o, k: ("virtual", o.reg.id, o.start + k))
     moved, assignment = allocate_spilling(insts, registers, "gfx942")
-    check_placement(moved, assignment)
+    assert_placement(moved, assignment, {"v": VGPR_LIMIT["gfx942"], "a": AGPR_LIMIT["gfx942"]})
     assert evaluate(moved, lambda o, k: (o.bank, assignment[o.reg] + o.start + k)) == expected
     try:
         allocate(insts, "gfx942")

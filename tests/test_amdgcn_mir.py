@@ -190,15 +190,21 @@ def test_no_two_live_values_share_a_register(insts):
                 assert not cells_a & cells_b, (a, b)
 
 
-def test_running_out_of_vgprs_is_out_of_resources():
+def live_vgprs(count: int) -> "Program":
+    """`count` single VGPR values loaded, then all read: all live at once."""
     p = Program()
     addr = p.reg("v", 2, fixed=0)
-    values = [p.reg("v") for _ in range(300)]
+    values = [p.reg("v") for _ in range(count)]
     for v in values:
         p("global_load_dword", [v], [addr, OFF])
     total = p.reg("v")
     for v in values:
         p("v_add_u32", [total], [v, Imm.int(1)])
+    return p
+
+
+def test_running_out_of_vgprs_is_out_of_resources():
+    p = live_vgprs(300)
     with pytest.raises(TargetResourceError) as e:
         allocate(p.insts, "gfx942", "big")
     assert e.value.name == "VGPRs" and e.value.limit == 256 and e.value.required > 256

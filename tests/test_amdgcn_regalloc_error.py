@@ -13,7 +13,7 @@ from tile.codegen.amdgcn.regalloc import allocate, bank_limits
 from tile.codegen.target import TargetResourceError
 from tile.runtime.errors import OutOfResources
 
-from test_amdgcn_mir import Program
+from test_amdgcn_mir import Program, live_vgprs
 
 
 def scattered_pair_program(limit: int) -> Program:
@@ -53,14 +53,7 @@ def test_fragmented_vgprs_report_the_registers_the_allocation_needs():
 def test_without_fragmentation_the_required_count_is_what_is_live():
     """300 single values live at once on gfx942's 256 VGPRs (after the AGPRs, allocate alone
     has none to move to): required 256 + the first value past the limit, no fragmentation note."""
-    p = Program()
-    addr = p.reg("v", 2, fixed=0)
-    values = [p.reg("v") for _ in range(300)]
-    for v in values:
-        p("global_load_dword", [v], [addr, OFF])
-    total = p.reg("v")
-    for v in values:
-        p("v_add_u32", [total], [v, Imm.int(1)])
+    p = live_vgprs(300)
     with pytest.raises(TargetResourceError) as e:
         allocate(p.insts, "gfx942", "big")
     assert e.value.required == 257 and "registers are live there" not in str(e.value)

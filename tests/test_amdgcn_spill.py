@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 
 from tile.codegen.amdgcn.isa import SGPR_LIMIT
 from tile.codegen.amdgcn.mir import Imm, MInst, Reg
-from tile.codegen.amdgcn.regalloc import allocate, allocate_spilling, live_intervals
+from tile.codegen.amdgcn.regalloc import allocate, allocate_spilling
 from tile.codegen.target import TargetResourceError
+
+from amdgcn_util import assert_placement
 
 M32 = (1 << 32) - 1
 
@@ -72,21 +74,6 @@ def evaluate(insts: list[MInst], place) -> int:
     return result
 
 
-def check_no_overlap(insts: list[MInst], assignment: dict[Reg, int], limit: int) -> None:
-    intervals = live_intervals(insts)
-    regs = list(intervals)
-    for i, a in enumerate(regs):
-        if a.bank == "s":
-            assert assignment[a] + a.size <= limit
-        for b in regs[i + 1:]:
-            if a.bank != b.bank:
-                continue
-            cells_a = set(range(assignment[a], assignment[a] + a.size))
-            cells_b = set(range(assignment[b], assignment[b] + b.size))
-            (sa, ea), (sb, eb) = intervals[a], intervals[b]
-            assert not (cells_a & cells_b and sa <= eb and sb <= ea), (a, b)
-
-
 @settings(max_examples=25, deadline=None)
 @given(st.integers(80, 200), st.lists(st.tuples(st.integers(0, 500), st.integers(0, 500)), max_size=30))
 def test_spilled_programs_compute_what_the_virtual_ones_do(values, picks):
@@ -94,7 +81,7 @@ def test_spilled_programs_compute_what_the_virtual_ones_do(values, picks):
     insts, _ = program(registers, values, picks)
     expected = evaluate(insts, lambda o, k: ("virtual", o.reg.id, o.start + k))
     spilled, assignment = allocate_spilling(insts, registers, "gfx942")
-    check_no_overlap(spilled, assignment, SGPR_LIMIT["gfx942"])
+    assert_placement(spilled, assignment, {"s": SGPR_LIMIT["gfx942"]})
     assert evaluate(spilled, lambda o, k: (o.bank, assignment[o.reg] + o.start + k)) == expected
     try:
         allocate(insts, "gfx942")
