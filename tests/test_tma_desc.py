@@ -137,6 +137,28 @@ def test_copy_kernel_ptx() -> None:
     assemble_ok(ptx, "sm_90a")
 
 
+@tile.jit
+def desc_per_group_copy_kernel(x_ptr, y_ptr, G, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """One descriptor pair per group, made inside the loop (grouped GEMM's shape)."""
+    for g in range(G):
+        src = tl.make_tensor_descriptor(x_ptr + g * M * N, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+        dst = tl.make_tensor_descriptor(y_ptr + g * M * N, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+        offs = [tl.program_id(0) * BM, 0]
+        dst.store(offs, src.load(offs) + 1)
+
+
+def test_descriptors_made_in_a_loop_keep_their_guard_outside_it() -> None:
+    """ptxas if-converts the thread-0 field writes only under a predicate computed outside the
+    loop; recomputed inside (as sink_predicates does for other predicates) each write got a branch."""
+    x = RNG.standard_normal((3, 64, 64)).astype(np.float16)
+    ptx = _dump(desc_per_group_copy_kernel, x, np.full_like(x, np.nan), 3, 64, 64, BM=32, BN=64)
+    guards = set(re.findall(r"@(%p\d+) tensormap\.replace", ptx))
+    first_label = ptx.index("$L__")
+    assert guards and all(re.search(rf"setp\.\w+\.s32 {g}, ", ptx[:first_label]) for g in guards), guards
+    assert not any(re.search(rf"setp\.\w+\.s32 {g}, ", ptx[first_label:]) for g in guards)
+    assemble_ok(ptx, "sm_90a")
+
+
 @pytest.mark.parametrize("dtype,elemtype", [(np.float32, 7), (np.int8, 0), (np.int32, 3), (np.uint16, 1)])
 def test_element_types(dtype, elemtype: int) -> None:
     ptx = _dump(desc_copy_kernel, *_copy_args(64, 128, dtype), BM=16, BN=64)
