@@ -54,6 +54,8 @@ def lower_to_simt(func: Operation) -> Operation:
              if k in func.attrs}
     simt = Operation("simt.func", [], [], attrs, [Region([entry])], loc=func.loc)
     ctx = Lowering(func, entry)
+    if ctx.facts.isa == "ptx":
+        ctx.lane_zero_copies = lower_control.loaded_loop_bounds(func)
     for a, b in zip(src.args, entry.args):
         ctx.set(a, [b])
     ctx.lower_ops(src.ops)

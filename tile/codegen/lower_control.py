@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..ir.core import Block, Operation, Region, Value
-from ..ir.types import DType, PointerType, TensorType
+from ..ir.types import DType, PointerType, TensorType, i32
 from .lower_core import Lowering, LoweringError, lowers
 
 _SMEM_OPS = ("gpu.local_alloc", "gpu.local_store", "gpu.local_load", "tt.reduce", "tt.scan", "tt.atomic_rmw",
@@ -141,6 +141,37 @@ def _plan_carry(ctx: Lowering, arg: Value, init: Value, yielded: Value) -> _Carr
     if None in by_base or len(by_base) == len(regs):
         return _Carry(len(regs))
     return _Carry(len(regs), list(by_base.values()))
+
+
+_MEMORY_READS = ("tt.load", "tt.atomic_rmw", "tt.atomic_cas")
+
+
+def _read_from_memory(v: Value, seen: set[Value]) -> bool:
+    """Whether scalar `v` is computed (through pure ops of its block nest) from a load or an atomic."""
+    if v in seen or isinstance(v.type, TensorType):
+        return False
+    seen.add(v)
+    op = v.owner_op
+    if op is None or op.regions:
+        return False
+    return op.name in _MEMORY_READS or any(_read_from_memory(x, seen) for x in op.operands)
+
+
+def loaded_loop_bounds(func: Operation) -> set[Value]:
+    """The i32 bounds and steps of func's scf.for loops that are computed from memory.
+
+    tile's scalars are the same in every thread, but ptxas cannot know it of a loaded one: a loop
+    whose trip count comes from memory then keeps its counter, ring-buffer stage and wgmma
+    descriptors in ordinary registers, moved to uniform ones (R2UR) before each TMA copy and
+    wgmma. Such a bound is replaced, where it is computed, by lane 0's copy (shfl.sync.idx), which
+    ptxas knows is warp-uniform (the grouped GEMM's K loop, whose bound is cdiv of a loaded K:
+    75 R2UR in its SASS -> 17).
+    """
+    out: set[Value] = set()
+    for op in func.walk():
+        if op.name == "scf.for":
+            out.update(v for v in op.operands[:3] if v.type == i32 and _read_from_memory(v, set()))
+    return out
 
 
 @lowers("scf.for")

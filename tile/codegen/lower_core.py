@@ -168,6 +168,7 @@ class Lowering:
         self.scratch_pending = False  # ... by this lowering's own scratch buffers
         self.smem_align: dict[Value, int] = {}  # known alignment (bytes, <= 16) of shared addresses
         self.deferred: dict[Value, Any] = {}     # dot operands whose shared loads wait for their tt.dot
+        self.lane_zero_copies: set[Value] = set()  # gpu scalars given lane 0's register (see lower_ops)
 
     # gpu values ------------------------------------------------------------------------
     def get(self, v: Value) -> list[Value]:
@@ -473,6 +474,10 @@ class Lowering:
                 raise LoweringError(op, "the PTX backend has no lowering for this op")
             saved, self.loc = self.loc, op.loc if op.loc is not None else self.loc
             fn(self, op)
+            for r in op.results:
+                if r in self.lane_zero_copies:
+                    self.set(r, [self.effect("simt.shfl", [self.get(r)[0], self.const(0, i32)], [i32],
+                                             mode="idx").result])
             self.loc = saved
 
     # barriers around shared memory ----------------------------------------------------------
