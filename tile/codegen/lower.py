@@ -36,7 +36,7 @@ from . import (lower_async, lower_atomics, lower_cast, lower_control, lower_debu
                lower_elementwise, lower_inline_asm, lower_ldmatrix, lower_map_elementwise, lower_memory, lower_reduce,
                lower_scan, lower_shape, lower_tma, lower_wgmma)
 from . import lower_gather, lower_histogram  # noqa: F401
-from .lower_core import Lowering, LoweringError, dce, issue_loads_early, sink_predicates
+from .lower_core import Lowering, LoweringError, dce, issue_loads_early, sink_predicates, sink_shared_addresses
 
 
 def lower_to_simt(func: Operation) -> Operation:
@@ -62,6 +62,8 @@ def lower_to_simt(func: Operation) -> Operation:
     simt.attrs["shared_bytes"] = ctx.shared_bytes
     dce(simt)
     sink_predicates(simt)
+    if ctx.facts.isa == "ptx":
+        sink_shared_addresses(simt)
     issue_loads_early(entry)
     verify(simt)
     return simt

@@ -517,6 +517,34 @@ def dce(func: Operation) -> None:
                 changed = True
 
 
+def sink_shared_addresses(func: Operation) -> None:
+    """Give each block that uses a shared-memory address of the prologue its own copy.
+
+    simt.smem_addr is a symbol plus a constant (`mov.u32 %r14, __smem+65536;`), free to repeat.
+    Kept in one register from the top of the function, ptxas holds it in an ordinary register
+    across the loops, and a pipelined loop's ring addresses, mbarriers and wgmma descriptors built
+    from it are then moved to uniform registers (R2UR) before each TMA copy and wgmma; a copy in
+    the loop's own block lets them live in uniform registers (the grouped GEMM's K loop: 17 R2UR
+    in its SASS -> 3, Triton's count).
+    """
+    for op in list(func.walk()):
+        if op.name != "simt.smem_addr" or op.parent is None:
+            continue
+        by_block: dict[int, list[tuple[Operation, int]]] = {}
+        for user, index in op.result.uses:
+            if user.parent is not op.parent:
+                by_block.setdefault(id(user.parent), []).append((user, index))
+        for uses in by_block.values():
+            block = uses[0][0].parent
+            first = min((u for u, _ in uses), key=block.ops.index)
+            clone = Operation(op.name, [], [op.result.type], dict(op.attrs), loc=op.loc)
+            block.insert_before(first, clone)
+            for user, index in uses:
+                user.set_operand(index, clone.result)
+        if not op.result.has_uses:
+            op.erase()
+
+
 def issue_loads_early(block: Block) -> None:
     """Move each global load of `block` up past the pure ops before it, with the pure ops it
     needs that stand there (its address): up to the last op with an effect (or a region). The

@@ -1,10 +1,15 @@
-"""Loop bounds read from memory reach ptxas as lane 0's copy (lower_control.loaded_loop_bounds).
+"""Values the same in every thread, written so that ptxas sees it: then it keeps a pipelined loop's
+counter, ring stage, mbarrier addresses and wgmma descriptors in uniform registers instead of
+moving them there (R2UR) before each TMA copy and wgmma.
 
-tile's scalars are the same in every thread, but ptxas cannot know it of a loaded one, and a loop
-whose trip count it thinks may differ between lanes keeps its state in ordinary registers. The
-lowering replaces such a bound, where it is computed, by `shfl.sync.idx` from lane 0; bounds from
-parameters and constants are left alone, as are AMD targets (whose selector has its own
-uniformity analysis). The emulator runs the kernels against NumPy."""
+- Loop bounds read from memory reach ptxas as lane 0's copy (lower_control.loaded_loop_bounds):
+  tile's scalars are the same in every thread, but ptxas cannot know it of a loaded one. Bounds
+  from parameters and constants are left alone, as are AMD targets (whose selector has its own
+  uniformity analysis).
+- Shared-memory addresses (a symbol plus a constant) are repeated in each block that uses them
+  (lower_core.sink_shared_addresses) rather than kept live from the top of the function.
+
+The emulator runs the kernels against NumPy."""
 from __future__ import annotations
 
 import re
@@ -16,6 +21,7 @@ from ptxas_util import assemble_ok
 import tile
 import tile.language as tl
 from tile.emulator import emulate
+from test_tma_desc import desc_matmul_kernel
 
 RNG = np.random.default_rng(31)
 
@@ -81,3 +87,27 @@ def test_loaded_bounds_run_on_the_emulator(target: str) -> None:
     blocks = -(-counts // 64)
     expected = np.stack([x[p, :blocks[p]].astype(np.float64).sum(axis=0) for p in range(3)])
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def _matmul_args(m: int = 128, n: int = 64, k: int = 96):
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((k, n)).astype(np.float16)
+    return a, b, np.full((m, n), np.nan, np.float16), m, n, k
+
+
+def test_shared_addresses_are_repeated_in_the_blocks_that_use_them() -> None:
+    """The TMA ring of a descriptor matmul: its loop takes the ring and mbarrier addresses from a
+    copy of the shared-memory symbol in its own block."""
+    ptx = str(tile.dump(desc_matmul_kernel, *_matmul_args(), BM=64, BN=64, BK=32, stage="ptx", target="sm_90a",
+                        num_stages=3))
+    loop = ptx[ptx.index("$L__"):]
+    assert "mbarrier.try_wait" in loop and "wgmma.mma_async" in loop
+    assert re.search(r"mov\.u32 %r\d+, __smem(?:\+\d+)?;", loop)
+    assemble_ok(ptx, "sm_90a")
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_the_ring_loop_runs_on_the_emulator(target: str) -> None:
+    a, b, c, m, n, k = _matmul_args()
+    emulate(desc_matmul_kernel, target)[(m // 64, n // 64)](a, b, c, m, n, k, BM=64, BN=64, BK=32, num_stages=3)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=2e-2, atol=2e-2)
