@@ -525,8 +525,12 @@ def sink_shared_addresses(func: Operation) -> None:
     across the loops, and a pipelined loop's ring addresses, mbarriers and wgmma descriptors built
     from it are then moved to uniform registers (R2UR) before each TMA copy and wgmma; a copy in
     the loop's own block lets them live in uniform registers (the grouped GEMM's K loop: 17 R2UR
-    in its SASS -> 3, Triton's count).
+    in its SASS -> 3, Triton's count; its kernel time 0.86-0.92x on an H200). Only kernels that
+    copy with TMA change: elsewhere no address moved to uniform registers, and attention's
+    forward ran 0.6% slower.
     """
+    if not any(op.name == "simt.tma_load" for op in func.walk()):
+        return
     for op in list(func.walk()):
         if op.name != "simt.smem_addr" or op.parent is None:
             continue
