@@ -35,6 +35,11 @@ reader or writer goes through a fresh, short-lived VGPR (read before, written ba
     v_cvt_f16_f32 %v12.0, %v9.3      ->   v_accvgpr_read_b32 %v31.0, %a30.3
                                            v_cvt_f16_f32 %v12.0, %v31.0
 
+An operand an instruction reads and writes (a returning buffer atomic's data and old value:
+isa.InstrInfo.ties) is one virtual register in both places, so it needs nothing here: its range
+runs from the data's write through the old value's last read, one physical register throughout.
+Moved to an AGPR, it goes through one fresh VGPR, read before and written back after.
+
 Only when the AGPRs are full too is the kernel a compile-time TargetResourceError
 (OutOfResources from the compiler) naming the registers: tile does not spill to scratch memory.
 Its required count is what the allocation needs: one past the last register the failing value
@@ -49,7 +54,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..target import TargetResourceError
-from .isa import AGPR_LIMIT, MFMA_SHAPES, SGPR_LIMIT, VGPR_LIMIT, WAVE_SIZE
+from .isa import AGPR_LIMIT, MFMA_SHAPES, SGPR_LIMIT, VGPR_LIMIT, WAVE_SIZE, info
 from .mir import Imm, MInst, Reg, Sub
 
 BANK_NAMES = {"s": "SGPRs", "v": "VGPRs", "a": "AGPRs"}
@@ -338,9 +343,11 @@ def _move_to_agprs(insts: list[MInst], agprs: dict[Reg, Reg], new_reg: Callable[
                         out.append(MInst("v_accvgpr_read_b32", [staged[o].dword(k)], [swap(o.dword(k))],
                                          comment=inst.comment))
             results: dict[Sub, Sub] = {}
-            for o in inst.defs:
+            tied = {result for result, _ in info(inst.opcode).ties}
+            for k, o in enumerate(inst.defs):
                 if moved(o) and o not in results:
-                    results[o] = new_reg("v", o.count).all()
+                    # a read-and-written operand stays one register: the fresh VGPR it was read into
+                    results[o] = staged[o] if k in tied else new_reg("v", o.count).all()
                     reloads.add(results[o].reg)
             out.append(MInst(inst.opcode, [results.get(o, o) for o in inst.defs], [staged.get(o, o) for o in inst.uses],
                              dict(inst.mods), inst.comment))
