@@ -15,9 +15,12 @@ import tile
 import tile.language as tl
 from tile.codegen.amdgcn import TARGETS, assemble, emit_amdgcn
 from tile.codegen.amdgcn.isa import spelling
+from tile.emulator import EmulatorError
+from tile.emulator.amdgcn_decode import AmdgcnSyntaxError
 from tile.emulator.amdgcn_machine import run_amdgcn
 from tile.ir import parse_op
 from amdgcn_util import instructions, needs_llvm, unwaited_reads
+from test_emulator_amdgcn import text_of
 
 RNG = np.random.default_rng(1315)
 SHARE = 4        # lanes per bin: every bin is hit by SHARE lanes of one wave
@@ -158,6 +161,7 @@ def test_bounded_atomics_are_buffer_atomics_applied_in_lane_order(op, dtype, tar
     assert atomics and all(line.startswith("buffer_atomic_") for line in atomics)
     assert all(line.endswith(" offen sc0" if target == "gfx942" else " offen glc") for line in atomics)
     assert unwaited_reads(text) == []
+    assert assemble(text, target)[:4] == b"\x7fELF"
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -310,3 +314,79 @@ def test_system_scope_and_other_masks_keep_the_global_atomic(target):
     x = np.arange(BLOCK, dtype=np.int32)
     text = amdgcn(other_masks, (x, x, 5), target, BLOCK=BLOCK)
     assert [line.split()[0].split("_")[0] for line in atomic_lines(text)] == ["global", "global"]
+
+
+@tile.jit
+def ordered_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_add(out_ptr + offs, 1.0, mask=offs < n)
+
+
+@pytest.mark.parametrize("target, before, after", [
+    ("gfx942", ["buffer_wbl2 sc1", "s_waitcnt vmcnt(0) lgkmcnt(0)"], ["s_waitcnt vmcnt(0)", "buffer_inv sc1"]),
+    ("gfx90a", ["s_waitcnt vmcnt(0) lgkmcnt(0)"], ["s_waitcnt vmcnt(0)", "buffer_wbinvl1_vol"]),
+    ("gfx1100", ["s_waitcnt vmcnt(0) lgkmcnt(0)", "s_waitcnt_vscnt null, 0x0"],
+     ["s_waitcnt vmcnt(0)", "buffer_gl1_inv", "buffer_gl0_inv"]),
+])
+def test_buffer_atomics_keep_the_memory_model_s_fences(target, before, after):
+    """tl.atomic_add's default acq_rel at agent scope: the release sequence and drain before the
+    buffer atomic and the wait and invalidation after it, as for a global atomic (isa.MEMORY_ORDER;
+    tests/test_amdgcn_atomics.py has the table's derivation)."""
+    out = np.zeros(BLOCK, np.float32)
+    lines = instructions(amdgcn(ordered_kernel, (out, 50), target, BLOCK=BLOCK))
+    k = next(i for i, line in enumerate(lines) if line.startswith("buffer_atomic_add_f32"))
+    assert lines[k - len(before):k] == before and lines[k + 1:k + 1 + len(after)] == after
+
+
+# ------------------------------------------------------------ the emulator's buffer atomics
+
+BUFFER_ATOMIC = """
+s_load_dwordx2 s[4:5], s[0:1], 0
+s_load_dwordx2 s[6:7], s[0:1], 8
+s_load_dword s8, s[0:1], 16
+v_lshlrev_b32 v1, 2, v0
+v_add_u32 v4, 1, v0
+s_waitcnt lgkmcnt(0)
+s_mov_b32 s12, s4
+s_and_b32 s13, s5, 0xffff
+s_mov_b32 s14, s8
+s_mov_b32 s15, 0x27000
+{atomic}
+v_mad_u64_u32 v[2:3], vcc, v1, 1, s[6:7]
+s_waitcnt vmcnt(0)
+global_store_dword v[2:3], v4, off
+s_endpgm
+"""
+ATOMIC_ARGS = [("x", 8, "global_buffer"), ("out", 8, "global_buffer"), ("num_records", 4, "by_value")]
+
+
+def run_buffer_atomic(atomic: str, num_records: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lane l adds l + 1 to x[l] (byte offset 4 l) through a resource of `num_records` bytes, then
+    stores its v4 (the data, or the old value where the atomic returned it) to out[l]."""
+    x = np.arange(1000, 1064, dtype=np.uint32)
+    out = np.full(64, 0xDEADBEEF, np.uint32)
+    run_amdgcn(text_of(BUFFER_ATOMIC.format(atomic=atomic), ATOMIC_ARGS), 1, [x, out, num_records])
+    return x, out
+
+
+def test_a_returning_buffer_atomic_past_num_records_touches_nothing():
+    """In range (the first 10 lanes, and lane 10's 4 bytes end at 44 > 42: out): old value back
+    and the sum in memory; past it memory is untouched and the register keeps its data (the
+    ISA leaves that lane's result open; tile never reads it unmasked)."""
+    lanes = np.arange(64, dtype=np.uint32)
+    x, out = run_buffer_atomic("buffer_atomic_add v4, v1, s[12:15], 0 offen sc0", num_records=42)
+    np.testing.assert_array_equal(x, np.where(lanes < 10, 1000 + 2 * lanes + 1, 1000 + lanes))
+    np.testing.assert_array_equal(out, np.where(lanes < 10, 1000 + lanes, lanes + 1))
+    x, out = run_buffer_atomic("buffer_atomic_add v4, v1, s[12:15], 0 offen", num_records=42)
+    np.testing.assert_array_equal(x, np.where(lanes < 10, 1000 + 2 * lanes + 1, 1000 + lanes))
+    np.testing.assert_array_equal(out, lanes + 1)   # not returning: the data stays
+
+
+def test_a_misaligned_buffer_atomic_in_range_is_an_error():
+    with pytest.raises(EmulatorError, match="buffer_atomic_add_rtn: address .* is not aligned to 4 bytes"):
+        run_buffer_atomic("buffer_atomic_add v4, v1, s[12:15], 0 offen offset:2 sc0", num_records=1024)
+
+
+def test_a_returning_row_name_is_not_a_mnemonic():
+    with pytest.raises(AmdgcnSyntaxError, match="unknown instruction `buffer_atomic_add_rtn`"):
+        run_buffer_atomic("buffer_atomic_add_rtn v4, v1, s[12:15], 0 offen sc0", num_records=1024)
