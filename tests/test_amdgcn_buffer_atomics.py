@@ -52,10 +52,13 @@ def bins_kernel(x_ptr, out_ptr, old_ptr, n_bins, OP: tl.constexpr, BLOCK: tl.con
 
 
 @tile.jit
-def unmasked_old_kernel(x_ptr, out_ptr, old_ptr, n_bins, BLOCK: tl.constexpr, SHARE: tl.constexpr):
+def unmasked_old_kernel(x_ptr, out_ptr, old_ptr, n_bins, programs, BLOCK: tl.constexpr, SHARE: tl.constexpr):
+    """The old value stored without the mask; the mask also holds a uniform factor (the program
+    below `programs`), which the resource folds in and the zeroing computes."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     b = tl.program_id(0) * (BLOCK // SHARE) + tl.arange(0, BLOCK) // SHARE
-    tl.store(old_ptr + offs, tl.atomic_add(out_ptr + b, tl.load(x_ptr + offs), mask=b < n_bins))
+    m = (tl.program_id(0) < programs) & (b < n_bins)
+    tl.store(old_ptr + offs, tl.atomic_add(out_ptr + b, tl.load(x_ptr + offs), mask=m))
 
 
 @tile.jit
@@ -166,22 +169,24 @@ def test_bounded_atomics_are_buffer_atomics_applied_in_lane_order(op, dtype, tar
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_old_values_read_past_the_bound_are_zero(target):
-    """The old value stored without the mask: the lanes past the bound read 0 (simt.atom's
-    contract), which the selector sets under the mask since the ISA leaves those lanes open."""
-    n_bins = 13
-    x, out = values(BLOCK, np.int32), values(BLOCK // SHARE, np.int32)
+    """The old value stored without the mask: the lanes past the bound (bins from 13 in program
+    0, every lane of program 1, whose uniform factor is false) read 0, simt.atom's contract,
+    which the selector sets under the mask since the ISA leaves those lanes open."""
+    n_bins, grid = 13, 2
+    x, out = values(grid * BLOCK, np.int32), values(grid * BLOCK // SHARE, np.int32)
     start = out.copy()
-    old = np.full(BLOCK, 0x55, np.int32)
-    emulate(unmasked_old_kernel, 1, (x, out, old, n_bins), target, BLOCK=BLOCK, SHARE=SHARE)
+    old = np.full(grid * BLOCK, 0x55, np.int32)
+    emulate(unmasked_old_kernel, grid, (x, out, old, n_bins, 1), target, BLOCK=BLOCK, SHARE=SHARE)
     assert not old[n_bins * SHARE:].any()
     for b in range(n_bins):
         chain = np.add.accumulate(np.concatenate([[start[b]], x[b * SHARE:(b + 1) * SHARE]]), dtype=np.int32)
         np.testing.assert_array_equal(old[b * SHARE:(b + 1) * SHARE], chain[:-1])
     np.testing.assert_array_equal(out[n_bins:], start[n_bins:])
-    text = amdgcn(unmasked_old_kernel, (x, out, old, n_bins), target, BLOCK=BLOCK, SHARE=SHARE)
+    text = amdgcn(unmasked_old_kernel, (x, out, old, n_bins, 1), target, BLOCK=BLOCK, SHARE=SHARE)
     lines = instructions(text)
     k = next(i for i, line in enumerate(lines) if line.startswith("buffer_atomic_add"))
     assert any(line.startswith("v_cndmask_b32") for line in lines[k:])
+    assert assemble(text, target)[:4] == b"\x7fELF"
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -225,6 +230,7 @@ def test_a_ticket_counter_hands_out_each_ticket_once(target):
     assert (order[n_counters * stride:] == -1).all()
     text = amdgcn(ticket_kernel, (counters, order, n_counters), target, STRIDE=stride, BLOCK=BLOCK, SHARE=SHARE)
     assert atomic_lines(text)[0].startswith("buffer_atomic_add")
+    assert assemble(text, target)[:4] == b"\x7fELF"
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -237,8 +243,9 @@ def test_a_spin_lock_serialises_swaps_and_adds_of_buffer_atomics(target):
     emulate(locked_sum_kernel, programs, (lock, total, x, n), target, BLOCK=64)
     np.testing.assert_array_equal(total[:n], x.sum(axis=0))
     assert (total[n:] == 0x55).all() and lock[0] == 0
-    lines = atomic_lines(amdgcn(locked_sum_kernel, (lock, total, x, n), target, BLOCK=64))
-    assert [line.split()[0].split("_")[0] for line in lines] == ["global", "buffer", "buffer", "global"]
+    text = amdgcn(locked_sum_kernel, (lock, total, x, n), target, BLOCK=64)
+    assert [line.split()[0].split("_")[0] for line in atomic_lines(text)] == ["global", "buffer", "buffer", "global"]
+    assert assemble(text, target)[:4] == b"\x7fELF"
 
 
 def _cas_func(t: str, returning: bool) -> str:

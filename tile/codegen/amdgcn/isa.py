@@ -22,6 +22,8 @@ branches in the selector:
     buffer resource       dword 3 of a raw buffer's V#: gfx942, gfx90a 0x27000, gfx1100 also its
                           reserved bit 24 and OOB_SELECT 3 (BUFFER_RESOURCE_CONFIG); buffer loads
                           count in vmcnt, buffer stores in the store counter
+    buffer atomics        gfx942, gfx90a: integer, add_f32, add_f64     gfx1100: no add_f64, GFX11
+                          names (BUFFER_ATOMICS); returning ones count in vmcnt, others as stores
     D16 LDS reads         gfx1100: ds_load_u16_d16 / _d16_hi fill half a VGPR (D16_MERGE_KEEPS)
 
 An instruction row names the targets it exists on (`targets`, default every target). Rows

@@ -2125,8 +2125,10 @@ class Selector:
         data = self.new("v", sources.count).all()
         for k in range(sources.count):
             self.valu("v_mov_b32", [data.dword(k)], [sources.dword(k)])
-        self.ordered(op, lambda bits: self.emit(opcode + RETURNING_SUFFIX, [data], [data, offsets, resource, Imm.int(0)],
-                                                **modifiers, **{ATOMIC_RETURN_BIT[self.target]: 1}, **bits))
+        returning = {ATOMIC_RETURN_BIT[self.target]: 1}
+        operands = [data, offsets, resource, Imm.int(0)]
+        self.ordered(op, lambda bits: self.emit(opcode + RETURNING_SUFFIX, [data], operands, **modifiers, **returning,
+                                                **bits))
         old = Sub(data.reg, 0, dwords)   # cmpswap returns in the first half of its data
         if op in self.zeroed_outside_mask:
             mask, zeroed = self.scalar(op.operand(1)), self.new("v", dwords).all()
