@@ -14,7 +14,7 @@ from tile.codegen.amdgcn import ToolNotFound, UnsupportedOnTarget, assemble, emi
 from tile.codegen.amdgcn.isa import INSTRUCTIONS, MAX_VMCNT, counter
 from tile.codegen.amdgcn.isel import uniform_values
 from tile.codegen.amdgcn.mir import OFF, VCC, Imm, MInst, Reg, Sub, print_inst, print_mir
-from tile.codegen.amdgcn.regalloc import alignment, allocate, live_intervals
+from tile.codegen.amdgcn.regalloc import alignment, allocate, allocate_spilling, live_intervals
 from tile.codegen.amdgcn.waitcnt import insert_nops, insert_waits
 from tile.ir import parse_op
 from tile.codegen.target import TargetResourceError
@@ -487,3 +487,47 @@ def test_a_tied_value_moved_to_an_agpr_goes_through_one_vgpr():
     assert staged.bank == "v" and atomic.defs[0] == atomic.uses[0] == staged and write.uses[0] == staged
     assert read.uses[0].reg is agpr and write.defs[0].reg is agpr
     allocate(moved, "gfx942")
+
+
+_COPIES = ("v_mov_b32", "v_accvgpr_read_b32", "v_accvgpr_write_b32")
+
+
+def _computed(insts, place) -> list:
+    """What each instruction other than a copy computes, as a term of its opcode and the terms it
+    reads (copies pass terms on): equal lists mean the programs compute the same values."""
+    cells: dict = {}
+    terms = []
+    for inst in insts:
+        read = tuple(cells.get(place(o, k), ("entry", o.reg.id if o.reg.fixed is None else o.reg.fixed, o.start + k))
+                     for o in inst.uses if isinstance(o, Sub) for k in range(o.count))
+        if inst.opcode in _COPIES and isinstance(inst.uses[0], Sub):
+            cells[place(inst.defs[0], 0)] = read[0]
+            continue
+        written = [(inst.opcode, read, inst.mods.get("offset", 0), k) for o in inst.defs if isinstance(o, Sub)
+                   for k in range(o.count)]
+        terms.append(written)
+        cells.update(zip([place(o, k) for o in inst.defs if isinstance(o, Sub) for k in range(o.count)], written))
+    return terms
+
+
+@settings(max_examples=40, deadline=None)
+@given(tied_programs(), st.integers(6, 14))
+def test_tied_values_moved_to_agprs_compute_what_the_virtual_ones_do(insts, vgprs):
+    """The same random programs in a file of `vgprs` VGPRs: values move to AGPRs (the tied ones
+    through one fresh VGPR each), and every instruction computes what it computes unmoved."""
+    made = [max(o.reg.id for i in insts for o in i.defs + i.uses if isinstance(o, Sub))]
+
+    def new_reg(bank, size):
+        made[0] += 1
+        return Reg(bank, size, made[0])
+
+    try:
+        moved, assignment = allocate_spilling(insts, new_reg, "gfx942", limits={"s": 102, "v": vgprs, "a": 256})
+    except TargetResourceError:   # more short-lived values at once than the VGPRs hold: nothing to move
+        return
+    for inst in moved:
+        for result, source in INSTRUCTIONS[inst.opcode].ties:
+            assert inst.defs[result] == inst.uses[source] and inst.defs[result].bank == "v"
+    assert_placement(moved, assignment, {"v": vgprs, "a": 256})
+    expected = _computed(insts, lambda o, k: (o.reg.id, o.start + k))
+    assert _computed(moved, lambda o, k: (o.bank, assignment[o.reg] + o.start + k)) == expected
