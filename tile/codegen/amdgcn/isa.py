@@ -398,7 +398,6 @@ class InstrInfo:
         return self.mnemonic.removesuffix(RETURNING_SUFFIX)
 
 
-
 def _rows() -> list[InstrInfo]:
     rows: list[InstrInfo] = []
 
@@ -555,9 +554,9 @@ def _rows() -> list[InstrInfo]:
     # buffer atomics (BUFFER_ATOMICS), data first as the assembler reads them (vdata, vaddr,
     # srsrc, soffset); cmpswap's data is the new value then the compare value, and its returning
     # form writes the old value into the first half of them (the encoding's one VDATA field: the
-    # whole tuple is tied). Both forms count in vmcnt: the returning one's result lands there; the
-    # non-returning one is a store to the waits (STORE_COUNTER: vscnt on gfx1100)
-    for name, (_, number) in list(BUFFER_ATOMICS.items()) + list(BUFFER_ATOMICS_64.items()):
+    # whole tuple is tied). The returning form counts in vmcnt, where its result lands; the
+    # non-returning one counts as a store (STORE_COUNTER: vscnt on gfx1100)
+    for name in list(BUFFER_ATOMICS) + list(BUFFER_ATOMICS_64):
         width = 2 if name in BUFFER_ATOMICS_64 else 1
         data = "vdata" if width == 1 else f"vdata{width}"
         where = WAVE64_TARGETS if name.endswith("_f64") else TARGETS

@@ -497,6 +497,9 @@ def _is_zero_constant(v: Value) -> bool:
     return op is not None and op.name == "arith.constant" and constant_bits(op.attrs["value"], v.type) == 0
 
 
+_ATOMIC_OPS = ("simt.atom", "simt.red", "simt.atom_cas")
+
+
 def _accessed_bytes(access: Operation) -> int:
     """The bytes simt.ld_global / st_global `access` reads or writes per thread (an atomic: its value's)."""
     if access.name == "simt.ld_global":
@@ -505,9 +508,6 @@ def _accessed_bytes(access: Operation) -> int:
         return _bits(access.operand(access.num_operands - 1).type) // 8
     values = access.operands[2:]
     return (64 if isinstance(values[0].type, PointerType) else _bits(values[0].type)) * len(values) // 8
-
-
-_ATOMIC_OPS = ("simt.atom", "simt.red", "simt.atom_cas")
 
 
 def buffer_access(access: Operation, uniform: set[Value], threads: int, memo: dict) -> Optional[BufferAccess]:
