@@ -248,6 +248,32 @@ def test_a_spin_lock_serialises_swaps_and_adds_of_buffer_atomics(target):
     assert assemble(text, target)[:4] == b"\x7fELF"
 
 
+@tile.jit
+def accumulate_kernel(out_ptr, x_ptr, n, K, BLOCK: tl.constexpr):
+    """K rounds of out += x[k] in a loop, each round's old values written over x[k]."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    for k in range(K):
+        x = tl.load(x_ptr + k * n + offs, mask=offs < n)
+        old = tl.atomic_add(out_ptr + offs, x, mask=offs < n, sem="relaxed")
+        tl.store(x_ptr + k * n + offs, old, mask=offs < n)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_buffer_atomics_in_a_loop(target):
+    n, rounds, programs = 150, 3, 3
+    x = RNG.integers(-9, 9, (rounds, n)).astype(np.int32)
+    start = np.full(programs * BLOCK, 0x55, np.int32)
+    start[:n] = RNG.integers(-99, 99, n)
+    out, olds = start.copy(), x.copy()
+    emulate(accumulate_kernel, programs, (out, olds, n, rounds), target, BLOCK=BLOCK)
+    np.testing.assert_array_equal(out[:n], start[:n] + x.sum(axis=0))
+    assert (out[n:] == 0x55).all()   # the third program's lanes past n touch nothing
+    np.testing.assert_array_equal(olds, start[:n] + np.cumsum(x, axis=0) - x)
+    text = amdgcn(accumulate_kernel, (out, olds, n, rounds), target, BLOCK=BLOCK)
+    assert [line.split()[0].split("_")[0] for line in atomic_lines(text)] == ["buffer"]
+    assert assemble(text, target)[:4] == b"\x7fELF"
+
+
 def _cas_func(t: str, returning: bool) -> str:
     """simt IR: lane l compares-and-swaps slot l // 2 of p, where l // 2 < n, from c to v; the
     old value stored to q under the same mask."""
