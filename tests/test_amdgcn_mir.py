@@ -13,8 +13,8 @@ import tile.language as tl
 from tile.codegen.amdgcn import ToolNotFound, UnsupportedOnTarget, assemble, emit_amdgcn
 from tile.codegen.amdgcn.isa import INSTRUCTIONS, MAX_VMCNT, counter
 from tile.codegen.amdgcn.isel import uniform_values
-from tile.codegen.amdgcn.mir import OFF, VCC, Imm, MInst, Reg, Sub, print_inst, print_mir
-from tile.codegen.amdgcn.regalloc import alignment, allocate, allocate_spilling, live_intervals
+from tile.codegen.amdgcn.mir import OFF, VCC, Imm, Label, MInst, Reg, Sub, print_inst, print_mir
+from tile.codegen.amdgcn.regalloc import alignment, allocate, allocate_spilling, coalesce_tied_copies, live_intervals
 from tile.codegen.amdgcn.waitcnt import insert_nops, insert_waits
 from tile.ir import parse_op
 from tile.codegen.target import TargetResourceError
@@ -424,10 +424,16 @@ def tied_programs(draw):
             d = p.reg("v", size)
             p({1: "global_load_dword", 2: "global_load_dwordx2", 4: "global_load_dwordx4"}[size], [d], [address, OFF])
             values[size].append(d)
-        elif choice == 1:   # an atomic on an earlier value: its old value replaces it in place
+        elif choice == 1:   # an atomic on an earlier value, or on a copy of it (as the selector makes)
             data, offsets = draw(st.sampled_from(values[size])), draw(st.sampled_from(values[1]))
             if data is offsets:
                 continue
+            if draw(st.booleans()):
+                copy = p.reg("v", size)
+                for k in range(size):
+                    p("v_mov_b32", [copy.dword(k)], [data.dword(k)])
+                values[size].append(copy)
+                data = copy
             p(_TIED[size], [data], [data, offsets, resource, Imm.int(0)], offen=1)
         else:   # a VALU op reading earlier values
             d = p.reg("v")
@@ -531,3 +537,48 @@ def test_tied_values_moved_to_agprs_compute_what_the_virtual_ones_do(insts, vgpr
     assert_placement(moved, assignment, {"v": vgprs, "a": 256})
     expected = _computed(insts, lambda o, k: (o.reg.id, o.start + k))
     assert _computed(moved, lambda o, k: (o.bank, assignment[o.reg] + o.start + k)) == expected
+
+
+@settings(max_examples=120, deadline=None)
+@given(tied_programs())
+def test_coalesced_copies_compute_what_the_copies_did(insts):
+    """Dropping a copy into a tied operand changes no value any instruction computes (copies pass
+    values on), and the program still allocates."""
+    coalesced = coalesce_tied_copies(insts)
+    assert _computed(coalesced, lambda o, k: (o.reg.id, o.start + k)) == _computed(
+        insts, lambda o, k: (o.reg.id, o.start + k))
+    assert len(coalesced) <= len(insts)
+    assert_placement(coalesced, allocate(coalesced, "gfx942"), {"v": 256, "s": 102})
+
+
+def _copy_then_atomic(read_after: bool, in_loop: bool, written_between: bool = False):
+    p = Program()
+    addr, resource = p.reg("v", 2, fixed=0), p.reg("s", 4, fixed=4)
+    value, copy, offsets, after = p.reg("v"), p.reg("v"), p.reg("v"), p.reg("v")
+    p("global_load_dword", [value], [addr, OFF])
+    p("v_lshlrev_b32", [offsets], [Imm.int(2), value])
+    if in_loop:
+        p("label", [], [Label(".Lloop")])
+    p("v_mov_b32", [copy], [value])
+    if written_between:   # the value replaced by another atomic's old value: the copy holds the first
+        p("buffer_atomic_add_rtn", [value], [value, offsets, resource, Imm.int(0)], offen=1, sc0=1)
+    p("buffer_atomic_add_rtn", [copy], [copy, offsets, resource, Imm.int(0)], offen=1, sc0=1)
+    p("v_add_u32", [after], [copy, value if read_after else Imm.int(1)])
+    if in_loop:
+        p("s_cbranch_scc1", [], [Label(".Lloop")])
+    return p.insts
+
+
+@pytest.mark.parametrize("read_after, in_loop, written_between, coalesced", [
+    (False, False, False, True), (True, False, False, False), (False, True, False, False),
+    (False, False, True, False)])
+def test_a_tied_copy_is_dropped_only_where_its_source_dies(read_after, in_loop, written_between, coalesced):
+    """The copy goes when the copied value is not read after the atomic; it stays when it is,
+    when the value is live around a loop (the next iteration copies it again), or when the value
+    is written between the copy and the atomic."""
+    insts = _copy_then_atomic(read_after, in_loop, written_between)
+    out = coalesce_tied_copies(insts)
+    opcodes = [i.opcode for i in out]
+    assert ("v_mov_b32" not in opcodes) == coalesced
+    atomic = [i for i in out if i.opcode == "buffer_atomic_add_rtn"][-1]
+    assert (atomic.uses[0].reg is insts[0].defs[0].reg) == coalesced
