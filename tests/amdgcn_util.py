@@ -39,10 +39,13 @@ def registers(operands: str) -> set[tuple[str, int]]:
     return cells
 
 
+_RETURN_BITS = (" sc0", " glc")   # a buffer atomic returns its old value with its target's bit
+
+
 def unwaited_reads(text: str) -> list[str]:
-    """Instructions that touch a register a global or buffer load or s_load may still be writing: a
-    model of the counters written apart from the pass (loads and stores count in vmcnt, in
-    order; s_loads in lgkmcnt, which only lgkmcnt(0) is trusted to drain)."""
+    """Instructions that touch a register a global or buffer load, a returning atomic or an s_load
+    may still be writing: a model of the counters written apart from the pass (loads and stores
+    count in vmcnt, in order; s_loads in lgkmcnt, which only lgkmcnt(0) is trusted to drain)."""
     vm: list[set] = []
     lgkm: list[set] = []
     bad = []
@@ -57,8 +60,10 @@ def unwaited_reads(text: str) -> list[str]:
         touched = registers(operands)
         if any(w & touched for w in vm + lgkm):
             bad.append(line)
-        if opcode.startswith(("global_", "buffer_load_")):
-            vm.append(registers(operands.split(",")[0]) if "load" in opcode else set())
+        if opcode.startswith(("global_", "buffer_load_", "buffer_atomic_")):
+            returning = opcode.startswith("global_atomic_") or (opcode.startswith("buffer_atomic_")
+                                                                and operands.endswith(_RETURN_BITS))
+            vm.append(registers(operands.split(",")[0]) if "load" in opcode or returning else set())
         elif opcode.startswith("s_load"):
             lgkm.append(registers(operands.split(",")[0]))
     return bad

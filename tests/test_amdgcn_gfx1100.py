@@ -240,20 +240,22 @@ def test_every_instruction_of_the_target_assembles_as_printed(target):
     """Each row of the instruction table on `target`, printed by the MIR printer in the target's
     spelling (isa.SPELLING, exec_lo/vcc_lo on wave32) on sample registers, is accepted by
     llvm-mc -mcpu=target: the table's operand kinds and the spelling agree with the assembler."""
-    from tile.codegen.amdgcn.isa import ATOMIC_RETURN_BIT, INSTRUCTIONS, WAVE_SIZE
+    from tile.codegen.amdgcn.isa import ATOMIC_RETURN_BIT, INSTRUCTIONS, RETURNING_SUFFIX, WAVE_SIZE
     from tile.codegen.amdgcn.mir import print_inst
     lines = []
     for name, row in INSTRUCTIONS.items():
         if target not in row.targets or name in ("label", "s_waitcnt"):
             continue
         regs: dict = {}
-        defs = [_sample(k, regs, WAVE_SIZE[target]) for k in row.defs]
         uses = [_sample(k, regs, WAVE_SIZE[target]) for k in row.uses]
+        tied = dict(row.ties)   # a read-and-written operand: the source's register
+        defs = [uses[tied[k]] if k in tied else _sample(kind, regs, WAVE_SIZE[target]) for k, kind in enumerate(row.defs)]
         if row.is_valu and [k.startswith("ssrc") for k in row.uses].count(True) == 2:   # one SGPR: the
             uses[-1] = Imm.int(3)                                                       # constant bus
-        mods = {ATOMIC_RETURN_BIT[target]: 1} if name.startswith("global_atomic") else {}
-        if name.startswith(("buffer_load", "buffer_store")):
-            mods = {"offen": 1}   # tile's buffer accesses take their byte offset from the VGPR
+        returns = name.startswith("global_atomic") or name.endswith(RETURNING_SUFFIX)
+        mods = {ATOMIC_RETURN_BIT[target]: 1} if returns else {}
+        if name.startswith(("buffer_load", "buffer_store", "buffer_atomic")):
+            mods["offen"] = 1   # tile's buffer accesses take their byte offset from the VGPR
         lines.append("  " + print_inst(MInst(name, defs, uses, mods), regs, target))
     body = "\n".join(lines) + "\n.Lend:\n  s_endpgm\n"
     kernel = f"""  .amdgcn_target "amdgcn-amd-amdhsa--{target}"

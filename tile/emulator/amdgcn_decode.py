@@ -7,7 +7,9 @@ which workgroup ids the hardware writes into SGPRs, and from which SGPR) and the
 metadata (the kernarg segment: each argument's offset, size and kind; the wave size and
 workgroup size). A target's own spelling of an instruction (global_load_b32 in gfx1100 code,
 isa.SPELLING) decodes to the table's name (global_load_dword), and exec_lo / vcc_lo (a wave32
-target's lane masks) to exec / vcc.
+target's lane masks) to exec / vcc. A buffer atomic with the target's return bit decodes to its
+returning row (buffer_atomic_add ... sc0 -> buffer_atomic_add_rtn), whose data operand, written
+once, is also its result (isa.InstrInfo.ties).
 
     global_load_dword v4, v[2:3], off offset:4      ; kernel.py:21
         -> AmdInstr("global_load_dword", defs=(Reg("v", 4, 1),),
@@ -30,8 +32,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Union
 
-from ..codegen.amdgcn.isa import (CACHE_POLICY_BITS, INSTRUCTIONS, LANE_MASK_REGISTERS, SPELLING, TARGET_TRIPLE, TARGETS,
-                                  USER_SGPRS)
+from ..codegen.amdgcn.isa import (ATOMIC_RETURN_BIT, CACHE_POLICY_BITS, INSTRUCTIONS, LANE_MASK_REGISTERS,
+                                  RETURNING_SUFFIX, SPELLING, TARGET_TRIPLE, TARGETS, USER_SGPRS)
 from .errors import EmulatorError
 
 
@@ -165,7 +167,7 @@ def _instruction(body: str, line: int, origin: str, kernel: str, target: str) ->
         raise AmdgcnSyntaxError(kernel, f"{spelled} is spelled {SPELLING[target][spelled]} on {target}", where=where)
     opcode = _TABLE_NAMES[target].get(spelled, spelled)
     row = INSTRUCTIONS.get(opcode)
-    if row is None or opcode == "label":
+    if row is None or opcode == "label" or opcode != row.assembler_name:   # a returning row's name is no mnemonic
         raise AmdgcnSyntaxError(kernel, f"unknown instruction `{opcode}`", where=where)
     if target not in row.targets:
         raise AmdgcnSyntaxError(kernel, f"{opcode} does not exist on {target} (only on {', '.join(row.targets)})",
@@ -186,16 +188,22 @@ def _instruction(body: str, line: int, origin: str, kernel: str, target: str) ->
                                                 f"{', '.join(CACHE_POLICY_BITS[target])})", where=where)
             mods[m.group(3)] = 1
         tokens.pop()
+    if mods.get(ATOMIC_RETURN_BIT[target]) and opcode + RETURNING_SUFFIX in INSTRUCTIONS:
+        opcode = opcode + RETURNING_SUFFIX   # the returning form: its data operand is also its result
+        row = INSTRUCTIONS[opcode]
     rest = " ".join(tokens)
     pieces = [p.strip() for p in rest.split(",")] if rest else []
     if any(" " in p or not p for p in pieces):
         raise AmdgcnSyntaxError(kernel, f"cannot read the operands of {opcode}", where=where)
     operands = [_operand(p, line, body, kernel, target) for p in pieces]
-    if len(operands) != len(row.defs) + len(row.uses):
-        raise AmdgcnSyntaxError(kernel, f"{opcode} takes {len(row.defs) + len(row.uses)} operands, got {len(operands)}",
-                                where=where)
-    split = len(row.defs)
-    return AmdInstr(opcode, tuple(operands[:split]), tuple(operands[split:]), mods, line, body, origin)
+    tied = dict(row.ties)   # result index -> the source it is written once as
+    printed = len(row.defs) - len(tied) + len(row.uses)
+    if len(operands) != printed:
+        raise AmdgcnSyntaxError(kernel, f"{opcode} takes {printed} operands, got {len(operands)}", where=where)
+    split = len(row.defs) - len(tied)
+    results, sources = iter(operands[:split]), operands[split:]
+    defs = tuple(sources[tied[k]] if k in tied else next(results) for k in range(len(row.defs)))
+    return AmdInstr(opcode, defs, tuple(sources), mods, line, body, origin)
 
 
 def _metadata(lines: list[str]) -> tuple[list[KernArg], dict[str, int]]:

@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 from ..codegen.amdgcn.isa import (ATOMIC_RETURN_BIT, BUFFER_BASE_HIGH_BITS, BUFFER_RESOURCE_CONFIG, D16_MERGE_KEEPS,
-                                   INSTRUCTIONS, MFMA_FP8_NAMES, MFMA_SHAPES, WMMA_SHAPES, counter)
+                                   INSTRUCTIONS, MFMA_FP8_NAMES, MFMA_SHAPES, RETURNING_SUFFIX, WMMA_SHAPES, counter)
 from ..ir.float8 import decode_table
 from ..ir.types import DTYPES
 from ..ir.wmma_layouts import wmma_operand_layout, wmma_result_layout
@@ -509,6 +509,49 @@ def _global_atomic(w, ins):
         old[lane] = word
     writes = [(ins.defs[0].dword(k), (old >> np.uint64(32 * k)) & np.uint64(isa.M32), w.exec.copy())
               for k in range(dwords)]
+    w.issue("vmcnt", ins.defs[0], writes)
+
+
+@_executes(*(name for name in INSTRUCTIONS if name.startswith("buffer_atomic_")))
+def _buffer_atomic(w, ins):
+    """A raw buffer atomic (offen; data first, then the offset VGPR, resource, soffset), lane by
+    lane in lane order as the hardware serialises one wave's accesses to one address. A lane whose
+    value ends past num_records neither reads nor writes memory (the ISA's range checking, as for
+    loads and stores; the whole 4- or 8-byte value is checked). The returning form (_rtn: the
+    target's return bit) writes the old value over the data in the lanes in range when it lands;
+    what it leaves in the others the ISA does not promise, and the model leaves their data there
+    (the selector never reads those lanes unmasked). cmpswap's data is the new value then the
+    compare value, and it returns the old value in the first half of them."""
+    returning = ins.opcode.endswith(RETURNING_SUFFIX)
+    name = INSTRUCTIONS[ins.opcode].assembler_name.removeprefix("buffer_atomic_")
+    wide = name.endswith(("_x2", "_f64"))
+    size, apply = (8, isa.ATOMIC_64[name.removesuffix("_x2")]) if wide else (4, isa.ATOMIC[name])
+    dwords = size // 4
+    data_reg = ins.uses[0]
+    base, num_records, offset = _buffer_addressing(w, ins, ins.uses[1], ins.uses[2], ins.uses[3])
+    in_range = w.exec & (offset + np.uint64(size) <= np.uint64(num_records))
+    address = np.uint64(base) + offset
+    misaligned = np.flatnonzero(in_range & (address % np.uint64(size) != 0))   # atomics: natural alignment
+    if misaligned.size:
+        raise w.error(f"{ins.opcode}: address {int(address[misaligned[0]]):#x} is not aligned to {size} bytes",
+                      int(misaligned[0]))
+    data = w.read(Reg(data_reg.bank, data_reg.first, dwords), dwords)
+    compare = w.read(Reg(data_reg.bank, data_reg.first + dwords, dwords), dwords) if name.startswith("cmpswap") \
+        else np.zeros(w.lanes, np.uint64)
+    gmem = w.group.launch.gmem
+    old = np.zeros(w.lanes, np.uint64)
+    unsigned = np.dtype(f"u{size}")
+    for lane in np.flatnonzero(in_range):
+        here = address[lane:lane + 1]
+        fail = _fail(w, np.array([lane]))
+        word = unsigned.type(gmem.load(here, size, 1, fail)[0, 0])
+        new = apply(word, unsigned.type(int(data[lane])), unsigned.type(int(compare[lane])))
+        gmem.store(here, np.array([[new]], unsigned), size, fail)
+        old[lane] = word
+    if not returning:
+        w.issue(counter(ins.opcode, w.group.launch.kernel.target), None, [])
+        return
+    writes = [(data_reg.dword(k), (old >> np.uint64(32 * k)) & np.uint64(isa.M32), in_range) for k in range(dwords)]
     w.issue("vmcnt", ins.defs[0], writes)
 
 

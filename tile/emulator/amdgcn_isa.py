@@ -313,7 +313,7 @@ CONVERSIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 }
 
 def _atomics(bits: int) -> dict[str, Callable[[object, object, object], object]]:
-    """Global atomics on one value of `bits` bits: (old, value, compare) -> new, all unsigned
+    """Global and buffer atomics on one value of `bits` bits: (old, value, compare) -> new, all unsigned
     integers of that width (the float add reads and writes the same bits as a float)."""
     unsigned, signed, floating = (np.dtype(f"{k}{bits // 8}") for k in "uif")
     mask = (1 << bits) - 1
@@ -328,7 +328,7 @@ def _atomics(bits: int) -> dict[str, Callable[[object, object, object], object]]
     }
 
 
-# by the instruction's name without global_atomic_ (and without _x2: the 64-bit table's rows)
+# by the instruction's name without global_atomic_ / buffer_atomic_ (and without _x2: the 64-bit table's rows)
 ATOMIC = _atomics(32)
 ATOMIC_64 = _atomics(64)
 

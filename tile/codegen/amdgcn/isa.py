@@ -22,6 +22,8 @@ branches in the selector:
     buffer resource       dword 3 of a raw buffer's V#: gfx942, gfx90a 0x27000, gfx1100 also its
                           reserved bit 24 and OOB_SELECT 3 (BUFFER_RESOURCE_CONFIG); buffer loads
                           count in vmcnt, buffer stores in the store counter
+    buffer atomics        gfx942, gfx90a: integer, add_f32, add_f64     gfx1100: no add_f64, GFX11
+                          names (BUFFER_ATOMICS); returning ones count in vmcnt, others as stores
     D16 LDS reads         gfx1100: ds_load_u16_d16 / _d16_hi fill half a VGPR (D16_MERGE_KEEPS)
 
 An instruction row names the targets it exists on (`targets`, default every target). Rows
@@ -49,6 +51,11 @@ Operand kinds:
     saddr           "off" (the address is in vaddr alone)
     sbase           the SGPR pair an s_load reads from
     ssrc4           four aligned SGPRs: a buffer resource (BUFFER_RESOURCE_CONFIG)
+    vdata vdataN    one (N consecutive) VGPRs the instruction reads and then writes: a returning
+                    MUBUF atomic's data, replaced by the old value from memory (the encoding has
+                    one VDATA field for both). The kind stands among the results and among the
+                    sources, the k-th such result tied to the k-th such source (InstrInfo.ties):
+                    one register view in both places, printed once, as a source
     imm             an immediate number (a byte offset)
     label           a branch target
     vcc             the vcc pair (carry out and in of the 64-bit add chains)
@@ -164,7 +171,7 @@ SPELLING = {"gfx942": {}, "gfx90a": {}, "gfx1100": {
     **{f"{kind}_store_{old}": f"{kind}_store_{new}" for kind in ("global", "buffer") for old, new in (
         ("byte", "b8"), ("short", "b16"), ("dword", "b32"), ("dwordx2", "b64"), ("dwordx3", "b96"),
         ("dwordx4", "b128"))},
-    **{f"global_atomic_{old}": f"global_atomic_{new}" for old, new in (
+    **{f"{kind}_atomic_{old}": f"{kind}_atomic_{new}" for kind in ("global", "buffer") for old, new in (
         ("add", "add_u32"), ("smax", "max_i32"), ("umax", "max_u32"), ("smin", "min_i32"), ("umin", "min_u32"),
         ("and", "and_b32"), ("or", "or_b32"), ("xor", "xor_b32"), ("swap", "swap_b32"), ("cmpswap", "cmpswap_b32"),
         ("add_x2", "add_u64"), ("smax_x2", "max_i64"), ("umax_x2", "max_u64"), ("smin_x2", "min_i64"),
@@ -180,9 +187,18 @@ SPELLING = {"gfx942": {}, "gfx90a": {}, "gfx1100": {
 }}
 
 
+# the operand kind of a read-and-written operand (vdata, vdataN: InstrInfo.ties), and the suffix
+# of the table row of an instruction's returning form (buffer_atomic_add_rtn: its data operand
+# tied, the target's ATOMIC_RETURN_BIT set) beside the non-returning row of the same mnemonic
+TIED_KIND = "vdata"
+RETURNING_SUFFIX = "_rtn"
+
+
 def spelling(mnemonic: str, target: str) -> str:
-    """How `target`'s assembler spells the instruction of table row `mnemonic`."""
-    return SPELLING[target].get(mnemonic, mnemonic)
+    """How `target`'s assembler spells the instruction of table row `mnemonic` (a returning
+    form's row, buffer_atomic_add_rtn, under its plain name: InstrInfo.assembler_name)."""
+    name = mnemonic.removesuffix(RETURNING_SUFFIX)
+    return SPELLING[target].get(name, name)
 
 # The cache-policy modifiers of memory instructions as the assembler spells them (CDNA3 ISA,
 # chapter 9: sc0 and sc1 the scope, nt non-temporal; CDNA2 ISA, chapter 9: glc, slc, scc),
@@ -336,6 +352,21 @@ GLOBAL_ATOMICS_64 = {"global_atomic_add_x2": ("add", "int"), "global_atomic_add_
                      "global_atomic_xor_x2": ("xor", "int"), "global_atomic_swap_x2": ("exch", "any")}
 
 
+# Buffer atomics (MUBUF, offen, through a raw buffer resource): the same operations as the global
+# ones, on the lanes whose access lies inside num_records; the others neither read nor write
+# memory (CDNA3 ISA, chapter 9 "Vector Memory Operations": buffer range checking, and the MUBUF
+# atomics BUFFER_ATOMIC_* of its opcode tables; the RDNA3 ISA's "Vector Memory Buffer
+# Instructions" alike). Each exists non-returning (the data only read) and returning (the
+# target's ATOMIC_RETURN_BIT: the old value written over the data, InstrInfo.ties). Per target,
+# as llvm-mc -mcpu=gfx942 / gfx90a / gfx1100 reads them: the integer operations on 32 and 64 bits
+# (_x2), cmpswap, swap and add_f32 everywhere; add_f64 (and min_f64 / max_f64, pk_add_f16) on
+# gfx942 and gfx90a only; gfx1100 instead has min_f32 / max_f32 and no 64-bit float atomic.
+# tile's lowering turns float min / max into integer atomics (tile.codegen.lower_atomics) and has
+# no packed f16 atomic, so those rows are not in the table.
+BUFFER_ATOMICS = {name.replace("global_", "buffer_", 1): operation for name, operation in GLOBAL_ATOMICS.items()}
+BUFFER_ATOMICS_64 = {name.replace("global_", "buffer_", 1): operation for name, operation in GLOBAL_ATOMICS_64.items()}
+
+
 @dataclass(frozen=True)
 class InstrInfo:
     """What tile knows of one instruction."""
@@ -351,6 +382,20 @@ class InstrInfo:
     @property
     def is_valu(self) -> bool:
         return self.family.startswith("VOP")
+
+    @property
+    def ties(self) -> tuple[tuple[int, int], ...]:
+        """(result index, source index) of each read-and-written operand (kind vdata, vdataN):
+        the k-th tied result is the k-th tied source."""
+        results = [k for k, kind in enumerate(self.defs) if kind.startswith(TIED_KIND)]
+        sources = [k for k, kind in enumerate(self.uses) if kind.startswith(TIED_KIND)]
+        return tuple(zip(results, sources))
+
+    @property
+    def assembler_name(self) -> str:
+        """The mnemonic the assembler reads (a returning form's row carries RETURNING_SUFFIX;
+        its text is the plain mnemonic with the target's ATOMIC_RETURN_BIT)."""
+        return self.mnemonic.removesuffix(RETURNING_SUFFIX)
 
 
 def _rows() -> list[InstrInfo]:
@@ -506,6 +551,20 @@ def _rows() -> list[InstrInfo]:
         add(name, "FLAT", "vdst2 | vaddr vsrc2 saddr", "vmem", "vmcnt",
             targets=WAVE64_TARGETS if name.endswith("f64") else TARGETS)
     add("global_atomic_cmpswap_x2", "FLAT", "vdst2 | vaddr vsrc4 saddr", "vmem", "vmcnt")   # new, compare
+    # buffer atomics (BUFFER_ATOMICS), data first as the assembler reads them (vdata, vaddr,
+    # srsrc, soffset); cmpswap's data is the new value then the compare value, and its returning
+    # form writes the old value into the first half of them (the encoding's one VDATA field: the
+    # whole tuple is tied). The returning form counts in vmcnt, where its result lands; the
+    # non-returning one counts as a store (STORE_COUNTER: vscnt on gfx1100)
+    for name in list(BUFFER_ATOMICS) + list(BUFFER_ATOMICS_64):
+        width = 2 if name in BUFFER_ATOMICS_64 else 1
+        data = "vdata" if width == 1 else f"vdata{width}"
+        where = WAVE64_TARGETS if name.endswith("_f64") else TARGETS
+        add(name, "MUBUF", f"| vsrc{width if width > 1 else ''} vsrc ssrc4 ssrc", "vmem", "store", targets=where)
+        add(name + RETURNING_SUFFIX, "MUBUF", f"{data} | {data} vsrc ssrc4 ssrc", "vmem", "vmcnt", targets=where)
+    for name, width in (("buffer_atomic_cmpswap", 2), ("buffer_atomic_cmpswap_x2", 4)):
+        add(name, "MUBUF", f"| vsrc{width} vsrc ssrc4 ssrc", "vmem", "store")
+        add(name + RETURNING_SUFFIX, "MUBUF", f"vdata{width} | vdata{width} vsrc ssrc4 ssrc", "vmem", "vmcnt")
     # cache maintenance of the memory model (MEMORY_ORDER): write back dirty L2 lines
     # (release), invalidate the L1 and, at system scope, the L2 (acquire); all count in vmcnt
     add("buffer_wbl2", "MUBUF", "|", "vmem", "vmcnt", targets=WAVE64_TARGETS)

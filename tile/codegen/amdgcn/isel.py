@@ -36,7 +36,8 @@ After (MIR; %s2 is the workgroup id the hardware puts in s2, %s3 the loaded n_el
 
 A masked load whose mask is its own index's bound check (`offs < n`, other 0 or absent) is a
 buffer load instead, and a store with such a mask a buffer store: no EXEC narrowing, the
-hardware reads 0 (writes nothing) past the bound (buffer_access).
+hardware reads 0 (writes nothing) past the bound (buffer_access). A global atomic with such a
+mask is a buffer atomic (buffer_atomic), returning where its old value is read.
 
 Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), WMMA on gfx1100 (simt.wmma,
 its operand tuples built where they are loaded: place_wmma_operands), LDS accesses
@@ -73,10 +74,10 @@ from ...ir.float8 import encode as encode_float8, is_float8_variant
 from ...ir.core import Location, Operation, Value
 from ...ir.types import DType, PointerType, i1
 from ..math_lib import INV_TWO_PI
-from .isa import (ATOMIC_RETURN_BIT, BUFFER_BASE_HIGH_BITS, BUFFER_OFFSET_RANGE, BUFFER_RESOURCE_CONFIG,
-                  DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64, GLOBAL_OFFSET_RANGE, INLINE_FLOATS,
-                  LANE_MASK_OPCODES, MEMORY_ORDER, STORE_COUNTER, WAVE_SIZE, info, mfma_shape, user_sgpr_count,
-                  wmma_shape)
+from .isa import (ATOMIC_RETURN_BIT, BUFFER_ATOMICS, BUFFER_ATOMICS_64, BUFFER_BASE_HIGH_BITS, BUFFER_OFFSET_RANGE,
+                  BUFFER_RESOURCE_CONFIG, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64, GLOBAL_OFFSET_RANGE,
+                  INLINE_FLOATS, LANE_MASK_OPCODES, MEMORY_ORDER, RETURNING_SUFFIX, STORE_COUNTER, WAVE_SIZE, info,
+                  mfma_shape, user_sgpr_count, wmma_shape)
 from .mir import EXEC, NULL, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
@@ -87,6 +88,24 @@ REMAT_WINDOW = 48          # instructions a lane mask or constant SGPR is reused
 # which GLOBAL_ATOMICS rows take a value of each kind of number
 _ATOMIC_OPERANDS = {"float": ("float", "any"), "signed": ("signed", "int", "any"),
                     "unsigned": ("unsigned", "int", "any")}
+_ATOMIC_TABLES = {"global": (GLOBAL_ATOMICS, GLOBAL_ATOMICS_64), "buffer": (BUFFER_ATOMICS, BUFFER_ATOMICS_64)}
+
+
+def atomic_opcode(op: Operation, segment: str, target: str) -> Optional[str]:
+    """The row of simt.atom / simt.red / simt.atom_cas `op` on a 32- or 64-bit global value, as a
+    `segment` ("global" or "buffer") instruction of `target` (a buffer atomic's non-returning
+    row), or None where the target has none."""
+    t = op.operand(op.num_operands - 1).type
+    if isinstance(t, PointerType) or t.bits not in (32, 64):
+        return None
+    wide = t.bits == 64
+    if op.name == "simt.atom_cas":
+        opcode: Optional[str] = f"{segment}_atomic_cmpswap" + ("_x2" if wide else "")
+    else:
+        number = "float" if t.is_floating else "signed" if _signed(t) else "unsigned"
+        opcode = next((name for name, (k, n) in _ATOMIC_TABLES[segment][wide].items()
+                       if k == op.attrs["kind"] and n in _ATOMIC_OPERANDS[number]), None)
+    return opcode if opcode is not None and target in info(opcode).targets else None
 
 
 class UnsupportedOnTarget(NotImplementedError):
@@ -343,7 +362,9 @@ _WAVE_HALF = 32   # simt.shfl exchanges within the lowering's 32-lane warps: eac
 #     is false (_mask_factors, record_bytes). Two per-lane bounds (a 2-D tile's rows and
 #     columns) keep a rectangle of lanes, no one byte range: they keep EXEC.
 # Where `other` is not 0, the mask has another form, or the per-lane part's range is unknown,
-# the global access under EXEC stays.
+# the global access under EXEC stays. Atomics (simt.atom, simt.red, simt.atom_cas on global
+# memory) take the same forms, where the target has the buffer instruction and the scope is not
+# the system's (Selector.buffer_atomic_fits); their lanes past the bound neither read nor write.
 _INT_RANGE = (-(1 << 31), (1 << 31) - 1)
 BUFFER_OFFSET_LIMIT = 1 << 31   # the per-lane byte offsets of a buffer load stay below this
 
@@ -476,19 +497,27 @@ def _is_zero_constant(v: Value) -> bool:
     return op is not None and op.name == "arith.constant" and constant_bits(op.attrs["value"], v.type) == 0
 
 
+_ATOMIC_OPS = ("simt.atom", "simt.red", "simt.atom_cas")
+
+
 def _accessed_bytes(access: Operation) -> int:
-    """The bytes simt.ld_global / st_global `access` reads or writes per thread."""
+    """The bytes simt.ld_global / st_global `access` reads or writes per thread (an atomic: its value's)."""
     if access.name == "simt.ld_global":
         return _bits(access.results[0].type) * access.attrs.get("vector", 1) // 8
+    if access.name in _ATOMIC_OPS:
+        return _bits(access.operand(access.num_operands - 1).type) // 8
     values = access.operands[2:]
     return (64 if isinstance(values[0].type, PointerType) else _bits(values[0].type)) * len(values) // 8
 
 
 def buffer_access(access: Operation, uniform: set[Value], threads: int, memo: dict) -> Optional[BufferAccess]:
-    """How masked simt.ld_global (st_global) `access` reads (writes) as a raw buffer access, or
-    None (see above). A store has no `other`: the lanes past the bound write nothing."""
-    if access.name not in ("simt.ld_global", "simt.st_global") or len(access.operands) < 2:
+    """How masked simt.ld_global (st_global, or a global atomic) `access` reads (writes) as a raw
+    buffer access, or None (see above). A store has no `other`: the lanes past the bound write
+    nothing; an atomic past the bound neither reads nor writes (Selector.buffer_atomic)."""
+    if access.name not in ("simt.ld_global", "simt.st_global") + _ATOMIC_OPS or len(access.operands) < 2:
         return None
+    if access.name in _ATOMIC_OPS and not isinstance(access.operand(0).type, PointerType):
+        return None   # an LDS address
     if access.name == "simt.ld_global" and not all(_is_zero_constant(other) for other in access.operands[2:]):
         return None
     factors = _mask_factors(access.operand(1), uniform)
@@ -532,6 +561,19 @@ def buffer_access(access: Operation, uniform: set[Value], threads: int, memo: di
     if span is None or span[0] < 0 or (span[1] + step) * scale + _accessed_bytes(access) >= BUFFER_OFFSET_LIMIT:
         return None
     return BufferAccess(pointer, uniform_part, lanewise, bound, scale, _signed(index.type), conditions)
+
+
+def _read_only_under(v: Value, pred: Value) -> bool:
+    """Whether every reader of `v` reads it only in the lanes where `pred` holds: a store of it
+    (as its data) under that very mask, or a bitcast read only so."""
+    for user in v.users():
+        if user.name == "arith.bitcast":
+            if not _read_only_under(user.result, pred):
+                return False
+        elif not (user.name in ("simt.st_global", "simt.st_shared") and user.operand(1) is pred
+                  and v not in user.operands[:2]):
+            return False
+    return True
 
 
 def _widened_unsigned_index(index: Value, scale: int) -> tuple[Value, int]:
@@ -602,7 +644,13 @@ class Selector:
         threads, memo = func.attrs["num_warps"] * 32, {}
         self.buffer_accesses: dict[Operation, BufferAccess] = {
             op: access for op in walk(func.regions[0].block.ops)
-            if (access := buffer_access(op, self.uniform, threads, memo)) is not None}
+            if (access := buffer_access(op, self.uniform, threads, memo)) is not None
+            and (op.name not in _ATOMIC_OPS or self.buffer_atomic_fits(op))}
+        # buffer atomics whose old value is read where their mask may be false: it is 0 there
+        # (simt.atom's contract), which takes the mask (the ISA leaves those lanes' result open)
+        self.zeroed_outside_mask = {op for op in self.buffer_accesses
+                                    if op.name in ("simt.atom", "simt.atom_cas")
+                                    and not _read_only_under(op.result, op.operand(1))}
         self.buffer_resources: dict[tuple, tuple[Sub, int]] = {}   # V#s and their parts, when made (recent)
         self.buffer_offsets: dict[tuple[Value, int], Sub] = {}      # (per-lane part, shift) -> byte offsets
         self.d16_reads: dict[Operation, tuple[Sub, str]] = {}   # 16-bit LDS read -> (its word's home, D16 read)
@@ -1772,10 +1820,11 @@ class Selector:
                 self.deferred_others[r] = (others[k], op.operand(1))
 
     def only_bounds_buffer_accesses(self, mask: Value) -> bool:
-        """Whether i1 `mask` is read only as (a factor of) the mask of buffer accesses."""
+        """Whether i1 `mask` is read only as (a factor of) the mask of buffer accesses (not ones
+        that zero their result where it is false)."""
         users = mask.users()
         return bool(users) and all(
-            user in self.buffer_accesses
+            (user in self.buffer_accesses and user not in self.zeroed_outside_mask)
             or (user.name == "arith.and" and user.result.type == i1 and self.only_bounds_buffer_accesses(user.result))
             for user in users)
 
@@ -1990,12 +2039,12 @@ class Selector:
 
     def sel_atomic(self, op: Operation) -> None:
         """simt.atom, simt.red and simt.atom_cas on 32- and 64-bit global values (and simt.red's integer
-        add on an LDS address, as ds_add_u32): for global memory the returning form of
-        the instruction under the op's mask (masked-off lanes read 0), wrapped in the cache
+        add on an LDS address, as ds_add_u32): for global memory a buffer atomic where the mask
+        is the address's bound (buffer_atomic), else the returning form of the global
+        instruction under the op's mask (masked-off lanes read 0); either wrapped in the cache
         maintenance and waits the target's memory model asks for its sem and scope
         (isa.MEMORY_ORDER: before a release, write back and drain earlier memory ops; after an
         acquire, wait for the atomic and invalidate)."""
-        cas = op.name == "simt.atom_cas"
         t = op.operand(op.num_operands - 1).type
         if isinstance(op.operand(0).type, DType):   # an LDS address: simt.red's add of tl.histogram
             if op.name != "simt.red" or op.attrs["kind"] != "add" or t.bits != 32 or t.is_floating:
@@ -2006,37 +2055,87 @@ class Selector:
             return
         if isinstance(t, PointerType) or t.bits not in (32, 64):
             raise self.unsupported(op, f"of {t}")
+        if op in self.buffer_accesses:
+            self.buffer_atomic(op, self.buffer_accesses[op])
+            return
         dwords = t.bits // 32
-        if cas:
-            opcode = "global_atomic_cmpswap" if dwords == 1 else "global_atomic_cmpswap_x2"
-        else:
-            kind = op.attrs["kind"]
-            number = "float" if t.is_floating else "signed" if _signed(t) else "unsigned"
-            opcode = next((name for name, (k, n) in (GLOBAL_ATOMICS if dwords == 1 else GLOBAL_ATOMICS_64).items()
-                           if k == kind and n in _ATOMIC_OPERANDS[number]), None)
-            if opcode is None or self.target not in info(opcode).targets:
-                raise self.unsupported(op, f"{kind} of {t}")
-        sem, scope = op.attrs.get("sem", "relaxed"), op.attrs.get("scope", "gpu")
-        release, acquire, bits = MEMORY_ORDER[self.target][scope]
-        returning = {ATOMIC_RETURN_BIT[self.target]: 1}
+        opcode = atomic_opcode(op, "global", self.target)
+        if opcode is None:
+            raise self.unsupported(op, f"{op.attrs.get('kind', 'cas')} of {t}")
         addr, offset = self.address(op, False)
-        data = self.gather([op.operand(3), op.operand(2)], t.bits) if cas else \
-            self.to_vgpr(self.operand(op.operand(2)), dwords)
+        data = self.atomic_data(op, t.bits)
         old = self.new("v", dwords).all()
         for k in range(dwords):
             self.valu("v_mov_b32", [old.dword(k)], [Imm.int(0)])
+        self.ordered(op, lambda bits: self.masked(op.operand(1), lambda: self.emit(
+            opcode, [old], [addr, data, OFF], offset=offset, **{ATOMIC_RETURN_BIT[self.target]: 1}, **bits)))
+        if op.results:
+            self.values[op.result] = old
+
+    def atomic_data(self, op: Operation, bits: int) -> Sub:
+        """The data of an atomic in VGPRs: its value, or cmpswap's new value then compare value."""
+        if op.name == "simt.atom_cas":
+            return self.gather([op.operand(3), op.operand(2)], bits)
+        return self.to_vgpr(self.operand(op.operand(2)), bits // 32)
+
+    def ordered(self, op: Operation, atomic) -> None:
+        """`atomic(scope_bits)` between the release and acquire sequences of `op`'s sem and scope
+        (isa.MEMORY_ORDER)."""
+        sem, scope = op.attrs.get("sem", "relaxed"), op.attrs.get("scope", "gpu")
+        release, acquire, bits = MEMORY_ORDER[self.target][scope]
         if sem in ("release", "acq_rel"):
             for opc, flags in release:
                 self.emit(opc, [], [], **flags)
             self.drain_memory()
-        self.masked(op.operand(1), lambda: self.emit(opcode, [old], [addr, data, OFF], offset=offset, **returning,
-                                                               **bits))
+        atomic(bits)
         if sem in ("acquire", "acq_rel"):
             self.emit("s_waitcnt", [], [], vmcnt=0)
             for opc, flags in acquire:
                 self.emit(opc, [], [], **flags)
-        if op.results:
-            self.values[op.result] = old
+
+    def buffer_atomic_fits(self, op: Operation) -> bool:
+        """Whether atomic `op`, whose mask bounds its address (buffer_access), is a buffer atomic
+        on this target: one exists for its operation and type (isa.BUFFER_ATOMICS), and its
+        scope is the agent's or the workgroup's. A system-scope atomic keeps the global
+        instruction, as Triton's AMD backend keeps it (third_party/amd, ConvertToBufferOps:
+        ConvertTritonAtomicRMWOpToBufferAtomicRMW converts GPU and CTA scopes only)."""
+        return op.attrs.get("scope", "gpu") != "sys" and atomic_opcode(op, "buffer", self.target) is not None
+
+    def buffer_atomic(self, op: Operation, access: BufferAccess) -> None:
+        """`op` as buffer_atomic_* (offen) through the resource of `access`: no EXEC narrowing,
+        the lanes past the bound neither read nor write memory (BufferAccess). Without a result
+        the non-returning form; with one the returning form (_rtn, the target's return bit),
+        which writes the old value over its data, so the data is a copy of its own (the value
+        stays readable). In the lanes past the bound the ISA leaves that register open: where the
+        old value is read there (not only stored under the same mask) it is set to 0 under the
+        mask, as simt.atom promises (zeroed_outside_mask).
+
+            buffer_atomic_add %v9.0, %v4.0, %s12.0:3, 0 offen sc0     ; %v9 = a copy of the value
+        """
+        t = op.operand(op.num_operands - 1).type
+        dwords = t.bits // 32
+        opcode = atomic_opcode(op, "buffer", self.target)
+        sources = self.atomic_data(op, t.bits)
+        offsets, resource = self.byte_offsets(access), self.buffer_resource(access)
+        modifiers = {"offen": 1, "offset": op.attrs.get("offset", 0)}
+        if not op.results:
+            self.ordered(op, lambda bits: self.emit(opcode, [], [sources, offsets, resource, Imm.int(0)], **modifiers,
+                                                    **bits))
+            return
+        data = self.new("v", sources.count).all()
+        for k in range(sources.count):
+            self.valu("v_mov_b32", [data.dword(k)], [sources.dword(k)])
+        returning = {ATOMIC_RETURN_BIT[self.target]: 1}
+        operands = [data, offsets, resource, Imm.int(0)]
+        self.ordered(op, lambda bits: self.emit(opcode + RETURNING_SUFFIX, [data], operands, **modifiers, **returning,
+                                                **bits))
+        old = Sub(data.reg, 0, dwords)   # cmpswap returns in the first half of its data
+        if op in self.zeroed_outside_mask:
+            mask, zeroed = self.scalar(op.operand(1)), self.new("v", dwords).all()
+            for k in range(dwords):
+                self.valu("v_cndmask_b32", [zeroed.dword(k)], [Imm.int(0), old.dword(k), mask])
+            old = zeroed
+        self.values[op.result] = old
 
     def sel_mfma(self, op: Operation) -> None:
         """simt.mfma: A and B words in VGPR pairs, C in the consecutive VGPRs that D overwrites

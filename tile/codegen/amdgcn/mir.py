@@ -11,6 +11,14 @@ own spelling (isa.SPELLING, isa.LANE_MASK_REGISTERS):
     v_add_co_u32 %v7, vcc, %s3.0, %v6.0          (virtual: %s3.0 is dword 0 of SGPR pair %s3)
     v_add_co_u32 v2, vcc, s4, v2                 (allocated)
     v_add_co_ci_u32 v3, vcc_lo, s5, v3, vcc_lo   (gfx1100: v_addc_co_u32, wave32's vcc)
+
+An operand the instruction reads and then writes (isa's vdata kind: a returning buffer
+atomic's data, replaced by the old value) is one register view in `defs` and in `uses`
+(isa.InstrInfo.ties), so liveness, waits and hazards see the read and the write; it prints
+once, among the sources, under the row's assembler name:
+
+    MInst("buffer_atomic_add_rtn", [%v9.0], [%v9.0, %v4.0, %s8.0:3, 0], {"offen": 1, "sc0": 1})
+    buffer_atomic_add v5, v1, s[8:11], 0 offen sc0
 """
 from __future__ import annotations
 
@@ -113,6 +121,10 @@ class MInst:
                 raise ValueError(f"{self.opcode}: {operand} is not a {kind} operand")
         if len({o.bank for kind, o in pairs if kind.startswith("av")}) > 1:   # MFMA: one ACC_CD bit for C and D
             raise ValueError(f"{self.opcode}: its VGPR-or-AGPR operands must all be in one file")
+        for result, source in row.ties:
+            if self.defs[result] != self.uses[source]:
+                raise ValueError(f"{self.opcode} reads and writes one operand: result {self.defs[result]} must be "
+                                 f"source {self.uses[source]}")
 
     def regs(self, operands: list[Operand]) -> list[Sub]:
         return [o for o in operands if isinstance(o, Sub)]
@@ -146,7 +158,7 @@ def _fits(kind: str, o: Operand) -> bool:
         return False
     if base in ("sdst", "ssrc"):
         return o.bank == "s"
-    if base in ("vdst", "vsrc"):
+    if base in ("vdst", "vsrc", "vdata"):
         return o.bank == "v"
     if base in ("adst", "asrc"):
         return o.bank == "a"
@@ -177,8 +189,11 @@ def print_inst(inst: MInst, assignment: Optional[dict[Reg, int]] = None, target:
     if inst.opcode == "s_waitcnt":
         text = "s_waitcnt " + " ".join(f"{k}({v})" for k, v in inst.mods.items())
     else:
-        operands = ", ".join(print_operand(o, assignment, target) for o in inst.defs + inst.uses)
-        text = f"{spelling(inst.opcode, target) if target else inst.opcode} {operands}".rstrip()
+        tied = {result for result, _ in info(inst.opcode).ties}   # printed once, as the source
+        printed = [o for k, o in enumerate(inst.defs) if k not in tied] + inst.uses
+        operands = ", ".join(print_operand(o, assignment, target) for o in printed)
+        name = spelling(inst.opcode, target) if target else info(inst.opcode).assembler_name
+        text = f"{name} {operands}".rstrip()
         if inst.mods.get("offen"):   # a buffer access's VGPR holds its byte offset
             text += " offen"
         if inst.mods.get("offset"):

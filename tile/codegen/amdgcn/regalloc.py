@@ -35,6 +35,18 @@ reader or writer goes through a fresh, short-lived VGPR (read before, written ba
     v_cvt_f16_f32 %v12.0, %v9.3      ->   v_accvgpr_read_b32 %v31.0, %a30.3
                                            v_cvt_f16_f32 %v12.0, %v31.0
 
+An operand an instruction reads and writes (a returning buffer atomic's data and old value:
+isa.InstrInfo.ties) is one virtual register in both places: its range runs from the data's
+write through the old value's last read, one physical register throughout. Moved to an AGPR, it
+goes through one fresh VGPR, read before and written back after. The selector hands such an
+instruction a copy of its data (the value may be read again); where nothing reads or writes the
+copied register after the instruction, the copy is dropped and the instruction works on that
+register itself (coalesce_tied_copies):
+
+    v_mov_b32 %v9.0, %v4.0                               buffer_atomic_add %v4.0, %v2.0, ... sc0
+    buffer_atomic_add %v9.0, %v2.0, ... sc0      ->      v_add_u32 %v11.0, %v4.0, 1
+    v_add_u32 %v11.0, %v9.0, 1                           (%v4 not read after the atomic)
+
 Only when the AGPRs are full too is the kernel a compile-time TargetResourceError
 (OutOfResources from the compiler) naming the registers: tile does not spill to scratch memory.
 Its required count is what the allocation needs: one past the last register the failing value
@@ -49,7 +61,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..target import TargetResourceError
-from .isa import AGPR_LIMIT, MFMA_SHAPES, SGPR_LIMIT, VGPR_LIMIT, WAVE_SIZE
+from .isa import AGPR_LIMIT, MFMA_SHAPES, SGPR_LIMIT, VGPR_LIMIT, WAVE_SIZE, info
 from .mir import Imm, MInst, Reg, Sub
 
 BANK_NAMES = {"s": "SGPRs", "v": "VGPRs", "a": "AGPRs"}
@@ -173,12 +185,65 @@ def allocate(insts: list[MInst], target: str, kernel: str = "",
         raise _out_of_resources(insts, failure, limits, target, kernel) from None
 
 
+def coalesce_tied_copies(insts: list[MInst]) -> list[MInst]:
+    """`insts` where each read-and-written operand (InstrInfo.ties) that is a whole register
+    written only by v_mov_b32 copies of another whole VGPR register's dwords (in order, in one
+    straight run of code: no label or branch between) takes that register's place, the copies
+    dropped, when nothing reads or writes the copied register after the instruction, nor writes
+    it between the copies and the instruction (live_intervals: a register live across a loop's
+    back edge stays)."""
+    while True:
+        merge = next((found for position, inst in enumerate(insts) for result, source in info(inst.opcode).ties
+                      if (found := _copied_from(insts, position, inst.uses[source])) is not None), None)
+        if merge is None:
+            return insts
+        copies, data, origin = merge
+        swap = lambda o: Sub(origin, o.start, o.count) if isinstance(o, Sub) and o.reg is data else o  # noqa: E731
+        insts = [MInst(i.opcode, [swap(o) for o in i.defs], [swap(o) for o in i.uses], dict(i.mods), i.comment)
+                 for k, i in enumerate(insts) if k not in copies]
+
+
+def _copied_from(insts: list[MInst], position: int, data) -> Optional[tuple[set[int], Reg, Reg]]:
+    """(positions of the copies, the copy's register, the copied register) where the tied operand
+    `data` of the instruction at `position` may be merged into the register it was copied from."""
+    reg = data.reg
+    if data != reg.all() or reg.bank != "v" or reg.fixed is not None:
+        return None
+    touches: dict[Reg, list[tuple[int, bool]]] = {}   # register -> (position, written) of each operand
+    for k, inst in enumerate(insts):
+        for written, operands in ((True, inst.defs), (False, inst.uses)):
+            for o in operands:
+                if isinstance(o, Sub):
+                    touches.setdefault(o.reg, []).append((k, written))
+    before = [(k, written) for k, written in touches[reg] if k < position]
+    copies = {k for k, _ in before}
+    sources = [insts[k].uses[0] for k in sorted(copies)]
+    if (not copies or not all(written and insts[k].opcode == "v_mov_b32" for k, written in before)
+            or not all(isinstance(o, Sub) and o.count == 1 for o in sources)):
+        return None
+    origin = sources[0].reg
+    if ([insts[k].defs[0].start for k in sorted(copies)] != list(range(reg.size))
+            or [(o.reg, o.start) for o in sources] != [(origin, k) for k in range(reg.size)]
+            or origin is reg or origin.bank != "v" or origin.size != reg.size or origin.fixed is not None):
+        return None
+    first = min(copies)
+    if any(i.opcode == "label" or i.opcode.startswith(("s_branch", "s_cbranch")) for i in insts[first:position]):
+        return None
+    if any(written and k > first for k, written in touches[origin]):
+        return None   # written after the first copy: the copy holds another value
+    if live_intervals(insts)[origin][1] >= position:   # touched by the instruction, after it, or around a loop
+        return None
+    return copies, reg, origin
+
+
 def allocate_spilling(insts: list[MInst], new_reg: Callable[[str, int], Reg], target: str, kernel: str = "",
                       limits: Optional[dict[str, int]] = None) -> tuple[list[MInst], dict[Reg, int]]:
-    """`insts` with SGPR values spilled to VGPR lanes and VGPR values moved to AGPRs until they
-    fit, and their assignment. `new_reg(bank, size)` makes the virtual registers spilling needs
-    (the spill VGPRs, the AGPRs, and the registers values are read back into)."""
+    """`insts` with tied copies coalesced (coalesce_tied_copies), SGPR values spilled to VGPR
+    lanes and VGPR values moved to AGPRs until they fit, and their assignment. `new_reg(bank,
+    size)` makes the virtual registers spilling needs (the spill VGPRs, the AGPRs, and the
+    registers values are read back into)."""
     limits = limits or bank_limits(target)
+    insts = coalesce_tied_copies(insts)
     reloads: set[Reg] = set()   # the short-lived registers of earlier spills: spilling them gains nothing
     slots: list[tuple[Reg, int]] = []   # (spill VGPR, next free lane)
     while True:
@@ -338,9 +403,11 @@ def _move_to_agprs(insts: list[MInst], agprs: dict[Reg, Reg], new_reg: Callable[
                         out.append(MInst("v_accvgpr_read_b32", [staged[o].dword(k)], [swap(o.dword(k))],
                                          comment=inst.comment))
             results: dict[Sub, Sub] = {}
-            for o in inst.defs:
+            tied = {result for result, _ in info(inst.opcode).ties}
+            for k, o in enumerate(inst.defs):
                 if moved(o) and o not in results:
-                    results[o] = new_reg("v", o.count).all()
+                    # a read-and-written operand stays one register: the fresh VGPR it was read into
+                    results[o] = staged[o] if k in tied else new_reg("v", o.count).all()
                     reloads.add(results[o].reg)
             out.append(MInst(inst.opcode, [results.get(o, o) for o in inst.defs], [staged.get(o, o) for o in inst.uses],
                              dict(inst.mods), inst.comment))

@@ -114,8 +114,10 @@ def _trans_use(first: MInst, then: MInst, assignment) -> bool:
 
 def _wide_store_data(first: MInst, then: MInst, assignment) -> bool:
     """A global or buffer store of over 64 bits, then a VALU write of its data (the hazard holds
-    for every VMEM store: CDNA3 ISA 4.5, "VMEM store with more than 8 bytes of data")."""
-    if not first.opcode.startswith(("global_store", "buffer_store")) or not info(then.opcode).is_valu:
+    for every VMEM store: CDNA3 ISA 4.5, "VMEM store with more than 8 bytes of data"; an atomic
+    stores too: cmpswap_x2's 16 bytes of new and compare value)."""
+    if (not first.opcode.startswith(("global_store", "buffer_store", "global_atomic", "buffer_atomic"))
+            or not info(then.opcode).is_valu):
         return False
     data = first.uses[0 if first.opcode.startswith("buffer_") else 1]
     return data.count > 2 and bool(set(units(data, assignment)) & _written(then, assignment))
