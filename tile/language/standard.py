@@ -11,15 +11,14 @@ from tile.language import math
 
 
 def _pick_sum_dtype(in_dtype, dtype):
-    """The accumulation dtype of sum/cumsum: as asked, else 32-bit for narrow ints and fp32 for bf16."""
+    """The accumulation dtype of sum/cumsum: as asked, else 32-bit for narrow ints; floats keep
+    their dtype (bf16 too, as in Triton 3.6: `tl.sum(x_bf16)` is bf16)."""
     if dtype is not None:
         return dtype
     if in_dtype.is_int_signed() and in_dtype.int_bitwidth < 32:
         return int32
     if in_dtype.is_int_unsigned() and in_dtype.int_bitwidth < 32:
         return uint32
-    if in_dtype.is_bf16():
-        return float32
     return None
 
 
@@ -179,7 +178,8 @@ def _reduce_with_indices(input, axis: constexpr, combine_fn: constexpr, keep_dim
 
 @jit
 def sum(input, axis=None, keep_dims=False, dtype: constexpr = None):
-    """Sum along `axis` (None: all elements); narrow integers accumulate in 32 bits, bf16 in fp32."""
+    """Sum along `axis` (None: all elements); narrow integers accumulate in 32 bits, floats in
+    their own dtype (pass dtype=tl.float32 to accumulate bf16 or fp16 in fp32)."""
     out_dtype: constexpr = _pick_sum_dtype(input.dtype, dtype)
     if out_dtype is not None:
         input = input.to(out_dtype)
@@ -248,7 +248,10 @@ def argmin(input, axis, tie_break_left=True, keep_dims=False):
 
 @jit
 def cumsum(input, axis=0, reverse=False, dtype: constexpr = None):
-    """Inclusive prefix sum along `axis` (from the end with reverse=True)."""
+    """Inclusive prefix sum along `axis` (from the end with reverse=True); bf16 scans in fp32,
+    as in Triton 3.6 (whose tl.sum keeps bf16)."""
+    if input.dtype.is_bf16():
+        input = input.to(float32)
     out_dtype: constexpr = _pick_sum_dtype(input.dtype, dtype)
     if out_dtype is not None:
         input = input.to(out_dtype)
