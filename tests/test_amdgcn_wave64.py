@@ -3,7 +3,8 @@
 64 threads per warp (hypothesis), and kernels whose work crosses lanes (reductions and scans over
 each axis of 2-D blocks, argmin / argmax, histogram, gather, a matmul through MFMA, softmax and
 layer norm) at num_warps 1, 4 and 8 on the emulator against NumPy in float64, outputs poisoned,
-every kernel assembled by llvm-mc."""
+every kernel assembled by llvm-mc; ds_swizzle_b32, the butterflies within 32 lanes, against
+the ISA's words in NumPy."""
 from __future__ import annotations
 
 import math
@@ -17,10 +18,12 @@ import tile
 import tile.language as tl
 from tile.codegen.amdgcn import assemble
 from tile.codegen.target import target_facts
+from tile.emulator import EmulatorError
 from tile.ir.layouts import SliceLayout, blocked_layout
 from tile.ir.mfma_layouts import MfmaLayout, MfmaOperandLayout
 
 from amdgcn_util import instructions, needs_llvm
+from test_emulator_amdgcn import run_binary
 
 RNG = np.random.default_rng(64)
 WAVE64 = ("gfx942", "gfx90a")
@@ -98,6 +101,71 @@ def test_mfma_layouts_are_one_wave_per_warp_and_own_each_element_once(instr, wav
         ll = layout.to_linear(shape)
         assert (layout.warp_size, ll.num_lanes, ll.num_warps) == (64, 64, wm * wn)
         assert (owners(ll) == replicas).all()
+
+
+# ------------------------------------------------------------------------- ds_swizzle_b32
+
+SWIZZLE = """
+v_mov_b32 v6, -1
+v_and_b32 v7, 1, v5
+v_cmp_ne_u32 s[12:13], 0, v7
+s_and_saveexec_b64 s[10:11], s[12:13]
+ds_swizzle_b32 v6, v4 offset:{offset}
+s_waitcnt lgkmcnt(0)
+s_mov_b64 exec, s[10:11]
+"""
+
+
+def swizzled(data: np.ndarray, live: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """The CDNA3 ISA's DS_SWIZZLE_B32 in NumPy: each live lane reads its source lane's data, 0
+    where that lane is outside EXEC; lanes outside EXEC keep their register (-1 here)."""
+    read = np.where(live[source], data[source], 0).astype(np.uint32)
+    return np.where(live, read, np.uint32(0xFFFFFFFF))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 31), st.integers(0, 31), st.integers(0, 31), st.integers(0, 2 ** 64 - 1))
+def test_ds_swizzle_bit_mode_reads_within_groups_of_32(and_mask, or_mask, xor_mask, exec_bits):
+    data = RNG.integers(0, 2 ** 32, 64, dtype=np.uint32)
+    live = (exec_bits >> np.arange(64, dtype=np.uint64) & np.uint64(1)).astype(bool)
+    offset = and_mask | or_mask << 5 | xor_mask << 10
+    got = run_binary(SWIZZLE.format(offset=offset), data, live.astype(np.uint32))
+    lane = np.arange(64)
+    source = (lane & ~31) | (((lane & and_mask) | or_mask) ^ xor_mask)
+    np.testing.assert_array_equal(got, swizzled(data, live, source))
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 255), st.integers(0, 2 ** 64 - 1))
+def test_ds_swizzle_quad_mode_reads_within_quads(pattern, exec_bits):
+    data = RNG.integers(0, 2 ** 32, 64, dtype=np.uint32)
+    live = (exec_bits >> np.arange(64, dtype=np.uint64) & np.uint64(1)).astype(bool)
+    got = run_binary(SWIZZLE.format(offset=0x8000 | pattern), data, live.astype(np.uint32))
+    lane = np.arange(64)
+    source = (lane & ~3) | (pattern >> (2 * (lane & 3)) & 3)
+    np.testing.assert_array_equal(got, swizzled(data, live, source))
+
+
+def test_ds_swizzle_modes_from_0xe000_are_refused():
+    data = np.zeros(64, np.uint32)
+    with pytest.raises(EmulatorError, match="ds_swizzle_b32 offset 0xe000: the modes from 0xe000 up are not"):
+        run_binary(SWIZZLE.format(offset=0xE000), data, data + 1)
+
+
+@tile.jit
+def row_sum_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, N)), axis=0))
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx1100"])
+def test_a_reduction_swizzles_below_32_lanes_and_permutes_across_them(target):
+    """tl.sum over one warp: butterflies by 1..16 are ds_swizzle_b32 (xor_mask d, and_mask 31),
+    and on a wave of 64 the last, by 32, a ds_bpermute_b32 (it crosses the groups of 32)."""
+    x = np.zeros(64, np.float32)
+    text = str(tile.dump(row_sum_kernel, x, x[:1], N=64, stage="amdgcn", target=target, num_warps=1))
+    swizzles = [line for line in instructions(text) if line.startswith("ds_swizzle_b32")]
+    assert [int(line.rsplit("offset:", 1)[1]) for line in swizzles] == [31 | d << 10 for d in (1, 2, 4, 8, 16)]
+    assert sum(line.startswith("ds_bpermute_b32") for line in instructions(text)) == (target == "gfx942")
 
 
 # ------------------------------------------------------------------------- kernels on the emulator

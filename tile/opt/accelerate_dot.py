@@ -75,7 +75,7 @@ Triton on CDNA: num_warps counts waves); the waves form a wm x wn grid (warps_pe
 instruction tiles), and the instruction is 32x32 (K 8, or 16 for fp8) where each wave gets at
 least 32 x 32, else 16x16 (K 16, or 32 for fp8; the one bf16 MFMA tile selects). M and N must
 be multiples of the waves' instruction tiles and K of the instruction's K, else the dot takes
-the FMA path. Before / after (64x64x64 f8e4b8 x f8e5b16, num_warps = 4, gfx942):
+the FMA path. Before / after (64x64x64 f8e4b8 x f8e5b16, num_warps = 2: two waves, gfx942):
     %d = tt.dot %a, %b, %c : tensor<64x64xf32, #b>
 becomes (#m = #mfma<instr = 32, wpc = [2, 1]>)
     %0 = gpu.convert_layout %a : tensor<64x64xf8e4b8, #mfma_op<op_idx = 0, parent = #m, k_width = 8>>

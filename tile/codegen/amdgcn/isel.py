@@ -41,7 +41,7 @@ hardware reads 0 (writes nothing) past the bound (buffer_access).
 Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), WMMA on gfx1100 (simt.wmma,
 its operand tuples built where they are loaded: place_wmma_operands), LDS accesses
 (ds_read/ds_write; simt.smem_addr is the LDS byte address itself), simt.barrier (drain,
-s_barrier), simt.shfl within the wave (the lowering's warp) as ds_bpermute_b32, scf.for
+s_barrier), simt.shfl within the wave (the lowering's warp) as ds_swizzle_b32 or ds_bpermute_b32, scf.for
 with uniform bounds (an SGPR induction variable and a backward branch), scf.if as EXEC masking
 without branches, and scf.while as a loop that narrows EXEC to the lanes still running.
 
@@ -74,8 +74,8 @@ from ...ir.types import DType, PointerType, i1
 from ..math_lib import INV_TWO_PI
 from .isa import (ATOMIC_RETURN_BIT, BUFFER_BASE_HIGH_BITS, BUFFER_OFFSET_RANGE, BUFFER_RESOURCE_CONFIG,
                   DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64, GLOBAL_OFFSET_RANGE, INLINE_FLOATS,
-                  LANE_MASK_OPCODES, MEMORY_ORDER, STORE_COUNTER, WAVE_SIZE, info, mfma_shape, user_sgpr_count,
-                  wmma_shape)
+                  LANE_MASK_OPCODES, MEMORY_ORDER, STORE_COUNTER, SWIZZLE_LANES, WAVE_SIZE, info, mfma_shape,
+                  swizzle_offset, user_sgpr_count, wmma_shape)
 from .mir import EXEC, NULL, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
@@ -760,7 +760,8 @@ class Selector:
         kernargs = self.load_arguments(block)
         self.place_store_data(block)
         self.place_wmma_operands(block)
-        if any(op.name in ("simt.tid", "simt.shfl") for op in walk(block.ops)):
+        if any(op.name == "simt.tid" or (op.name == "simt.shfl" and self.swizzle_distance(op) is None)
+               for op in walk(block.ops)):
             self.thread_index()  # at the top: code in a loop body may not run
         self.select_ops(block.ops)
         size = max((a.offset + a.size for a in kernargs), default=0)
@@ -1921,16 +1922,34 @@ class Selector:
             self.valu("v_bfe_u32", [self.thread_id], [self.workitem_id, Imm.int(0), Imm.int(WORKITEM_ID_BITS)])
         return self.thread_id
 
+    @staticmethod
+    def swizzle_distance(op: Operation) -> Optional[int]:
+        """The distance of simt.shfl `op` where it is a butterfly by a constant below
+        SWIZZLE_LANES (one ds_swizzle_b32: the partner lane is in the same group of 32), else None."""
+        source = op.operand(1).owner_op
+        if op.attrs["mode"] != "bfly" or source is None or source.name != "arith.constant":
+            return None
+        distance = source.attrs["value"]
+        return distance if isinstance(distance, int) and 0 <= distance < SWIZZLE_LANES else None
+
     def sel_shfl(self, op: Operation) -> None:
         """shfl.sync within the warp, which is the whole wave (64 lanes on CDNA, 32 on RDNA3;
         PTX semantics: a source lane outside the wave, or below 0 for up, gives the lane its own
-        value) as ds_bpermute_b32, which reads lane (address / 4) mod wave size of the wave
-        (the CDNA3 ISA's DS_BPERMUTE_B32): a butterfly by a constant below the wave size
-        addresses tid ^ shift directly, as only the lane bits change. ds_bpermute_b32 is correct
-        for every distance and mode; DPP row ops (within 16 lanes) and ds_swizzle (within 32)
-        would save its LDS-crossbar trip for the short distances, which tile does not use yet."""
+        value). A butterfly by a constant d below 32 (every step of a reduction but a wave64's
+        last) is one ds_swizzle_b32 in bit mode (and_mask 31, xor_mask d: lane i reads lane
+        i ^ d of its group of 32), which needs no address; anything else is ds_bpermute_b32,
+        which reads lane (address / 4) mod wave size of the wave (the CDNA3 ISA's
+        DS_BPERMUTE_B32), its address computed from the lane. Both go through the LDS crossbar
+        and wait in lgkmcnt; DPP row operations (within 16 lanes, VALU, no wait) would be faster
+        still for d below 16, which tile does not use yet."""
         x, b = op.operands
         mode = op.attrs["mode"]
+        data = self.to_vgpr(self.operand(x))
+        distance = self.swizzle_distance(op)
+        if distance is not None:
+            offset = swizzle_offset(SWIZZLE_LANES - 1, 0, distance)
+            self.emit("ds_swizzle_b32", [self.result(op.result, "v")], [data], offset=offset)
+            return
         tid = self.thread_index()
         shift = self.operand(b)
         last = self.wave_size - 1
@@ -1948,7 +1967,7 @@ class Selector:
             self.valu("v_cndmask_b32", [source], [lane, moved, in_range])
         address = self.new("v").all()
         self.valu("v_lshlrev_b32", [address], [Imm.int(2), source])
-        self.emit("ds_bpermute_b32", [self.result(op.result, "v")], [address, self.to_vgpr(self.operand(x))])
+        self.emit("ds_bpermute_b32", [self.result(op.result, "v")], [address, data])
 
     def sel_pack(self, op: Operation) -> None:
         """Narrow values side by side in one wider register, the first lowest (as a store's data)."""
