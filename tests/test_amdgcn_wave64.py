@@ -322,3 +322,21 @@ def test_softmax_and_layer_norm_rows(target, num_warps):
     centered = x64 - x64.mean(axis=1, keepdims=True)
     expected = centered / np.sqrt((centered ** 2).mean(axis=1, keepdims=True) + 1e-5) * w + b
     np.testing.assert_allclose(norm, expected, rtol=1e-4, atol=1e-4)
+
+
+@tile.jit
+def increment_kernel(x_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1.0)
+
+
+def test_a_workgroup_past_1024_work_items_is_out_of_resources():
+    """16 waves of 64 fill a workgroup's 1024 work-items on gfx942; 32 (2048) are refused, naming
+    the threads, where gfx1100's 32 waves of 32 still fit."""
+    x = np.zeros(4096, np.float32)
+    text = str(tile.dump(increment_kernel, x, N=4096, stage="amdgcn", target="gfx942", num_warps=16))
+    assert ".max_flat_workgroup_size: 1024" in text
+    with pytest.raises(tile.OutOfResources, match=r"threads, Required: 2048, Hardware limit: 1024"):
+        tile.dump(increment_kernel, x, N=4096, stage="amdgcn", target="gfx942", num_warps=32)
+    text = str(tile.dump(increment_kernel, x, N=4096, stage="amdgcn", target="gfx1100", num_warps=32))
+    assert ".max_flat_workgroup_size: 1024" in text
