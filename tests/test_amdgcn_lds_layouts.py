@@ -45,8 +45,8 @@ def run_matmul(target: str, dtype: str):
         tolerance = dict(rtol=2e-3, atol=2e-3)
     c = np.full((M, N), np.nan, np.float16)
     with count_lds_bank_conflicts() as lds:
-        compiled = tile.emulate(_tutorial_04_kernel(), target=target)[(4,)](*args, c, M, N, K, K, 1, N, 1, N, 1,
-                                                                             num_warps=warps_for(target, THREADS), **TILE)
+        launch = tile.emulate(_tutorial_04_kernel(), target=target)[(4,)]
+        compiled = launch(*args, c, M, N, K, K, 1, N, 1, N, 1, num_warps=warps_for(target, THREADS), **TILE)
     np.testing.assert_allclose(c, exact, **tolerance)
     return lds, compiled
 

@@ -59,9 +59,10 @@ def blocked_cases(draw):
 @given(blocked_cases())
 def test_blocked_layouts_own_each_element_once_and_slices_follow(case):
     """A blocked layout over a tensor at least as big as its CTA tile holds each element exactly
-    once (a smaller one the same number of times each), through log2(warp size) lane bases; each slice (a reduction's result) keeps the parent's
-    lane and warp bases with the sliced dimension dropped, so the threads that reduce a row hold
-    its result, and holds every element of its shape."""
+    once (a smaller one the same number of times each), through log2(warp size) lane bases;
+    each slice (a reduction's result) keeps the parent's lane and warp bases with the sliced
+    dimension dropped, so the threads that reduce a row hold its result, and holds every
+    element of its shape."""
     warp_size, num_warps, shape, layout = case
     ll = layout.to_linear(shape)
     assert (ll.num_lanes, ll.num_warps) == (warp_size, num_warps) == (layout.warp_size, layout.num_warps)

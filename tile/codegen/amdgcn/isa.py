@@ -74,9 +74,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from ..target import target_facts
+
 TARGET_TRIPLE = "amdgcn-amd-amdhsa"
 TARGETS = ("gfx942", "gfx90a", "gfx1100")
-WAVE_SIZE = {"gfx942": 64, "gfx90a": 64, "gfx1100": 32}
+WAVE_SIZE = {t: target_facts(t).warp_size for t in TARGETS}   # lanes of a wave: the lowering's warp size
 WAVE64_TARGETS = tuple(t for t in TARGETS if WAVE_SIZE[t] == 64)
 WAVE32_TARGETS = tuple(t for t in TARGETS if WAVE_SIZE[t] == 32)
 # s0..s101 are addressable on GFX9 (vcc and xnack_mask live above); s0..s105 on GFX11 (vcc has

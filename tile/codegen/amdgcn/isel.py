@@ -41,9 +41,10 @@ hardware reads 0 (writes nothing) past the bound (buffer_access).
 Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), WMMA on gfx1100 (simt.wmma,
 its operand tuples built where they are loaded: place_wmma_operands), LDS accesses
 (ds_read/ds_write; simt.smem_addr is the LDS byte address itself), simt.barrier (drain,
-s_barrier), simt.shfl within the wave (the lowering's warp) as ds_swizzle_b32 or ds_bpermute_b32, scf.for
-with uniform bounds (an SGPR induction variable and a backward branch), scf.if as EXEC masking
-without branches, and scf.while as a loop that narrows EXEC to the lanes still running.
+s_barrier), simt.shfl within the wave (the lowering's warp) as ds_swizzle_b32 or
+ds_bpermute_b32, scf.for with uniform bounds (an SGPR induction variable and a backward branch),
+scf.if as EXEC masking without branches, and scf.while as a loop that narrows EXEC to the lanes
+still running.
 
 Live ranges are shaped here, where the simt IR's structure is still visible: an MFMA's loop-
 carried accumulators are its own C/D tuple (carried_registers), a carried pointer advances in
