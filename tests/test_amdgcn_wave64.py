@@ -198,7 +198,8 @@ def emulate(kernel, target, grid, *args, **constexprs):
 
 
 def poisoned(shape, dtype):
-    return np.full(shape, np.nan if np.dtype(dtype).kind == "f" else -7, dtype)
+    kind = np.dtype(dtype).kind
+    return np.full(shape, np.nan if kind == "f" else -7 if kind == "i" else np.iinfo(dtype).max, dtype)
 
 
 @needs_llvm
@@ -341,3 +342,23 @@ def test_a_workgroup_past_1024_work_items_is_out_of_resources():
         tile.dump(increment_kernel, x, N=4096, stage="amdgcn", target="gfx942", num_warps=32)
     text = str(tile.dump(increment_kernel, x, N=4096, stage="amdgcn", target="gfx1100", num_warps=32))
     assert ".max_flat_workgroup_size: 1024" in text
+
+
+@needs_llvm
+@pytest.mark.parametrize("target", WAVE64)
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.int16, np.uint8])
+def test_reductions_of_wide_and_narrow_elements(target, dtype):
+    """64-bit values cross lanes as two words, 8- and 16-bit ones widened to one (swizzled the
+    same way): sums, maxima and argmins over both axes of a 16 x 64 block on 4 waves."""
+    rows, cols = 16, 64
+    x = (RNG.standard_normal((rows, cols)) * 1e3 if np.dtype(dtype).kind == "f"
+         else RNG.integers(0, 50, (rows, cols))).astype(dtype)
+    for axis in (0, 1):
+        count = cols if axis == 0 else rows
+        sums = poisoned(count, np.float64 if np.dtype(dtype).kind == "f" else np.int64)
+        outs = [sums, poisoned(count, dtype), poisoned(count, np.int32), poisoned(count, np.int32)]
+        emulate(reduce_kernel, target, (1,), x, *outs, R=rows, C=cols, AXIS=axis, OUT=count, num_warps=4)
+        np.testing.assert_allclose(outs[0], x.astype(np.float64).sum(axis=axis), rtol=1e-12)
+        np.testing.assert_array_equal(outs[1], x.max(axis=axis))
+        np.testing.assert_array_equal(outs[2], x.argmin(axis=axis))
+        np.testing.assert_array_equal(outs[3], x.argmax(axis=axis))
