@@ -68,7 +68,8 @@ class Usage(NamedTuple):
     sgprs: int
     lds: int
     threads: int       # of one workgroup (the metadata's max_flat_workgroup_size)
-    load_bytes: int    # per thread, counted once per instruction in the text (loops not unrolled)
+    load_bytes: int    # per thread, global and buffer loads counted once per instruction in the text
+                       # (loops not unrolled)
     store_bytes: int
     matrix: int        # matrix instructions (MFMA or WMMA) in the text
 
@@ -85,7 +86,8 @@ def usage(asm: str, card: Card) -> Usage:
         return total
 
     return Usage(meta("vgpr_count"), meta("agpr_count"), meta("sgpr_count"), meta("group_segment_fixed_size"),
-                 meta("max_flat_workgroup_size"), moved("global_load"), moved("global_store"),
+                 meta("max_flat_workgroup_size"), moved("global_load") + moved("buffer_load"),
+                 moved("global_store") + moved("buffer_store"),
                  len(re.findall(rf"^\s*{card.matrix_prefix}", asm, re.M)))
 
 
@@ -108,7 +110,7 @@ class Row(NamedTuple):
     operands: str = "fp16"   # the matrix instructions' operand type (which peak bounds the flops)
 
 
-# Triton's tutorial 03 HIP configurations with 8 warps, largest first
+# Triton's tutorial 03 HIP configurations with 8 warps (on AMD: 8 waves of 64), largest first
 MATMUL_CONFIGS = [(256, 256, 64, 8), (256, 128, 64, 8), (128, 128, 64, 8), (128, 64, 64, 8), (64, 64, 64, 8)]
 refused: list[str] = []
 

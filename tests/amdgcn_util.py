@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from tile.codegen.amdgcn.kernel_object import ToolNotFound, find_tool
+from tile.codegen.target import target_facts
 
 
 def _tools_present() -> bool:
@@ -80,6 +81,14 @@ def unmasked_accesses(text: str) -> list[str]:
         elif line.startswith("global_") and not inside:
             bad.append(line)
     return bad
+
+
+def warps_for(target: str, threads: int) -> int:
+    """num_warps of a workgroup of `threads` work-items on `target`: a warp is one wave, of 64
+    lanes on gfx942 and gfx90a, 32 on gfx1100 (as num_warps counts waves in Triton on AMD)."""
+    wave = target_facts(target).warp_size
+    assert threads % wave == 0, f"{threads} work-items are not whole waves of {wave}"
+    return threads // wave
 
 
 def named(kernel, args) -> dict:

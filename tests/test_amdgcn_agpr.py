@@ -2,7 +2,7 @@
 allocator moves VGPR values to the 256 AGPRs (MFMA accumulating in place on AGPRs, copies as
 v_accvgpr_write_b32 / v_accvgpr_read_b32, other uses through short-lived VGPRs). Property-tested
 on random straight-line programs run by a small evaluator of the physical registers; Triton's
-MI300 matmul blocks (128x128 and 256x128, 8 warps) compile, assemble and compute on the wave
+MI300 matmul blocks (128x128 and 256x128, 4 waves of 64) compile, assemble and compute on the wave
 model; the descriptor places the AGPRs (accum_offset) and the emulator checks every register
 lies inside what it allocates; past 512 registers a kernel is OutOfResources."""
 from __future__ import annotations
@@ -132,7 +132,7 @@ def tutorial_matmul_args(m: int, n: int, k: int, seed: int):
     return a, b, c, dict(zip(names, [a, b, c, m, n, k, k, 1, n, 1, n, 1]))
 
 
-def compile_tutorial_matmul(args: dict, target: str, num_warps: int = 8, **blocks):
+def compile_tutorial_matmul(args: dict, target: str, num_warps: int = 4, **blocks):
     kernel = load_tutorial("04_matrix_multiplication", "agpr").matmul_kernel.fn
     constexprs = dict(GROUP_M=2, ACTIVATION="leaky_relu", **blocks)
     spec, _ = kernel.specialize(list(args.values()), constexprs)
@@ -197,7 +197,7 @@ def test_a_tight_vgpr_file_moves_a_small_dot_to_agprs(monkeypatch, target):
     its accumulators live in AGPRs."""
     monkeypatch.setitem(VGPR_LIMIT, target, 40)
     a, b, c, args = tutorial_matmul_args(40, 40, 48, 7)
-    compiled = compile_tutorial_matmul(args, target, num_warps=4, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16)
+    compiled = compile_tutorial_matmul(args, target, num_warps=2, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16)
     assert descriptor(compiled.text, "accum_offset") <= 40 and metadata(compiled.text, "agpr_count") > 0
     assert re.search(r"v_mfma\S* a\[", compiled.text)
     run_amdgcn(compiled.text, 4, args)
@@ -212,9 +212,9 @@ def many_values(x_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 def test_beyond_the_unified_register_file_is_out_of_resources():
-    x = np.ones(8192, np.float32)   # 2 x 256 values per thread, and their addresses
+    x = np.ones(16384, np.float32)   # one wave of 64 lanes: 2 x 256 values per lane, and their addresses
     with pytest.raises(OutOfResources, match="AGPRs") as e:
-        tile.dump(many_values, x, x, BLOCK=8192, stage="amdgcn", target="gfx942", num_warps=1)
+        tile.dump(many_values, x, x, BLOCK=16384, stage="amdgcn", target="gfx942", num_warps=1)
     assert "512 registers per lane" in str(e.value)
 
 
@@ -236,7 +236,7 @@ def test_registers_outside_the_descriptor_are_refused():
     a, b, c, args = tutorial_matmul_args(40, 40, 48, 8)
     with pytest.MonkeyPatch().context() as patch:
         patch.setitem(VGPR_LIMIT, "gfx942", 40)
-        text = compile_tutorial_matmul(args, "gfx942", num_warps=4, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16).text
+        text = compile_tutorial_matmul(args, "gfx942", num_warps=2, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16).text
     decode_amdgcn(text)
     total = descriptor(text, "next_free_vgpr")
     short = text.replace(f".amdhsa_next_free_vgpr {total}", f".amdhsa_next_free_vgpr {total - 1}")

@@ -15,7 +15,7 @@ from tile.compiler import compile_kernel
 from tile.ir import parse_op
 from tile.emulator.amdgcn_machine import run_amdgcn
 
-from amdgcn_util import instructions, named
+from amdgcn_util import instructions, named, warps_for
 
 RNG = np.random.default_rng(11)
 
@@ -146,8 +146,8 @@ def test_memory_model_sequences(target, sem, scope, before, after, bits):
     system scope writes the L2 back before a release and invalidates it after an acquire.
     gfx1100 ("Memory Model GFX10-GFX11", CU mode): a release drains loads, LDS and stores
     (vscnt); an acquire at agent or system scope invalidates the L1 and L0 after the wait."""
-    out = np.zeros(64, np.float32)
-    compiled = build(ordered_kernel, [out], target=target, SEM=sem, SCOPE=scope)
+    out = np.zeros(64, np.float32)   # one element per lane of 64 work-items: no owner mask around the atomic
+    compiled = build(ordered_kernel, [out], warps_for(target, 64), target=target, SEM=sem, SCOPE=scope)
     assert b"ELF" in assemble(compiled.text, target)[:4]
     text = instructions(compiled.text)
     k = next(i for i, line in enumerate(text) if line.startswith("global_atomic_add_f32"))   # one name on all

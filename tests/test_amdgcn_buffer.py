@@ -17,7 +17,7 @@ import tile.language as tl
 from tile.codegen.amdgcn import TARGETS, assemble
 from tile.emulator import EmulatorError
 from tile.emulator.amdgcn_machine import run_amdgcn
-from amdgcn_util import instructions, needs_llvm, unwaited_reads
+from amdgcn_util import instructions, needs_llvm, unwaited_reads, warps_for
 from test_emulator_amdgcn import text_of
 
 RNG = np.random.default_rng(915)
@@ -136,9 +136,10 @@ def test_masked_loads_are_buffer_loads_and_match_numpy(target, n):
 
 def test_resources_of_one_bound_share_its_scalar_work():
     """x's, y's and out's resources differ in their base only: the block's start scaled (s_lshl_b64)
-    and the bound's byte count (s_cselect_b32 ... s_lshl_b32) are computed once."""
+    and the bound's byte count (s_cselect_b32 ... s_lshl_b32) are computed once. 128 work-items
+    (two waves of 64): two elements each, so two loads of x and two of y."""
     x = RNG.standard_normal(1000).astype(np.float32)
-    ops = opcodes(amdgcn(add_kernel, (x, x, x, 1000), "gfx942", BLOCK=256))
+    ops = opcodes(amdgcn(add_kernel, (x, x, x, 1000), "gfx942", BLOCK=256, num_warps=2))
     assert sum(op.startswith("buffer_load") for op in ops) == 4
     assert ops.count("s_lshl_b64") == ops.count("s_cselect_b32") == ops.count("s_min_u32") == 1
     assert ops.count("s_addc_u32") == 3   # one base per pointer: x, y and out
@@ -288,9 +289,10 @@ def test_any_bound_matches_numpy(n, block, target, extra_blocks):
 @pytest.mark.parametrize("n, block", [(90, 128), (128, 128), (0, 128), (-5, 128), (333, 512), (512, 512)])
 def test_unsigned_bounds_compare_unsigned(target, n, block):
     """n = -5 is 2^32 - 5 as the u32 the mask compares: every lane is in (signed, none would be).
-    BLOCK 512: four elements per thread (one dwordx4 where n is a multiple of 16)."""
+    128 work-items, so that no two hold one element (a replicated store is masked by its owner):
+    BLOCK 512 puts four elements in each (one dwordx4 where n is a multiple of 16)."""
     x, out = RNG.uniform(1, 2, block).astype(np.float32), poisoned(block, np.float32)
-    ops = opcodes(amdgcn(unsigned_kernel, (x, out, n), target, BLOCK=block))
+    ops = opcodes(amdgcn(unsigned_kernel, (x, out, n), target, BLOCK=block, num_warps=warps_for(target, 128)))
     assert any(op.startswith("buffer_load") for op in ops) and any(op.startswith("buffer_store") for op in ops)
     assert not any(op.startswith(("global_", "s_and_saveexec")) for op in ops)
     tile.emulate(unsigned_kernel, target=target)[(1,)](x, out, n, BLOCK=block)
@@ -331,9 +333,11 @@ def run_rows(target, M, N, stride, grid_rows, grid_cols, block=128):
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_uniform_row_bound_folds_into_the_resource(target):
     """(row < M) & (cols < N) with the row uniform per program: num_records is the column bound's
-    where row < M holds, 0 where not; the loads and the masked store are buffer accesses."""
+    where row < M holds, 0 where not; the loads and the masked store are buffer accesses (128
+    work-items for the 128 columns: no replicated element whose store its owner masks)."""
     x = np.ones(3 * 300, np.float32)
-    ops = opcodes(amdgcn(rows_kernel, (x, x, x, 3, 200, 300, 512), target, BLOCK=128))
+    ops = opcodes(amdgcn(rows_kernel, (x, x, x, 3, 200, 300, 512), target, BLOCK=128,
+                         num_warps=warps_for(target, 128)))
     assert sum(op.startswith("buffer_load") for op in ops) == 1
     assert sum(op.startswith("buffer_store") for op in ops) == 1
     assert sum(op.startswith("s_cmp_lg_u") for op in ops) >= 1   # the row factor selects num_records

@@ -19,13 +19,12 @@ from tile.emulator import EmulatorError
 from tile.emulator.amdgcn_decode import AmdgcnSyntaxError
 from tile.emulator.amdgcn_machine import run_amdgcn
 from tile.ir import parse_op
-from amdgcn_util import instructions, needs_llvm, unwaited_reads
+from amdgcn_util import instructions, needs_llvm, unwaited_reads, warps_for
 from test_emulator_amdgcn import text_of
 
 RNG = np.random.default_rng(1315)
 SHARE = 4        # lanes per bin: every bin is hit by SHARE lanes of one wave
-BLOCK = 64       # one element per thread at num_warps=2: lane order is element order
-WARPS = 2
+BLOCK = 64       # one element per work-item of a workgroup of BLOCK: lane order is element order
 
 
 @tile.jit
@@ -120,11 +119,11 @@ def poison(dtype):
 
 
 def amdgcn(kernel, args, target, **constexprs) -> str:
-    return str(tile.dump(kernel, *args, stage="amdgcn", target=target, num_warps=WARPS, **constexprs))
+    return str(tile.dump(kernel, *args, stage="amdgcn", target=target, num_warps=warps_for(target, BLOCK), **constexprs))
 
 
 def emulate(kernel, grid, args, target, **constexprs) -> None:
-    tile.emulate(kernel, target=target)[(grid,)](*args, num_warps=WARPS, **constexprs)
+    tile.emulate(kernel, target=target)[(grid,)](*args, num_warps=warps_for(target, BLOCK), **constexprs)
 
 
 def atomic_lines(text: str) -> list[str]:

@@ -97,7 +97,9 @@ CASES = {
 }
 
 
-def amdgcn(case: str, num_warps: int = 4) -> str:
+def amdgcn(case: str, num_warps: int = 2) -> str:
+    """The gfx942 text of CASES[case]; 2 warps (waves of 64): the 128 work-items the cases' element
+    counts per lane are written for."""
     kernel, args, constexprs = CASES[case]
     return str(tile.dump(kernel, *args, stage="amdgcn", target="gfx942", num_warps=num_warps, **constexprs))
 
@@ -162,7 +164,7 @@ def test_vector_widths_follow_the_simt_ir():
 
 
 def test_descriptor_and_metadata():
-    text = amdgcn("vector add", num_warps=8)
+    text = amdgcn("vector add", num_warps=4)   # 4 waves of 64 work-items
     assert ".amdhsa_kernel add_kernel" in text
     assert ".amdhsa_user_sgpr_kernarg_segment_ptr 1" in text
     assert ".max_flat_workgroup_size: 256" in text and ".wavefront_size: 64" in text
@@ -249,7 +251,7 @@ def test_compile_for_gfx942_without_a_gpu(monkeypatch):
     spec, _ = add_kernel.specialize((F32, F32, F32, 1000), {"BLOCK": 256})
     compiled = compile_to_ptx(add_kernel, spec, {"num_warps": 4}, "gfx942")
     assert ".amdhsa_kernel add_kernel" in compiled.stage("amdgcn") and compiled.backend is None
-    assert compiled.launch_info["workgroup_size"] == 128
+    assert compiled.launch_info["workgroup_size"] == 256   # num_warps counts waves of 64
     with pytest.raises(RuntimeError, match="running gfx kernels needs hip-python"):
         compile_kernel(add_kernel, spec, {"num_warps": 4}, "gfx942")
 

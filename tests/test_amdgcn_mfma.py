@@ -219,14 +219,14 @@ def compile_dot(args, num_warps, target="gfx942", **constexprs):
     return compile_amdgcn(simt, target)
 
 
-@pytest.mark.parametrize("m, n, k, block_k, num_warps, dtype, mnemonic", [
-    (32, 32, 16, 16, 4, "f16", "v_mfma_f32_16x16x16_f16"),
-    (32, 32, 32, 16, 2, "f16", "v_mfma_f32_32x32x8_f16"),
-    (64, 64, 32, 16, 4, "f16", "v_mfma_f32_32x32x8_f16"),
-    (32, 64, 64, 32, 4, "bf16", "v_mfma_f32_16x16x16_bf16"),
-    (32, 32, 16, 16, 4, "f16", "v_mfma_f32_16x16x16f16"),        # gfx90a's names for the same shapes
-    (64, 64, 32, 16, 4, "f16", "v_mfma_f32_32x32x8f16"),
-    (32, 64, 64, 32, 4, "bf16", "v_mfma_f32_16x16x16bf16_1k"),
+@pytest.mark.parametrize("m, n, k, block_k, num_warps, dtype, mnemonic", [   # num_warps: waves of 64
+    (32, 32, 16, 16, 2, "f16", "v_mfma_f32_16x16x16_f16"),
+    (32, 32, 32, 16, 1, "f16", "v_mfma_f32_32x32x8_f16"),
+    (64, 64, 32, 16, 2, "f16", "v_mfma_f32_32x32x8_f16"),
+    (32, 64, 64, 32, 2, "bf16", "v_mfma_f32_16x16x16_bf16"),
+    (32, 32, 16, 16, 2, "f16", "v_mfma_f32_16x16x16f16"),        # gfx90a's names for the same shapes
+    (64, 64, 32, 16, 2, "f16", "v_mfma_f32_32x32x8f16"),
+    (32, 64, 64, 32, 2, "bf16", "v_mfma_f32_16x16x16bf16_1k"),
 ])
 def test_dot_selects_mfma_and_computes_on_the_wave_model(m, n, k, block_k, num_warps, dtype, mnemonic):
     """Inputs exact in the operand type (f16 arrays; bf16 from f32 arrays that bf16 holds)."""
@@ -244,8 +244,8 @@ def test_dot_selects_mfma_and_computes_on_the_wave_model(m, n, k, block_k, num_w
     compiled = compile_dot([a_in, b_in, out], num_warps, shape.target, M=m, N=n, K=k, BLOCK_K=block_k,
                            DTYPE=tl.bfloat16 if dtype == "bf16" else tl.float16)
     mfmas = [line.split()[0] for line in compiled.text.splitlines() if line.strip().startswith("v_mfma")]
-    waves = num_warps // 2   # the program of one wave, its loop body once
-    assert mfmas == [mnemonic] * (m * n // (shape.m * shape.n * waves) * block_k // shape.k)
+    # the program of one wave (a warp), its loop body once
+    assert mfmas == [mnemonic] * (m * n // (shape.m * shape.n * num_warps) * block_k // shape.k)
     assert b"ELF" in assemble(compiled.text, shape.target)[:4]
     run_amdgcn(compiled.text, 1, named(dot_kernel, [a_in, b_in, out]))
     np.testing.assert_allclose(out, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-4)
@@ -267,7 +267,7 @@ def test_mfma_layouts_print_and_parse():
 @given(st.sampled_from([32, 16]), st.sampled_from([(1, 1), (2, 1), (1, 2), (2, 2), (4, 1)]),
        st.integers(0, 2), st.integers(0, 2), st.integers(0, 2))
 def test_workgroup_layouts_hold_each_wave_s_instruction_tiles(instr, waves, rep_m, rep_n, rep_k):
-    """Over the lowering's 32-thread warps: warp pair w is wave w; in each wave, register
+    """Over the lowering's warps, each a wave of 64 lanes: warp w is wave w; in each wave, register
     R * (i + reps_m * j) + r of the result is the ISA's register r of the tile at (i, j), and
     A's register 4 * (s + steps * i) + v is value v of k-step s of tile row i (B alike)."""
     (wm, wn), k_instr = waves, {32: 8, 16: 16}[instr]
@@ -280,32 +280,31 @@ def test_workgroup_layouts_hold_each_wave_s_instruction_tiles(instr, waves, rep_
     for wave in range(wm * wn):
         wave_m, wave_n = wave % wm, wave // wm
         for lane in range(0, 64, 7):
-            warp, lane32 = 2 * wave + lane // 32, lane % 32
             for i in range(reps_m):
                 for j in range(reps_n):
                     row0, col0 = instr * (wave_m + wm * i), instr * (wave_n + wn * j)
                     for r in range(per_tile):
                         row, col = isa_d(instr, instr, lane, r)
-                        assert c.apply(per_tile * (i + reps_m * j) + r, lane32, warp) == (row0 + row, col0 + col)
+                        assert c.apply(per_tile * (i + reps_m * j) + r, lane, wave) == (row0 + row, col0 + col)
                     for s in range(steps):
                         for v in range(4):
                             row, kk = isa_a(instr, k_instr, lane, v)
-                            assert a.apply(4 * (s + steps * i) + v, lane32, warp) == (row0 + row, k_instr * s + kk)
+                            assert a.apply(4 * (s + steps * i) + v, lane, wave) == (row0 + row, k_instr * s + kk)
                             kk, col = isa_b(instr, k_instr, lane, v)
-                            assert b.apply(4 * (s + steps * j) + v, lane32, warp) == (k_instr * s + kk, col0 + col)
+                            assert b.apply(4 * (s + steps * j) + v, lane, wave) == (k_instr * s + kk, col0 + col)
 
 
 def test_dots_mfma_cannot_take_use_fma():
-    """A wave needs two of the lowering's warps, and MFMA here takes f16/bf16 only: one warp,
-    or f32 operands, take the FMA path (and still compute the right result)."""
+    """One warp is a whole wave, so a single warp's f16 dot runs on MFMA; MFMA here takes
+    f16/bf16 (and gfx942's fp8) only, so f32 operands take the FMA path. Both compute."""
     rng = np.random.default_rng(5)
     a16, b16 = rng.standard_normal((16, 16)).astype(np.float16), rng.standard_normal((16, 16)).astype(np.float16)
     c = rng.standard_normal((16, 16)).astype(np.float32)
-    for args, num_warps, dtype in (([a16, b16], 1, tl.float16),
-                                   ([a16.astype(np.float32), b16.astype(np.float32)], 2, tl.float32)):
+    for args, dtype, on_mfma in (([a16, b16], tl.float16, True),
+                                 ([a16.astype(np.float32), b16.astype(np.float32)], tl.float32, False)):
         out = c.copy()
-        compiled = compile_dot(args + [out], num_warps, M=16, N=16, K=16, BLOCK_K=16, DTYPE=dtype)
-        assert "v_mfma" not in compiled.text and "v_fma_f32" in compiled.text
+        compiled = compile_dot(args + [out], 1, M=16, N=16, K=16, BLOCK_K=16, DTYPE=dtype)
+        assert ("v_mfma" in compiled.text) == on_mfma and ("v_fma_f32" in compiled.text) != on_mfma
         run_amdgcn(compiled.text, 1, named(dot_kernel, args + [out]))
         np.testing.assert_allclose(out, a16.astype(np.float64) @ b16 + c, rtol=1e-5, atol=1e-4)
 
@@ -320,12 +319,11 @@ def _mfma_func(num_warps: int, instr: int, atype: str) -> str:
             f"{', '.join(['f32'] * acc)}\n  simt.return\n}}")
 
 
-def test_mfma_outside_whole_waves_or_without_an_instruction_is_refused():
-    with pytest.raises(UnsupportedOnTarget, match="simt.mfma in a workgroup that is not whole waves of 64"):
-        emit_amdgcn(parse_op(_mfma_func(1, 16, "f16")), "gfx942")
+def test_mfma_without_an_instruction_is_refused():
+    """One warp (a wave of 64) runs an MFMA; a shape and type no instruction has is refused."""
     with pytest.raises(UnsupportedOnTarget, match="simt.mfma of 32x32 on bf16"):
-        emit_amdgcn(parse_op(_mfma_func(2, 32, "bf16")), "gfx942")
-    assert "v_mfma_f32_16x16x16_f16" in emit_amdgcn(parse_op(_mfma_func(2, 16, "f16")), "gfx942")
+        emit_amdgcn(parse_op(_mfma_func(1, 32, "bf16")), "gfx942")
+    assert "v_mfma_f32_16x16x16_f16" in emit_amdgcn(parse_op(_mfma_func(1, 16, "f16")), "gfx942")
 
 
 def test_mfma_under_scf_if_is_refused_by_name():

@@ -220,9 +220,9 @@ def many_values(x_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 def test_a_kernel_too_big_for_the_register_file_fails_to_compile():
-    x = np.ones(8192, np.float32)
+    x = np.ones(16384, np.float32)   # one wave of 64 lanes: 2 x 256 values per lane
     with pytest.raises(OutOfResources, match="VGPRs"):
-        tile.dump(many_values, x, x, BLOCK=8192, stage="amdgcn", target="gfx942", num_warps=1)
+        tile.dump(many_values, x, x, BLOCK=16384, stage="amdgcn", target="gfx942", num_warps=1)
 
 
 # ------------------------------------------------------------------ uniformity

@@ -15,6 +15,7 @@ import tile.language as tl
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
 import amd_static  # noqa: E402
+from amdgcn_util import warps_for  # noqa: E402
 
 
 @tile.jit
@@ -27,13 +28,13 @@ def small_dot(a_ptr, b_ptr, c_ptr, N: tl.constexpr):
 
 @pytest.mark.parametrize("target, instructions", [("gfx942", 4), ("gfx1100", 2)])
 def test_matrix_instructions_and_threads_are_the_target_s(target, instructions):
-    """A 32 x 32 x 32 f16 dot with 4 warps (128 threads): on gfx942 two waves of 64, each two
-    16x16x16 tiles in two k-steps; on gfx1100 four waves of 32, each one 16 x 16 tile in two
-    k-steps of 16 (the text is one wave's program)."""
+    """A 32 x 32 x 32 f16 dot on 128 threads: on gfx942 two waves of 64 (num_warps 2), each two
+    16x16x16 tiles in two k-steps; on gfx1100 four waves of 32 (num_warps 4), each one 16 x 16
+    tile in two k-steps of 16 (the text is one wave's program)."""
     a = np.zeros((32, 32), np.float16)
     card = amd_static.CARDS[target]
-    asm = str(tile.dump(small_dot, a, a, np.zeros((32, 32), np.float32), N=32, num_warps=4, stage="amdgcn",
-                        target=target))
+    asm = str(tile.dump(small_dot, a, a, np.zeros((32, 32), np.float32), N=32, num_warps=warps_for(target, 128),
+                        stage="amdgcn", target=target))
     u = amd_static.usage(asm, card)
     assert u.threads == 128
     assert u.matrix == asm.count(card.matrix_prefix) == instructions

@@ -161,16 +161,16 @@ def test_08_low_memory_dropout(gfx_launches):
 @needs_llvm
 @pytest.mark.parametrize("rows, cols, group", [(48, 300, 0), (130, 64, 8)])
 def test_09_layer_norm_backward(gfx_launches, rows, cols, group):
-    """The tutorial's CPU sizes; 48 x 300 makes the dw/db reduction spill SGPRs to VGPR lanes on
-    the CDNA targets (102 SGPRs), not on gfx1100 (106)."""
+    """The tutorial's CPU sizes. 48 x 300 made the dw/db reduction spill SGPRs to VGPR lanes on
+    the CDNA targets while their warps were 32 lanes; on waves of 64 it fits the 102 SGPRs
+    there as on gfx1100 (SGPR spills are test_amdgcn_spill's)."""
     t = tutorial("09_layer_norm_backward")
     t.check(rows, cols, group)
     assembled(gfx_launches, "layer_norm_fwd_kernel", "layer_norm_bwd_dx_fused_kernel",
               "layer_norm_bwd_dwdb_kernel")
     if (rows, cols) == (48, 300):
         dwdb = gfx_launches["layer_norm_bwd_dwdb_kernel"]
-        spills = os.environ["TILE_EMULATE_TARGET"] != "gfx1100"
-        assert ("v_writelane_b32" in dwdb) == spills and (".sgpr_spill_count: 0" not in dwdb) == spills
+        assert "v_writelane_b32" not in dwdb and ".sgpr_spill_count: 0" in dwdb
 
 
 @needs_llvm

@@ -19,6 +19,7 @@ from codegen_util import func as gpu_func
 from codegen_util import lower
 from tile.codegen.amdgcn import assemble, compile_amdgcn
 from tile.codegen.lower_core import LoweringError
+from tile.codegen.target import target_facts
 from tile.compiler import compile_kernel
 from tile.emulator.amdgcn_machine import run_amdgcn
 from tile.ir import parse_op, print_op, verify
@@ -47,7 +48,7 @@ def dot_func(m: int, n: int, k: int, el: str, acc: str) -> str:
 
 def accelerated(text: str, num_warps: int, target: str = "gfx1100"):
     func = parse_op(text)
-    for p in (ConvertToGpu(num_warps, target), AccelerateDot()):
+    for p in (ConvertToGpu(num_warps, target, target_facts(target).warp_size), AccelerateDot()):
         p.run(func)
         verify(func)
         verify_layouts(func)

@@ -126,7 +126,7 @@ def test_load_and_launch_a_compiled_kernel(fake_hip):
     load, get, launch = fake_hip.calls
     assert load == ("hipModuleLoadData", hsaco) and get == ("hipModuleGetFunction", "handle:hipModuleLoadData",
                                                             sel.name.encode())
-    assert launch[1:] == ("handle:hipModuleGetFunction", (3, 1, 1), (64, 1, 1), 0, None)
+    assert launch[1:] == ("handle:hipModuleGetFunction", (3, 1, 1), (128, 1, 1), 0, None)   # 2 waves of 64
     segment = fake_hip.segments[0]
     expected = bytearray(segment_of_model[:sel.kernarg_size])   # the emulator's layout, its own buffer addresses
     for a, address in zip([a for a in sel.kernargs if a.value_kind == "global_buffer"], addresses):

@@ -57,7 +57,7 @@ def test_vector_add_launches_through_hip(fake_hip):
     assert compiled.target == "gfx942"
     assert "v_add_f32" in compiled.asm["amdgcn"] and compiled.asm["amdgcn"] == compiled.stages["amdgcn"]
     launch, = fake_hip.launches
-    assert launch["grid"] == (4, 1, 1) and launch["block"] == (64, 1, 1)
+    assert launch["grid"] == (4, 1, 1) and launch["block"] == (128, 1, 1)   # 2 warps: waves of 64 on gfx942
     assert fake_hip.memory == {}                      # every staged copy was freed
     assert fake_hip.calls.count("hipMalloc") == 3 and fake_hip.calls.count("hipFree") == 3
 

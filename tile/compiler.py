@@ -328,13 +328,14 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
         return kernel
 
     from .codegen.lower import lower_to_simt
-    from .codegen.target import emitter
+    from .codegen.target import emitter, target_facts
     from .opt.gpu_pipeline import gpu_passes
 
     from .runtime.resources import shared_memory_limit
 
-    gpu_manager = PassManager(gpu_passes(options["num_warps"], target, num_stages=options["num_stages"],
-                                         shared_limit=shared_memory_limit(target)),
+    threads_per_warp = target_facts(target).warp_size   # a wave of 64 on CDNA, else 32
+    gpu_manager = PassManager(gpu_passes(options["num_warps"], target, threads_per_warp,
+                                         num_stages=options["num_stages"], shared_limit=shared_memory_limit(target)),
                               verify_each=record_passes, record=record_passes)
     _timed(timings, "gpu passes", gpu_manager.run, func)
     if record_passes:
@@ -343,7 +344,7 @@ def _compile_stages(fn: Any, spec: Any, options: dict[str, Any], target: str, re
     stages["gpu"] = print_op(func)
     from .runtime.resources import check_resources
 
-    threads = options["num_warps"] * func.attrs.get("threads_per_warp", 32)
+    threads = options["num_warps"] * threads_per_warp
     check_resources(name, target, func.attrs.get("shared_bytes", 0), threads)
     if until in ("tile-opt", "passes", "gpu"):
         return kernel

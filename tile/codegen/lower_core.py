@@ -4,7 +4,8 @@ constant folding of address arithmetic, and the simt builder.
 A gpu-IR tensor becomes, in each thread, one simt value per register of its LinearLayout
 (register-index order); a scalar becomes one value. The element held in register r of thread
 tid is R[r] ^ T(tid), with R tabulated here at compile time and T computed once per function
-from %tid.x (lane = tid % 32, warp = tid / 32):
+from %tid.x (lane = tid % warp size, warp = tid / warp size; the target's warp size: 32, or 64
+on AMD CDNA, whose warp is a wave):
 
     tt.arange {start = 0, end = 512} : tensor<512xi32, #blocked<spt = [4], tpw = [32], wpc = [4], order = [0]>>
   becomes, per thread,
@@ -100,12 +101,13 @@ def xor_all(coords: Sequence[Sequence[int]], rank: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def linear_info(ll: LinearLayout) -> LayoutInfo:
+def linear_info(ll: LinearLayout, lane_bits: int = 5) -> LayoutInfo:
+    """The register and %tid tables of `ll` for warps of 2**lane_bits threads."""
     rank = ll.rank
     regs = []
     for r in range(ll.num_registers):
         regs.append(xor_all([b for i, b in enumerate(ll.register_bases) if r >> i & 1], rank))
-    lanes = list(ll.lane_bases) + [(0,) * rank] * (5 - len(ll.lane_bases))
+    lanes = list(ll.lane_bases) + [(0,) * rank] * (lane_bits - len(ll.lane_bases))
     return LayoutInfo(ll, tuple(regs), tuple(lanes) + tuple(ll.warp_bases))
 
 
@@ -189,7 +191,7 @@ class Lowering:
             raise LoweringError(self.func, f"tensor {t} has no distributed layout")
         key = (layout, t.shape)
         if key not in self.infos:
-            self.infos[key] = linear_info(layout.to_linear(t.shape))
+            self.infos[key] = linear_info(layout.to_linear(t.shape), self.lane_bits)
         return self.infos[key]
 
     def reg_types(self, t: Type) -> list[Type]:

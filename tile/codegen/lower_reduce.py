@@ -191,7 +191,8 @@ def _lower_reduce(ctx: Lowering, op: Operation) -> None:
             acc = combine(acc, [regs[i][r] for i in range(k)])
         partial[key] = acc
     bits = axis_bits(info.tid_bases, axis, op, "thread")
-    lane_bits, warp_bits = [b for b in bits if b < 5], [b - 5 for b in bits if b >= 5]
+    lanes = ctx.lane_bits   # thread bits below it pick the lane, the rest the warp
+    lane_bits, warp_bits = [b for b in bits if b < lanes], [b - lanes for b in bits if b >= lanes]
     for b in lane_bits:
         for key, vals in partial.items():
             other = [shuffle(ctx, v, "bfly", ctx.const(1 << b, i32)) for v in vals]

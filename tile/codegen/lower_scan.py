@@ -39,12 +39,12 @@ def _combine_if(ctx: Lowering, cond: Value, combine, prefix: list[Value], vals: 
 class _Plan:
     """Where the digits of the axis coordinate live in one layout."""
 
-    def __init__(self, info: LayoutInfo, axis: int, op: Operation):
+    def __init__(self, info: LayoutInfo, axis: int, op: Operation, lane_bits: int):
         ll = info.ll
         reg_axis = axis_bits(ll.register_bases, axis, op, "register")
         tid_axis = axis_bits(info.tid_bases, axis, op, "thread")
         digits = sorted([(ll.register_bases[i][axis], "reg", i) for i in reg_axis] +
-                        [(info.tid_bases[b][axis], "lane" if b < 5 else "warp", b) for b in tid_axis])
+                        [(info.tid_bases[b][axis], "lane" if b < lane_bits else "warp", b) for b in tid_axis])
         if [v for v, _, _ in digits] != [1 << j for j in range(len(digits))]:
             raise LoweringError(op, "the scan axis is not spread over distinct power-of-two steps")
         kinds = "".join({"reg": "r", "lane": "l", "warp": "w"}[k] for _, k, _ in digits)
@@ -55,7 +55,7 @@ class _Plan:
         n_lo = len(kinds) - len(kinds.lstrip("r"))
         self.lo = [i for _, k, i in digits[:n_lo]]
         self.lanes = [b for _, k, b in digits if k == "lane"]
-        self.warps = [b - 5 for _, k, b in digits if k == "warp"]
+        self.warps = [b - lane_bits for _, k, b in digits if k == "warp"]
         self.hi = [i for _, k, i in digits[n_lo:] if k == "reg"]
         if self.lanes and self.lanes != list(range(self.lanes[0], self.lanes[0] + len(self.lanes))):
             raise LoweringError(op, "the scan axis must use consecutive lane bits")
@@ -68,7 +68,7 @@ def _lower_scan(ctx: Lowering, op: Operation) -> None:
     axis, reverse = op.attrs["axis"], bool(op.attrs.get("reverse", False))
     k = op.num_operands
     info = ctx.info(op.operand(0).type)
-    plan = _Plan(info, axis, op)
+    plan = _Plan(info, axis, op, ctx.lane_bits)
     combine = combine_fn(ctx, op)
     vals = [list(ctx.get(v)) for v in op.operands]
     coord = [c[axis] for c in info.reg_coords]
@@ -92,7 +92,7 @@ def _lower_scan(ctx: Lowering, op: Operation) -> None:
 
     if plan.lanes:
         b0, nl = plan.lanes[0], len(plan.lanes)
-        pos = ctx.from_tid([1 << (b - b0) if b0 <= b < b0 + nl else 0 for b in range(5)])
+        pos = ctx.from_tid([1 << (b - b0) if b0 <= b < b0 + nl else 0 for b in range(ctx.lane_bits)])
         if reverse:
             pos = ctx.op("arith.sub", [ctx.const((1 << nl) - 1, i32), pos], i32)
         mode = "down" if reverse else "up"

@@ -61,8 +61,8 @@ def _ptx(name: str, arch: int, matrix: tuple[str, ...], barriers: tuple[str, ...
                        barriers=barriers, shuffle_modes=SHFL_MODES, matrix_instructions=matrix)
 
 
-def _amdgcn(name: str, arch: int) -> TargetFacts:
-    return TargetFacts(name=name, isa="amdgcn", arch=arch, warp_size=32,
+def _amdgcn(name: str, arch: int, wave_size: int) -> TargetFacts:
+    return TargetFacts(name=name, isa="amdgcn", arch=arch, warp_size=wave_size,
                        address_spaces=("global", "lds", "scratch", "kernarg"), register_classes=("s", "v"),
                        barriers=("s_barrier",), shuffle_modes=SHFL_MODES, matrix_instructions=())
 
@@ -73,13 +73,13 @@ TARGETS: Mapping[str, TargetFacts] = {t.name: t for t in (
     _ptx("sm_89", 89, ("mma.sync",), ("bar.sync",)),
     _ptx("sm_90", 90, ("mma.sync",), ("bar.sync",)),
     _ptx("sm_90a", 90, ("mma.sync", "wgmma"), ("bar.sync", "mbarrier")),
-    # CDNA3 and CDNA2 run waves of 64, but the shared lowering still hands them warps of 32 (a
-    # wave holds two; shuffles stay inside each half) until layouts are chosen for wave64;
-    # RDNA3 runs waves of 32, one warp each. arch reads the gfx name's digits in order, the
-    # last one hexadecimal (gfx90a: 9, 0, 10 -> 910; gfx1100: 1, 1, 0, 0 -> 1100).
-    _amdgcn("gfx942", 942),
-    _amdgcn("gfx90a", 910),
-    _amdgcn("gfx1100", 1100),
+    # A warp is one wave of the target: 64 lanes on CDNA3 and CDNA2 (as in Triton on AMD,
+    # num_warps counts waves of 64, the layouts spread 64 lanes, and reductions, scans and
+    # MFMA tiles span the whole wave), 32 on RDNA3. arch reads the gfx name's digits in order,
+    # the last one hexadecimal (gfx90a: 9, 0, 10 -> 910; gfx1100: 1, 1, 0, 0 -> 1100).
+    _amdgcn("gfx942", 942, 64),
+    _amdgcn("gfx90a", 910, 64),
+    _amdgcn("gfx1100", 1100, 32),
 )}
 
 

@@ -570,6 +570,30 @@ def _bpermute(w, ins):
     w.issue("lgkmcnt", ins.defs[0], [(ins.defs[0], values, w.exec.copy())])
 
 
+SWIZZLE_GROUP = 32   # the lanes ds_swizzle_b32's bit mode permutes among (written apart from the selector's)
+
+
+@_executes("ds_swizzle_b32")
+def _swizzle(w, ins):
+    """DS_SWIZZLE_B32 (CDNA3 ISA and RDNA3 ISA): offset bit 15 clear, the bit mode: lane i of
+    each group of 32 reads lane ((i & and_mask) | or_mask) ^ xor_mask of its group (the masks
+    in offset bits 0-4, 5-9, 10-14); bit 15 set, below 0xE000, the quad mode: lane i reads lane
+    (offset >> 2 (i mod 4)) & 3 of its quad. A source lane outside EXEC gives 0."""
+    offset = ins.mods.get("offset", 0)
+    if offset >= 0xE000:
+        raise w.error(f"ds_swizzle_b32 offset {offset:#x}: the modes from 0xe000 up are not modelled")
+    lane = np.arange(w.lanes)
+    if offset & 0x8000:
+        source = (lane & ~3) | ((offset >> (2 * (lane & 3))) & 3)
+    else:
+        group = SWIZZLE_GROUP
+        and_mask, or_mask, xor_mask = offset & (group - 1), offset >> 5 & (group - 1), offset >> 10 & (group - 1)
+        source = (lane & ~(group - 1)) | (((lane & and_mask) | or_mask) ^ xor_mask)
+    data = w.read(ins.uses[0])
+    values = np.where(w.exec[source], data[source], np.uint64(0))
+    w.issue("lgkmcnt", ins.defs[0], [(ins.defs[0], values, w.exec.copy())])
+
+
 def _lds_bytes(w, address: np.ndarray, lanes: np.ndarray, size: int) -> np.ndarray:
     """[active lanes, size] byte indices of LDS, bounds checked."""
     lds = w.group.lds

@@ -23,8 +23,9 @@ the bits of the register and lane indices each move one power-of-two step along 
 Registers count the values of A and B (k_width per lane, two VGPRs' worth, the lowest
 first) and f32 values for D.
 
-Over a workgroup, tt.dot's layouts on gfx942 (the lowering's warps are 32 threads, so a wave is
-two consecutive warps and the wave's lane bit 5 is bit 0 of the warp index):
+Over a workgroup, tt.dot's layouts on gfx942 and gfx90a (a warp of the lowering is one wave of
+64: the layout's 6 lane bases are the instruction's, its warp bases step the waves over the
+grid of instruction tiles):
 
     #mfma<instr = 32, wpc = [wm, wn]>                     the result: waves tile (instr wm) x (instr wn)
     #mfma_op<op_idx = 0, parent = #mfma<...>>            A (op_idx 0) or B (1) of that result
@@ -101,16 +102,10 @@ def mfma_operand_layout(op_idx: int, mn: int, k: int, wave_size: int = MFMA_WAVE
 
 
 MFMA_INSTR_K = {32: 8, 16: 16}   # K of the 16-bit MFMA of each result size (32x32x8, 16x16x16; twice for 8-bit)
-LOWERING_WARP = 32               # threads per warp in the shared lowering: two warps make a wave
 
 
 def _steps(base: tuple[int, int], count: int) -> list[tuple[int, int]]:
     return [(base[0] * p, base[1] * p) for p in _powers(count)]
-
-
-def _split_wave(wave: LinearLayout) -> tuple[tuple, tuple]:
-    """A wave's 6 lane bases as the lowering's 5 lane bases and the first warp basis."""
-    return wave.lane_bases[:5], wave.lane_bases[5:]
 
 
 @dataclass(frozen=True)
@@ -131,11 +126,11 @@ class MfmaLayout(DistributedLayout):
 
     @property
     def num_warps(self) -> int:
-        return 2 * math.prod(self.waves_per_cta)
+        return math.prod(self.waves_per_cta)
 
     @property
     def warp_size(self) -> int:
-        return LOWERING_WARP
+        return MFMA_WAVE_SIZE
 
     def tile_reps(self, shape) -> tuple[int, int]:
         """Instruction tiles of each wave along M and N (a shape the waves do not tile is an error)."""
@@ -148,10 +143,9 @@ class MfmaLayout(DistributedLayout):
         reps_m, reps_n = self.tile_reps(shape)
         (wm, wn), t = self.waves_per_cta, self.instr
         wave = mfma_result_layout(t, t)
-        lanes, half = _split_wave(wave)
         regs = wave.register_bases + tuple(_steps((t * wm, 0), reps_m) + _steps((0, t * wn), reps_n))
-        warps = half + tuple(_steps((t, 0), wm) + _steps((0, t), wn))
-        return LinearLayout(tuple(shape), regs, lanes, warps)
+        warps = tuple(_steps((t, 0), wm) + _steps((0, t), wn))
+        return LinearLayout(tuple(shape), regs, wave.lane_bases, warps)
 
     def __str__(self) -> str:
         return f"#mfma<instr = {self.instr}, wpc = {fmt_list(self.waves_per_cta)}>"
@@ -182,7 +176,7 @@ class MfmaOperandLayout(DistributedLayout):
 
     @property
     def warp_size(self) -> int:
-        return LOWERING_WARP
+        return MFMA_WAVE_SIZE
 
     @property
     def instr_k(self) -> int:
@@ -198,13 +192,12 @@ class MfmaOperandLayout(DistributedLayout):
             raise ValueError(f"{self} does not tile a {list(shape)} tensor")
         along = lambda dim, v: (v, 0) if dim == 0 else (0, v)  # noqa: E731
         wave = mfma_operand_layout(self.op_idx, t, k_instr, k_width=self.k_width)
-        lanes, half = _split_wave(wave)
         regs = wave.register_bases + tuple(_steps(along(k_dim, k_instr), shape[k_dim] // k_instr) +
                                            _steps(along(mn_dim, t * waves_mn), shape[mn_dim] // (t * waves_mn)))
         own = _steps(along(mn_dim, t), waves_mn)
         replicated = [(0, 0)] * log2((wn, wm)[self.op_idx])
-        warps = half + tuple(own + replicated if self.op_idx == 0 else replicated + own)
-        return LinearLayout(tuple(shape), regs, lanes, warps)
+        warps = tuple(own + replicated if self.op_idx == 0 else replicated + own)
+        return LinearLayout(tuple(shape), regs, wave.lane_bases, warps)
 
     def __str__(self) -> str:
         width = f", k_width = {self.k_width}" if self.k_width != VALUES_PER_LANE else ""

@@ -38,14 +38,15 @@ The ops:
   simt.unpack %w : T, T...                the inverse
   simt.approx %x [, %y] {fn} : f32        ex2 lg2 sin cos rsqrt rcp tanh, div (x / y), rcp64h (f64):
                                           the .approx units (ex2 and rcp64h flush subnormals)
-  simt.shfl %x, %b {mode} : T             shfl.sync.{bfly,up,down,idx}.b32, all lanes (T: i32/f32)
+  simt.shfl %x, %b {mode} : T             shfl.sync.{bfly,up,down,idx}.b32, all lanes of the warp
+                                          (T: i32/f32; AMD: the wave, 64 lanes on CDNA)
   simt.barrier                            bar.sync 0
 
 Tensor cores and asynchronous copies (sm_80+; warp-wide ops run with all 32 lanes converged):
 
   simt.mfma %a0, %a1, %b0, %b1, %c... {instr, atype[, btype]} : f32 x (instr^2 / 64)
-                                          AMD's MFMA (gfx942), a wave-wide op of the two warps
-                                          of a 64-lane wave: D = A @ B + C for one instr x instr
+                                          AMD's MFMA (gfx942, gfx90a), a wave-wide op of one
+                                          warp, a 64-lane wave: D = A @ B + C for one instr x instr
                                           tile; A and B four 16-bit or eight 8-bit values (atype;
                                           B btype where given) packed in two i32 each, in the
                                           lanes as tile.ir.mfma_layouts says

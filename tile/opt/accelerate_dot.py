@@ -70,12 +70,12 @@ On gfx942 and gfx90a (AMD CDNA3 and CDNA2), f16 and bf16 dots with an f32 accumu
 (MFMA_INSTRS), and on gfx942 so do dots on the fnuz fp8 formats f8e4b8 / f8e5b16 (A of one and
 B of the other too: v_mfma_f32_*_fp8_bf8 and _bf8_fp8): the result gets #mfma
 (tile.ir.mfma_layouts) and A and B #mfma_op (k_width 8 for fp8: eight values in each lane),
-converted from their blocked layouts like mma's operands. A wave is two of the lowering's
-32-thread warps, so num_warps must be even; the waves form a wm x wn grid (warps_per_tile over
+converted from their blocked layouts like mma's operands. A warp there is a wave of 64 (as in
+Triton on CDNA: num_warps counts waves); the waves form a wm x wn grid (warps_per_tile over
 instruction tiles), and the instruction is 32x32 (K 8, or 16 for fp8) where each wave gets at
 least 32 x 32, else 16x16 (K 16, or 32 for fp8; the one bf16 MFMA tile selects). M and N must
 be multiples of the waves' instruction tiles and K of the instruction's K, else the dot takes
-the FMA path. Before / after (64x64x64 f8e4b8 x f8e5b16, num_warps = 4, gfx942):
+the FMA path. Before / after (64x64x64 f8e4b8 x f8e5b16, num_warps = 2: two waves, gfx942):
     %d = tt.dot %a, %b, %c : tensor<64x64xf32, #b>
 becomes (#m = #mfma<instr = 32, wpc = [2, 1]>)
     %0 = gpu.convert_layout %a : tensor<64x64xf8e4b8, #mfma_op<op_idx = 0, parent = #m, k_width = 8>>
@@ -114,7 +114,7 @@ from ..ir.dot_layouts import MAX_WGMMA_N, DotOperandLayout, MmaLayout, wgmma_sha
 from ..ir.float8 import is_float8_variant
 from ..ir.gpu_ops import element_bytes, is_elementwise, layout_of, legalize, mma_k_width, with_layout
 from ..ir.layouts import BlockedLayout, blocked_layout
-from ..ir.mfma_layouts import MFMA_INSTR_K, MfmaLayout, mfma_k_width
+from ..ir.mfma_layouts import MFMA_INSTR_K, MFMA_WAVE_SIZE, MfmaLayout, mfma_k_width
 from ..ir.simt_ops import WGMMA_SHAPES, wgmma_atype
 from ..ir.types import with_element
 from ..ir.wmma_layouts import WMMA_K, WMMA_M, WMMA_N, WmmaLayout, WmmaOperandLayout
@@ -227,16 +227,18 @@ def mfma_instrs(target: str, a: DType, b: DType) -> tuple[int, ...]:
     return MFMA_INSTRS.get(target, {}).get(a.name, ())
 
 
-def mfma_result_layout_for(op: Operation, target: str, num_warps: int) -> Optional[MfmaLayout]:
-    """The #mfma layout of tt.dot `op` on an AMD target, or None (see the module docstring)."""
+def mfma_result_layout_for(op: Operation, target: str, num_warps: int,
+                           threads_per_warp: int = MFMA_WAVE_SIZE) -> Optional[MfmaLayout]:
+    """The #mfma layout of tt.dot `op` on an AMD target whose warps are waves of
+    `threads_per_warp`, or None (see the module docstring)."""
     a, b, c = op.operand(0).type, op.operand(1).type, op.result.type
     instrs = mfma_instrs(target, a.element, b.element)
-    if not instrs or c.element != f32 or num_warps % 2:
+    if not instrs or c.element != f32 or threads_per_warp != MFMA_WAVE_SIZE:
         return None
     (m, k), n = a.shape, c.shape[1]
     k_scale = mfma_k_width(a.element.bits) // mfma_k_width(16)   # 8-bit MFMA: twice the K
     for instr in instrs:
-        wm, wn = warps_per_tile((m * 16 // instr, n * 16 // instr), num_warps // 2)
+        wm, wn = warps_per_tile((m * 16 // instr, n * 16 // instr), num_warps)
         if m % (instr * wm) == 0 and n % (instr * wn) == 0 and k % (MFMA_INSTR_K[instr] * k_scale) == 0:
             return MfmaLayout(instr, (wm, wn))
     return None
@@ -267,7 +269,8 @@ def fma_result_layout(shape: Sequence[int], num_warps: int, threads_per_warp: in
 def dot_result_layout(op: Operation, target: str, num_warps: int,
                       threads_per_warp: int) -> MmaLayout | MfmaLayout | WmmaLayout | BlockedLayout:
     shape = op.result.type.shape
-    amd = mfma_result_layout_for(op, target, num_warps) or wmma_result_layout_for(op, target, num_warps)
+    amd = mfma_result_layout_for(op, target, num_warps, threads_per_warp) or \
+        wmma_result_layout_for(op, target, num_warps)
     if amd is not None:
         return amd
     if uses_wgmma(op, target, num_warps, threads_per_warp):

@@ -3,9 +3,10 @@
 The NVIDIA choice (tile.opt.convert_through_shared.shared_layout_for) keeps a conversion buffer
 in the order of the source's fastest dimension and searches its swizzle for the fewest
 wavefronts of the store plus the load. Its bank model, 32 banks of 4 bytes served in phases of
-32 lanes (16 for 8-byte and 8 for 16-byte accesses), is also the LDS a wave meets on gfx942,
-gfx90a and gfx1100: tile's lowering splits a wave64 into two 32-lane halves, and
-tile.emulator.amdgcn_lds_banks counts the same clocks on the emulated kernel.
+32 consecutive lanes (16 for 8-byte and 8 for 16-byte accesses), is also the LDS a wave meets on
+gfx942, gfx90a and gfx1100: a warp there is one wave, and a wave64's access (CDNA) is two phases
+of 32 lanes (four of 16, eight of 8), which the model counts phase by phase over the warp's 64
+lanes; tile.emulator.amdgcn_lds_banks counts the same clocks on the emulated kernel.
 
 What AMD changes is the order of the buffers that are not matrix operands. An MFMA / WMMA
 accumulator written back for the epilogue holds 4 (MFMA) or 8 (WMMA) consecutive rows of one

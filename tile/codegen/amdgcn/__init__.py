@@ -9,9 +9,9 @@ hazards of RDNA3), kernel_object (text, assembler). `emit_amdgcn` is the entry t
 final instructions and register assignment. The text runs on the emulator's wave machine
 (tile.emulate(kernel, target="gfx942"), tile.emulator.amdgcn_machine).
 
-The simt IR comes from the shared lowering with 32-thread warps: a CTA of num_warps * 32
-threads is one workgroup of that many work-items, run as waves of 64 lanes on CDNA (a wave
-holds two warps) and of 32 on RDNA3 (a wave is a warp).
+The simt IR comes from the shared lowering with warps of the target's wave size (its
+TargetFacts.warp_size): a CTA of num_warps waves, 64 lanes each on CDNA (gfx942, gfx90a) and
+32 on RDNA3 (gfx1100), is one workgroup of num_warps * wave size work-items.
 """
 from __future__ import annotations
 

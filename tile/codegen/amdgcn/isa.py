@@ -81,9 +81,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from ..target import target_facts
+
 TARGET_TRIPLE = "amdgcn-amd-amdhsa"
 TARGETS = ("gfx942", "gfx90a", "gfx1100")
-WAVE_SIZE = {"gfx942": 64, "gfx90a": 64, "gfx1100": 32}
+WAVE_SIZE = {t: target_facts(t).warp_size for t in TARGETS}   # lanes of a wave: the lowering's warp size
 WAVE64_TARGETS = tuple(t for t in TARGETS if WAVE_SIZE[t] == 64)
 WAVE32_TARGETS = tuple(t for t in TARGETS if WAVE_SIZE[t] == 32)
 # s0..s101 are addressable on GFX9 (vcc and xnack_mask live above); s0..s105 on GFX11 (vcc has
@@ -104,6 +106,19 @@ MAX_VMCNT = WAIT_COUNT_LIMITS["gfx942"]["vmcnt"]
 MAX_LGKMCNT = WAIT_COUNT_LIMITS["gfx942"]["lgkmcnt"]
 # The counter global stores (and stores only) count in: GFX10+ gave them their own (vscnt)
 STORE_COUNTER = {"gfx942": "vmcnt", "gfx90a": "vmcnt", "gfx1100": "vscnt"}
+# DS_SWIZZLE_B32's bit mode (offset bit 15 clear; CDNA3 ISA and RDNA3 ISA, DS_SWIZZLE_B32):
+# lane i of each group of SWIZZLE_LANES reads lane ((i & and_mask) | or_mask) ^ xor_mask of its
+# group, the masks in offset bits 0-4, 5-9 and 10-14; a source lane outside EXEC gives 0
+SWIZZLE_LANES = 32
+
+
+def swizzle_offset(and_mask: int, or_mask: int, xor_mask: int) -> int:
+    """The ds_swizzle_b32 offset of the bit mode with these masks (each below SWIZZLE_LANES)."""
+    if not all(0 <= m < SWIZZLE_LANES for m in (and_mask, or_mask, xor_mask)):
+        raise ValueError(f"swizzle masks must lie below {SWIZZLE_LANES}: {and_mask}, {or_mask}, {xor_mask}")
+    return and_mask | or_mask << 5 | xor_mask << 10
+
+
 GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1; GFX11 alike)
 DS_OFFSET_RANGE = (0, 65535)         # the unsigned 16-bit offset of ds_read/ds_write
 BUFFER_OFFSET_RANGE = (0, 4095)      # the unsigned 12-bit immediate offset of MUBUF (CDNA3 ISA 9.1; RDNA3 alike)
@@ -589,6 +604,9 @@ def _rows() -> list[InstrInfo]:
     add("ds_add_u32", "DS", "| vsrc vsrc", "ds", "lgkmcnt")   # LDS atomic add, no return (tl.histogram's bins)
     # lane permutation through the LDS crossbar (no LDS memory): dst = data of lane addr / 4
     add("ds_bpermute_b32", "DS", "vdst | vsrc vsrc", "ds", "lgkmcnt")
+    # lanes exchanged within each group of SWIZZLE_LANES by the offset alone (no address VGPR,
+    # no LDS memory; CDNA3 and RDNA3 ISA, DS_SWIZZLE_B32): see swizzle_offset
+    add("ds_swizzle_b32", "DS", "vdst | vsrc", "ds", "lgkmcnt")
     return rows
 
 

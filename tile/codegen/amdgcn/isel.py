@@ -2,9 +2,9 @@
 and gfx1100 (wave32).
 
 Execution model. The simt IR is what one thread runs; `simt.tid` is the thread's index in
-its CTA, `num_warps * 32` threads (the lowering's warps are 32-thread groups, and an
-elementwise kernel's simt IR depends on nothing but the thread index). On every target the CTA
-is a workgroup of that many work-items, run as waves of 64 lanes (CDNA) or 32 (RDNA3). Values
+its CTA, `num_warps * wave size` threads: the lowering's warp is one wave of the target, 64
+lanes on CDNA (gfx942, gfx90a), 32 on RDNA3 (gfx1100), so lane = tid % wave size and wave =
+tid / wave size. On every target the CTA is a workgroup of that many work-items. Values
 the same in every lane (kernel arguments, program ids, constants, integer arithmetic on them:
 `uniform_values`) live in SGPRs and are computed once per wave by the scalar unit; the rest live
 in VGPRs. An i1 is a lane mask in an SGPR pair on wave64, in one SGPR on wave32 (bit i: lane
@@ -42,10 +42,10 @@ mask is a buffer atomic (buffer_atomic), returning where its old value is read.
 Beyond elementwise code: MFMA (simt.mfma: tt.dot on f16/bf16), WMMA on gfx1100 (simt.wmma,
 its operand tuples built where they are loaded: place_wmma_operands), LDS accesses
 (ds_read/ds_write; simt.smem_addr is the LDS byte address itself), simt.barrier (drain,
-s_barrier), simt.shfl within the lowering's 32-lane warps (each half of a wave64) as
-ds_bpermute_b32, scf.for with uniform bounds (an SGPR induction variable and a backward
-branch), scf.if as EXEC masking without branches, and scf.while as a loop that narrows EXEC to
-the lanes still running.
+s_barrier), simt.shfl within the wave (the lowering's warp) as ds_swizzle_b32 or
+ds_bpermute_b32, scf.for with uniform bounds (an SGPR induction variable and a backward branch),
+scf.if as EXEC masking without branches, and scf.while as a loop that narrows EXEC to the lanes
+still running.
 
 Live ranges are shaped here, where the simt IR's structure is still visible: an MFMA's loop-
 carried accumulators are its own C/D tuple (carried_registers), a carried pointer advances in
@@ -76,8 +76,8 @@ from ...ir.types import DType, PointerType, i1
 from ..math_lib import INV_TWO_PI
 from .isa import (ATOMIC_RETURN_BIT, BUFFER_ATOMICS, BUFFER_ATOMICS_64, BUFFER_BASE_HIGH_BITS, BUFFER_OFFSET_RANGE,
                   BUFFER_RESOURCE_CONFIG, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64, GLOBAL_OFFSET_RANGE,
-                  INLINE_FLOATS, LANE_MASK_OPCODES, MEMORY_ORDER, RETURNING_SUFFIX, STORE_COUNTER, WAVE_SIZE, info,
-                  mfma_shape, user_sgpr_count, wmma_shape)
+                  INLINE_FLOATS, LANE_MASK_OPCODES, MEMORY_ORDER, RETURNING_SUFFIX, STORE_COUNTER, SWIZZLE_LANES,
+                  WAVE_SIZE, info, mfma_shape, swizzle_offset, user_sgpr_count, wmma_shape)
 from .mir import EXEC, NULL, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
@@ -325,7 +325,6 @@ _DS_STORE = {1: "ds_write_b32", 2: "ds_write_b64", 4: "ds_write_b128"}
 _DS_NARROW_STORE = {8: "ds_write_b8", 16: "ds_write_b16"}
 # ops whose selection writes their result into its home (Selector.homes) when it has one
 _BUILT_IN_PLACE = ("simt.ld_shared", "simt.ld_global", "simt.pack")
-_WAVE_HALF = 32   # simt.shfl exchanges within the lowering's 32-lane warps: each half of a wave64
 
 
 # Buffer loads and stores -------------------------------------------------------------------
@@ -639,9 +638,10 @@ class Selector:
         self.loops = 0
         self.recent_masks: dict[Value, tuple[Sub, int]] = {}
         self.comment = ""
-        self.wave_size = WAVE_SIZE[target]
+        self.wave_size = WAVE_SIZE[target]   # the lowering's warp: simt.tid / wave_size is the wave
         self.mask_dwords = self.wave_size // 32   # a lane mask: one SGPR per 32 lanes
-        threads, memo = func.attrs["num_warps"] * 32, {}
+        self.threads = func.attrs["num_warps"] * self.wave_size
+        threads, memo = self.threads, {}
         self.buffer_accesses: dict[Operation, BufferAccess] = {
             op: access for op in walk(func.regions[0].block.ops)
             if (access := buffer_access(op, self.uniform, threads, memo)) is not None
@@ -809,12 +809,12 @@ class Selector:
         kernargs = self.load_arguments(block)
         self.place_store_data(block)
         self.place_wmma_operands(block)
-        if any(op.name in ("simt.tid", "simt.shfl") for op in walk(block.ops)):
+        if any(op.name == "simt.tid" or (op.name == "simt.shfl" and self.swizzle_distance(op) is None)
+               for op in walk(block.ops)):
             self.thread_index()  # at the top: code in a loop body may not run
         self.select_ops(block.ops)
         size = max((a.offset + a.size for a in kernargs), default=0)
-        threads = self.func.attrs["num_warps"] * 32
-        return Selection(self.func.attrs["sym_name"], self.insts, kernargs, size, tuple(axes), threads,
+        return Selection(self.func.attrs["sym_name"], self.insts, kernargs, size, tuple(axes), self.threads,
                          self.func.attrs.get("shared_bytes", 0), self.regs)
 
     def select_ops(self, ops) -> None:
@@ -1972,35 +1972,52 @@ class Selector:
             self.valu("v_bfe_u32", [self.thread_id], [self.workitem_id, Imm.int(0), Imm.int(WORKITEM_ID_BITS)])
         return self.thread_id
 
+    @staticmethod
+    def swizzle_distance(op: Operation) -> Optional[int]:
+        """The distance of simt.shfl `op` where it is a butterfly by a constant below
+        SWIZZLE_LANES (one ds_swizzle_b32: the partner lane is in the same group of 32), else None."""
+        source = op.operand(1).owner_op
+        if op.attrs["mode"] != "bfly" or source is None or source.name != "arith.constant":
+            return None
+        distance = source.attrs["value"]
+        return distance if isinstance(distance, int) and 0 <= distance < SWIZZLE_LANES else None
+
     def sel_shfl(self, op: Operation) -> None:
-        """shfl.sync within 32-lane groups (PTX semantics: a source lane outside the group, or
-        below 0 for up, gives the lane its own value) as ds_bpermute_b32, which reads lane
-        address / 4 of the wave: the source is (this lane's half of a wave64) + its lane there
-        (on a wave32 target the warp is the wave: its lane alone)."""
+        """shfl.sync within the warp, which is the whole wave (64 lanes on CDNA, 32 on RDNA3;
+        PTX semantics: a source lane outside the wave, or below 0 for up, gives the lane its own
+        value). A butterfly by a constant d below 32 (every step of a reduction but a wave64's
+        last) is one ds_swizzle_b32 in bit mode (and_mask 31, xor_mask d: lane i reads lane
+        i ^ d of its group of 32), which needs no address; anything else is ds_bpermute_b32,
+        which reads lane (address / 4) mod wave size of the wave (the CDNA3 ISA's
+        DS_BPERMUTE_B32), its address computed from the lane. Both go through the LDS crossbar
+        and wait in lgkmcnt; DPP row operations (within 16 lanes, VALU, no wait) would be faster
+        still for d below 16, which tile does not use yet."""
         x, b = op.operands
         mode = op.attrs["mode"]
+        data = self.to_vgpr(self.operand(x))
+        distance = self.swizzle_distance(op)
+        if distance is not None:
+            offset = swizzle_offset(SWIZZLE_LANES - 1, 0, distance)
+            self.emit("ds_swizzle_b32", [self.result(op.result, "v")], [data], offset=offset)
+            return
         tid = self.thread_index()
         shift = self.operand(b)
-        if mode == "bfly" and isinstance(shift, Imm) and 0 <= shift.value < _WAVE_HALF:
+        last = self.wave_size - 1
+        if mode == "bfly" and isinstance(shift, Imm) and 0 <= shift.value <= last:
             source = self.new("v").all()
-            self.valu("v_xor_b32", [source], [shift, tid])   # stays in this half: bits 0..4 change
+            self.valu("v_xor_b32", [source], [shift, tid])
         else:
-            lane, moved, chosen = (self.new("v").all() for _ in range(3))
-            self.valu("v_and_b32", [lane], [Imm.int(_WAVE_HALF - 1), tid])
+            lane, moved, source = (self.new("v").all() for _ in range(3))
+            self.valu("v_and_b32", [lane], [Imm.int(last), tid])
             opcode = {"bfly": "v_xor_b32", "down": "v_add_u32", "up": "v_sub_u32", "idx": "v_and_b32"}[mode]
-            sources = {"up": [lane, shift], "idx": [Imm.int(_WAVE_HALF - 1), shift]}.get(mode, [shift, lane])
+            sources = {"up": [lane, shift], "idx": [Imm.int(last), shift]}.get(mode, [shift, lane])
             self.valu(opcode, [moved], sources)
             in_range = self.new_mask()
-            self.valu("v_cmp_le_u32", [in_range], [moved, Imm.int(_WAVE_HALF - 1)])
-            self.valu("v_cndmask_b32", [chosen], [lane, moved, in_range])
-            source = chosen
-            if self.wave_size > _WAVE_HALF:
-                half, source = self.new("v").all(), self.new("v").all()
-                self.valu("v_and_b32", [half], [Imm.int(_WAVE_HALF), tid])
-                self.valu("v_or_b32", [source], [half, chosen])
+            self.valu("v_cmp_le_u32", [in_range], [moved, Imm.int(last)])
+            self.valu("v_cndmask_b32", [source], [lane, moved, in_range])
         address = self.new("v").all()
         self.valu("v_lshlrev_b32", [address], [Imm.int(2), source])
-        self.emit("ds_bpermute_b32", [self.result(op.result, "v")], [address, self.to_vgpr(self.operand(x))])
+        self.emit("ds_bpermute_b32", [self.result(op.result, "v")], [address, data])
 
     def sel_pack(self, op: Operation) -> None:
         """Narrow values side by side in one wider register, the first lowest (as a store's data)."""
@@ -2141,7 +2158,8 @@ class Selector:
         """simt.mfma: A and B words in VGPR pairs, C in the consecutive VGPRs that D overwrites
         (the accumulator of the previous MFMA in place when nothing else reads it: a chain the
         hardware runs back to back; else a fresh copy). The matrix core needs every lane of the
-        wave, so the workgroup must be whole waves and the op outside scf.if and scf.while."""
+        wave (a warp of the lowering is a whole wave), so the op must be outside scf.if and
+        scf.while."""
         instr, atype, btype = op.attrs["instr"], op.attrs["atype"], op.attrs.get("btype", op.attrs["atype"])
         shape = mfma_shape(self.target, instr, atype, btype)
         if shape is None:
@@ -2151,8 +2169,6 @@ class Selector:
             if parent.name in ("scf.if", "scf.while"):
                 raise self.unsupported(op, f"under {parent.name} (the matrix core needs every lane of the wave)")
             parent = parent.parent_op
-        if self.func.attrs["num_warps"] * 32 % 64:
-            raise self.unsupported(op, "in a workgroup that is not whole waves of 64")
         a, b = self.gather(list(op.operands[0:2]), 32), self.gather(list(op.operands[2:4]), 32)
         accumulators = list(op.operands[4:])
         acc = self.gather(accumulators, 32)
