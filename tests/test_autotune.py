@@ -7,7 +7,8 @@ import warnings
 import numpy as np
 import pytest
 
-from tile.runtime.autotuner import AutotuneError, Autotuner, Config, autotune, heuristics, is_tuning_error
+from tile.runtime.autotuner import (ArrayKey, AutotuneError, Autotuner, Config, _jsonable_key, autotune, heuristics,
+                                    is_tuning_error)
 from tile.runtime.cache import DiskCache
 from tile.runtime.errors import CompilerBugError, DriverError, LaunchError
 
@@ -105,13 +106,21 @@ def test_result_is_cached_per_key():
     assert tuned.tuning_key((x64, out64, 8), {}) == (8, "float64", "float64")
 
 
-def test_key_naming_an_array_uses_its_dtype():
+def test_key_naming_an_array_keys_on_the_array_itself():
+    """As in Triton, whose key holds the tensor object: the same array reuses the choice, a new
+    one (even of the same dtype and shape) is tuned anew, and such a choice is not kept on disk
+    (where its dtype and shape would stand for every array of them)."""
     tuned, _, timer = make(key=("x_ptr",))
     x, out = arrays()
     tuned.run(x, out, 8, grid=(1,))
-    tuned.run(*arrays(n=32), 32, grid=(1,))
+    tuned.run(x, out, 8, grid=(1,))
     assert len(timer.timed) == 3
-    assert list(tuned.cache) == [("float32", "float32", "float32")]
+    tuned.run(*arrays(), 8, grid=(1,))
+    assert len(timer.timed) == 6
+    key = tuned.tuning_key((x, out, 8), {})
+    assert key == (ArrayKey(x), "float32", "float32") and key != (ArrayKey(x.copy()), "float32", "float32")
+    assert _jsonable_key(key) == [["float32", [8]], "float32", "float32"]  # across ranks
+    assert tuned._disk_key(key) is None
 
 
 def test_results_persist_on_disk(cache_dir):

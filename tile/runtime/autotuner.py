@@ -139,6 +139,30 @@ def _is_array(value: Any) -> bool:
     return hasattr(value, "dtype") and hasattr(value, "shape") and not isinstance(value, np.generic)
 
 
+class ArrayKey:
+    """An array named in an autotune `key`. Triton keys on the tensor object itself, so a new
+    tensor is tuned anew even with the same dtype and shape (Triton's grouped-GEMM tutorial keys on
+    its tables of matrix pointers, one per problem size); equal to another only for the same array
+    (no reference is held: the id, dtype and shape together). A choice keyed on one is kept in
+    memory only, since an object's identity means nothing on disk; across ranks its dtype and
+    shape stand for it."""
+
+    __slots__ = ("ident", "dtype", "shape")
+
+    def __init__(self, array: Any) -> None:
+        self.ident, self.dtype, self.shape = id(array), str(array.dtype), tuple(int(d) for d in array.shape)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ArrayKey) and (self.ident, self.dtype, self.shape) == \
+            (other.ident, other.dtype, other.shape)
+
+    def __hash__(self) -> int:
+        return hash((self.ident, self.dtype, self.shape))
+
+    def __repr__(self) -> str:
+        return f"<array {self.dtype}{list(self.shape)}>"
+
+
 def _zero(array: Any) -> None:
     if hasattr(array, "zero_"):
         array.zero_()
@@ -255,10 +279,11 @@ class Autotuner(_KernelWrapper):
     # -------------------------------------------------------------------- tuning key
 
     def tuning_key(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple:
-        """Triton's key: the named arguments' values (an array's: its dtype), then every array's dtype."""
+        """Triton's key: the named arguments' values (an array: itself, see ArrayKey), then every
+        array's dtype."""
         named = {**dict(zip(self.arg_names, args)), **kwargs}
         named = {k: v for k, v in named.items() if k in self.arg_names}
-        key: list[Any] = [str(named[k].dtype) if _is_array(named[k]) else named[k] for k in self.keys if k in named]
+        key: list[Any] = [ArrayKey(named[k]) if _is_array(named[k]) else named[k] for k in self.keys if k in named]
         key += [str(v.dtype) for v in named.values() if _is_array(v)]
         return tuple(key)
 
@@ -421,7 +446,7 @@ class Autotuner(_KernelWrapper):
     # -------------------------------------------------------------------- disk cache
 
     def _disk_key(self, key: tuple) -> Optional[str]:
-        if not self.cache_results:
+        if not self.cache_results or any(isinstance(v, ArrayKey) for v in key):
             return None
         try:
             source = inspect.getsource(self.base_fn)
@@ -469,8 +494,9 @@ def _config_record(config: Config) -> dict[str, Any]:
 
 
 def _jsonable_key(key: tuple) -> list[Any]:
-    """A tuning key as plain values, equal on every rank for equal keys."""
-    return [v.item() if isinstance(v, np.generic) else v for v in key]
+    """A tuning key as plain values, equal on every rank for equal keys (an array: its dtype and shape)."""
+    return [v.item() if isinstance(v, np.generic) else [v.dtype, list(v.shape)] if isinstance(v, ArrayKey) else v
+            for v in key]
 
 
 def _distributed() -> Any:
