@@ -233,6 +233,7 @@ def target_query_kernel(out_ptr):
 
 def test_target_info_knows_gfx942():
     assert tl.target_info.target_of("gfx942") == ("hip", "gfx942", 64)
+    assert tl.target_info.target_of("gfx1100") == ("hip", "gfx1100", 32)  # RDNA3: waves of 32
     simt = str(tile.dump(target_query_kernel, I32, stage="simt", target="gfx942"))
     assert "arith.constant {value = 11} : i32" in simt
 

@@ -33,8 +33,11 @@ def target_of(name: str) -> GPUTarget:
     """The GPUTarget of a target name ("sm_80", "sm_90a", "gfx942", "interpreter")."""
     if name.startswith("sm_"):
         return GPUTarget("cuda", int("".join(ch for ch in name[3:] if ch.isdigit())), 32)
-    if name.startswith("gfx"):  # AMD: the arch is the name, waves of 64 lanes (CDNA)
-        return GPUTarget("hip", name, 64)
+    if name.startswith("gfx"):  # AMD: the arch is the name; waves of 64 lanes on CDNA, 32 on RDNA3
+        from tile.codegen.target import TARGETS
+
+        facts = TARGETS.get(name)
+        return GPUTarget("hip", name, facts.warp_size if facts is not None else 64)
     return GPUTarget(name, 0, 1)
 
 
