@@ -472,6 +472,27 @@ def _buffer_load(w, ins):
     w.issue("vmcnt", ins.defs[0], writes)
 
 
+def _atomic_lanes(w, ins, address, lanes, size: int, apply, data, compare) -> np.ndarray:
+    """Apply `apply(old, data, compare)` at `address` in each lane of `lanes`, one lane after
+    another in lane order (as the hardware serialises one wave's accesses to one address); the
+    old values (0 in the other lanes). Atomics need natural alignment."""
+    misaligned = np.flatnonzero(lanes & (address % np.uint64(size) != 0))
+    if misaligned.size:
+        raise w.error(f"{ins.opcode}: address {int(address[misaligned[0]]):#x} is not aligned to {size} bytes",
+                      int(misaligned[0]))
+    gmem = w.group.launch.gmem
+    old = np.zeros(w.lanes, np.uint64)
+    unsigned = np.dtype(f"u{size}")
+    for lane in np.flatnonzero(lanes):
+        here = address[lane:lane + 1]
+        fail = _fail(w, np.array([lane]))
+        word = unsigned.type(gmem.load(here, size, 1, fail)[0, 0])
+        new = apply(word, unsigned.type(int(data[lane])), unsigned.type(int(compare[lane])))
+        gmem.store(here, np.array([[new]], unsigned), size, fail)
+        old[lane] = word
+    return old
+
+
 @_executes(*(name for name in INSTRUCTIONS if name.startswith("global_atomic_")))
 def _global_atomic(w, ins):
     """A 32- or 64-bit (_x2, _f64) global atomic, lane by lane in lane order; the old values land
@@ -493,20 +514,7 @@ def _global_atomic(w, ins):
         data = w.read(Reg(source.bank, source.first, dwords), dwords)
         compare = w.read(Reg(source.bank, source.first + dwords, dwords), dwords) if name.startswith("cmpswap") \
             else np.zeros(w.lanes, np.uint64)
-    misaligned = np.flatnonzero(w.exec & (address % np.uint64(size) != 0))  # atomics: natural alignment
-    if misaligned.size:
-        raise w.error(f"{ins.opcode}: address {int(address[misaligned[0]]):#x} is not aligned to {size} bytes",
-                      int(misaligned[0]))
-    gmem = w.group.launch.gmem
-    old = np.zeros(w.lanes, np.uint64)
-    unsigned = np.dtype(f"u{size}")
-    for lane in np.flatnonzero(w.exec):
-        here = address[lane:lane + 1]
-        fail = _fail(w, np.array([lane]))
-        word = unsigned.type(gmem.load(here, size, 1, fail)[0, 0])
-        new = apply(word, unsigned.type(int(data[lane])), unsigned.type(int(compare[lane])))
-        gmem.store(here, np.array([[new]], unsigned), size, fail)
-        old[lane] = word
+    old = _atomic_lanes(w, ins, address, w.exec, size, apply, data, compare)
     writes = [(ins.defs[0].dword(k), (old >> np.uint64(32 * k)) & np.uint64(isa.M32), w.exec.copy())
               for k in range(dwords)]
     w.issue("vmcnt", ins.defs[0], writes)
@@ -531,23 +539,10 @@ def _buffer_atomic(w, ins):
     base, num_records, offset = _buffer_addressing(w, ins, ins.uses[1], ins.uses[2], ins.uses[3])
     in_range = w.exec & (offset + np.uint64(size) <= np.uint64(num_records))
     address = np.uint64(base) + offset
-    misaligned = np.flatnonzero(in_range & (address % np.uint64(size) != 0))   # atomics: natural alignment
-    if misaligned.size:
-        raise w.error(f"{ins.opcode}: address {int(address[misaligned[0]]):#x} is not aligned to {size} bytes",
-                      int(misaligned[0]))
     data = w.read(Reg(data_reg.bank, data_reg.first, dwords), dwords)
     compare = w.read(Reg(data_reg.bank, data_reg.first + dwords, dwords), dwords) if name.startswith("cmpswap") \
         else np.zeros(w.lanes, np.uint64)
-    gmem = w.group.launch.gmem
-    old = np.zeros(w.lanes, np.uint64)
-    unsigned = np.dtype(f"u{size}")
-    for lane in np.flatnonzero(in_range):
-        here = address[lane:lane + 1]
-        fail = _fail(w, np.array([lane]))
-        word = unsigned.type(gmem.load(here, size, 1, fail)[0, 0])
-        new = apply(word, unsigned.type(int(data[lane])), unsigned.type(int(compare[lane])))
-        gmem.store(here, np.array([[new]], unsigned), size, fail)
-        old[lane] = word
+    old = _atomic_lanes(w, ins, address, in_range, size, apply, data, compare)
     if not returning:
         w.issue(counter(ins.opcode, w.group.launch.kernel.target), None, [])
         return
