@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Mapping
 
 from ..ir.core import Operation
-from ..ir.types import DType
 from ..ir.simt_ops import MMA_SHAPES, SHFL_MODES, WGMMA_SHAPES
 
 # The shapes of each matrix-instruction family, by operand type (tile.ir.simt_ops holds the entries).
@@ -92,45 +91,6 @@ class TargetResourceError(Exception):
         self.required, self.limit, self.name = required, limit, name
         self.kernel, self.target, self.hint = kernel, target, hint
         super().__init__(f"{kernel} needs {required} {name} on {target}, which has {limit}" + (f" ({hint})" if hint else ""))
-
-
-def fp8_dot_refusal(name: str, operand_types: Sequence[DType] = ()) -> Optional[str]:
-    """Why tl.dot cannot take fp8 operands of `operand_types` on target `name`, or None where it
-    can. An AMD target takes the fp8 formats of its MFMA table (amdgcn.isa.MFMA_SHAPES): gfx942's
-    fnuz f8e4b8 / f8e5b16 (on its fp8 MFMA: fp8_dot_is_native), no other (OCP f8e4nv / f8e5 are
-    other formats: as in Triton, no MFMA for them on gfx942); gfx90a none; gfx1100 has no MFMA,
-    and its WMMA take f16 and bf16. PTX targets take fp8 everywhere (through f16 where mma has none)."""
-    facts = TARGETS.get(name)
-    if facts is None or facts.isa != "amdgcn":
-        return None
-    from .amdgcn.isa import WMMA_SHAPES, mfma_operand_types  # the AMD package imports this module
-
-    types = mfma_operand_types(name)
-    if not types:
-        wmma_types = ", ".join(s.operand_type for s in WMMA_SHAPES.values() if s.target == name)
-        return f"{name} has no fp8 matrix instruction in tile (it has no MFMA; its WMMA take {wmma_types})"
-    native = [t for t in types if t.startswith("f8")]
-    if not native:
-        return f"{name} has no fp8 MFMA instruction in tile (its MFMA take {', '.join(types)})"
-    foreign = sorted({t.name for t in operand_types if t.is_fp8 and t.name not in native})
-    if foreign:
-        return (f"{name}'s fp8 MFMA take the fnuz formats {' and '.join(native)} (exponent bias 8 and 16, one NaN "
-                f"code, no infinities), not {' and '.join(foreign)}: convert the operands first (to "
-                f"tl.float8e4b8 / tl.float8e5b16, or tl.float16)")
-    return None
-
-
-def fp8_dot_is_native(name: str, operand_types: Sequence[DType]) -> bool:
-    """Whether target `name`'s matrix instructions take tl.dot's fp8 operands of `operand_types`
-    as they are (gfx942's MFMA on fnuz fp8 / bf8, mixed too), so the frontend keeps them fp8
-    rather than converting them to f16."""
-    facts = TARGETS.get(name)
-    if facts is None or facts.isa != "amdgcn":
-        return False
-    from .amdgcn.isa import mfma_operand_types  # the AMD package imports this module
-
-    native = [t for t in mfma_operand_types(name) if t.startswith("f8")]
-    return all(t.name in native for t in operand_types)
 
 
 def target_facts(name: str) -> TargetFacts:

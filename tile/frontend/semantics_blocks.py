@@ -201,7 +201,7 @@ class BlockOps:
                 raise ValueError(f"tl.dot: the {name} operand must be a 2-D block, got {describe(x)}")
         native_fp8 = False
         if a.element.is_fp8 or b.element.is_fp8:
-            from tile.codegen.target import fp8_dot_is_native, fp8_dot_refusal
+            from tile.codegen.amdgcn.isa import fp8_dot_is_native, fp8_dot_refusal
 
             refusal = fp8_dot_refusal(self.target, (a.element, b.element))
             if refusal is not None:

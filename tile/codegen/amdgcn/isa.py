@@ -79,8 +79,9 @@ M x N x K it multiplies, the operand type, the dwords per lane of each operand, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
+from ...ir.types import DType
 from ..target import target_facts
 
 TARGET_TRIPLE = "amdgcn-amd-amdhsa"
@@ -630,3 +631,36 @@ def info(mnemonic: str) -> InstrInfo:
 INLINE_FLOATS = {0.5: 0x3F000000, -0.5: 0xBF000000, 1.0: 0x3F800000, -1.0: 0xBF800000,
                  2.0: 0x40000000, -2.0: 0xC0000000, 4.0: 0x40800000, -4.0: 0xC0800000}
 INLINE_INTS = range(-16, 65)   # CDNA3 ISA 3.6.2: integers -16..64 need no literal
+
+
+def fp8_dot_refusal(name: str, operand_types: Sequence[DType] = ()) -> Optional[str]:
+    """Why tl.dot cannot take fp8 operands of `operand_types` on target `name`, or None where it
+    can. An AMD target takes the fp8 formats of its MFMA table (MFMA_SHAPES): gfx942's
+    fnuz f8e4b8 / f8e5b16 (on its fp8 MFMA: fp8_dot_is_native), no other (OCP f8e4nv / f8e5 are
+    other formats: as in Triton, no MFMA for them on gfx942); gfx90a none; gfx1100 has no MFMA,
+    and its WMMA take f16 and bf16. PTX targets take fp8 everywhere (through f16 where mma has none)."""
+    if name not in TARGETS:
+        return None
+    types = mfma_operand_types(name)
+    if not types:
+        wmma_types = ", ".join(s.operand_type for s in WMMA_SHAPES.values() if s.target == name)
+        return f"{name} has no fp8 matrix instruction in tile (it has no MFMA; its WMMA take {wmma_types})"
+    native = [t for t in types if t.startswith("f8")]
+    if not native:
+        return f"{name} has no fp8 MFMA instruction in tile (its MFMA take {', '.join(types)})"
+    foreign = sorted({t.name for t in operand_types if t.is_fp8 and t.name not in native})
+    if foreign:
+        return (f"{name}'s fp8 MFMA take the fnuz formats {' and '.join(native)} (exponent bias 8 and 16, one NaN "
+                f"code, no infinities), not {' and '.join(foreign)}: convert the operands first (to "
+                f"tl.float8e4b8 / tl.float8e5b16, or tl.float16)")
+    return None
+
+
+def fp8_dot_is_native(name: str, operand_types: Sequence[DType]) -> bool:
+    """Whether target `name`'s matrix instructions take tl.dot's fp8 operands of `operand_types`
+    as they are (gfx942's MFMA on fnuz fp8 / bf8, mixed too), so the frontend keeps them fp8
+    rather than converting them to f16."""
+    if name not in TARGETS:
+        return False
+    native = [t for t in mfma_operand_types(name) if t.startswith("f8")]
+    return all(t.name in native for t in operand_types)
