@@ -77,7 +77,7 @@ from ..math_lib import INV_TWO_PI
 from .isa import (ATOMIC_RETURN_BIT, BUFFER_ATOMICS, BUFFER_ATOMICS_64, BUFFER_BASE_HIGH_BITS, BUFFER_OFFSET_RANGE,
                   BUFFER_RESOURCE_CONFIG, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64, GLOBAL_OFFSET_RANGE,
                   INLINE_FLOATS, LANE_MASK_OPCODES, MEMORY_ORDER, RETURNING_SUFFIX, STORE_COUNTER, SWIZZLE_LANES,
-                  WAVE_SIZE, info, mfma_shape, swizzle_offset, user_sgpr_count, wmma_shape)
+                  WAVE_SIZE, dpp_butterfly, info, mfma_shape, swizzle_offset, user_sgpr_count, wmma_shape)
 from .mir import EXEC, NULL, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
@@ -1990,12 +1990,23 @@ class Selector:
         i ^ d of its group of 32), which needs no address; anything else is ds_bpermute_b32,
         which reads lane (address / 4) mod wave size of the wave (the CDNA3 ISA's
         DS_BPERMUTE_B32), its address computed from the lane. Both go through the LDS crossbar
-        and wait in lgkmcnt; DPP row operations (within 16 lanes, VALU, no wait) would be faster
-        still for d below 16, which tile does not use yet."""
+        and wait in lgkmcnt. Faster still, the butterflies one DPP move reaches (isa.dpp_butterfly:
+        d = 1, 2 everywhere, 4 and 8 on gfx1100) are a v_mov_b32_dpp on the VALU, no wait; with
+        bound_ctrl:1 and full masks it writes every lane (0 from a source lane off in EXEC, as
+        ds_swizzle_b32 gives):
+
+            simt.shfl bfly %x, 1      ->  v_mov_b32_dpp v5, v4 quad_perm:[1,0,3,2] row_mask:0xf
+                                                        bank_mask:0xf bound_ctrl:1
+            simt.shfl bfly %x, 4      ->  ds_swizzle_b32 v5, v4 offset:4127           (gfx942)
+                                          v_mov_b32_dpp v5, v4 row_xmask:4 ...        (gfx1100)"""
         x, b = op.operands
         mode = op.attrs["mode"]
         data = self.to_vgpr(self.operand(x))
         distance = self.swizzle_distance(op)
+        dpp = dpp_butterfly(distance, self.target) if distance is not None else None
+        if dpp is not None:
+            self.emit("v_mov_b32_dpp", [self.result(op.result, "v")], [data], dpp_ctrl=dpp, bound_ctrl=1)
+            return
         if distance is not None:
             offset = swizzle_offset(SWIZZLE_LANES - 1, 0, distance)
             self.emit("ds_swizzle_b32", [self.result(op.result, "v")], [data], offset=offset)

@@ -142,6 +142,14 @@ def _valu_then_mfma(first: MInst, then: MInst, assignment) -> bool:
             and bool(_written(first, assignment) & _read(then, assignment)))
 
 
+def _vgpr_write_then_dpp(first: MInst, then: MInst, assignment) -> bool:
+    """A DPP instruction reads a VGPR that `first` wrote (CDNA3 ISA 4.5: "VALU writes VGPR, then
+    VALU DPP reads that VGPR", 2 wait states: the VALU does not forward its result to DPP's
+    lane crossbar). Any writer counts, as in LLVM's GCNHazardRecognizer::checkDPPHazards, not
+    only a VALU: a load's result lands behind its s_waitcnt, which is one wait state."""
+    return info(then.opcode).is_dpp and bool(_written(first, assignment) & _read(then, assignment))
+
+
 def _mfma_result_touched(passes: int):
     """An MFMA of `passes` passes wrote D, and `then` reads or writes any of it, or control flow
     joins or leaves (a label or branch: the next instruction is not known here). The one
@@ -170,6 +178,7 @@ HAZARDS = (
     ("a VALU-written SGPR is read by a VALU", 2, _valu_sgpr_read),
     ("a VALU result is read by v_readfirstlane or v_readlane", 1, _valu_then_readfirstlane),
     ("a VALU result is read by an MFMA", 2, _valu_then_mfma),
+    ("a VGPR written is read by DPP", 2, _vgpr_write_then_dpp),
 ) + tuple((f"the result of a {passes}-pass MFMA is touched", passes + 3, _mfma_result_touched(passes))
           for passes in sorted({shape.passes for shape in MFMA_SHAPES.values()}))
 LONGEST_WAIT = max(wait_states for _, wait_states, _ in HAZARDS)

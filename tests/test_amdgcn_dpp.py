@@ -1,0 +1,341 @@
+"""DPP (data-parallel primitives) on gfx942, gfx90a and gfx1100: the controls of isa.DPP_CONTROLS
+assembled by llvm-mc with the DPP_CTRL codes tile gives them (and refused on the targets that
+lack them), printed and decoded back, the emulator's lane reads against a per-lane model of the
+ISA text (hypothesis, one case per control), the wait states between a VGPR write and a DPP
+read (the s_nop the compiler inserts, the error the emulator reports without it), and
+butterfly shuffles selected as v_mov_b32_dpp in reductions, scans, softmax and layer norm on
+the emulator against NumPy in float64 (the kernels of test_amdgcn_wave64)."""
+from __future__ import annotations
+
+import re
+import subprocess
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tile
+from tile.codegen.amdgcn import assemble
+from tile.codegen.amdgcn.isa import DPP_CODES, DPP_CONTROLS, TARGETS, WAVE_SIZE, dpp_butterfly, dpp_code
+from tile.codegen.amdgcn.kernel_object import find_tool
+from tile.codegen.amdgcn.mir import Imm, MInst, Reg, print_inst
+from tile.codegen.amdgcn.waitcnt import insert_nops
+from tile.emulator import EmulatorError
+from tile.emulator.amdgcn_decode import AmdgcnSyntaxError, AmdInstr, decode_amdgcn
+from tile.emulator.amdgcn_decode import Reg as DecodedReg
+from tile.emulator.amdgcn_execute import EXECUTE
+from tile.emulator.amdgcn_machine import run_amdgcn
+
+from amdgcn_util import instructions, needs_llvm
+from test_amdgcn_wave64 import (layer_norm_kernel, poisoned, reduce_kernel, row_sum_kernel, scan_kernel,
+                                softmax_kernel)
+
+RNG = np.random.default_rng(1615)
+CDNA = ("gfx942", "gfx90a")
+
+
+def dpp_line(text: str, target: str, extra: str = "") -> str:
+    return f"v_mov_b32_dpp v1, v0 {text} row_mask:0xf bank_mask:0xf{extra}"
+
+
+def llvm_mc(lines: list[str], target: str) -> subprocess.CompletedProcess:
+    return subprocess.run([find_tool("llvm-mc"), "-triple", "amdgcn-amd-amdhsa", f"-mcpu={target}", "-show-encoding"],
+                          input="\n".join(lines) + "\n", capture_output=True, text=True)
+
+
+# ------------------------------------------------------------------------- the table and llvm-mc
+
+@needs_llvm
+@pytest.mark.parametrize("target", TARGETS)
+def test_every_control_assembles_with_the_code_tile_gives_it(target):
+    """Each control text of `target` assembles, and the DPP word's DPP_CTRL (bits 8-16), BOUND_CTRL
+    (bit 19), FI (bit 18, gfx1100) and the masks are what tile's table and printer say."""
+    texts = sorted(DPP_CODES[target])
+    extra = " bound_ctrl:1" + (" fi:1" if target == "gfx1100" else "")
+    result = llvm_mc([dpp_line(t, target) for t in texts] + [dpp_line("row_mirror", target, extra).replace(
+        "row_mask:0xf bank_mask:0xf", "row_mask:0x5 bank_mask:0xa")], target)
+    assert result.returncode == 0, result.stderr
+    words = [[int(b, 16) for b in m.split(",")] for m in re.findall(r"encoding: \[([^\]]*)\]", result.stdout)]
+    assert len(words) == len(texts) + 1
+    for text, word in zip(texts, words):
+        assert word[5] | (word[6] & 1) << 8 == DPP_CODES[target][text], text
+        assert word[7] == 0xFF and not word[6] & 0b1100   # full masks, bound_ctrl and fi clear
+    last = words[-1]
+    assert (last[6] >> 3 & 1, last[6] >> 2 & 1, last[7] >> 4, last[7] & 0xF) == (1, target == "gfx1100", 5, 0xA)
+
+
+@needs_llvm
+@pytest.mark.parametrize("target", TARGETS)
+def test_controls_of_other_targets_are_refused_by_the_assembler(target):
+    """The controls DPP_CONTROLS leaves off a target (row_bcast, wave_* and row_newbcast on gfx1100,
+    row_share and row_xmask on CDNA) are ones llvm-mc refuses there."""
+    missing = [c for c in DPP_CONTROLS if target not in c.targets]
+    assert missing
+    for control in missing:
+        argument = next(iter(control.codes))
+        result = llvm_mc([dpp_line(control.text(argument), target)], target)
+        assert result.returncode != 0 and "not a valid operand" in result.stderr, control.keyword
+
+
+def test_butterflies_one_move_reaches():
+    assert [dpp_butterfly(d, "gfx942") for d in (1, 2, 4, 8, 16)] == [0xB1, 0x4E, None, None, None]
+    assert [dpp_butterfly(d, "gfx1100") for d in (1, 2, 4, 8, 16)] == [0xB1, 0x4E, 0x164, 0x168, None]
+    with pytest.raises(ValueError, match="row_xmask:4 is not a DPP control of gfx90a"):
+        dpp_code("row_xmask", 4, "gfx90a")
+
+
+# ------------------------------------------------------------------------- printer and decoder
+
+def decode_body(body: str, target: str):
+    wave = WAVE_SIZE[target]
+    text = f"""  .amdgcn_target "amdgcn-amd-amdhsa--{target}"
+  .globl k
+k:
+{body}
+  s_endpgm
+.Lfunc_end_k:
+  .amdgpu_metadata
+---
+amdhsa.kernels:
+  - .name: k
+    .kernarg_segment_size: 0
+    .wavefront_size: {wave}
+    .max_flat_workgroup_size: {wave}
+    .args: []
+...
+  .end_amdgpu_metadata
+"""
+    return decode_amdgcn(text).instrs
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_printed_dpp_decodes_to_its_modifiers(target):
+    a, b = Reg("v", 1, 0), Reg("v", 1, 1)
+    assignment = {a: 7, b: 3}
+    mods = [{"dpp_ctrl": code, "row_mask": int(RNG.integers(16)), "bank_mask": int(RNG.integers(16)),
+             "bound_ctrl": int(RNG.integers(2)), "fi": int(RNG.integers(2)) * (target == "gfx1100")}
+            for code in DPP_CODES[target].values()]
+    lines = [print_inst(MInst("v_mov_b32_dpp", [a.all()], [b.all()], m), assignment, target) for m in mods]
+    for line, m, ins in zip(lines, mods, decode_body("\n".join(lines), target)):
+        assert (ins.opcode, ins.defs, ins.uses) == ("v_mov_b32_dpp", (DecodedReg("v", 7, 1),), (DecodedReg("v", 3, 1),))
+        assert {k: v for k, v in ins.mods.items() if v} == {k: v for k, v in m.items() if v}, line
+
+
+@pytest.mark.parametrize("line, target, message", [
+    ("v_mov_b32_dpp v1, v0 row_xmask:4", "gfx942", r"needs one DPP control of gfx942 \(quad_perm, row_bcast.*found "
+                                                  r"row_xmask:4"),
+    ("v_mov_b32_dpp v1, v0 row_bcast:15", "gfx1100", "found row_bcast:15"),
+    ("v_mov_b32_dpp v1, v0 row_mask:0xf", "gfx942", "found none"),
+    ("v_mov_b32_dpp v1, v0 quad_perm:[1,0,3,2] bound_ctrl:0", "gfx942", "bound_ctrl:0 sets the bit on GFX9"),
+    ("v_mov_b32_dpp v1, v0 quad_perm:[1,0,3,2] fi:1", "gfx90a", "fi:1 is not a modifier of gfx90a"),
+    ("v_mov_b32_dpp v1, v0 row_shl:1 bank_mask:0x1f", "gfx1100", "bank_mask 0x1f is wider than 4 bits"),
+])
+def test_the_decoder_refuses_bad_dpp(line, target, message):
+    with pytest.raises(AmdgcnSyntaxError, match=message):
+        decode_body(line, target)
+
+
+def test_a_dpp_instruction_needs_its_control_in_the_mir():
+    with pytest.raises(ValueError, match="v_mov_b32_dpp needs its DPP control"):
+        MInst("v_mov_b32_dpp", [Reg("v", 1, 0).all()], [Reg("v", 1, 1).all()])
+    with pytest.raises(ValueError, match="DPP_CTRL 0x164 is no DPP control of gfx942"):
+        print_inst(MInst("v_mov_b32_dpp", [Reg("v", 1, 0).all()], [Reg("v", 1, 1).all()], {"dpp_ctrl": 0x164}),
+                   None, "gfx942")
+
+
+# ------------------------------------------------------------------------- the emulator against the ISA text
+
+def isa_source_lane(keyword: str, argument, lane: int, lanes: int):
+    """The lane that `lane` reads under a control, in the words of the CDNA3 / RDNA3 ISA's DPP
+    tables (rows of 16 lanes), or None where the control gives it no source lane."""
+    row, j = divmod(lane, 16)
+    if keyword == "quad_perm":
+        return lane - lane % 4 + (argument >> (2 * (lane % 4)) & 3)
+    if keyword == "row_shl":   # "row shift left by n threads": lane j takes lane j + n of its row
+        return lane + argument if j + argument < 16 else None
+    if keyword == "row_shr":
+        return lane - argument if j - argument >= 0 else None
+    if keyword == "row_ror":   # "row rotate right": lane j takes lane j - n, wrapping within the row
+        return row * 16 + (j - argument) % 16
+    if keyword in ("wave_shl", "wave_shr"):
+        source = lane + (1 if keyword == "wave_shl" else -1)
+        return source if 0 <= source < lanes else None
+    if keyword in ("wave_rol", "wave_ror"):
+        return (lane + (1 if keyword == "wave_rol" else -1)) % lanes
+    if keyword == "row_mirror":   # "mirror threads within a row"
+        return row * 16 + 15 - j
+    if keyword == "row_half_mirror":   # "mirror threads within a half row (8 threads)"
+        return lane - lane % 8 + 7 - lane % 8
+    if keyword == "row_bcast":   # 15: "broadcast the 15th thread of each row to the next row";
+        if argument == 15:       # 31: "broadcast thread 31 to rows 2 and 3"
+            return row * 16 - 1 if row >= 1 else None
+        return 31 if row >= 2 else None
+    if keyword in ("row_newbcast", "row_share"):   # every lane of a row reads lane n of it
+        return row * 16 + argument
+    assert keyword == "row_xmask"                  # lane j reads lane j xor n of its row
+    return row * 16 + (j ^ argument)
+
+
+def isa_dpp(keyword, argument, lanes, data, old, live, row_mask, bank_mask, bound_ctrl, fi):
+    """v_mov_b32_dpp lane by lane: a lane off in EXEC, row_mask or bank_mask keeps its old
+    value; an invalid source (none, or off in EXEC without fi) reads 0 with bound_ctrl, else
+    the lane keeps its old value."""
+    out = old.copy()
+    for lane in range(lanes):
+        if not (live[lane] and row_mask >> (lane // 16) & 1 and bank_mask >> (lane % 16 // 4) & 1):
+            continue
+        source = isa_source_lane(keyword, argument, lane, lanes)
+        if source is not None and (live[source] or fi):
+            out[lane] = data[source]
+        elif bound_ctrl:
+            out[lane] = 0
+    return out
+
+
+class OneRegisterWave:
+    """What the DPP executor reads of a wave: v0 (the data) and v1 (the result), EXEC, the target."""
+
+    def __init__(self, target: str, data: np.ndarray, old: np.ndarray, live: np.ndarray):
+        self.lanes = len(data)
+        self.exec = live
+        self.v = [data.astype(np.uint64), old.astype(np.uint64)]
+        self.group = SimpleNamespace(kernel=SimpleNamespace(target=target))
+
+    def read(self, o, width=1):
+        return self.v[o.first].copy()
+
+    def write(self, o, values, width=1, lanes=None):
+        self.v[o.first][lanes] = values[lanes]
+
+
+CONTROL_CASES = [(t, c) for t in TARGETS for c in DPP_CONTROLS if t in c.targets]
+
+
+@pytest.mark.parametrize("target, control", CONTROL_CASES, ids=[f"{t}-{c.keyword}" for t, c in CONTROL_CASES])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_dpp_reads_the_lane_the_isa_names(target, control, data):
+    lanes = WAVE_SIZE[target]
+    argument = data.draw(st.sampled_from(sorted(control.codes, key=lambda a: -1 if a is None else a)))
+    live = np.array(data.draw(st.lists(st.booleans(), min_size=lanes, max_size=lanes)))
+    row_mask, bank_mask = data.draw(st.integers(0, 15)), data.draw(st.integers(0, 15))
+    bound_ctrl = data.draw(st.booleans())
+    fi = data.draw(st.booleans()) and target == "gfx1100"
+    values = RNG.integers(1, 2 ** 32, lanes, dtype=np.uint64)
+    old = RNG.integers(1, 2 ** 32, lanes, dtype=np.uint64)
+    mods = {"dpp_ctrl": control.codes[argument], "row_mask": row_mask, "bank_mask": bank_mask,
+            "bound_ctrl": int(bound_ctrl), "fi": int(fi)}
+    ins = AmdInstr("v_mov_b32_dpp", (DecodedReg("v", 1, 1),), (DecodedReg("v", 0, 1),), mods, 1, "")
+    wave = OneRegisterWave(target, values, old, live)
+    EXECUTE["v_mov_b32_dpp"](wave, ins)
+    want = isa_dpp(control.keyword, argument, lanes, values, old, live, row_mask, bank_mask, bound_ctrl, fi)
+    np.testing.assert_array_equal(wave.v[1], want)
+
+
+# ------------------------------------------------------------------------- wait states
+
+def test_a_dpp_read_of_a_fresh_vgpr_waits_two_states_on_cdna_only():
+    x, y, z = (Reg("v", 1, k).all() for k in range(3))
+    write = MInst("v_add_f32", [x], [y, z])
+    other = MInst("v_mul_f32", [z], [y, y])
+    dpp = MInst("v_mov_b32_dpp", [z], [x], {"dpp_ctrl": 0xB1, "bound_ctrl": 1})
+    for target in CDNA:
+        nops = [i for i in insert_nops([write, dpp], None, target) if i.opcode == "s_nop"]
+        assert [(n.uses[0], n.comment) for n in nops] == [(Imm.int(1), "a VGPR written is read by DPP")]
+        nops = [i for i in insert_nops([write, other, dpp], None, target) if i.opcode == "s_nop"]
+        assert [n.uses[0] for n in nops] == [Imm.int(0)]
+    assert insert_nops([write, dpp], None, "gfx1100") == [write, dpp]
+
+
+@needs_llvm
+def test_the_emulator_reports_a_dpp_read_inside_the_wait_states():
+    """A reduction on gfx942 runs with its s_nop; with the s_nop before a DPP move removed, the
+    emulator names the register and the wait states missing."""
+    x = RNG.standard_normal(64).astype(np.float32)
+    out = poisoned(1, np.float32)
+    compiled = tile.emulate(row_sum_kernel, target="gfx942")[(1,)](x, out, N=64, num_warps=1)
+    text = compiled.asm["amdgcn"]
+    np.testing.assert_allclose(out, x.astype(np.float64).sum(), rtol=1e-5)
+    lines = text.splitlines()
+    nops = [k for k, line in enumerate(lines) if line.strip().startswith("s_nop 1")
+            and "v_mov_b32_dpp" in lines[k + 1]]
+    assert nops
+    broken = "\n".join(line for k, line in enumerate(lines) if k not in nops)
+    with pytest.raises(EmulatorError, match=r"v\d+ is read by a DPP instruction 0 wait states after a VALU wrote it "
+                                            r"\(gfx942 needs 2: s_nop 1\)"):
+        run_amdgcn(broken, 1, [x, poisoned(1, np.float32)])
+
+
+# ------------------------------------------------------------------------- kernels
+
+def dpp_moves(text: str) -> list[str]:
+    return [line.split(" ", 3)[3].split(" row_mask")[0] for line in instructions(text)
+            if line.startswith("v_mov_b32_dpp")]
+
+
+def emulate(kernel, target, grid, *args, **constexprs):
+    compiled = tile.emulate(kernel, target=target)[grid](*args, **constexprs)
+    assert assemble(compiled.asm["amdgcn"], target)[:4] == b"\x7fELF"
+    return compiled.asm["amdgcn"]
+
+
+@needs_llvm
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_wave_reduction_moves_by_dpp_where_one_move_reaches(target):
+    """tl.sum over one wave: xor 1 and 2 are quad_perm moves everywhere, 4 and 8 row_xmask on
+    gfx1100 and ds_swizzle_b32 on CDNA, 16 a ds_swizzle_b32, 32 (wave64) a ds_bpermute_b32."""
+    x = RNG.standard_normal(64).astype(np.float32)
+    out = poisoned(1, np.float32)
+    text = emulate(row_sum_kernel, target, (1,), x, out, N=64, num_warps=1)
+    np.testing.assert_allclose(out, x.astype(np.float64).sum(), rtol=1e-5)
+    swizzles = [int(line.rsplit("offset:", 1)[1]) >> 10 for line in instructions(text) if line.startswith("ds_swizzle")]
+    moves = ["quad_perm:[1,0,3,2]", "quad_perm:[2,3,0,1]"]
+    if target == "gfx1100":
+        assert dpp_moves(text) == moves + ["row_xmask:4", "row_xmask:8"] and swizzles == [16]
+    else:
+        assert dpp_moves(text) == moves and swizzles == [4, 8, 16]
+    assert sum(line.startswith("ds_bpermute_b32") for line in instructions(text)) == (target != "gfx1100")
+
+
+@needs_llvm
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("axis", [0, 1])
+def test_reductions_and_scans_through_dpp(target, axis):
+    rows, cols = 16, 64
+    x = RNG.standard_normal((rows, cols)).astype(np.float32)
+    count = cols if axis == 0 else rows
+    outs = [poisoned(count, np.float32), poisoned(count, np.float32), poisoned(count, np.int32),
+            poisoned(count, np.int32)]
+    text = emulate(reduce_kernel, target, (1,), x, *outs, R=rows, C=cols, AXIS=axis, OUT=count, num_warps=2)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(outs[0], x64.sum(axis=axis), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(outs[1], x.max(axis=axis))
+    np.testing.assert_array_equal(outs[2], x.argmin(axis=axis))
+    np.testing.assert_array_equal(outs[3], x.argmax(axis=axis))
+    if axis == 1:   # each row's 64 elements lie across lanes
+        assert dpp_moves(text)
+    y = RNG.uniform(0.9, 1.1, (rows, cols)).astype(np.float32)
+    sums, prods = poisoned((rows, cols), np.float32), poisoned((rows, cols), np.float32)
+    text = emulate(scan_kernel, target, (1,), y, sums, prods, R=rows, C=cols, AXIS=axis, num_warps=2)
+    np.testing.assert_allclose(sums, np.cumsum(y.astype(np.float64), axis=axis), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(prods, np.cumprod(y.astype(np.float64), axis=axis), rtol=1e-5)
+
+
+@needs_llvm
+@pytest.mark.parametrize("target", TARGETS)
+def test_softmax_and_layer_norm_through_dpp(target):
+    rows, cols = 3, 300
+    x = RNG.standard_normal((rows, cols)).astype(np.float32)
+    w, b = RNG.standard_normal(cols).astype(np.float32), RNG.standard_normal(cols).astype(np.float32)
+    soft, norm = poisoned((rows, cols), np.float32), poisoned((rows, cols), np.float32)
+    texts = [emulate(softmax_kernel, target, (rows,), x, soft, cols, BLOCK=512, num_warps=2),
+             emulate(layer_norm_kernel, target, (rows,), x, w, b, norm, cols, 1e-5, BLOCK=512, num_warps=2)]
+    assert all(dpp_moves(text) for text in texts)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(soft, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    centered = x64 - x64.mean(axis=1, keepdims=True)
+    expected = centered / np.sqrt((centered ** 2).mean(axis=1, keepdims=True) + 1e-5) * w + b
+    np.testing.assert_allclose(norm, expected, rtol=1e-4, atol=1e-4)
