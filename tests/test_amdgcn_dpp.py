@@ -79,9 +79,13 @@ def test_controls_of_other_targets_are_refused_by_the_assembler(target):
         assert result.returncode != 0 and "not a valid operand" in result.stderr, control.keyword
 
 
-def test_butterflies_one_move_reaches():
-    assert [dpp_butterfly(d, "gfx942") for d in (1, 2, 4, 8, 16)] == [0xB1, 0x4E, None, None, None]
-    assert [dpp_butterfly(d, "gfx1100") for d in (1, 2, 4, 8, 16)] == [0xB1, 0x4E, 0x164, 0x168, None]
+def test_butterflies_dpp_reaches():
+    codes = lambda d, t: [(m.code, m.bank_mask) for m in dpp_butterfly(d, t)]  # noqa: E731
+    for target in CDNA:
+        assert [codes(d, target) for d in (1, 2, 4, 8, 16)] == [
+            [(0xB1, 0xF)], [(0x4E, 0xF)], [(0x104, 0x5), (0x114, 0xA)], [(0x128, 0xF)], []]
+    assert [codes(d, "gfx1100") for d in (1, 2, 4, 8, 16)] == [[(0xB1, 0xF)], [(0x4E, 0xF)], [(0x164, 0xF)],
+                                                             [(0x168, 0xF)], []]
     with pytest.raises(ValueError, match="row_xmask:4 is not a DPP control of gfx90a"):
         dpp_code("row_xmask", 4, "gfx90a")
 
@@ -234,6 +238,30 @@ def test_dpp_reads_the_lane_the_isa_names(target, control, data):
     np.testing.assert_array_equal(wave.v[1], want)
 
 
+BUTTERFLY_CASES = [(t, d) for t in TARGETS for d in (1, 2, 4, 8)]
+
+
+@pytest.mark.parametrize("target, distance", BUTTERFLY_CASES)
+@settings(max_examples=20, deadline=None)
+@given(live_bits=st.integers(0, 2 ** 64 - 1))
+def test_the_butterfly_moves_give_each_live_lane_its_partner_s_value(target, distance, live_bits):
+    """The moves of dpp_butterfly, run in order as the selector emits them (the first into the
+    result, the others merging into it), leave each lane in EXEC its partner lane i xor d's
+    value, or 0 where the partner is off in EXEC: what ds_swizzle_b32 gives."""
+    lanes = WAVE_SIZE[target]
+    live = (live_bits >> np.arange(lanes, dtype=np.uint64) & np.uint64(1)).astype(bool)
+    values = RNG.integers(1, 2 ** 32, lanes, dtype=np.uint64)
+    old = RNG.integers(1, 2 ** 32, lanes, dtype=np.uint64)
+    wave = OneRegisterWave(target, values, old, live)
+    for move in dpp_butterfly(distance, target):
+        mods = {"dpp_ctrl": move.code, "row_mask": 0xF, "bank_mask": move.bank_mask, "bound_ctrl": 1}
+        EXECUTE["v_mov_b32_dpp"](wave, AmdInstr("v_mov_b32_dpp", (DecodedReg("v", 1, 1),),
+                                                (DecodedReg("v", 0, 1),), mods, 1, ""))
+    partner = np.arange(lanes) ^ distance
+    want = np.where(live, np.where(live[partner], values[partner], 0), old)
+    np.testing.assert_array_equal(wave.v[1], want)
+
+
 # ------------------------------------------------------------------------- wait states
 
 def test_a_dpp_read_of_a_fresh_vgpr_waits_two_states_on_cdna_only():
@@ -247,6 +275,9 @@ def test_a_dpp_read_of_a_fresh_vgpr_waits_two_states_on_cdna_only():
         nops = [i for i in insert_nops([write, other, dpp], None, target) if i.opcode == "s_nop"]
         assert [n.uses[0] for n in nops] == [Imm.int(0)]
     assert insert_nops([write, dpp], None, "gfx1100") == [write, dpp]
+    merge = MInst("v_mov_b32_dpp_merge", [z], [z, y], {"dpp_ctrl": 0x114, "bank_mask": 0xA, "bound_ctrl": 1})
+    first = MInst("v_mov_b32_dpp", [z], [y], {"dpp_ctrl": 0x104, "bank_mask": 0x5, "bound_ctrl": 1})
+    assert insert_nops([first, merge], None, "gfx942") == [first, merge]   # the kept lanes are not read
 
 
 @needs_llvm
@@ -285,7 +316,8 @@ def emulate(kernel, target, grid, *args, **constexprs):
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_wave_reduction_moves_by_dpp_where_one_move_reaches(target):
     """tl.sum over one wave: xor 1 and 2 are quad_perm moves everywhere, 4 and 8 row_xmask on
-    gfx1100 and ds_swizzle_b32 on CDNA, 16 a ds_swizzle_b32, 32 (wave64) a ds_bpermute_b32."""
+    gfx1100 and on CDNA row_shl:4 and row_shr:4 into alternate banks and row_ror:8; 16 is a
+    ds_swizzle_b32, 32 (wave64) a ds_bpermute_b32."""
     x = RNG.standard_normal(64).astype(np.float32)
     out = poisoned(1, np.float32)
     text = emulate(row_sum_kernel, target, (1,), x, out, N=64, num_warps=1)
@@ -293,9 +325,10 @@ def test_a_wave_reduction_moves_by_dpp_where_one_move_reaches(target):
     swizzles = [int(line.rsplit("offset:", 1)[1]) >> 10 for line in instructions(text) if line.startswith("ds_swizzle")]
     moves = ["quad_perm:[1,0,3,2]", "quad_perm:[2,3,0,1]"]
     if target == "gfx1100":
-        assert dpp_moves(text) == moves + ["row_xmask:4", "row_xmask:8"] and swizzles == [16]
+        assert dpp_moves(text) == moves + ["row_xmask:4", "row_xmask:8"]
     else:
-        assert dpp_moves(text) == moves and swizzles == [4, 8, 16]
+        assert dpp_moves(text) == moves + ["row_shl:4", "row_shr:4", "row_ror:8"]
+    assert swizzles == [16]
     assert sum(line.startswith("ds_bpermute_b32") for line in instructions(text)) == (target != "gfx1100")
 
 

@@ -567,14 +567,15 @@ def _dpp(w, ins):
     first source from the lane its control names (isa.dpp_source_lanes). The source is invalid
     where the control names none, or the lane is off in EXEC and fi (gfx1100's fetch inactive) is
     clear: an invalid source reads 0 with bound_ctrl set, else the lane is not written. Lanes
-    of rows off in row_mask or banks off in bank_mask are not written either."""
+    of rows off in row_mask or banks off in bank_mask are not written either. (The code
+    generator's merging row, v_mov_b32_dpp_merge, is this move: its first source is the result.)"""
     lanes = np.arange(w.lanes)
     source, defined = isa.dpp_source_lanes(ins.mods["dpp_ctrl"], w.lanes, w.group.kernel.target)
     valid = defined & (w.exec[source] | bool(ins.mods.get("fi")))
     row_on = (ins.mods["row_mask"] >> (lanes // isa.DPP_ROW) & 1).astype(bool)
     bank_on = (ins.mods["bank_mask"] >> (lanes % isa.DPP_ROW // 4) & 1).astype(bool)
     written = w.exec & row_on & bank_on & (valid | bool(ins.mods.get("bound_ctrl")))
-    w.write(ins.defs[0], np.where(valid, w.read(ins.uses[0])[source], np.uint64(0)), lanes=written)
+    w.write(ins.defs[0], np.where(valid, w.read(ins.uses[-1])[source], np.uint64(0)), lanes=written)
 
 
 # LDS ---------------------------------------------------------------------------------------

@@ -211,15 +211,30 @@ def quad_perm(lanes: tuple[int, int, int, int]) -> int:
     return sum(lane << (2 * k) for k, lane in enumerate(lanes))
 
 
-def dpp_butterfly(distance: int, target: str) -> Optional[int]:
-    """The DPP_CTRL code of one move in which lane i reads lane i xor `distance`, or None where
-    `target` has none: quad_perm for 1 and 2 on every target, row_xmask for 4 and 8 on gfx1100
-    (CDNA's row controls mirror or shift a row, none swaps its halves of 4 or 8 lanes)."""
+@dataclass(frozen=True)
+class DppMove:
+    """One DPP move of a shuffle: its DPP_CTRL code and the banks it writes (bank_mask)."""
+
+    code: int
+    bank_mask: int = DPP_FULL_MASK
+
+
+def dpp_butterfly(distance: int, target: str) -> tuple[DppMove, ...]:
+    """The DPP moves after which lane i holds lane i xor `distance`'s value (every lane written
+    by exactly one of them), or () where `target` has none: quad_perm for 1 and 2 on every
+    target; row_xmask for 4 and 8 on gfx1100; on CDNA row_ror:8 for 8 (a rotation by half a row
+    swaps its halves) and for 4 two moves, row_shl:4 into the banks whose lanes have bit 2 clear
+    (0 and 2: bank_mask 0x5) and row_shr:4 into the others (0xa), the second keeping the lanes
+    the first wrote (v_mov_b32_dpp_merge)."""
     if distance in (1, 2):
-        return dpp_code("quad_perm", quad_perm(tuple(k ^ distance for k in range(4))), target)
+        return (DppMove(dpp_code("quad_perm", quad_perm(tuple(k ^ distance for k in range(4))), target)),)
     if distance in (4, 8) and target in _RDNA3:
-        return dpp_code("row_xmask", distance, target)
-    return None
+        return (DppMove(dpp_code("row_xmask", distance, target)),)
+    if distance == 8:
+        return (DppMove(dpp_code("row_ror", 8, target)),)
+    if distance == 4:
+        return (DppMove(dpp_code("row_shl", 4, target), 0b0101), DppMove(dpp_code("row_shr", 4, target), 0b1010))
+    return ()
 
 
 GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1; GFX11 alike)
@@ -310,12 +325,15 @@ SPELLING = {"gfx942": {}, "gfx90a": {}, "gfx1100": {
 # tied, the target's ATOMIC_RETURN_BIT set) beside the non-returning row of the same mnemonic
 TIED_KIND = "vdata"
 RETURNING_SUFFIX = "_rtn"
+# the suffix of the row of a DPP move that writes some lanes of a register whose other lanes it
+# keeps (its result tied to a source, as a returning atomic's data; the same text as the plain move)
+DPP_MERGE_SUFFIX = "_merge"
 
 
 def spelling(mnemonic: str, target: str) -> str:
     """How `target`'s assembler spells the instruction of table row `mnemonic` (a returning
     form's row, buffer_atomic_add_rtn, under its plain name: InstrInfo.assembler_name)."""
-    name = mnemonic.removesuffix(RETURNING_SUFFIX)
+    name = mnemonic.removesuffix(RETURNING_SUFFIX).removesuffix(DPP_MERGE_SUFFIX)
     return SPELLING[target].get(name, name)
 
 # The cache-policy modifiers of memory instructions as the assembler spells them (CDNA3 ISA,
@@ -518,8 +536,9 @@ class InstrInfo:
     @property
     def assembler_name(self) -> str:
         """The mnemonic the assembler reads (a returning form's row carries RETURNING_SUFFIX;
-        its text is the plain mnemonic with the target's ATOMIC_RETURN_BIT)."""
-        return self.mnemonic.removesuffix(RETURNING_SUFFIX)
+        its text is the plain mnemonic with the target's ATOMIC_RETURN_BIT; a merging DPP move's
+        DPP_MERGE_SUFFIX, its text the plain move's)."""
+        return self.mnemonic.removesuffix(RETURNING_SUFFIX).removesuffix(DPP_MERGE_SUFFIX)
 
 
 def _rows() -> list[InstrInfo]:
@@ -720,6 +739,9 @@ def _rows() -> list[InstrInfo]:
     # source must be a VGPR; a lane that is not written keeps its old value, so the selector
     # writes every lane (bound_ctrl:1, full masks) or the result would also be a source
     add("v_mov_b32_dpp", "VOP1_DPP", "vdst | vsrc", "valu")
+    # the same, into lanes a first move left unwritten (bank_mask): the result register is also
+    # read, its other lanes kept (isa.dpp_butterfly's two-move butterflies)
+    add("v_mov_b32_dpp" + DPP_MERGE_SUFFIX, "VOP1_DPP", "vdata | vdata vsrc", "valu")
     return rows
 
 

@@ -146,8 +146,14 @@ def _vgpr_write_then_dpp(first: MInst, then: MInst, assignment) -> bool:
     """A DPP instruction reads a VGPR that `first` wrote (CDNA3 ISA 4.5: "VALU writes VGPR, then
     VALU DPP reads that VGPR", 2 wait states: the VALU does not forward its result to DPP's
     lane crossbar). Any writer counts, as in LLVM's GCNHazardRecognizer::checkDPPHazards, not
-    only a VALU: a load's result lands behind its s_waitcnt, which is one wait state."""
-    return info(then.opcode).is_dpp and bool(_written(first, assignment) & _read(then, assignment))
+    only a VALU: a load's result lands behind its s_waitcnt, which is one wait state. A merging
+    move's kept register is not read (the lanes it does not write are left alone), so the second
+    of two moves into one register does not wait for the first."""
+    if not info(then.opcode).is_dpp:
+        return False
+    kept = {source for _, source in info(then.opcode).ties}   # the lanes a merging move keeps: not read
+    read = {u for k, o in enumerate(then.uses) if k not in kept for u in units(o, assignment)}
+    return bool(_written(first, assignment) & read)
 
 
 def _mfma_result_touched(passes: int):
