@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 import tile
 from tile.codegen.amdgcn import assemble
-from tile.codegen.amdgcn.isa import DPP_CODES, DPP_CONTROLS, TARGETS, WAVE_SIZE, dpp_butterfly, dpp_code
+from tile.codegen.amdgcn.dpp import fuse_dpp_moves
+from tile.codegen.amdgcn.isa import (DPP_CODES, DPP_COMBINES, DPP_CONTROLS, TARGETS, WAVE_SIZE, dpp_butterfly,
+                                     dpp_code)
 from tile.codegen.amdgcn.kernel_object import find_tool
 from tile.codegen.amdgcn.mir import Imm, MInst, Reg, print_inst
 from tile.codegen.amdgcn.waitcnt import insert_nops
@@ -262,6 +264,75 @@ def test_the_butterfly_moves_give_each_live_lane_its_partner_s_value(target, dis
     np.testing.assert_array_equal(wave.v[1], want)
 
 
+def _f32(bits: int) -> np.float32:
+    return np.array([bits], np.uint32).view(np.float32)[0]
+
+
+def _s32(bits: int) -> int:
+    return bits - (1 << 32) if bits >> 31 else bits
+
+
+# the VOP2 ops of DPP_COMBINES in the ISA's words, on 32-bit patterns
+COMBINE_MODELS = {
+    "v_add_f32": lambda a, b: _f32(a) + _f32(b), "v_mul_f32": lambda a, b: _f32(a) * _f32(b),
+    "v_min_f32": lambda a, b: min(_f32(a), _f32(b)), "v_max_f32": lambda a, b: max(_f32(a), _f32(b)),
+    "v_min_i32": lambda a, b: min(_s32(a), _s32(b)), "v_max_i32": lambda a, b: max(_s32(a), _s32(b)),
+    "v_min_u32": min, "v_max_u32": max,
+    "v_and_b32": lambda a, b: a & b, "v_or_b32": lambda a, b: a | b, "v_xor_b32": lambda a, b: a ^ b,
+}
+
+
+def _bits(value) -> int:
+    return int(np.array([value], np.float32).view(np.uint32)[0]) if isinstance(value, np.floating) else value & 0xFFFFFFFF
+
+
+@pytest.mark.parametrize("op", DPP_COMBINES)
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_a_fused_dpp_op_combines_the_moved_value_with_its_second_source(op, data):
+    target = data.draw(st.sampled_from(TARGETS))
+    lanes = WAVE_SIZE[target]
+    text = data.draw(st.sampled_from(sorted(DPP_CODES[target])))
+    live = np.array(data.draw(st.lists(st.booleans(), min_size=lanes, max_size=lanes)))
+    bound_ctrl = data.draw(st.booleans())
+    floats = op.endswith("f32")
+    draw = (lambda: RNG.standard_normal(lanes).astype(np.float32).view(np.uint32).astype(np.uint64)) if floats \
+        else (lambda: RNG.integers(0, 2 ** 32, lanes, dtype=np.uint64))
+    x, y, old = draw(), draw(), draw()
+    mods = {"dpp_ctrl": DPP_CODES[target][text], "row_mask": 0xF, "bank_mask": 0xF, "bound_ctrl": int(bound_ctrl)}
+    ins = AmdInstr(f"{op}_dpp", (DecodedReg("v", 2, 1),), (DecodedReg("v", 0, 1), DecodedReg("v", 1, 1)), mods, 1, "")
+    wave = OneRegisterWave(target, x, y, live)
+    wave.v.append(old.copy())
+    EXECUTE[f"{op}_dpp"](wave, ins)
+    control = next(c for c in DPP_CONTROLS if text in {c.text(a) for a in c.codes})
+    argument = next(a for a in control.codes if control.text(a) == text)
+    moved = isa_dpp(control.keyword, argument, lanes, x, np.full(lanes, -1, np.int64), live, 0xF, 0xF, True, False)
+    want = old.copy()
+    for lane in range(lanes):
+        source = isa_source_lane(control.keyword, argument, lane, lanes)
+        if live[lane] and (bound_ctrl or (source is not None and live[source])):
+            want[lane] = _bits(COMBINE_MODELS[op](int(moved[lane]), int(y[lane])))
+    np.testing.assert_array_equal(wave.v[2], want)
+
+
+def test_a_move_read_only_by_its_combine_is_fused_into_it():
+    x, t, r, u = (Reg("v", 1, k).all() for k in range(4))
+    move = MInst("v_mov_b32_dpp", [t], [x], {"dpp_ctrl": 0xB1, "bound_ctrl": 1})
+    fused = fuse_dpp_moves([move, MInst("v_max_f32", [r], [t, x], comment="k.py:3")])
+    assert [(i.opcode, i.defs, i.uses, i.mods, i.comment) for i in fused] == [
+        ("v_max_f32_dpp", [r], [x, x], {"dpp_ctrl": 0xB1, "bound_ctrl": 1}, "k.py:3")]
+    kept = [
+        [move, MInst("v_sub_f32", [r], [x, t])],                           # not commutative
+        [move, MInst("v_add_f32", [r], [u, t])],                           # the other operand is not x
+        [move, MInst("v_add_f32", [r], [x, t]), MInst("v_add_f32", [u], [t, t])],   # t read again
+        [MInst("v_mov_b32_dpp", [t], [x], {"dpp_ctrl": 0x104, "bank_mask": 0x5, "bound_ctrl": 1}),
+         MInst("v_add_f32", [r], [x, t])],                                 # a partial write
+        [MInst("v_mov_b32_dpp", [t], [x], {"dpp_ctrl": 0xB1}), MInst("v_add_f32", [r], [x, t])],   # keeps lanes
+    ]
+    for insts in kept:
+        assert fuse_dpp_moves(insts) == insts
+
+
 # ------------------------------------------------------------------------- wait states
 
 def test_a_dpp_read_of_a_fresh_vgpr_waits_two_states_on_cdna_only():
@@ -291,7 +362,7 @@ def test_the_emulator_reports_a_dpp_read_inside_the_wait_states():
     np.testing.assert_allclose(out, x.astype(np.float64).sum(), rtol=1e-5)
     lines = text.splitlines()
     nops = [k for k, line in enumerate(lines) if line.strip().startswith("s_nop 1")
-            and "v_mov_b32_dpp" in lines[k + 1]]
+            and "_dpp " in lines[k + 1]]
     assert nops
     broken = "\n".join(line for k, line in enumerate(lines) if k not in nops)
     with pytest.raises(EmulatorError, match=r"v\d+ is read by a DPP instruction 0 wait states after a VALU wrote it "
@@ -302,8 +373,9 @@ def test_the_emulator_reports_a_dpp_read_inside_the_wait_states():
 # ------------------------------------------------------------------------- kernels
 
 def dpp_moves(text: str) -> list[str]:
-    return [line.split(" ", 3)[3].split(" row_mask")[0] for line in instructions(text)
-            if line.startswith("v_mov_b32_dpp")]
+    """The controls of the text's DPP instructions (moves and fused ops), in order."""
+    return [line.split(" row_mask")[0].rsplit(" ", 1)[1] for line in instructions(text)
+            if line.split(" ")[0].endswith("_dpp")]
 
 
 def emulate(kernel, target, grid, *args, **constexprs):
@@ -317,7 +389,8 @@ def emulate(kernel, target, grid, *args, **constexprs):
 def test_a_wave_reduction_moves_by_dpp_where_one_move_reaches(target):
     """tl.sum over one wave: xor 1 and 2 are quad_perm moves everywhere, 4 and 8 row_xmask on
     gfx1100 and on CDNA row_shl:4 and row_shr:4 into alternate banks and row_ror:8; 16 is a
-    ds_swizzle_b32, 32 (wave64) a ds_bpermute_b32."""
+    ds_swizzle_b32, 32 (wave64) a ds_bpermute_b32. The one-move steps are fused into their adds
+    (v_add_f32_dpp), the two-move one is not."""
     x = RNG.standard_normal(64).astype(np.float32)
     out = poisoned(1, np.float32)
     text = emulate(row_sum_kernel, target, (1,), x, out, N=64, num_warps=1)
@@ -329,6 +402,8 @@ def test_a_wave_reduction_moves_by_dpp_where_one_move_reaches(target):
     else:
         assert dpp_moves(text) == moves + ["row_shl:4", "row_shr:4", "row_ror:8"]
     assert swizzles == [16]
+    fused = [line.split(" ")[0] for line in instructions(text) if line.startswith("v_add_f32_dpp")]
+    assert len(fused) == (4 if target == "gfx1100" else 3)
     assert sum(line.startswith("ds_bpermute_b32") for line in instructions(text)) == (target != "gfx1100")
 
 

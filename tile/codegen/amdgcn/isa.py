@@ -194,6 +194,11 @@ DPP_CONTROLS = (
 DPP_CODES = {t: {c.text(a): code for c in DPP_CONTROLS if t in c.targets for a, code in c.codes.items()}
              for t in TARGETS}
 DPP_TEXT = {t: {code: text for text, code in codes.items()} for t, codes in DPP_CODES.items()}
+# The VOP2 operations whose DPP form (first source read from another lane) tile fuses a DPP move
+# into when the moved value is only their operand beside the value it was moved from (a
+# reduction's step: tile.codegen.amdgcn.dpp): commutative, and spelled alike on every target
+DPP_COMBINES = ("v_add_f32", "v_mul_f32", "v_min_f32", "v_max_f32", "v_min_i32", "v_max_i32", "v_min_u32",
+                "v_max_u32", "v_and_b32", "v_or_b32", "v_xor_b32")
 # gfx1100's fi:1 (fetch inactive: a source lane off in EXEC is read, not invalid)
 DPP_FETCH_INACTIVE_TARGETS = _RDNA3
 
@@ -742,6 +747,8 @@ def _rows() -> list[InstrInfo]:
     # the same, into lanes a first move left unwritten (bank_mask): the result register is also
     # read, its other lanes kept (isa.dpp_butterfly's two-move butterflies)
     add("v_mov_b32_dpp" + DPP_MERGE_SUFFIX, "VOP1_DPP", "vdata | vdata vsrc", "valu")
+    for name in DPP_COMBINES:   # dst = op(src0 from another lane, src1): both sources VGPRs
+        add(f"{name}_dpp", "VOP2_DPP", "vdst | vsrc vsrc", "valu")
     return rows
 
 
