@@ -123,8 +123,8 @@ def swizzle_offset(and_mask: int, or_mask: int, xor_mask: int) -> int:
 # encoding; RDNA3 ISA, the same chapter's DPP16, and LLVM's AMDGPUModifierSyntax, dpp_ctrl): a
 # VALU instruction whose first source is read from another lane, chosen by the 9-bit DPP_CTRL
 # field, with no trip through the LDS crossbar and no wait counter (ds_swizzle_b32 and
-# ds_bpermute_b32 take both). Lanes form rows of DPP_ROW_LANES (4 rows on wave64, 2 on wave32)
-# and each row banks of DPP_BANK_LANES. Lane i (row r = i // 16, j = i mod 16) reads:
+# ds_bpermute_b32 take both). Lanes form rows of 16 (4 rows on wave64, 2 on wave32), each row 4
+# banks of 4 lanes. Lane i (row r = i // 16, j = i mod 16) reads:
 #
 #     quad_perm:[a,b,c,d]   lane 4 (i // 4) + (a, b, c, d)[i mod 4]         DPP_CTRL 0x000-0x0ff
 #     row_shl:n             lane i + n, if j + n < 16                       0x101-0x10f
@@ -150,8 +150,6 @@ def swizzle_offset(and_mask: int, or_mask: int, xor_mask: int) -> int:
 # (tests/test_amdgcn_dpp.py assembles every one). llvm-mc reads `bound_ctrl:0` as the set bit
 # on GFX9 and as the clear one on GFX11, so tile writes only bound_ctrl:1 (the bit set) and
 # leaves the modifier out for the clear bit.
-DPP_ROW_LANES = 16
-DPP_BANK_LANES = 4
 DPP_FULL_MASK = 0xF
 _CDNA = ("gfx942", "gfx90a")
 _RDNA3 = ("gfx1100",)
@@ -741,8 +739,9 @@ def _rows() -> list[InstrInfo]:
     # no LDS memory; CDNA3 and RDNA3 ISA, DS_SWIZZLE_B32): see swizzle_offset
     add("ds_swizzle_b32", "DS", "vdst | vsrc", "ds", "lgkmcnt")
     # DPP moves (DPP_CONTROLS): the first source read from another lane, on the VALU. Its first
-    # source must be a VGPR; a lane that is not written keeps its old value, so the selector
-    # writes every lane (bound_ctrl:1, full masks) or the result would also be a source
+    # source must be a VGPR; a lane that is not written keeps its old value, so the selector's
+    # moves write every lane between them (bound_ctrl:1; one move with full masks, or a first
+    # into some banks and a merging one into the others) or the result would also be a source
     add("v_mov_b32_dpp", "VOP1_DPP", "vdst | vsrc", "valu")
     # the same, into lanes a first move left unwritten (bank_mask): the result register is also
     # read, its other lanes kept (isa.dpp_butterfly's two-move butterflies)

@@ -144,8 +144,7 @@ def _valu_then_mfma(first: MInst, then: MInst, assignment) -> bool:
 
 def _vgpr_write_then_dpp(first: MInst, then: MInst, assignment) -> bool:
     """A DPP instruction reads a VGPR that `first` wrote (CDNA3 ISA 4.5: "VALU writes VGPR, then
-    VALU DPP reads that VGPR", 2 wait states: the VALU does not forward its result to DPP's
-    lane crossbar). Any writer counts, as in LLVM's GCNHazardRecognizer::checkDPPHazards, not
+    VALU DPP reads that VGPR", 2 wait states, which the hardware does not check). Any writer counts, as in LLVM's GCNHazardRecognizer::checkDPPHazards, not
     only a VALU: a load's result lands behind its s_waitcnt, which is one wait state. A merging
     move's kept register is not read (the lanes it does not write are left alone), so the second
     of two moves into one register does not wait for the first."""
