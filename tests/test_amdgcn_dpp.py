@@ -22,7 +22,7 @@ from tile.codegen.amdgcn.dpp import fuse_dpp_moves
 from tile.codegen.amdgcn.isa import (DPP_CODES, DPP_COMBINES, DPP_CONTROLS, TARGETS, WAVE_SIZE, dpp_butterfly,
                                      dpp_code)
 from tile.codegen.amdgcn.kernel_object import find_tool
-from tile.codegen.amdgcn.mir import Imm, MInst, Reg, print_inst
+from tile.codegen.amdgcn.mir import Imm, Label, MInst, Reg, print_inst
 from tile.codegen.amdgcn.waitcnt import insert_nops
 from tile.emulator import EmulatorError
 from tile.emulator.amdgcn_decode import AmdgcnSyntaxError, AmdInstr, decode_amdgcn
@@ -349,6 +349,9 @@ def test_a_dpp_read_of_a_fresh_vgpr_waits_two_states_on_cdna_only():
     merge = MInst("v_mov_b32_dpp_merge", [z], [z, y], {"dpp_ctrl": 0x114, "bank_mask": 0xA, "bound_ctrl": 1})
     first = MInst("v_mov_b32_dpp", [z], [y], {"dpp_ctrl": 0x104, "bank_mask": 0x5, "bound_ctrl": 1})
     assert insert_nops([first, merge], None, "gfx942") == [first, merge]   # the kept lanes are not read
+    head = MInst("label", [], [Label(".Lloop")])   # a loop's head: its back edge may have just written x
+    nops = [i for i in insert_nops([head, other, dpp], None, "gfx942") if i.opcode == "s_nop"]
+    assert [n.uses[0] for n in nops] == [Imm.int(0)]
 
 
 @needs_llvm
