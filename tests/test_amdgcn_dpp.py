@@ -1,10 +1,11 @@
 """DPP (data-parallel primitives) on gfx942, gfx90a and gfx1100: the controls of isa.DPP_CONTROLS
 assembled by llvm-mc with the DPP_CTRL codes tile gives them (and refused on the targets that
 lack them), printed and decoded back, the emulator's lane reads against a per-lane model of the
-ISA text (hypothesis, one case per control), the wait states between a VGPR write and a DPP
-read (the s_nop the compiler inserts, the error the emulator reports without it), and
-butterfly shuffles selected as v_mov_b32_dpp in reductions, scans, softmax and layer norm on
-the emulator against NumPy in float64 (the kernels of test_amdgcn_wave64)."""
+ISA text (hypothesis, one case per control, and per fused VOP2 op), the butterflies' moves, the
+fusing of a move into the op that combines it, the wait states between a VGPR write and a DPP
+read (the s_nop the compiler inserts, the error the emulator reports without it), and butterfly
+shuffles selected as DPP in reductions, scans, softmax and layer norm on the emulator against
+NumPy in float64 with poisoned outputs (the kernels of test_amdgcn_wave64), each assembled."""
 from __future__ import annotations
 
 import re
@@ -17,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tile
+import tile.language as tl
 from tile.codegen.amdgcn import assemble
 from tile.codegen.amdgcn.dpp import fuse_dpp_moves
 from tile.codegen.amdgcn.isa import (DPP_CODES, DPP_COMBINES, DPP_CONTROLS, TARGETS, WAVE_SIZE, dpp_butterfly,
@@ -38,7 +40,8 @@ RNG = np.random.default_rng(1615)
 CDNA = ("gfx942", "gfx90a")
 
 
-def dpp_line(text: str, target: str, extra: str = "") -> str:
+def dpp_line(text: str, extra: str = "") -> str:
+    """A v_mov_b32_dpp line with control `text`, full masks and `extra` modifiers."""
     return f"v_mov_b32_dpp v1, v0 {text} row_mask:0xf bank_mask:0xf{extra}"
 
 
@@ -56,7 +59,7 @@ def test_every_control_assembles_with_the_code_tile_gives_it(target):
     (bit 19), FI (bit 18, gfx1100) and the masks are what tile's table and printer say."""
     texts = sorted(DPP_CODES[target])
     extra = " bound_ctrl:1" + (" fi:1" if target == "gfx1100" else "")
-    result = llvm_mc([dpp_line(t, target) for t in texts] + [dpp_line("row_mirror", target, extra).replace(
+    result = llvm_mc([dpp_line(t) for t in texts] + [dpp_line("row_mirror", extra).replace(
         "row_mask:0xf bank_mask:0xf", "row_mask:0x5 bank_mask:0xa")], target)
     assert result.returncode == 0, result.stderr
     words = [[int(b, 16) for b in m.split(",")] for m in re.findall(r"encoding: \[([^\]]*)\]", result.stdout)]
@@ -77,7 +80,7 @@ def test_controls_of_other_targets_are_refused_by_the_assembler(target):
     assert missing
     for control in missing:
         argument = next(iter(control.codes))
-        result = llvm_mc([dpp_line(control.text(argument), target)], target)
+        result = llvm_mc([dpp_line(control.text(argument))], target)
         assert result.returncode != 0 and "not a valid operand" in result.stderr, control.keyword
 
 
@@ -410,10 +413,40 @@ def test_a_wave_reduction_moves_by_dpp_where_one_move_reaches(target):
     assert sum(line.startswith("ds_bpermute_b32") for line in instructions(text)) == (target != "gfx1100")
 
 
+@tile.jit
+def min_and_int_kernel(x_ptr, i_ptr, min_ptr, imax_ptr, isum_ptr, R: tl.constexpr, C: tl.constexpr):
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    o = tl.arange(0, R)
+    tl.store(min_ptr + o, tl.min(tl.load(x_ptr + offs), axis=1))
+    i = tl.load(i_ptr + offs)
+    tl.store(imax_ptr + o, tl.max(i, axis=1))
+    tl.store(isum_ptr + o, tl.sum(i, axis=1))
+
+
+@needs_llvm
+@pytest.mark.parametrize("target", TARGETS)
+def test_min_and_integer_reductions_fuse_their_dpp_moves(target):
+    """Row minima of floats and maxima of int32 are fused DPP ops (v_min_f32_dpp, v_max_i32_dpp);
+    the integer sum's add (v_add_u32, spelled v_add_nc_u32 on gfx1100) is not in DPP_COMBINES, so
+    it keeps its moves."""
+    rows, cols = 8, 64
+    x = RNG.standard_normal((rows, cols)).astype(np.float32)
+    i = RNG.integers(-2 ** 20, 2 ** 20, (rows, cols)).astype(np.int32)
+    mins, imax, isum = poisoned(rows, np.float32), poisoned(rows, np.int32), poisoned(rows, np.int32)
+    text = emulate(min_and_int_kernel, target, (1,), x, i, mins, imax, isum, R=rows, C=cols, num_warps=1)
+    np.testing.assert_array_equal(mins, x.min(axis=1))
+    np.testing.assert_array_equal(imax, i.max(axis=1))
+    np.testing.assert_array_equal(isum, i.astype(np.int64).sum(axis=1))
+    opcodes = {line.split(" ")[0] for line in instructions(text)}
+    assert {"v_min_f32_dpp", "v_max_i32_dpp", "v_mov_b32_dpp"} <= opcodes
+
+
 @needs_llvm
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("axis", [0, 1])
 def test_reductions_and_scans_through_dpp(target, axis):
+    """Sums, maxima, argmin and argmax over each axis (DPP across the lanes of a row), and the
+    scans, whose up-shuffles stay on ds_bpermute_b32 (no DPP control shifts across rows of 16)."""
     rows, cols = 16, 64
     x = RNG.standard_normal((rows, cols)).astype(np.float32)
     count = cols if axis == 0 else rows
