@@ -286,7 +286,9 @@ COMBINE_MODELS = {
 
 
 def _bits(value) -> int:
-    return int(np.array([value], np.float32).view(np.uint32)[0]) if isinstance(value, np.floating) else value & 0xFFFFFFFF
+    if isinstance(value, np.floating):
+        return int(np.array([value], np.float32).view(np.uint32)[0])
+    return value & 0xFFFFFFFF
 
 
 @pytest.mark.parametrize("op", DPP_COMBINES)

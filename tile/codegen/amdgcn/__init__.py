@@ -5,7 +5,8 @@
 
 isa (the instruction table), mir (machine IR and printer), isel (selection and uniformity), dpp
 (a DPP move fused into the op that combines it), regalloc (liveness, linear scan), waitcnt
-(s_waitcnt and GFX9's wait states), rdna3 (the hazards of RDNA3), kernel_object (text, assembler). `emit_amdgcn` is the entry the compiler calls; `compile_amdgcn` also keeps the
+(s_waitcnt and GFX9's wait states), rdna3 (the hazards of RDNA3), kernel_object (text,
+assembler). `emit_amdgcn` is the entry the compiler calls; `compile_amdgcn` also keeps the
 final instructions and register assignment. The text runs on the emulator's wave machine
 (tile.emulate(kernel, target="gfx942"), tile.emulator.amdgcn_machine).
 

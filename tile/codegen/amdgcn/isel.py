@@ -77,7 +77,8 @@ from ..math_lib import INV_TWO_PI
 from .isa import (ATOMIC_RETURN_BIT, BUFFER_ATOMICS, BUFFER_ATOMICS_64, BUFFER_BASE_HIGH_BITS, BUFFER_OFFSET_RANGE,
                   BUFFER_RESOURCE_CONFIG, DPP_MERGE_SUFFIX, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64,
                   GLOBAL_OFFSET_RANGE, INLINE_FLOATS, LANE_MASK_OPCODES, MEMORY_ORDER, RETURNING_SUFFIX, STORE_COUNTER,
-                  SWIZZLE_LANES, WAVE_SIZE, dpp_butterfly, info, mfma_shape, swizzle_offset, user_sgpr_count, wmma_shape)
+                  SWIZZLE_LANES, WAVE_SIZE, dpp_butterfly, info, mfma_shape, swizzle_offset, user_sgpr_count,
+                  wmma_shape)
 from .mir import EXEC, NULL, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs

@@ -144,11 +144,12 @@ def _valu_then_mfma(first: MInst, then: MInst, assignment) -> bool:
 
 def _vgpr_write_then_dpp(first: MInst, then: MInst, assignment) -> bool:
     """A DPP instruction reads a VGPR that `first` wrote (CDNA3 ISA 4.5: "VALU writes VGPR, then
-    VALU DPP reads that VGPR", 2 wait states, which the hardware does not check). Any writer counts, as in LLVM's GCNHazardRecognizer::checkDPPHazards, not
-    only a VALU: a load's result lands behind its s_waitcnt, which is one wait state. A merging
-    move's kept register is not read (the lanes it does not write are left alone), so the second
-    of two moves into one register does not wait for the first. A label counts as a write: the
-    code that jumps to it is not the code before it."""
+    VALU DPP reads that VGPR", 2 wait states, which the hardware does not check). Any writer
+    counts, as in LLVM's GCNHazardRecognizer::checkDPPHazards, not only a VALU: a load's result
+    lands behind its s_waitcnt, which is one wait state. A merging move's kept register is not
+    read (the lanes it does not write are left alone), so the second of two moves into one
+    register does not wait for the first. A label counts as a write: the code that jumps to it
+    is not the code before it."""
     if not info(then.opcode).is_dpp:
         return False
     if first.opcode == "label":   # a join: the other way in (a loop's back edge) may have just written it
