@@ -14,6 +14,12 @@ bandwidth or its matrix flops over the dense peak of its operand type, whichever
 (MI300X: 5.3 TB/s HBM3, 1307 fp16 / 2615 fp8 TFLOP/s; RX 7900 XTX: 960 GB/s GDDR6, 123 fp16
 TFLOP/s with WMMA). On gfx942 the matmul also runs on fnuz fp8 (tl.float8e4b8) inputs. A first hardware run
 has these to beat; they say nothing about latency hiding, which occupancy only hints at.
+
+A second table counts, for the kernels that move values between lanes (softmax, layer norm: their
+row reductions), the instructions of the text and the cross-lane ones among them: DPP moves and
+the VALU ops a move is fused into (v_add_f32_dpp: VALU, no wait), ds_swizzle_b32 and
+ds_bpermute_b32 (through the LDS crossbar, each waited for with an s_waitcnt lgkmcnt), and the
+s_nops (on gfx942 a DPP read of a VGPR written just before needs 2 wait states).
 """
 from __future__ import annotations
 
@@ -72,6 +78,21 @@ class Usage(NamedTuple):
                        # (loops not unrolled)
     store_bytes: int
     matrix: int        # matrix instructions (MFMA or WMMA) in the text
+    cross_lane: tuple = ()   # instructions in the text, then of them CROSS_LANE's, in its order
+
+
+# the cross-lane instructions (and their waits) the second table counts: column -> line pattern
+CROSS_LANE = {"DPP (moves and fused ops)": r"v_\w+_dpp\b", "ds_swizzle_b32": r"ds_swizzle_b32\b",
+              "ds_bpermute_b32": r"ds_bpermute_b32\b", "s_nop": r"s_nop\b",
+              "s_waitcnt lgkmcnt": r"s_waitcnt\b.*lgkmcnt"}
+
+
+def cross_lane(asm: str) -> tuple:
+    """The instructions of the kernel's text, then how many of them match each CROSS_LANE pattern."""
+    body = asm.split(".Lfunc_end", 1)[0]
+    lines = [line.split(";")[0].strip() for line in body.splitlines()]
+    lines = [line for line in lines if line and not line.startswith(".") and not line.endswith(":")]
+    return (len(lines),) + tuple(sum(bool(re.match(p, line)) for line in lines) for p in CROSS_LANE.values())
 
 
 def usage(asm: str, card: Card) -> Usage:
@@ -88,7 +109,7 @@ def usage(asm: str, card: Card) -> Usage:
     return Usage(meta("vgpr_count"), meta("agpr_count"), meta("sgpr_count"), meta("group_segment_fixed_size"),
                  meta("max_flat_workgroup_size"), moved("global_load") + moved("buffer_load"),
                  moved("global_store") + moved("buffer_store"),
-                 len(re.findall(rf"^\s*{card.matrix_prefix}", asm, re.M)))
+                 len(re.findall(rf"^\s*{card.matrix_prefix}", asm, re.M)), cross_lane(asm))
 
 
 def waves_per_simd(u: Usage, card: Card) -> int:
@@ -169,10 +190,17 @@ def main() -> None:
     print(f"| kernel | launch | VGPRs (of them AGPRs) | SGPRs | LDS bytes | waves/SIMD "
           f"| global bytes per thread (ld / st, text) | {matrix} in text | floor on {card.name} (us) |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for row in rows(args.target):
+    table = rows(args.target)
+    for row in table:
         u = row.usage
         print(f"| {row.name} | {row.launch} | {u.vgprs} ({u.agprs}) | {u.sgprs} | {u.lds} | {waves_per_simd(u, card)} "
               f"| {u.load_bytes} / {u.store_bytes} | {u.matrix} | {floor_us(row, card):.1f} |")
+    print()
+    print(f"| kernel | launch | instructions in text | {' | '.join(CROSS_LANE)} |")
+    print("|---|---|---|" + "---|" * len(CROSS_LANE))
+    for row in table:
+        if any(row.usage.cross_lane[1:4]):
+            print(f"| {row.name} | {row.launch} | {' | '.join(str(n) for n in row.usage.cross_lane)} |")
     for line in refused:
         print(f"not compiled: {line}")
 

@@ -90,13 +90,13 @@ def test_masked_kernel_runs_on_waves_of_32(n, block, num_warps):
 @needs_llvm
 @pytest.mark.parametrize("cols, num_warps", [(32, 1), (256, 4), (128, 2)])
 def test_reductions_shuffle_within_a_wave_of_32(cols, num_warps):
-    """tl.sum across warps and lanes: ds_swizzle_b32 within the wave (its groups of 32 lanes
-    are the whole wave), no half-wave arithmetic."""
+    """tl.sum across warps and lanes: DPP adds (xor 1-8) and ds_swizzle_b32 (xor 16) within the
+    wave (its groups of 32 lanes are the whole wave), no half-wave arithmetic."""
     x = RNG.standard_normal((5, cols)).astype(np.float32)
     out = np.full(5, np.nan, np.float32)
     text = text_of(row_sum_kernel, x, out, COLS=cols, num_warps=num_warps)
     assert assemble(text, "gfx1100")[:4] == b"\x7fELF"
-    assert "ds_swizzle_b32" in text and "ds_bpermute_b32" not in text
+    assert "ds_swizzle_b32" in text and "v_add_f32_dpp" in text and "ds_bpermute_b32" not in text
     tile.emulate(row_sum_kernel, target="gfx1100")[(5,)](x, out, COLS=cols, num_warps=num_warps)
     np.testing.assert_allclose(out, x.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
 
@@ -257,6 +257,8 @@ def test_every_instruction_of_the_target_assembles_as_printed(target):
         mods = {ATOMIC_RETURN_BIT[target]: 1} if returns else {}
         if name.startswith(("buffer_load", "buffer_store", "buffer_atomic")):
             mods["offen"] = 1   # tile's buffer accesses take their byte offset from the VGPR
+        if row.is_dpp:
+            mods["dpp_ctrl"] = 0x1B   # quad_perm:[3,2,1,0] (test_amdgcn_dpp assembles every control)
         lines.append("  " + print_inst(MInst(name, defs, uses, mods), regs, target))
     body = "\n".join(lines) + "\n.Lend:\n  s_endpgm\n"
     kernel = f"""  .amdgcn_target "amdgcn-amd-amdhsa--{target}"

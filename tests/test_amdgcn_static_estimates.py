@@ -1,7 +1,8 @@
 """benchmarks/amd_static.py: the matrix instructions it counts are the target's (MFMA on gfx942,
 WMMA on gfx1100), the workgroup size comes from the code object's metadata, and its occupancy
 agrees with LLVM's for gfx1100 (wave32: 1536 VGPRs per SIMD lane in granules of 24, 16 waves)
-and gfx942 (512 in granules of 8, 8 waves)."""
+and gfx942 (512 in granules of 8, 8 waves); its second table counts the cross-lane instructions
+(DPP, ds_swizzle_b32, ds_bpermute_b32) and their waits."""
 from __future__ import annotations
 
 import os
@@ -15,7 +16,7 @@ import tile.language as tl
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
 import amd_static  # noqa: E402
-from amdgcn_util import warps_for  # noqa: E402
+from amdgcn_util import instructions, warps_for  # noqa: E402
 
 
 @tile.jit
@@ -72,3 +73,22 @@ def test_the_floor_takes_the_peak_of_the_operand_type():
     assert amd_static.floor_us(fp16, card) == pytest.approx(1e6 * 2 * s ** 3 / 1307e12)
     assert amd_static.floor_us(fp8, card) == pytest.approx(1e6 * 2 * s ** 3 / 2615e12)
     assert "fp8" not in amd_static.CARDS["gfx1100"].dense_flops
+
+
+@tile.jit
+def wave_sum(x_ptr, out_ptr, N: tl.constexpr):
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, N)), axis=0))
+
+
+@pytest.mark.parametrize("target, counts", [("gfx942", (5, 1, 1)), ("gfx1100", (4, 1, 0))])
+def test_the_cross_lane_table_counts_dpp_swizzles_and_permutes(target, counts):
+    """A sum over one wave: on gfx942 three fused DPP adds and the two moves of xor 4, a
+    ds_swizzle_b32 (xor 16) and a ds_bpermute_b32 (xor 32); on gfx1100 four fused adds and the
+    swizzle. Every instruction of the text is counted once, labels and directives not."""
+    x = np.zeros(64, np.float32)
+    asm = str(tile.dump(wave_sum, x, x[:1], N=64, stage="amdgcn", target=target, num_warps=1))
+    total, dpp, swizzles, permutes, nops, waits = amd_static.cross_lane(asm)
+    assert (dpp, swizzles, permutes) == counts
+    assert total == len(instructions(asm))
+    assert nops == sum(line.startswith("s_nop") for line in instructions(asm))
+    assert waits == sum(line.startswith("s_waitcnt") and "lgkmcnt" in line for line in instructions(asm))

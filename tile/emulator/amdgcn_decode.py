@@ -21,7 +21,11 @@ the code generator (tile.codegen.amdgcn.isa.INSTRUCTIONS), the one description o
 instructions tile knows: a mnemonic outside it or not on the text's target (a gfx942 MFMA name in
 gfx90a code), a GFX9 name that the target spells otherwise (global_load_dword in gfx1100 code),
 a cache-policy bit of another target (glc in gfx942 code), or a line whose operand count
-disagrees with the table, is an AmdgcnSyntaxError naming the line. Decoded kernels are
+disagrees with the table, is an AmdgcnSyntaxError naming the line. A DPP instruction's control
+(quad_perm:[1,0,3,2], row_xmask:4: isa.DPP_CONTROLS) becomes its DPP_CTRL code in mods, with
+row_mask and bank_mask (0xf where not written), bound_ctrl and fi; a control the target does not
+have, bound_ctrl:0 (which llvm-mc reads differently on GFX9 and GFX11) or fi on a GFX9 target is
+an AmdgcnSyntaxError. Decoded kernels are
 cached by the text's hash.
 """
 from __future__ import annotations
@@ -32,8 +36,9 @@ import struct
 from dataclasses import dataclass, field
 from typing import Union
 
-from ..codegen.amdgcn.isa import (ATOMIC_RETURN_BIT, CACHE_POLICY_BITS, INSTRUCTIONS, LANE_MASK_REGISTERS,
-                                  RETURNING_SUFFIX, SPELLING, TARGET_TRIPLE, TARGETS, USER_SGPRS)
+from ..codegen.amdgcn.isa import (ATOMIC_RETURN_BIT, CACHE_POLICY_BITS, DPP_CODES, DPP_FETCH_INACTIVE_TARGETS,
+                                  DPP_FULL_MASK, INSTRUCTIONS, LANE_MASK_REGISTERS, RETURNING_SUFFIX, SPELLING,
+                                  TARGET_TRIPLE, TARGETS, USER_SGPRS)
 from .errors import EmulatorError
 
 
@@ -160,6 +165,41 @@ def _operand(token: str, line: int, text: str, kernel: str, target: str) -> AmdO
         raise AmdgcnSyntaxError(kernel, f"cannot read operand `{token}`", where=where) from None
 
 
+_DPP_KEYWORDS = {text.partition(":")[0] for codes in DPP_CODES.values() for text in codes}
+_DPP_MASK = re.compile(r"^(row_mask|bank_mask):(0x[0-9a-fA-F]+|\d+)$")
+
+
+def _dpp_modifiers(tokens: list[str], kernel: str, target: str, where: str) -> dict[str, int]:
+    """The DPP modifiers at the end of `tokens` (removed from it) as mods: dpp_ctrl, row_mask,
+    bank_mask, bound_ctrl, fi."""
+    mods = {"row_mask": DPP_FULL_MASK, "bank_mask": DPP_FULL_MASK}
+    while tokens:
+        token = tokens[-1]
+        if m := _DPP_MASK.match(token):
+            value = int(m.group(2), 0)
+            if value > DPP_FULL_MASK:
+                raise AmdgcnSyntaxError(kernel, f"{m.group(1)} {value:#x} is wider than 4 bits", where=where)
+            mods[m.group(1)] = value
+        elif token in ("bound_ctrl:1", "fi:1"):
+            if token == "fi:1" and target not in DPP_FETCH_INACTIVE_TARGETS:
+                raise AmdgcnSyntaxError(kernel, f"fi:1 is not a modifier of {target}", where=where)
+            mods[token.split(":")[0]] = 1
+        elif token == "bound_ctrl:0":
+            raise AmdgcnSyntaxError(kernel, "bound_ctrl:0 sets the bit on GFX9 and clears it on GFX11: write "
+                                            "bound_ctrl:1, or nothing", where=where)
+        elif token in DPP_CODES[target] and "dpp_ctrl" not in mods:
+            mods["dpp_ctrl"] = DPP_CODES[target][token]
+        else:
+            break
+        tokens.pop()
+    if "dpp_ctrl" not in mods:
+        found = tokens[-1] if tokens and tokens[-1].partition(":")[0] in _DPP_KEYWORDS else "none"
+        controls = ", ".join(sorted({t.partition(":")[0] for t in DPP_CODES[target]}))
+        raise AmdgcnSyntaxError(kernel, f"a DPP instruction needs one DPP control of {target} ({controls}); "
+                                        f"found {found}", where=where)
+    return mods
+
+
 def _instruction(body: str, line: int, origin: str, kernel: str, target: str) -> AmdInstr:
     spelled, _, rest = body.partition(" ")
     where = f"AMDGCN line {line} `{body}`"
@@ -176,7 +216,7 @@ def _instruction(body: str, line: int, origin: str, kernel: str, target: str) ->
         counts = {name: int(n) for name, n in _COUNTER.findall(rest)}
         return AmdInstr(opcode, (), (), counts, line, body, origin)
     tokens = rest.split()
-    mods: dict[str, int] = {}
+    mods: dict[str, int] = _dpp_modifiers(tokens, kernel, target, where) if row.is_dpp else {}
     while tokens and (m := _MOD.match(tokens[-1])):   # modifiers follow the operands: offen offset:4 sc0
         if m.group(1):
             mods["offset"] = int(m.group(2))

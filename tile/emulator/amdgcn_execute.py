@@ -556,6 +556,41 @@ def _cache_maintenance(w, ins):
     w.issue("vmcnt", None, [])
 
 
+def _vop2_values(opcode: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The result bits of VALU op `opcode` (one of isa's VECTOR_FLOAT, VECTOR_SIGNED, VECTOR_INT
+    rows of two sources) on uint64 lanes."""
+    if opcode in isa.VECTOR_FLOAT:
+        return isa.bits(isa.VECTOR_FLOAT[opcode](isa.f32(a), isa.f32(b))).astype(np.uint64)
+    if opcode in isa.VECTOR_SIGNED:
+        signed = np.asarray(isa.VECTOR_SIGNED[opcode](isa.i32(a), isa.i32(b))).astype(np.int64)
+        return signed.view(np.uint64) & np.uint64(isa.M32)
+    return np.asarray(isa.VECTOR_INT[opcode](a, b)).astype(np.uint64) & np.uint64(isa.M32)
+
+
+@_executes(*(name for name, row in INSTRUCTIONS.items() if row.is_dpp))
+def _dpp(w, ins):
+    """A DPP instruction (CDNA3 ISA, chapter 6, DPP; RDNA3 ISA, DPP16): each lane reads its
+    first source from the lane its control names (isa.dpp_source_lanes). The source is invalid
+    where the control names none, or the lane is off in EXEC and fi (gfx1100's fetch inactive) is
+    clear: an invalid source reads 0 with bound_ctrl set, else the lane is not written. Lanes
+    of rows off in row_mask or banks off in bank_mask are not written either. v_mov_b32_dpp
+    writes the value read; v_add_f32_dpp and the other VOP2 forms combine it with their second
+    source as their VOP2 op does. (The code generator's merging row, v_mov_b32_dpp_merge, is
+    the move with its result also its first source.)"""
+    lanes = np.arange(w.lanes)
+    row = INSTRUCTIONS[ins.opcode]
+    sources = ins.uses[len(row.ties):]
+    source, defined = isa.dpp_source_lanes(ins.mods["dpp_ctrl"], w.lanes, w.group.kernel.target)
+    valid = defined & (w.exec[source] | bool(ins.mods.get("fi")))
+    row_on = (ins.mods["row_mask"] >> (lanes // isa.DPP_ROW) & 1).astype(bool)
+    bank_on = (ins.mods["bank_mask"] >> (lanes % isa.DPP_ROW // 4) & 1).astype(bool)
+    written = w.exec & row_on & bank_on & (valid | bool(ins.mods.get("bound_ctrl")))
+    moved = np.where(valid, w.read(sources[0])[source], np.uint64(0))
+    base = row.assembler_name.removesuffix("_dpp")
+    value = moved if base == "v_mov_b32" else _vop2_values(base, moved, w.read(sources[1]))
+    w.write(ins.defs[0], value, lanes=written)
+
+
 # LDS ---------------------------------------------------------------------------------------
 @_executes("ds_bpermute_b32")
 def _bpermute(w, ins):

@@ -337,3 +337,52 @@ GLOBAL_BYTES = {"ubyte": 1, "sbyte": 1, "byte": 1, "ushort": 2, "sshort": 2, "sh
                 "dwordx2": 8, "dwordx3": 12, "dwordx4": 16}
 LDS_BYTES = {"u8": 1, "i8": 1, "b8": 1, "u16": 2, "i16": 2, "b16": 2, "b32": 4, "b64": 8, "b128": 16}
 SIGN_EXTENDED = {"sbyte", "sshort", "i8", "i16"}
+
+
+# DPP (CDNA3 ISA, chapter 6, DPP; RDNA3 ISA, DPP16): the lane each lane's first source is read
+# from, by DPP_CTRL code. Rows of 16 lanes, quads of 4; written apart from the code generator's
+# table of controls (tile.codegen.amdgcn.isa.DPP_CONTROLS), which names them.
+DPP_ROW = 16
+
+
+def dpp_source_lanes(code: int, lanes: int, target: str) -> tuple[np.ndarray, np.ndarray]:
+    """(source lane, whether the control defines one) for each of a wave's `lanes` lanes under
+    DPP_CTRL `code` on `target` (0x150-0x15f: gfx90a / gfx942's row_newbcast and gfx1100's
+    row_share read the same lane). A lane without a source gets itself as a placeholder."""
+    i = np.arange(lanes)
+    row, j = i - i % DPP_ROW, i % DPP_ROW
+    n = code & 0xF
+    everywhere = np.ones(lanes, bool)
+    if code <= 0xFF:                                  # quad_perm
+        return (i & ~3) | (code >> (2 * (i & 3)) & 3), everywhere
+    if 0x101 <= code <= 0x10F:                        # row_shl
+        return np.where(j + n < DPP_ROW, i + n, i), j + n < DPP_ROW
+    if 0x111 <= code <= 0x11F:                        # row_shr
+        return np.where(j >= n, i - n, i), j >= n
+    if 0x121 <= code <= 0x12F:                        # row_ror
+        return row + (j - n) % DPP_ROW, everywhere
+    if code in (0x130, 0x138):                        # wave_shl, wave_shr (by one lane)
+        source = i + 1 if code == 0x130 else i - 1
+        inside = (source >= 0) & (source < lanes)
+        return np.where(inside, source, i), inside
+    if code in (0x134, 0x13C):                        # wave_rol, wave_ror
+        return (i + (1 if code == 0x134 else -1)) % lanes, everywhere
+    if code == 0x140:                                 # row_mirror
+        return row + DPP_ROW - 1 - j, everywhere
+    if code == 0x141:                                 # row_half_mirror
+        return (i & ~7) | (7 - (i & 7)), everywhere
+    if code == 0x142:                                 # row_bcast:15: the last lane of the row before
+        return np.where(row > 0, row - 1, i), row > 0
+    if code == 0x143:                                 # row_bcast:31: lane 31, into rows 2 and 3
+        return np.where(row >= 2 * DPP_ROW, 2 * DPP_ROW - 1, i), row >= 2 * DPP_ROW
+    if 0x150 <= code <= 0x15F:                        # row_newbcast (CDNA), row_share (gfx1100)
+        return row + n, everywhere
+    if 0x160 <= code <= 0x16F and target == "gfx1100":   # row_xmask
+        return row + (j ^ n), everywhere
+    raise ValueError(f"DPP_CTRL {code:#x} is no DPP control of {target}")
+
+
+# The wait states a VALU write of a VGPR needs before a DPP instruction reads it (CDNA3 ISA 4.5,
+# "Manually Inserted Wait States": VALU writes VGPR, then VALU DPP reads that VGPR: 2). RDNA3
+# checks this dependency in hardware (LLVM's GCNHazardRecognizer skips its DPP check on GFX10+).
+DPP_READ_WAIT_STATES = {"gfx942": 2, "gfx90a": 2, "gfx1100": 0}

@@ -31,6 +31,12 @@ order, the next starting as one ends) and take turns; in a turn each wave of a w
 until it reaches s_barrier, ends, or has run SLICE_STEPS more instructions. A wave at the
 barrier waits until every wave of its workgroup still running is there.
 
+*Wait states.* The machine runs each instruction to its end before the next, so it cannot be
+wrong the way hardware is when a hazard's wait states are missing; it reports one instead. It
+counts wait states (an instruction is one, s_nop N is N + 1) and fails a DPP instruction that
+reads a VGPR a VALU instruction wrote fewer than isa.DPP_READ_WAIT_STATES before (gfx942 and
+gfx90a: 2; the CDNA3 ISA's manually inserted wait states).
+
 *Step budget.* A wave that runs more than `max_steps` instructions is reported with the
 instruction it is at (a loop that does not end, a lock never released).
 """
@@ -41,7 +47,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ..codegen.amdgcn.isa import D16_MERGE_KEEPS
+from ..codegen.amdgcn.isa import D16_MERGE_KEEPS, INSTRUCTIONS
 from ..utils import grid3
 from . import amdgcn_isa as isa
 from .amdgcn_decode import AmdInstr, AmdKernel, AmdOperand, Imm, Reg, Special, decode_amdgcn
@@ -86,6 +92,8 @@ class Wave:
         self.v[0] = first_item + lane_ids
         self.ins: Optional[AmdInstr] = None
         self.index = 0   # the instruction's index in the kernel
+        self.wait_states = 0                     # wait states so far (s_nop N counts N + 1)
+        self.valu_wrote: dict[int, int] = {}     # VGPR -> the wait state of the last VALU write to it
 
     # errors --------------------------------------------------------------------------
     def error(self, message: str, lane: Optional[int] = None) -> EmulatorError:
@@ -199,6 +207,16 @@ class Wave:
                     else:
                         self.write(target, values, 1, lanes)
 
+    def check_dpp_reads(self, ins: AmdInstr) -> None:
+        """A DPP instruction reads no VGPR within its target's DPP_READ_WAIT_STATES of a VALU write."""
+        need = isa.DPP_READ_WAIT_STATES[self.group.kernel.target]
+        for o in ins.uses:
+            for r in range(o.first, o.first + o.count) if isinstance(o, Reg) and o.bank == "v" else ():
+                waited = self.wait_states - self.valu_wrote.get(r, -need - 1) - 1
+                if waited < need:
+                    raise self.error(f"v{r} is read by a DPP instruction {waited} wait states after a VALU wrote it "
+                                     f"({self.group.kernel.target} needs {need}: s_nop {need - waited - 1})")
+
     # execution -----------------------------------------------------------------------
     def run(self) -> Iterator[str]:
         """A generator: yields BARRIER at each s_barrier, SLICE every SLICE_STEPS instructions
@@ -230,7 +248,14 @@ class Wave:
                         self.check_merge_ready(o)
                     else:
                         self.check_ready(o)
+                row = INSTRUCTIONS[op]
+                if row.is_dpp:
+                    self.check_dpp_reads(ins)
                 EXECUTE[op](self, ins)
+                if row.is_valu:
+                    self.valu_wrote.update((r, self.wait_states) for o in ins.defs if isinstance(o, Reg)
+                                           and o.bank == "v" for r in range(o.first, o.first + o.count))
+            self.wait_states += ins.uses[0].value + 1 if op == "s_nop" else 1
         raise self.error("the program ran past its end without s_endpgm")
 
 

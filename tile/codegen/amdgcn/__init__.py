@@ -1,11 +1,12 @@
 """The AMDGCN backend: simt IR -> gfx942, gfx90a or gfx1100 assembly text -> code object.
 
-    simt.func ──isel──▶ MIR (virtual SGPRs/VGPRs) ──regalloc──▶ physical registers
+    simt.func ──isel──▶ MIR (virtual SGPRs/VGPRs) ──dpp──▶ ──regalloc──▶ physical registers
               ──waitcnt, nops──▶ ──kernel_object──▶ .s text (descriptor, metadata) ──llvm-mc, ld.lld──▶ .hsaco
 
-isa (the instruction table), mir (machine IR and printer), isel (selection and uniformity),
-regalloc (liveness, linear scan), waitcnt (s_waitcnt and GFX9's wait states), rdna3 (the
-hazards of RDNA3), kernel_object (text, assembler). `emit_amdgcn` is the entry the compiler calls; `compile_amdgcn` also keeps the
+isa (the instruction table), mir (machine IR and printer), isel (selection and uniformity), dpp
+(a DPP move fused into the op that combines it), regalloc (liveness, linear scan), waitcnt
+(s_waitcnt and GFX9's wait states), rdna3 (the hazards of RDNA3), kernel_object (text,
+assembler). `emit_amdgcn` is the entry the compiler calls; `compile_amdgcn` also keeps the
 final instructions and register assignment. The text runs on the emulator's wave machine
 (tile.emulate(kernel, target="gfx942"), tile.emulator.amdgcn_machine).
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from ...ir.core import Operation
 from ..target import TargetResourceError
 from .isa import LDS_BYTES, TARGETS
+from .dpp import fuse_dpp_moves
 from .isel import Selection, UnsupportedOnTarget, select
 from .kernel_object import ToolNotFound, assemble, kernel_text
 from .mir import MInst, Reg
@@ -52,7 +54,7 @@ def compile_amdgcn(simt: Operation, target: str) -> AmdgcnKernel:
     sel = select(simt, target)
     if sel.lds_bytes > LDS_BYTES[target]:
         raise TargetResourceError(sel.lds_bytes, LDS_BYTES[target], "shared memory", kernel=sel.name, target=target)
-    spilled, assignment = allocate_spilling(sel.insts, sel.new, target, sel.name)
+    spilled, assignment = allocate_spilling(fuse_dpp_moves(sel.insts), sel.new, target, sel.name)
     insts = insert_rdna3_waits(insert_nops(insert_waits(spilled, assignment, target), assignment, target),
                                assignment, target)
     return AmdgcnKernel(sel, insts, assignment, kernel_text(sel, insts, assignment, target))

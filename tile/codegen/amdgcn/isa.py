@@ -120,6 +120,127 @@ def swizzle_offset(and_mask: int, or_mask: int, xor_mask: int) -> int:
     return and_mask | or_mask << 5 | xor_mask << 10
 
 
+# DPP, data-parallel primitives (CDNA3 ISA, chapter 6 "Vector ALU Operations", DPP and the VOP_DPP
+# encoding; RDNA3 ISA, the same chapter's DPP16, and LLVM's AMDGPUModifierSyntax, dpp_ctrl): a
+# VALU instruction whose first source is read from another lane, chosen by the 9-bit DPP_CTRL
+# field, with no trip through the LDS crossbar and no wait counter (ds_swizzle_b32 and
+# ds_bpermute_b32 take both). Lanes form rows of 16 (4 rows on wave64, 2 on wave32), each row 4
+# banks of 4 lanes. Lane i (row r = i // 16, j = i mod 16) reads:
+#
+#     quad_perm:[a,b,c,d]   lane 4 (i // 4) + (a, b, c, d)[i mod 4]         DPP_CTRL 0x000-0x0ff
+#     row_shl:n             lane i + n, if j + n < 16                       0x101-0x10f
+#     row_shr:n             lane i - n, if j >= n                           0x111-0x11f
+#     row_ror:n             lane 16 r + (j - n) mod 16                      0x121-0x12f
+#     wave_shl:1            lane i + 1, if below the wave size              0x130 (CDNA only)
+#     wave_rol:1            lane (i + 1) mod 64                             0x134 (CDNA only)
+#     wave_shr:1            lane i - 1, if i >= 1                           0x138 (CDNA only)
+#     wave_ror:1            lane (i - 1) mod 64                             0x13c (CDNA only)
+#     row_mirror            lane 16 r + 15 - j                              0x140
+#     row_half_mirror       lane 8 (i // 8) + 7 - i mod 8                   0x141
+#     row_bcast:15          lane 16 r - 1, for rows 1-3                     0x142 (CDNA only)
+#     row_bcast:31          lane 31, for rows 2 and 3                       0x143 (CDNA only)
+#     row_newbcast:n        lane 16 r + n (gfx90a, gfx942)                  0x150-0x15f (CDNA only)
+#     row_share:n           lane 16 r + n (GFX10+)                          0x150-0x15f (gfx1100)
+#     row_xmask:n           lane 16 r + (j xor n) (GFX10+)                  0x160-0x16f (gfx1100)
+#
+# A source lane that the control leaves undefined (row_shl past its row, row_bcast into row 0),
+# or that is off in EXEC (unless gfx1100's fi:1, fetch inactive, is set), is invalid: with
+# bound_ctrl:1 the lane reads 0, else it keeps its old value. row_mask (bit r: row r) and
+# bank_mask (bit b: lanes 4b..4b+3 of each row) switch off the writes of whole rows and banks
+# (default 0xf: all). Which controls llvm-mc 19 takes for each -mcpu is DPP_CONTROLS' targets
+# (tests/test_amdgcn_dpp.py assembles every one). llvm-mc reads `bound_ctrl:0` as the set bit
+# on GFX9 and as the clear one on GFX11, so tile writes only bound_ctrl:1 (the bit set) and
+# leaves the modifier out for the clear bit.
+DPP_FULL_MASK = 0xF
+_CDNA = ("gfx942", "gfx90a")
+_RDNA3 = ("gfx1100",)
+
+
+@dataclass(frozen=True)
+class DppControl:
+    """One DPP control: its keyword, the DPP_CTRL code of each argument it takes (None: it takes
+    none), and the targets whose assembler accepts it."""
+
+    keyword: str
+    codes: dict
+    targets: tuple[str, ...] = TARGETS
+
+    def text(self, argument: Optional[int]) -> str:
+        if argument is None:
+            return self.keyword
+        if self.keyword == "quad_perm":
+            return f"quad_perm:[{','.join(str(argument >> (2 * k) & 3) for k in range(4))}]"
+        return f"{self.keyword}:{argument}"
+
+
+DPP_CONTROLS = (
+    DppControl("quad_perm", {p: p for p in range(256)}),
+    DppControl("row_shl", {n: 0x100 + n for n in range(1, 16)}),
+    DppControl("row_shr", {n: 0x110 + n for n in range(1, 16)}),
+    DppControl("row_ror", {n: 0x120 + n for n in range(1, 16)}),
+    DppControl("wave_shl", {1: 0x130}, _CDNA),
+    DppControl("wave_rol", {1: 0x134}, _CDNA),
+    DppControl("wave_shr", {1: 0x138}, _CDNA),
+    DppControl("wave_ror", {1: 0x13C}, _CDNA),
+    DppControl("row_mirror", {None: 0x140}),
+    DppControl("row_half_mirror", {None: 0x141}),
+    DppControl("row_bcast", {15: 0x142, 31: 0x143}, _CDNA),
+    DppControl("row_newbcast", {n: 0x150 + n for n in range(16)}, _CDNA),
+    DppControl("row_share", {n: 0x150 + n for n in range(16)}, _RDNA3),
+    DppControl("row_xmask", {n: 0x160 + n for n in range(16)}, _RDNA3),
+)
+# per target: each control's text -> its DPP_CTRL code, and back
+DPP_CODES = {t: {c.text(a): code for c in DPP_CONTROLS if t in c.targets for a, code in c.codes.items()}
+             for t in TARGETS}
+DPP_TEXT = {t: {code: text for text, code in codes.items()} for t, codes in DPP_CODES.items()}
+# The VOP2 operations whose DPP form (first source read from another lane) tile fuses a DPP move
+# into when the moved value is only their operand beside the value it was moved from (a
+# reduction's step: tile.codegen.amdgcn.dpp): commutative, and spelled alike on every target
+DPP_COMBINES = ("v_add_f32", "v_mul_f32", "v_min_f32", "v_max_f32", "v_min_i32", "v_max_i32", "v_min_u32",
+                "v_max_u32", "v_and_b32", "v_or_b32", "v_xor_b32")
+# gfx1100's fi:1 (fetch inactive: a source lane off in EXEC is read, not invalid)
+DPP_FETCH_INACTIVE_TARGETS = _RDNA3
+
+
+def dpp_code(keyword: str, argument: Optional[int], target: str) -> int:
+    """The DPP_CTRL code of control `keyword` with `argument` on `target`; ValueError if it has none."""
+    control = next((c for c in DPP_CONTROLS if c.keyword == keyword), None)
+    if control is None or target not in control.targets or argument not in control.codes:
+        raise ValueError(f"{keyword}:{argument} is not a DPP control of {target}")
+    return control.codes[argument]
+
+
+def quad_perm(lanes: tuple[int, int, int, int]) -> int:
+    """The quad_perm argument that makes lane k of each quad read lane lanes[k] of it."""
+    return sum(lane << (2 * k) for k, lane in enumerate(lanes))
+
+
+@dataclass(frozen=True)
+class DppMove:
+    """One DPP move of a shuffle: its DPP_CTRL code and the banks it writes (bank_mask)."""
+
+    code: int
+    bank_mask: int = DPP_FULL_MASK
+
+
+def dpp_butterfly(distance: int, target: str) -> tuple[DppMove, ...]:
+    """The DPP moves after which lane i holds lane i xor `distance`'s value (every lane written
+    by exactly one of them), or () where `target` has none: quad_perm for 1 and 2 on every
+    target; row_xmask for 4 and 8 on gfx1100; on CDNA row_ror:8 for 8 (a rotation by half a row
+    swaps its halves) and for 4 two moves, row_shl:4 into the banks whose lanes have bit 2 clear
+    (0 and 2: bank_mask 0x5) and row_shr:4 into the others (0xa), the second keeping the lanes
+    the first wrote (v_mov_b32_dpp_merge)."""
+    if distance in (1, 2):
+        return (DppMove(dpp_code("quad_perm", quad_perm(tuple(k ^ distance for k in range(4))), target)),)
+    if distance in (4, 8) and target in _RDNA3:
+        return (DppMove(dpp_code("row_xmask", distance, target)),)
+    if distance == 8:
+        return (DppMove(dpp_code("row_ror", 8, target)),)
+    if distance == 4:
+        return (DppMove(dpp_code("row_shl", 4, target), 0b0101), DppMove(dpp_code("row_shr", 4, target), 0b1010))
+    return ()
+
+
 GLOBAL_OFFSET_RANGE = (-4096, 4095)  # the signed 13-bit immediate offset of global_* (CDNA3 ISA 9.1; GFX11 alike)
 DS_OFFSET_RANGE = (0, 65535)         # the unsigned 16-bit offset of ds_read/ds_write
 BUFFER_OFFSET_RANGE = (0, 4095)      # the unsigned 12-bit immediate offset of MUBUF (CDNA3 ISA 9.1; RDNA3 alike)
@@ -208,12 +329,15 @@ SPELLING = {"gfx942": {}, "gfx90a": {}, "gfx1100": {
 # tied, the target's ATOMIC_RETURN_BIT set) beside the non-returning row of the same mnemonic
 TIED_KIND = "vdata"
 RETURNING_SUFFIX = "_rtn"
+# the suffix of the row of a DPP move that writes some lanes of a register whose other lanes it
+# keeps (its result tied to a source, as a returning atomic's data; the same text as the plain move)
+DPP_MERGE_SUFFIX = "_merge"
 
 
 def spelling(mnemonic: str, target: str) -> str:
     """How `target`'s assembler spells the instruction of table row `mnemonic` (a returning
     form's row, buffer_atomic_add_rtn, under its plain name: InstrInfo.assembler_name)."""
-    name = mnemonic.removesuffix(RETURNING_SUFFIX)
+    name = mnemonic.removesuffix(RETURNING_SUFFIX).removesuffix(DPP_MERGE_SUFFIX)
     return SPELLING[target].get(name, name)
 
 # The cache-policy modifiers of memory instructions as the assembler spells them (CDNA3 ISA,
@@ -400,6 +524,12 @@ class InstrInfo:
         return self.family.startswith("VOP")
 
     @property
+    def is_dpp(self) -> bool:
+        """A VALU op whose first source comes from another lane (DPP_CONTROLS; its MInst's mods
+        hold dpp_ctrl, row_mask, bank_mask, bound_ctrl and, on gfx1100, fi)."""
+        return self.family.endswith("_DPP")
+
+    @property
     def ties(self) -> tuple[tuple[int, int], ...]:
         """(result index, source index) of each read-and-written operand (kind vdata, vdataN):
         the k-th tied result is the k-th tied source."""
@@ -410,8 +540,9 @@ class InstrInfo:
     @property
     def assembler_name(self) -> str:
         """The mnemonic the assembler reads (a returning form's row carries RETURNING_SUFFIX;
-        its text is the plain mnemonic with the target's ATOMIC_RETURN_BIT)."""
-        return self.mnemonic.removesuffix(RETURNING_SUFFIX)
+        its text is the plain mnemonic with the target's ATOMIC_RETURN_BIT; a merging DPP move's
+        DPP_MERGE_SUFFIX, its text the plain move's)."""
+        return self.mnemonic.removesuffix(RETURNING_SUFFIX).removesuffix(DPP_MERGE_SUFFIX)
 
 
 def _rows() -> list[InstrInfo]:
@@ -608,6 +739,16 @@ def _rows() -> list[InstrInfo]:
     # lanes exchanged within each group of SWIZZLE_LANES by the offset alone (no address VGPR,
     # no LDS memory; CDNA3 and RDNA3 ISA, DS_SWIZZLE_B32): see swizzle_offset
     add("ds_swizzle_b32", "DS", "vdst | vsrc", "ds", "lgkmcnt")
+    # DPP moves (DPP_CONTROLS): the first source read from another lane, on the VALU. Its first
+    # source must be a VGPR; a lane that is not written keeps its old value, so the selector's
+    # moves write every lane between them (bound_ctrl:1; one move with full masks, or a first
+    # into some banks and a merging one into the others) or the result would also be a source
+    add("v_mov_b32_dpp", "VOP1_DPP", "vdst | vsrc", "valu")
+    # the same, into lanes a first move left unwritten (bank_mask): the result register is also
+    # read, its other lanes kept (isa.dpp_butterfly's two-move butterflies)
+    add("v_mov_b32_dpp" + DPP_MERGE_SUFFIX, "VOP1_DPP", "vdata | vdata vsrc", "valu")
+    for name in DPP_COMBINES:   # dst = op(src0 from another lane, src1): both sources VGPRs
+        add(f"{name}_dpp", "VOP2_DPP", "vdst | vsrc vsrc", "valu")
     return rows
 
 

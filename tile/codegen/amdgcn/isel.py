@@ -75,9 +75,10 @@ from ...ir.core import Location, Operation, Value
 from ...ir.types import DType, PointerType, i1
 from ..math_lib import INV_TWO_PI
 from .isa import (ATOMIC_RETURN_BIT, BUFFER_ATOMICS, BUFFER_ATOMICS_64, BUFFER_BASE_HIGH_BITS, BUFFER_OFFSET_RANGE,
-                  BUFFER_RESOURCE_CONFIG, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64, GLOBAL_OFFSET_RANGE,
-                  INLINE_FLOATS, LANE_MASK_OPCODES, MEMORY_ORDER, RETURNING_SUFFIX, STORE_COUNTER, SWIZZLE_LANES,
-                  WAVE_SIZE, info, mfma_shape, swizzle_offset, user_sgpr_count, wmma_shape)
+                  BUFFER_RESOURCE_CONFIG, DPP_MERGE_SUFFIX, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64,
+                  GLOBAL_OFFSET_RANGE, INLINE_FLOATS, LANE_MASK_OPCODES, MEMORY_ORDER, RETURNING_SUFFIX, STORE_COUNTER,
+                  SWIZZLE_LANES, WAVE_SIZE, dpp_butterfly, info, mfma_shape, swizzle_offset, user_sgpr_count,
+                  wmma_shape)
 from .mir import EXEC, NULL, OFF, VCC, Imm, Label, MInst, Operand, Reg, Special, Sub
 
 KERNARG_POINTER_SGPR = 0   # .amdhsa_user_sgpr_kernarg_segment_ptr: the first user SGPRs
@@ -1990,12 +1991,29 @@ class Selector:
         i ^ d of its group of 32), which needs no address; anything else is ds_bpermute_b32,
         which reads lane (address / 4) mod wave size of the wave (the CDNA3 ISA's
         DS_BPERMUTE_B32), its address computed from the lane. Both go through the LDS crossbar
-        and wait in lgkmcnt; DPP row operations (within 16 lanes, VALU, no wait) would be faster
-        still for d below 16, which tile does not use yet."""
+        and wait in lgkmcnt. Faster still, the butterflies DPP reaches within a row of 16
+        (isa.dpp_butterfly: d = 1, 2, 4, 8) are one or two v_mov_b32_dpp on the VALU, no wait;
+        with bound_ctrl:1 the moves write every lane between them (0 from a source lane off in
+        EXEC, as ds_swizzle_b32 gives):
+
+            simt.shfl bfly %x, 1   ->  v_mov_b32_dpp v5, v4 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf
+                                       bound_ctrl:1
+            simt.shfl bfly %x, 4   ->  v_mov_b32_dpp v5, v4 row_shl:4 row_mask:0xf bank_mask:0x5 bound_ctrl:1
+                                       v_mov_b32_dpp v5, v4 row_shr:4 row_mask:0xf bank_mask:0xa bound_ctrl:1
+                                       (CDNA; gfx1100: one move, row_xmask:4)
+            simt.shfl bfly %x, 16  ->  ds_swizzle_b32 v5, v4 offset:16415"""
         x, b = op.operands
         mode = op.attrs["mode"]
         data = self.to_vgpr(self.operand(x))
         distance = self.swizzle_distance(op)
+        moves = dpp_butterfly(distance, self.target) if distance is not None else ()
+        if moves:
+            result = self.result(op.result, "v")
+            for k, move in enumerate(moves):
+                opcode, sources = ("v_mov_b32_dpp", [data]) if k == 0 else ("v_mov_b32_dpp" + DPP_MERGE_SUFFIX,
+                                                                             [result, data])
+                self.emit(opcode, [result], sources, dpp_ctrl=move.code, bank_mask=move.bank_mask, bound_ctrl=1)
+            return
         if distance is not None:
             offset = swizzle_offset(SWIZZLE_LANES - 1, 0, distance)
             self.emit("ds_swizzle_b32", [self.result(op.result, "v")], [data], offset=offset)

@@ -19,6 +19,12 @@ once, among the sources, under the row's assembler name:
 
     MInst("buffer_atomic_add_rtn", [%v9.0], [%v9.0, %v4.0, %s8.0:3, 0], {"offen": 1, "sc0": 1})
     buffer_atomic_add v5, v1, s[8:11], 0 offen sc0
+
+A DPP instruction (isa.DPP_CONTROLS) carries its control's DPP_CTRL code and masks in `mods`
+and prints them in llvm-mc's syntax:
+
+    MInst("v_mov_b32_dpp", [%v4.0], [%v3.0], {"dpp_ctrl": 0xb1, "bound_ctrl": 1})
+    v_mov_b32_dpp v5, v2 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf bound_ctrl:1
 """
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from .isa import CACHE_POLICY_BITS as TARGET_CACHE_POLICY_BITS
-from .isa import INLINE_INTS, LANE_MASK_REGISTERS, info, spelling
+from .isa import DPP_FULL_MASK, DPP_TEXT, INLINE_INTS, LANE_MASK_REGISTERS, info, spelling
 
 
 @dataclass(eq=False)
@@ -121,6 +127,8 @@ class MInst:
                 raise ValueError(f"{self.opcode}: {operand} is not a {kind} operand")
         if len({o.bank for kind, o in pairs if kind.startswith("av")}) > 1:   # MFMA: one ACC_CD bit for C and D
             raise ValueError(f"{self.opcode}: its VGPR-or-AGPR operands must all be in one file")
+        if row.is_dpp and "dpp_ctrl" not in self.mods:
+            raise ValueError(f"{self.opcode} needs its DPP control (mods['dpp_ctrl'])")
         for result, source in row.ties:
             if self.defs[result] != self.uses[source]:
                 raise ValueError(f"{self.opcode} reads and writes one operand: result {self.defs[result]} must be "
@@ -199,7 +207,22 @@ def print_inst(inst: MInst, assignment: Optional[dict[Reg, int]] = None, target:
         if inst.mods.get("offset"):
             text += f" offset:{inst.mods['offset']}"
         text += "".join(f" {bit}" for bit in CACHE_POLICY_BITS if inst.mods.get(bit))
+        if info(inst.opcode).is_dpp:
+            text += " " + dpp_modifiers(inst.mods, target)
     return f"{text:<48}; {inst.comment}" if inst.comment else text
+
+
+def dpp_modifiers(mods: dict[str, int], target: Optional[str] = None) -> str:
+    """A DPP instruction's control, masks and bound_ctrl / fi bits as llvm-mc writes them (the
+    control as `target` spells it; without a target, as the first target with that code does)."""
+    code = mods["dpp_ctrl"]
+    texts = [DPP_TEXT[target]] if target else list(DPP_TEXT.values())
+    control = next((t[code] for t in texts if code in t), None)
+    if control is None:
+        raise ValueError(f"DPP_CTRL {code:#x} is no DPP control of {target or 'any target'}")
+    text = (f"{control} row_mask:{mods.get('row_mask', DPP_FULL_MASK):#x} "
+            f"bank_mask:{mods.get('bank_mask', DPP_FULL_MASK):#x}")
+    return text + "".join(f" {bit}:1" for bit in ("bound_ctrl", "fi") if mods.get(bit))
 
 
 def print_mir(insts: list[MInst], assignment: Optional[dict[Reg, int]] = None, target: Optional[str] = None) -> str:

@@ -142,6 +142,23 @@ def _valu_then_mfma(first: MInst, then: MInst, assignment) -> bool:
             and bool(_written(first, assignment) & _read(then, assignment)))
 
 
+def _vgpr_write_then_dpp(first: MInst, then: MInst, assignment) -> bool:
+    """A DPP instruction reads a VGPR that `first` wrote (CDNA3 ISA 4.5: "VALU writes VGPR, then
+    VALU DPP reads that VGPR", 2 wait states, which the hardware does not check). Any writer
+    counts, as in LLVM's GCNHazardRecognizer::checkDPPHazards, not only a VALU: a load's result
+    lands behind its s_waitcnt, which is one wait state. A merging move's kept register is not
+    read (the lanes it does not write are left alone), so the second of two moves into one
+    register does not wait for the first. A label counts as a write: the code that jumps to it
+    is not the code before it."""
+    if not info(then.opcode).is_dpp:
+        return False
+    if first.opcode == "label":   # a join: the other way in (a loop's back edge) may have just written it
+        return True
+    kept = {source for _, source in info(then.opcode).ties}   # the lanes a merging move keeps: not read
+    read = {u for k, o in enumerate(then.uses) if k not in kept for u in units(o, assignment)}
+    return bool(_written(first, assignment) & read)
+
+
 def _mfma_result_touched(passes: int):
     """An MFMA of `passes` passes wrote D, and `then` reads or writes any of it, or control flow
     joins or leaves (a label or branch: the next instruction is not known here). The one
@@ -170,6 +187,7 @@ HAZARDS = (
     ("a VALU-written SGPR is read by a VALU", 2, _valu_sgpr_read),
     ("a VALU result is read by v_readfirstlane or v_readlane", 1, _valu_then_readfirstlane),
     ("a VALU result is read by an MFMA", 2, _valu_then_mfma),
+    ("a VGPR written is read by DPP", 2, _vgpr_write_then_dpp),
 ) + tuple((f"the result of a {passes}-pass MFMA is touched", passes + 3, _mfma_result_touched(passes))
           for passes in sorted({shape.passes for shape in MFMA_SHAPES.values()}))
 LONGEST_WAIT = max(wait_states for _, wait_states, _ in HAZARDS)
