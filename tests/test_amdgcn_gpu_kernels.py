@@ -87,6 +87,33 @@ def test_attention_forward_and_backward(attention, target, dtype, causal, head_d
         np.testing.assert_allclose(attention.from_device(got), exact, atol=tol, rtol=tol, err_msg=name)
 
 
+@pytest.mark.parametrize("target", ["gfx942", "gfx1100"])
+def test_attention_at_tritons_mi300_blocks(attention, target):
+    """Triton's MI300 attention blocks (128-row query blocks, 64 keys a step, head dim 128, 4
+    waves; the backward's 32/128 and 128/32): compiled and assembled for CDNA3 (too slow to
+    emulate, the registers past 256 in AGPRs, the forward's LDS exactly 64 KiB); on RDNA3, with
+    no AGPRs, the forward's VGPRs overflow and say so."""
+    from tile.runtime.errors import OutOfResources
+
+    s, d = 1024, 128
+    q, lse = np.zeros((1, 2, s, d), np.float16), np.zeros((1, 2, s), np.float32)
+    launch = dict(target=target, stage="amdgcn", num_warps=4, num_stages=1, HEAD_DIM=d)
+    forward = dict(BLOCK_M=128, BLOCK_N=64, STAGE=3, **launch)
+    if target == "gfx1100":
+        with pytest.raises(OutOfResources, match="out of resource: VGPRs"):
+            tile.dump(attention.attn_fwd, q, q, q, q, lse, 0.5, s, **forward)
+        return
+    texts = [tile.dump(attention.attn_fwd, q, q, q, q, lse, 0.5, s, **forward),
+             tile.dump(attention.attn_bwd_dkdv, q, q, q, 0.5, q, q, q, lse, lse, s, BLOCK_M=32, BLOCK_N=128,
+                       BLK_SLICE_FACTOR=2, CAUSAL=True, **launch),
+             tile.dump(attention.attn_bwd_dq, q, q, q, 0.5, q, q, lse, lse, s, BLOCK_M=128, BLOCK_N=32,
+                       BLK_SLICE_FACTOR=2, CAUSAL=True, **launch)]
+    for text in map(str, texts):
+        assert assemble(text, target)[:4] == b"\x7fELF"
+        assert int(text.split(".group_segment_fixed_size:")[1].split()[0]) <= 65536
+    assert ".agpr_count: 0" not in str(texts[0])
+
+
 # ------------------------------------------------------------------ tutorial 08: low-memory dropout
 
 
