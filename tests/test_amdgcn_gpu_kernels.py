@@ -21,6 +21,7 @@ import tile.language as tl
 from amdgcn_util import named, needs_llvm
 from test_emulator_kernels import (_attention_inputs, _poisoned, _tma_operands, attention, bench,  # noqa: F401
                                    dropout, grouped, host_memory, lnb, poison)
+from load_kernels import load_kernels  # on the path from test_emulator_kernels: benchmarks/
 from tile.codegen.amdgcn import assemble
 from tile.emulator import EmulatorError, emulate
 from tile.emulator.amdgcn_machine import run_amdgcn
@@ -50,7 +51,8 @@ def run_reaching(kernel, target: str, grid, args: tuple, reachable: list, **opti
 # ------------------------------------------------------------------ tutorial 07: fused attention
 
 
-@pytest.mark.parametrize("target, dtype, causal, head_dim", [("gfx942", "f16", True, 64), ("gfx1100", "bf16", False, 32),
+@pytest.mark.parametrize("target, dtype, causal, head_dim", [("gfx942", "f16", True, 64),
+                                                             ("gfx1100", "bf16", False, 32),
                                                              ("gfx90a", "f16", False, 32)])
 def test_attention_forward_and_backward(attention, target, dtype, causal, head_dim):
     """The forward and the three backward kernels at Triton's AMD launch options (4 waves, two
@@ -206,10 +208,11 @@ def test_grouped_gemm_descriptor_variant(grouped, target, block, warps):
         np.testing.assert_allclose(out.astype(np.float64), ref, rtol=1e-2, atol=1e-2 * ref.shape[1] ** 0.5)
 
 
-# ------------------------------------------------------------------ TMA matmuls and descriptors (tests/test_tma*_gpu.py)
+# ------------------------------------------------------------------ descriptors (tests/test_tma*_gpu.py)
 
 
-@pytest.mark.parametrize("target, m, n, k, stages, warps", [("gfx942", 136, 200, 104, 2, 4), ("gfx1100", 100, 72, 40, 2, 8)])
+@pytest.mark.parametrize("target, m, n, k, stages, warps", [("gfx942", 136, 200, 104, 2, 4),
+                                                            ("gfx1100", 100, 72, 40, 2, 8)])
 def test_descriptor_matmul(target, m, n, k, stages, warps):
     """tests/test_tma.py's matmul through host descriptors: ragged K (columns past K read as zero),
     ragged M and N (the stores clip)."""
@@ -223,10 +226,15 @@ def test_descriptor_matmul(target, m, n, k, stages, warps):
     np.testing.assert_allclose(c.astype(np.float64), want, rtol=1e-2, atol=2e-3 * np.sqrt(k))
 
 
-@pytest.mark.parametrize("target", ["gfx942", "gfx1100"])
-def test_persistent_descriptor_matmul(target):
-    """Three programs loop over the 15 output tiles."""
-    from test_tma import persistent_matmul_kernel
+@pytest.mark.parametrize("target, source", [("gfx942", "tests"), ("gfx1100", "tests"), ("gfx942", "benchmarks")])
+def test_persistent_descriptor_matmul(target, source):
+    """Three programs loop over the 15 output tiles: tests/test_tma.py's kernel and
+    benchmarks/kernels_tma.py's (bench_tma_matmul's)."""
+    if source == "tests":
+        from test_tma import persistent_matmul_kernel
+    else:
+        persistent_matmul_kernel = load_kernels("amdgcn_kernels_tma", tile.jit, tl,
+                                                "kernels_tma.py").persistent_matmul_descriptors
 
     m, n, k = 150, 264, 104
     a, b, c, descs = _tma_operands(m, n, k, (64, 64, 32))
@@ -319,6 +327,39 @@ def test_in_kernel_descriptors(target):
 # ------------------------------------------------------------------ benchmarks/kernels.py
 
 
+@pytest.mark.parametrize("target", ["gfx942", "gfx1100"])
+def test_bandwidth_kernels(bench, target):
+    """bench_bandwidth.py's kernels at its launch rules: vector add over three blocks and a tail,
+    softmax rows of 781 (BLOCK 1024, 4 waves), layer norm rows of 1000 in blocks of 256 (each of
+    its three loops four trips, the last one masked; w and b in f32 as the benchmark's are)."""
+    n = 3 * 1024 + 9
+    x, y = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
+    out = poison(n, np.float32)
+    launched = [emulate(bench.add_kernel, target)[(tile.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)]
+    np.testing.assert_array_equal(out, x + y)
+
+    rows, cols = 5, 781
+    x, out = RNG.standard_normal((rows, cols)).astype(np.float32), poison((rows, cols), np.float32)
+    launched.append(emulate(bench.softmax_kernel, target)[(rows,)](out, x, cols, cols, cols, BLOCK=1024, num_warps=4))
+    e = np.exp(x - x.max(axis=1, keepdims=True).astype(np.float64))
+    np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+    rows, cols = 3, 1000
+    x = RNG.standard_normal((rows, cols)).astype(np.float16)
+    w, b = RNG.random(cols).astype(np.float32), RNG.random(cols).astype(np.float32)
+    y, mean, rstd = poison((rows, cols), np.float16), poison(rows, np.float32), poison(rows, np.float32)
+    launched.append(emulate(bench.layer_norm_kernel, target)[(rows,)](x, y, w, b, mean, rstd, cols, cols, 1e-5,
+                                                                      BLOCK=256, num_warps=1))
+    x64 = x.astype(np.float64)
+    mu, var = x64.mean(axis=1), x64.var(axis=1)
+    np.testing.assert_allclose(mean, mu, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rstd, 1 / np.sqrt(var + 1e-5), rtol=1e-4)
+    np.testing.assert_allclose(y.astype(np.float64), (x64 - mu[:, None]) / np.sqrt(var[:, None] + 1e-5) * w + b,
+                               rtol=2e-3, atol=2e-3)
+    for compiled in launched:
+        assembled(compiled, target)
+
+
 @pytest.mark.parametrize("target", ["gfx942", "gfx1100", "gfx90a"])
 def test_mma_peak_kernel(bench, target):
     """The matrix-core peak kernel: operands in registers, ITERS dots into one accumulator."""
@@ -364,8 +405,8 @@ def test_matmul_blocks_past_the_target_are_out_of_resources(bench, target, block
     a = np.zeros((512, 512), np.float16)
     bm, bn, bk = block
     with pytest.raises(OutOfResources, match=f"out of resource: {overflow}"):
-        tile.dump(bench.matmul_kernel, a, a, a, 512, 512, 512, 512, 1, 512, 1, 512, 1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                  GROUP_M=8, num_warps=warps, num_stages=stages, stage="amdgcn", target=target)
+        tile.dump(bench.matmul_kernel, a, a, a, 512, 512, 512, 512, 1, 512, 1, 512, 1, BLOCK_M=bm, BLOCK_N=bn,
+                  BLOCK_K=bk, GROUP_M=8, num_warps=warps, num_stages=stages, stage="amdgcn", target=target)
 
 
 # ------------------------------------------------------------------ regressions the corpus found

@@ -2208,7 +2208,8 @@ class Selector:
         parent = op.parent_op
         while parent is not None and parent is not self.func:
             if parent.name in ("scf.if", "scf.while"):
-                condition = parent.operand(0) if parent.name == "scf.if" else parent.regions[0].block.ops[-1].operand(0)
+                condition = (parent.operand(0) if parent.name == "scf.if"
+                             else parent.regions[0].block.ops[-1].operand(0))
                 if self.wave_uniform is None:
                     self.wave_uniform = wave_uniform_values(self.func)
                 if condition not in self.wave_uniform:
