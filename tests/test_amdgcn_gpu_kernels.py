@@ -119,7 +119,7 @@ def test_attention_at_tritons_mi300_blocks(attention, target):
 # ------------------------------------------------------------------ tutorial 08: low-memory dropout
 
 
-@pytest.mark.parametrize("target", ["gfx942", "gfx1100"])
+@pytest.mark.parametrize("target", ["gfx942", "gfx1100", "gfx90a"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_dropout_is_bit_exact(dropout, target, dtype):
     """The GPU's block of 1024 over three blocks and a ragged tail, against the NumPy Philox."""
@@ -189,7 +189,8 @@ def _grouped(kernel, target: str, shapes, b_transposed: bool, block, warps: int,
     return c, refs
 
 
-@pytest.mark.parametrize("target, block, warps", [("gfx942", (64, 64, 32), 4), ("gfx1100", (64, 64, 32), 4)])
+@pytest.mark.parametrize("target, block, warps", [("gfx942", (64, 64, 32), 4), ("gfx1100", (64, 64, 32), 4),
+                                                  ("gfx90a", (64, 64, 32), 4)])
 def test_grouped_gemm_pointer_variant(grouped, target, block, warps):
     """Four problems over three programs (each walks tiles of several problems); K of one to four
     steps. The kernel does not mask: M, N and K are multiples of the blocks, as in the tutorial."""
