@@ -442,6 +442,43 @@ def test_dot_under_a_uniform_while(target):
         np.testing.assert_array_equal(c[program], want)
 
 
+_STEPPED_WHILE = """simt.func {arg_names = ["p", "n"], num_warps = 4, shared_bytes = 0, sym_name = "k"} {
+^bb(%p: ptr<i32>, %n: i32):
+  %c = simt.ctaid {axis = 0} : i32
+  %t = simt.tid : i32
+  %two = arith.constant {value = 2} : i32
+  %r = scf.while START : i32 {
+  ^bb(%i: i32):
+    %go = arith.cmp %i, %n {predicate = "lt"} : i1
+    scf.condition %go, %i
+  } {
+  ^bb(%j: i32):
+    %k = arith.add %j, STEP : i32
+    scf.yield %k
+  }
+  %ok = arith.constant {value = true} : i1
+  simt.st_global %p, %ok, %r {offset = 0, vector = 1}
+  simt.return
+}"""
+
+
+@pytest.mark.parametrize("start, step, uniform", [("%c", "%two", True), ("%t", "%two", False), ("%c", "%t", False)])
+def test_wave_uniform_values_follow_loop_carried_values(start, step, uniform):
+    """The analysis behind MFMA under scf.while: a loop-carried value is uniform when its first
+    value and every yielded one are; the thread id entering either way makes the condition, the
+    carried values and the result per-lane."""
+    from tile.codegen.amdgcn.isel import wave_uniform_values
+    from tile.ir.parser import parse_op
+
+    func = parse_op(_STEPPED_WHILE.replace("START", start).replace("STEP", step))
+    loop = next(op for op in func.regions[0].block.ops if op.name == "scf.while")
+    before, after = loop.regions[0].block, loop.regions[1].block
+    carried = [before.args[0], before.ops[0].result, after.args[0], after.ops[0].result, loop.result]
+    found = wave_uniform_values(func)
+    assert [v in found for v in carried] == [uniform] * len(carried)
+    assert func.regions[0].block.args[1] in found and func.regions[0].block.ops[1].result not in found
+
+
 @tile.jit
 def gather_rows_kernel(table_ptr, out_ptr, N: tl.constexpr):
     """Row g of out is the N floats at the address table[g]: an i64 bitcast to a pointer."""
