@@ -39,13 +39,13 @@ def assembled(compiled, target: str) -> str:
     return text
 
 
-def run_reaching(kernel, target: str, grid, args: tuple, reachable: list, **options) -> str:
-    """Run `kernel` compiled for `target` with `args` on the wave machine, the arrays in
-    `reachable` addressed through pointer tables; returns its assembled text."""
+def run_reaching(kernel, target: str, grid, args: tuple, reachable: list, **options) -> None:
+    """Run `kernel` compiled for `target` with `args` on the wave machine (its text assembled
+    first), the arrays in `reachable` addressed through pointer tables (tile.emulate takes
+    reachable= on PTX targets only; run_amdgcn takes them)."""
     text = str(tile.dump(kernel, *args, stage="amdgcn", target=target, **options))
     assert assemble(text, target)[:4] == b"\x7fELF"
     run_amdgcn(text, grid, named(kernel, args), reachable=reachable)
-    return text
 
 
 # ------------------------------------------------------------------ tutorial 07: fused attention
