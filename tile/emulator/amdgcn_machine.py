@@ -382,13 +382,19 @@ def kernarg_segment(kernel: AmdKernel, grid: tuple[int, int, int], args: Union[S
 
 
 def run_amdgcn(text: str, grid: Any, args: Union[Sequence[Any], Mapping[str, Any]],
-               max_steps: int = DEFAULT_MAX_STEPS) -> None:
+               max_steps: int = DEFAULT_MAX_STEPS, reachable: Sequence[np.ndarray] = ()) -> None:
     """Run the kernel of AMDGCN text `text` (as tile emits it for gfx942) on `grid` workgroups
     with `args`: one per argument the metadata lists (NumPy arrays for pointers, numbers), or
-    a mapping of them by name."""
+    a mapping of them by name. `reachable`: NumPy arrays the kernel reaches only through
+    addresses it loads from memory (a grouped GEMM's pointer tables, `a.ctypes.data`), accepted
+    by the bounds checks as the arguments are and written in place."""
     kernel = decode_amdgcn(text)
     g = grid3(grid)
     gmem = GlobalMemory()
+    for k, array in enumerate(reachable):
+        if not isinstance(array, np.ndarray):
+            raise EmulatorError(kernel.name, f"reachable[{k}] is a {type(array).__name__}: pass the NumPy array")
+        gmem.add(f"reachable[{k}]", array, bool(array.flags.writeable))
     kernarg, write_backs = kernarg_segment(kernel, g, args, gmem)
     run_segment(kernel, g, gmem, kernarg, max_steps)
     for back, host in write_backs:

@@ -70,9 +70,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ...ir.float8 import encode as encode_float8, is_float8_variant
 from ...ir.core import Location, Operation, Value
 from ...ir.types import DType, PointerType, i1
+from ..floats import float_bits
 from ..math_lib import INV_TWO_PI
 from .isa import (ATOMIC_RETURN_BIT, BUFFER_ATOMICS, BUFFER_ATOMICS_64, BUFFER_BASE_HIGH_BITS, BUFFER_OFFSET_RANGE,
                   BUFFER_RESOURCE_CONFIG, DPP_MERGE_SUFFIX, DS_OFFSET_RANGE, GLOBAL_ATOMICS, GLOBAL_ATOMICS_64,
@@ -166,6 +166,52 @@ def walk(ops) -> Any:
                 yield from walk(block.ops)
 
 
+def wave_uniform_values(func: Operation) -> set[Value]:
+    """The values the same in every lane of a wave at run time: uniform_values widened by
+    loop-carried values (an scf.for's or scf.while's whose first value and every yielded one
+    are, an scf.if's whose condition and branches' values are) and by global loads of one
+    address under a uniform mask (one instruction reads it for all lanes). A greatest fixpoint:
+    every such value starts uniform and is dropped once one of its sources is not. A grouped
+    GEMM's loop over tiles, `while tile_idx >= end and tile_idx < end + num_tiles`, has such a
+    condition: no lane leaves before the others, so its MFMAs run on a whole wave.
+
+        %t = scf.while %ctaid { ^(%i): %c = arith.cmp %i, %n {lt}; scf.condition %c, %i }
+                              { ^(%j): %k = arith.add %j, %3; scf.yield %k }
+        uniform: %ctaid %n %3, then %i %c %j %k %t (none of their sources is per-lane)"""
+    block = func.regions[0].block
+    sources: dict[Value, list[Value]] = {v: [] for v in uniform_values(func)}
+    for op in walk(block.ops):
+        pure = op.name.startswith(("arith.", "math.")) or op.name in _LANEWISE or op.name == "simt.ld_global"
+        if pure and not op.regions:
+            for r in op.results:
+                sources.setdefault(r, list(op.operands))
+        elif op.name == "scf.for":
+            body = op.regions[0].block
+            bounds, inits, yielded = list(op.operands[:3]), op.operands[3:], body.ops[-1].operands
+            for arg, result, init, y in zip(body.args[1:], op.results, inits, yielded):
+                sources[arg] = sources[result] = [init, y, *bounds]
+        elif op.name == "scf.while":
+            before, after = op.regions[0].block, op.regions[1].block
+            condition = before.ops[-1]
+            for arg, init, y in zip(before.args, op.operands, after.ops[-1].operands):
+                sources[arg] = [init, y]
+            for arg, result, forwarded in zip(after.args, op.results, condition.operands[1:]):
+                sources[arg] = sources[result] = [forwarded, condition.operand(0)]
+        elif op.name == "scf.if":
+            branches = [region.block.ops[-1].operands for region in op.regions]
+            for k, result in enumerate(op.results):
+                sources[result] = [op.operand(0), *(yielded[k] for yielded in branches)]
+    uniform = set(sources)
+    changed = True
+    while changed:
+        changed = False
+        for value, needed in sources.items():
+            if value in uniform and any(v not in uniform for v in needed):
+                uniform.discard(value)
+                changed = True
+    return uniform
+
+
 def uniform_values(func: Operation) -> set[Value]:
     """The values of `func` that are the same in every thread of a CTA: its parameters, program
     ids, constants, pure per-thread ops (arith, math, cvt, addptr...) of uniform values, and the
@@ -257,8 +303,8 @@ def constant_bits(value: Any, t: DType) -> int:
             return struct.unpack("<I", struct.pack("<f", value))[0] >> 16
         if t.name == "f64":
             return struct.unpack("<Q", struct.pack("<d", value))[0]
-        if is_float8_variant(t):   # an fp8 code in the low byte, as its byte loads leave it
-            return int(encode_float8(np.array([value]), t)[0])
+        if t.bits == 8:   # an fp8 code in the low byte, as its byte loads leave it
+            return float_bits(value, t)
         raise UnsupportedOnTarget(f"constants of type {t}")
     if t.bits < 32:
         narrow = int(value) & ((1 << t.bits) - 1)
@@ -626,6 +672,7 @@ class Selector:
         self.insts: list[MInst] = []
         self.regs: list[Reg] = []
         self.uniform = uniform_values(func)
+        self.wave_uniform: Optional[set[Value]] = None   # wave_uniform_values, once a matrix op needs it
         self.values: dict[Value, Operand] = {}
         self.constants: dict[Value, tuple[Any, DType]] = {}
         self.materialized: dict[tuple[int, int], tuple[Sub, int]] = {}
@@ -1620,7 +1667,7 @@ class Selector:
         a, t = op.operand(0), op.result.type
         if dwords(a.type) != dwords(t) or t == i1:
             raise self.unsupported(op, f"from {a.type} to {t}")
-        narrow = t.is_integer and t.bits < 32
+        narrow = isinstance(t, DType) and t.is_integer and t.bits < 32   # a pointer is 64 bits wide
         reextend = narrow and not (a.type.is_integer and _signed(a.type) == _signed(t))
         if a in self.constants:
             value, source_type = self.constants[a]
@@ -2172,6 +2219,21 @@ class Selector:
             old = zeroed
         self.values[op.result] = old
 
+    def check_whole_wave(self, op: Operation, unit: str) -> None:
+        """`op` runs on `unit`, which needs every lane of the wave: each scf.if or scf.while
+        around it must branch the same way in all lanes (wave_uniform_values), so that EXEC,
+        which they narrow to the lanes taking the branch, stays whole."""
+        parent = op.parent_op
+        while parent is not None and parent is not self.func:
+            if parent.name in ("scf.if", "scf.while"):
+                condition = (parent.operand(0) if parent.name == "scf.if"
+                             else parent.regions[0].block.ops[-1].operand(0))
+                if self.wave_uniform is None:
+                    self.wave_uniform = wave_uniform_values(self.func)
+                if condition not in self.wave_uniform:
+                    raise self.unsupported(op, f"under {parent.name} ({unit} needs every lane of the wave)")
+            parent = parent.parent_op
+
     def sel_mfma(self, op: Operation) -> None:
         """simt.mfma: A and B words in VGPR pairs, C in the consecutive VGPRs that D overwrites
         (the accumulator of the previous MFMA in place when nothing else reads it: a chain the
@@ -2182,11 +2244,7 @@ class Selector:
         shape = mfma_shape(self.target, instr, atype, btype)
         if shape is None:
             raise self.unsupported(op, f"of {instr}x{instr} on {atype}" + (f" x {btype}" if btype != atype else ""))
-        parent = op.parent_op
-        while parent is not None and parent is not self.func:
-            if parent.name in ("scf.if", "scf.while"):
-                raise self.unsupported(op, f"under {parent.name} (the matrix core needs every lane of the wave)")
-            parent = parent.parent_op
+        self.check_whole_wave(op, "the matrix core")
         a, b = self.gather(list(op.operands[0:2]), 32), self.gather(list(op.operands[2:4]), 32)
         accumulators = list(op.operands[4:])
         acc = self.gather(accumulators, 32)
@@ -2208,11 +2266,7 @@ class Selector:
         shape = wmma_shape(self.target, atype)
         if shape is None:
             raise self.unsupported(op, f"on {atype} (no WMMA instruction on this target)")
-        parent = op.parent_op
-        while parent is not None and parent is not self.func:
-            if parent.name in ("scf.if", "scf.while"):
-                raise self.unsupported(op, f"under {parent.name} (WMMA needs every lane of the wave)")
-            parent = parent.parent_op
+        self.check_whole_wave(op, "WMMA")
         words = shape.OPERAND_DWORDS
         a, b = self.gather(list(op.operands[:words]), 32), self.gather(list(op.operands[words:2 * words]), 32)
         accumulators = list(op.operands[2 * words:])

@@ -49,9 +49,10 @@ register itself (coalesce_tied_copies):
 
 Only when the AGPRs are full too is the kernel a compile-time TargetResourceError
 (OutOfResources from the compiler) naming the registers: tile does not spill to scratch memory.
-Its required count is what the allocation needs: one past the last register the failing value
-would take, placed where it first fits in an unlimited bank. That is at least the registers
-live there, and more where alignment and tuples leave the free registers scattered (255 live
+Its required count is what the allocation needs: the most registers of the bank live at any
+one position of the kernel (300 values live at once need 300, not the 257th that failed first),
+or, where more, one past the last register the failing value would take, placed where it first
+fits in an unlimited bank: alignment and tuples can leave the free registers scattered (255 live
 of 256 VGPRs, no free aligned pair: 258 needed, and the message says both).
 """
 from __future__ import annotations
@@ -164,15 +165,16 @@ def _out_of_resources(insts: list[MInst], failure: _OutOf, limits: dict[str, int
                 "does not spill to scratch memory: use a smaller BLOCK or fewer values per thread")
     else:
         hint = "tile does not spill VGPRs: use a smaller BLOCK or fewer values per thread"
-    live = pressure(live_intervals(insts), bank, failure.at)
+    intervals = live_intervals(insts)
+    live = pressure(intervals, bank, failure.at)
     if live <= limits[bank]:
         # what is live fits, but not where it sits: no aligned run of free registers is left
         # for the failing tuple between the values placed before it
         hint = (f"{live} registers are live there, but the {failure.reg.size}-register value that needs room finds "
                 f"no aligned run of {failure.reg.size} free registers among them: as allocated, the values need "
                 f"{failure.needed}; " + hint)
-    return TargetResourceError(failure.needed, limits[bank], BANK_NAMES[bank], kernel=kernel, target=target,
-                               hint=hint)
+    return TargetResourceError(max(failure.needed, peak_pressure(intervals, bank)), limits[bank], BANK_NAMES[bank],
+                               kernel=kernel, target=target, hint=hint)
 
 
 def allocate(insts: list[MInst], target: str, kernel: str = "",
@@ -421,6 +423,18 @@ def _move_to_agprs(insts: list[MInst], agprs: dict[Reg, Reg], new_reg: Callable[
 def pressure(intervals: dict[Reg, tuple[int, int]], bank: str, at: int) -> int:
     """Registers of `bank` live at position `at` (the demand when allocation failed there)."""
     return sum(r.size for r, (s, e) in intervals.items() if r.bank == bank and s <= at <= e)
+
+
+def peak_pressure(intervals: dict[Reg, tuple[int, int]], bank: str) -> int:
+    """The most registers of `bank` live at any one position: what the kernel needs at least, however
+    they are placed (a sweep over the intervals' starts and ends)."""
+    events = sorted((position, size) for r, (s, e) in intervals.items() if r.bank == bank
+                    for position, size in ((s, r.size), (e + 1, -r.size)))
+    peak = live = 0
+    for _, size in events:   # at one position, the ends (negative) come before the starts
+        live += size
+        peak = max(peak, live)
+    return peak
 
 
 def registers_used(assignment: dict[Reg, int], bank: str) -> int:
