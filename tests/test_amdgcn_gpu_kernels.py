@@ -41,11 +41,10 @@ def assembled(compiled, target: str) -> str:
 
 def run_reaching(kernel, target: str, grid, args: tuple, reachable: list, **options) -> None:
     """Run `kernel` compiled for `target` with `args` on the wave machine (its text assembled
-    first), the arrays in `reachable` addressed through pointer tables (tile.emulate takes
-    reachable= on PTX targets only; run_amdgcn takes them)."""
+    first), the arrays in `reachable` addressed through pointer tables."""
     text = str(tile.dump(kernel, *args, stage="amdgcn", target=target, **options))
     assert assemble(text, target)[:4] == b"\x7fELF"
-    run_amdgcn(text, grid, named(kernel, args), reachable=reachable)
+    tile.emulate(kernel, target, reachable=reachable)[grid](*args, **options)
 
 
 # ------------------------------------------------------------------ tutorial 07: fused attention

@@ -425,8 +425,8 @@ class AmdgcnEmulatorBackend:
         self.text, self.max_steps = text, max_steps
         decode_amdgcn(text)  # decode errors surface at compile time
 
-    def run(self, grid: Any, args: Sequence[Any], trace: Any = None) -> None:
-        run_amdgcn(self.text, grid, args, self.max_steps)
+    def run(self, grid: Any, args: Sequence[Any], trace: Any = None, reachable: Sequence[np.ndarray] = ()) -> None:
+        run_amdgcn(self.text, grid, args, self.max_steps, reachable)
 
     def make_entry(self, positions: tuple[int, ...], value_count: int, compiled: Any = None) -> Any:
         def entry(grid: Any, values: tuple, args: tuple, stream: Optional[int]) -> Any:

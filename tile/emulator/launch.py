@@ -290,8 +290,6 @@ class Emulated:
         if self.trace_threads and target.startswith("gfx"):
             raise ValueError(f"trace= steps through PTX only; {target} runs on the AMDGCN wave machine without it")
         self.trace_cta = tuple(trace_cta) + (0,) * (3 - len(trace_cta))
-        if reachable and target.startswith("gfx"):
-            raise ValueError(f"reachable= is PTX only; {target} runs on the AMDGCN wave machine without it")
         self.reachable = tuple(reachable)
         self.last_trace: Optional[Trace] = None
         self.cache: dict[tuple, Any] = {}
