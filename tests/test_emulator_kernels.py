@@ -319,26 +319,33 @@ def test_in_kernel_descriptors(target):
     in the kernel (on sm_90a, tensor maps each program writes into its global scratch), the
     padding of a block over the corner, and descriptors made in a loop over groups whose
     matrices are reached through pointer tables."""
+    run_in_kernel_descriptors(target)
+
+
+def run_in_kernel_descriptors(target: str, check=lambda compiled: None) -> None:
+    """The kernels of test_in_kernel_descriptors on `target`'s emulator against NumPy; `check`
+    sees each launch's CompiledKernel (tests/test_amdgcn_gpu_kernels.py assembles the AMD ones)."""
     from test_tma_desc import desc_copy_kernel, desc_matmul_kernel
     from test_tma_desc_gpu import padded_load_kernel, per_group_scale_kernel
 
     m, n = 65, 144
     x = RNG.standard_normal((m, n)).astype(np.float16)
     y = np.full_like(x, np.nan)
-    emulate(desc_copy_kernel, target)[(tile.cdiv(m, 64), tile.cdiv(n, 128))](x, y, m, n, BM=64, BN=128)
+    check(emulate(desc_copy_kernel, target)[(tile.cdiv(m, 64), tile.cdiv(n, 128))](x, y, m, n, BM=64, BN=128))
     np.testing.assert_array_equal(y, (x.astype(np.float64) * 2 + 1).astype(np.float16))
 
     m, n, k = 200, 136, 72
     a, b = RNG.standard_normal((m, k)).astype(np.float16), RNG.standard_normal((k, n)).astype(np.float16)
     c = np.full((m, n), np.nan, np.float16)
-    emulate(desc_matmul_kernel, target)[(tile.cdiv(m, 64), tile.cdiv(n, 64))](a, b, c, m, n, k, BM=64, BN=64, BK=32)
+    check(emulate(desc_matmul_kernel, target)[(tile.cdiv(m, 64), tile.cdiv(n, 64))](a, b, c, m, n, k, BM=64, BN=64,
+                                                                                   BK=32))
     np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
                                atol=1e-1)
 
     x = RNG.standard_normal((40, 48)).astype(np.float32)
     for padding in ("zero", "nan"):
         out = np.full((32, 32), 7.0, np.float32)
-        emulate(padded_load_kernel, target)[(1,)](x, out, 40, 48, 24, 32, BM=32, BN=32, PADDING=padding)
+        check(emulate(padded_load_kernel, target)[(1,)](x, out, 40, 48, 24, 32, BM=32, BN=32, PADDING=padding))
         want = np.full((32, 32), 0.0 if padding == "zero" else np.nan, np.float32)
         want[:16, :16] = x[24:, 32:]
         np.testing.assert_array_equal(out, want)
@@ -347,8 +354,8 @@ def test_in_kernel_descriptors(target):
     xs = [RNG.standard_normal((s, 32)).astype(np.float32) for s in sizes]
     ys = [np.full_like(v, np.nan) for v in xs]
     tables = [np.array([v.ctypes.data for v in vs], np.int64) for vs in (xs, ys)]
-    emulate(per_group_scale_kernel, target, reachable=xs + ys)[(3,)](tables[0], np.array(sizes, np.int32), tables[1],
-                                                                     GROUPS=3, N=32, BM=32)
+    check(emulate(per_group_scale_kernel, target, reachable=xs + ys)[(3,)](tables[0], np.array(sizes, np.int32),
+                                                                           tables[1], GROUPS=3, N=32, BM=32))
     for g, (v, w) in enumerate(zip(xs, ys)):
         np.testing.assert_array_equal(w, v * (g + 1))
 
