@@ -11,16 +11,15 @@ pipelined loop. Tensor descriptors, which have no TMA on these targets, take mas
 stores."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
 import tile
 import tile.language as tl
 from amdgcn_util import named, needs_llvm
-from test_emulator_kernels import (_attention_inputs, _poisoned, _tma_operands, attention, bench,  # noqa: F401
-                                   dropout, grouped, host_memory, lnb, poison, run_in_kernel_descriptors)
+from test_emulator_kernels import (_tma_operands, attention, bench, dropout, grouped, host_memory,  # noqa: F401
+                                   lnb, poison, run_attention, run_dropout, run_grouped, run_in_kernel_descriptors,
+                                   run_layer_norm, run_matmul, run_mma_peak)
 from load_kernels import load_kernels  # on the path from test_emulator_kernels: benchmarks/
 from tile.codegen.amdgcn import assemble
 from tile.emulator import EmulatorError, emulate
@@ -57,35 +56,15 @@ def test_attention_forward_and_backward(attention, target, dtype, causal, head_d
     """The forward and the three backward kernels at Triton's AMD launch options (4 waves, two
     stages, 64-row query blocks; the backward's 16/64 and 64/16 blocks) with S = 128: two blocks
     of queries and keys, several key steps."""
-    z, h, s, d = 1, 2, 128, head_dim
-    sm_scale = 0.5
-    (q, k, v, do), (q64, k64, v64, do64) = _attention_inputs(attention, (z, h, s, d), dtype)
-    o, lse = _poisoned((z, h, s, d), dtype), _poisoned((z, h, s), "f32")
-    fwd = emulate(attention.attn_fwd, target)[(s // 64, z * h)](q, k, v, o, lse, sm_scale, s, HEAD_DIM=d,
-                                                          STAGE=3 if causal else 1, BLOCK_M=64, BLOCK_N=64,
-                                                          num_warps=4, num_stages=2)
     matrix_op = {"gfx942": "v_mfma_f32_", "gfx90a": "v_mfma_f32_", "gfx1100": "v_wmma_f32_16x16x16_"}[target]
-    assert matrix_op in assembled(fwd, target)
-    delta = _poisoned((z, h, s), "f32")
-    emulate(attention.attn_bwd_preprocess, target)[(s // 64, z * h)](o, do, delta, s, BLOCK_M=64, HEAD_DIM=d)
-    dq, dk, dv = (_poisoned((z, h, s, d), dtype) for _ in range(3))
-    launch = dict(BLK_SLICE_FACTOR=2, HEAD_DIM=d, CAUSAL=causal, num_warps=4, num_stages=2)
-    dkdv = emulate(attention.attn_bwd_dkdv, target)[(s // 64, z * h)](q, k, v, sm_scale, do, dk, dv, lse, delta, s,
-                                                                       BLOCK_M=16, BLOCK_N=64, **launch)
-    dq_kernel = emulate(attention.attn_bwd_dq, target)[(s // 64, z * h)](q, k, v, sm_scale, do, dq, lse, delta, s,
-                                                                         BLOCK_M=64, BLOCK_N=16, **launch)
-    for compiled in (dkdv, dq_kernel):
-        assembled(compiled, target)
-    want = attention.reference(q64, k64, v64, do64, causal, sm_scale)
-    scores = q64 @ np.swapaxes(k64, -1, -2) * sm_scale
-    if causal:
-        scores = np.where(np.tril(np.ones((s, s), bool)), scores, -np.inf)
-    peak = scores.max(-1)
-    lse_want = (peak + np.log(np.exp(scores - peak[..., None]).sum(-1))) / math.log(2)
-    np.testing.assert_allclose(lse.numpy(), lse_want, rtol=1e-5, atol=1e-5)
-    tol = 1e-2 if dtype == "f16" else 4e-2
-    for name, got, exact in zip(("o", "dq", "dk", "dv"), (o, dq, dk, dv), want):
-        np.testing.assert_allclose(attention.from_device(got), exact, atol=tol, rtol=tol, err_msg=name)
+
+    def check(kind: str, compiled) -> None:
+        text = assembled(compiled, target)
+        if kind == "fwd":
+            assert matrix_op in text
+
+    run_attention(attention, target, dtype, causal, head_dim, s=128, blocks=(64, 64), bwd_blocks=(16, 64),
+                  num_warps=4, num_stages=2, check=check)
 
 
 @pytest.mark.parametrize("target", ["gfx942", "gfx1100"])
@@ -122,15 +101,7 @@ def test_attention_at_tritons_mi300_blocks(attention, target):
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_dropout_is_bit_exact(dropout, target, dtype):
     """The GPU's block of 1024 over three blocks and a ragged tail, against the NumPy Philox."""
-    from test_dropout import expected_dropout
-
-    n = 3 * dropout.BLOCK + 5
-    x = RNG.standard_normal(n).astype(dtype)
-    out = poison(n, dtype)
-    compiled = emulate(dropout.seeded_dropout_kernel, target)[(tile.cdiv(n, dropout.BLOCK),)](x, out, n, 0.2, 31337,
-                                                                                             BLOCK=dropout.BLOCK)
-    assembled(compiled, target)
-    np.testing.assert_array_equal(out.view(np.uint8), expected_dropout(x, 0.2, 31337).view(np.uint8))
+    run_dropout(dropout, target, dtype, check=lambda compiled: assembled(compiled, target))
 
 
 # ------------------------------------------------------------------ tutorial 09: layer norm with a spin lock
@@ -141,51 +112,10 @@ def test_dropout_is_bit_exact(dropout, target, dtype):
 def test_layer_norm_forward_and_backward(lnb, target, rows, cols, groups):
     """Forward, the fused dx kernel (workgroups take a buffer's spin lock in turns: 130 rows on one
     lock is real contention) and the dw/db reduction, at the tutorial's launch options."""
-    rng = np.random.default_rng(rows * cols)
-    x = (-2.3 + 0.5 * rng.standard_normal((rows, cols))).astype(np.float16)
-    w, b = rng.random(cols).astype(np.float16), rng.random(cols).astype(np.float16)
-    dy = (0.1 * rng.standard_normal((rows, cols))).astype(np.float16)
-    block, warps = lnb.launch_config(cols, 2)
-    y, mean, rstd = poison((rows, cols), np.float16), poison(rows, np.float32), poison(rows, np.float32)
-    compiled = [emulate(lnb.layer_norm_fwd_kernel, target)[(rows,)](x, y, w, b, mean, rstd, cols, cols, 1e-5,
-                                                                    BLOCK_SIZE_N=block, num_warps=warps)]
-    groups = groups or lnb.group_size(cols, rows)
-    locks = np.zeros(2 * groups, np.int32)
-    partial_dw, partial_db = poison((groups, cols), np.float32), poison((groups, cols), np.float32)
-    dx, dw, db = poison((rows, cols), np.float16), poison(cols, np.float16), poison(cols, np.float16)
-    compiled.append(emulate(lnb.layer_norm_bwd_dx_fused_kernel, target)[(rows,)](
-        dx, dy, partial_dw, partial_db, x, w, mean, rstd, locks, cols, cols, GROUP_SIZE_M=groups, BLOCK_SIZE_N=block,
-        num_warps=warps))
-    np.testing.assert_array_equal(locks[:groups], 0)  # every lock released
-    compiled.append(emulate(lnb.layer_norm_bwd_dwdb_kernel, target)[(tile.cdiv(cols, 128),)](
-        partial_dw, partial_db, dw, db, groups, cols, BLOCK_SIZE_M=32, BLOCK_SIZE_N=128))
-    for kernel in compiled:
-        assembled(kernel, target)
-    y_ref, dx_ref, dw_ref, db_ref = lnb.reference(x, w, b, dy)
-    fp16 = 2.0 ** -11
-    np.testing.assert_allclose(y, y_ref, rtol=2 * fp16, atol=1e-3)
-    np.testing.assert_allclose(dx, dx_ref, rtol=2 * fp16, atol=1e-4)
-    np.testing.assert_allclose(dw, dw_ref, rtol=2 * fp16, atol=1e-6 * rows)
-    np.testing.assert_allclose(db, db_ref, rtol=2 * fp16, atol=1e-6 * rows)
+    run_layer_norm(lnb, target, rows, cols, groups, check=lambda compiled: assembled(compiled, target))
 
 
 # ------------------------------------------------------------------ grouped GEMM (benchmarks/kernels_grouped.py)
-
-
-def _grouped(kernel, target: str, shapes, b_transposed: bool, block, warps: int, programs: int):
-    """Each problem's C computed by `kernel` (its matrices reached through the pointer tables),
-    and the float64 references."""
-    a = [RNG.random((m, k)).astype(np.float16) for m, n, k in shapes]
-    b = [RNG.random((n, k) if b_transposed else (k, n)).astype(np.float16) for m, n, k in shapes]
-    c = [np.full((m, n), np.nan, np.float16) for m, n, k in shapes]
-    pointers = [np.array([x.ctypes.data for x in xs], np.int64) for xs in (a, b, c)]
-    sizes = np.array([d for s in shapes for d in s], np.int32)
-    lds = np.array([ld for x, y, z in zip(a, b, c) for ld in (x.shape[1], y.shape[1], z.shape[1])], np.int32)
-    bm, bn, bk = block
-    run_reaching(kernel, target, (programs,), (*pointers, sizes, lds, len(shapes)), a + b + c, NUM_SM=programs,
-                 BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, num_warps=warps)
-    refs = [x.astype(np.float64) @ (y.T if b_transposed else y).astype(np.float64) for x, y in zip(a, b)]
-    return c, refs
 
 
 @pytest.mark.parametrize("target, block, warps", [("gfx942", (64, 64, 32), 4), ("gfx1100", (64, 64, 32), 4),
@@ -194,7 +124,8 @@ def test_grouped_gemm_pointer_variant(grouped, target, block, warps):
     """Four problems over three programs (each walks tiles of several problems); K of one to four
     steps. The kernel does not mask: M, N and K are multiples of the blocks, as in the tutorial."""
     shapes = [(128, 128, 128), (128, 64, 96), (64, 64, 64), (64, 128, 32)]
-    outs, refs = _grouped(grouped.grouped_matmul_kernel, target, shapes, False, block, warps, 3)
+    outs, refs = run_grouped(grouped.grouped_matmul_kernel, target, shapes, False, block, warps, 3,
+                             check=lambda compiled: assembled(compiled, target))
     for out, ref in zip(outs, refs):
         np.testing.assert_allclose(out.astype(np.float64), ref, rtol=1e-2, atol=1e-2 * ref.shape[1] ** 0.5)
 
@@ -203,7 +134,8 @@ def test_grouped_gemm_pointer_variant(grouped, target, block, warps):
 def test_grouped_gemm_descriptor_variant(grouped, target, block, warps):
     """Ragged problems through in-kernel descriptors, masked on targets without TMA."""
     shapes = [(100, 72, 72), (64, 136, 200), (8, 16, 24)]
-    outs, refs = _grouped(grouped.grouped_matmul_tma_kernel, target, shapes, True, block, warps, 3)
+    outs, refs = run_grouped(grouped.grouped_matmul_tma_kernel, target, shapes, True, block, warps, 3,
+                             check=lambda compiled: assembled(compiled, target))
     for out, ref in zip(outs, refs):
         np.testing.assert_allclose(out.astype(np.float64), ref, rtol=1e-2, atol=1e-2 * ref.shape[1] ** 0.5)
 
@@ -330,16 +262,7 @@ def test_bandwidth_kernels(bench, target):
 @pytest.mark.parametrize("target", ["gfx942", "gfx1100", "gfx90a"])
 def test_mma_peak_kernel(bench, target):
     """The matrix-core peak kernel: operands in registers, ITERS dots into one accumulator."""
-    bm, bn, bk, iters, programs = 64, 64, 32, 3, 2
-    a = RNG.standard_normal((bm, bk)).astype(np.float16)
-    b = RNG.standard_normal((bk, bn)).astype(np.float16)
-    c = poison((programs, bm, bn), np.float16)
-    compiled = emulate(bench.mma_peak_kernel, target)[(programs,)](a, b, c, ITERS=iters, BLOCK_M=bm, BLOCK_N=bn,
-                                                                   BLOCK_K=bk)
-    assembled(compiled, target)
-    want = iters * (a.astype(np.float64) @ b.astype(np.float64))
-    for program in range(programs):
-        np.testing.assert_allclose(c[program].astype(np.float64), want, rtol=1e-2, atol=2e-2 * iters)
+    run_mma_peak(bench, target, check=lambda compiled: assembled(compiled, target))
 
 
 @pytest.mark.parametrize("target, block, warps, stages", [("gfx942", (128, 128, 64), 8, 2),
@@ -348,16 +271,8 @@ def test_mma_peak_kernel(bench, target):
 def test_matmul_at_benchmark_configs(bench, target, block, warps, stages):
     """benchmarks/kernels.py's matmul at Triton's AMD matmul blocks, ragged M and N, K of three steps."""
     bm, bn, bk = block
-    m, n, k = bm + 72, bn + 8, 3 * bk
-    a = RNG.standard_normal((m, k)).astype(np.float16)
-    b = RNG.standard_normal((k, n)).astype(np.float16)
-    c = poison((m, n), np.float16)
-    grid = (tile.cdiv(m, bm) * tile.cdiv(n, bn),)
-    compiled = emulate(bench.matmul_kernel, target)[grid](a, b, c, m, n, k, k, 1, n, 1, n, 1, BLOCK_M=bm, BLOCK_N=bn,
-                                                          BLOCK_K=bk, GROUP_M=8, num_warps=warps, num_stages=stages)
-    assembled(compiled, target)
-    np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
-                               atol=2e-2)
+    run_matmul(bench, target, (bm + 72, bn + 8, 3 * bk), block, warps, stages,
+               check=lambda compiled: assembled(compiled, target))
 
 
 @pytest.mark.parametrize("target, block, warps, stages, overflow", [

@@ -101,22 +101,38 @@ def test_attention_forward_and_backward(attention, target, dtype, causal, head_d
     """The forward and the three backward kernels at the GPU's launch options (8 warps, 3 stages,
     128-row query blocks, the backward's 32/128 and 128/32 blocks) with S = 256: two blocks of
     queries and keys, several pipelined key steps."""
-    z, h, s, d = 1, 2, 256, head_dim
+    def check(kind: str, compiled) -> None:
+        if kind == "fwd":
+            assert ("wgmma.mma_async" if target == "sm_90a" else "mma.sync.aligned") in compiled.asm["ptx"]
+
+    run_attention(attention, target, dtype, causal, head_dim, s=256, blocks=(128, 64), bwd_blocks=(32, 128),
+                  num_warps=8, num_stages=3, check=check)
+
+
+def run_attention(attention, target: str, dtype: str, causal: bool, head_dim: int, s: int, blocks, bwd_blocks,
+                  num_warps: int, num_stages: int, check=lambda kind, compiled: None) -> None:
+    """Tutorial 07's forward and three backward kernels on `target`'s emulator for one batch of two
+    heads of `s` tokens, against float64 NumPy: forward `blocks` (BLOCK_M, BLOCK_N), the dK/dV
+    kernel's `bwd_blocks` and the dQ kernel's the other way round. `check` sees the CompiledKernel
+    of the forward ("fwd"), dK/dV ("dkdv") and dQ ("dq") launches."""
+    z, h, d = 1, 2, head_dim
+    block_m, block_n = blocks
     sm_scale = 0.5
     (q, k, v, do), (q64, k64, v64, do64) = _attention_inputs(attention, (z, h, s, d), dtype)
     o, lse = _poisoned((z, h, s, d), dtype), _poisoned((z, h, s), "f32")
-    fwd = emulate(attention.attn_fwd, target)[(s // 128, z * h)](q, k, v, o, lse, sm_scale, s, HEAD_DIM=d,
-                                                           STAGE=3 if causal else 1, BLOCK_M=128, BLOCK_N=64,
-                                                           num_warps=8, num_stages=3)
-    assert ("wgmma.mma_async" if target == "sm_90a" else "mma.sync.aligned") in fwd.asm["ptx"]
+    grid = (s // block_m, z * h)
+    check("fwd", emulate(attention.attn_fwd, target)[grid](q, k, v, o, lse, sm_scale, s, HEAD_DIM=d,
+                                                         STAGE=3 if causal else 1, BLOCK_M=block_m, BLOCK_N=block_n,
+                                                         num_warps=num_warps, num_stages=num_stages))
     delta = _poisoned((z, h, s), "f32")
-    emulate(attention.attn_bwd_preprocess, target)[(s // 128, z * h)](o, do, delta, s, BLOCK_M=128, HEAD_DIM=d)
+    emulate(attention.attn_bwd_preprocess, target)[grid](o, do, delta, s, BLOCK_M=block_m, HEAD_DIM=d)
     dq, dk, dv = (_poisoned((z, h, s, d), dtype) for _ in range(3))
-    launch = dict(BLK_SLICE_FACTOR=2, HEAD_DIM=d, CAUSAL=causal, num_warps=8, num_stages=3)
-    emulate(attention.attn_bwd_dkdv, target)[(s // 128, z * h)](q, k, v, sm_scale, do, dk, dv, lse, delta, s,
-                                                                BLOCK_M=32, BLOCK_N=128, **launch)
-    emulate(attention.attn_bwd_dq, target)[(s // 128, z * h)](q, k, v, sm_scale, do, dq, lse, delta, s,
-                                                              BLOCK_M=128, BLOCK_N=32, **launch)
+    launch = dict(BLK_SLICE_FACTOR=2, HEAD_DIM=d, CAUSAL=causal, num_warps=num_warps, num_stages=num_stages)
+    small, large = bwd_blocks
+    check("dkdv", emulate(attention.attn_bwd_dkdv, target)[grid](q, k, v, sm_scale, do, dk, dv, lse, delta, s,
+                                                               BLOCK_M=small, BLOCK_N=large, **launch))
+    check("dq", emulate(attention.attn_bwd_dq, target)[grid](q, k, v, sm_scale, do, dq, lse, delta, s,
+                                                           BLOCK_M=large, BLOCK_N=small, **launch))
     want = attention.reference(q64, k64, v64, do64, causal, sm_scale)
     scores = q64 @ np.swapaxes(k64, -1, -2) * sm_scale
     if causal:
@@ -136,13 +152,19 @@ def test_attention_forward_and_backward(attention, target, dtype, causal, head_d
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_dropout_is_bit_exact(dropout, target, dtype):
     """The GPU's block of 1024 over three blocks and a ragged tail, against the NumPy Philox."""
+    run_dropout(dropout, target, dtype)
+
+
+def run_dropout(dropout, target: str, dtype, check=lambda compiled: None) -> None:
+    """Tutorial 08's kernel on `target`'s emulator, bit for bit against the NumPy Philox; `check`
+    sees the launch's CompiledKernel."""
     from test_dropout import expected_dropout
 
     n = 3 * dropout.BLOCK + 5
     x = RNG.standard_normal(n).astype(dtype)
     out = poison(n, dtype)
-    emulate(dropout.seeded_dropout_kernel, target)[(tile.cdiv(n, dropout.BLOCK),)](x, out, n, 0.2, 31337,
-                                                                                  BLOCK=dropout.BLOCK)
+    check(emulate(dropout.seeded_dropout_kernel, target)[(tile.cdiv(n, dropout.BLOCK),)](x, out, n, 0.2, 31337,
+                                                                                        BLOCK=dropout.BLOCK))
     np.testing.assert_array_equal(out.view(np.uint8), expected_dropout(x, 0.2, 31337).view(np.uint8))
 
 
@@ -154,24 +176,30 @@ def test_dropout_is_bit_exact(dropout, target, dtype):
 def test_layer_norm_forward_and_backward(lnb, target, rows, cols, groups):
     """Forward, the fused dx kernel (CTAs take a buffer's spin lock in turns: 130 rows on one lock
     is real contention) and the dw/db reduction, at the tutorial's GPU launch options."""
+    run_layer_norm(lnb, target, rows, cols, groups)
+
+
+def run_layer_norm(lnb, target: str, rows: int, cols: int, groups: int, check=lambda compiled: None) -> None:
+    """Tutorial 09's three kernels on `target`'s emulator against its NumPy reference (`groups` 0:
+    the tutorial's group count); `check` sees each launch's CompiledKernel."""
     rng = np.random.default_rng(rows * cols)
     x = (-2.3 + 0.5 * rng.standard_normal((rows, cols))).astype(np.float16)
     w, b = rng.random(cols).astype(np.float16), rng.random(cols).astype(np.float16)
     dy = (0.1 * rng.standard_normal((rows, cols))).astype(np.float16)
     block, warps = lnb.launch_config(cols, 2)
     y, mean, rstd = poison((rows, cols), np.float16), poison(rows, np.float32), poison(rows, np.float32)
-    emulate(lnb.layer_norm_fwd_kernel, target)[(rows,)](x, y, w, b, mean, rstd, cols, cols, 1e-5,
-                                                        BLOCK_SIZE_N=block, num_warps=warps)
+    check(emulate(lnb.layer_norm_fwd_kernel, target)[(rows,)](x, y, w, b, mean, rstd, cols, cols, 1e-5,
+                                                              BLOCK_SIZE_N=block, num_warps=warps))
     groups = groups or lnb.group_size(cols, rows)
     locks = np.zeros(2 * groups, np.int32)
     partial_dw, partial_db = poison((groups, cols), np.float32), poison((groups, cols), np.float32)
     dx, dw, db = poison((rows, cols), np.float16), poison(cols, np.float16), poison(cols, np.float16)
-    emulate(lnb.layer_norm_bwd_dx_fused_kernel, target)[(rows,)](dx, dy, partial_dw, partial_db, x, w, mean, rstd,
-                                                                 locks, cols, cols, GROUP_SIZE_M=groups,
-                                                                 BLOCK_SIZE_N=block, num_warps=warps)
+    check(emulate(lnb.layer_norm_bwd_dx_fused_kernel, target)[(rows,)](
+        dx, dy, partial_dw, partial_db, x, w, mean, rstd, locks, cols, cols, GROUP_SIZE_M=groups, BLOCK_SIZE_N=block,
+        num_warps=warps))
     np.testing.assert_array_equal(locks[:groups], 0)  # every lock released
-    emulate(lnb.layer_norm_bwd_dwdb_kernel, target)[(tile.cdiv(cols, 128),)](partial_dw, partial_db, dw, db, groups,
-                                                                             cols, BLOCK_SIZE_M=32, BLOCK_SIZE_N=128)
+    check(emulate(lnb.layer_norm_bwd_dwdb_kernel, target)[(tile.cdiv(cols, 128),)](
+        partial_dw, partial_db, dw, db, groups, cols, BLOCK_SIZE_M=32, BLOCK_SIZE_N=128))
     y_ref, dx_ref, dw_ref, db_ref = lnb.reference(x, w, b, dy)
     fp16 = 2.0 ** -11
     np.testing.assert_allclose(y, y_ref, rtol=2 * fp16, atol=1e-3)
@@ -183,9 +211,11 @@ def test_layer_norm_forward_and_backward(lnb, target, rows, cols, groups):
 # ------------------------------------------------------------------ grouped GEMM (benchmarks/kernels_grouped.py)
 
 
-def _grouped(kernel, target: str, shapes, b_transposed: bool, block, warps: int, programs: int):
+def run_grouped(kernel, target: str, shapes, b_transposed: bool, block, warps: int, programs: int,
+                check=lambda compiled: None):
     """Each problem's C computed by `kernel` on the emulator (its matrices reached through the
-    pointer table, so passed as `reachable`), and the float64 references."""
+    pointer table, so passed as `reachable`), and the float64 references; `check` sees the
+    launch's CompiledKernel."""
     a = [RNG.random((m, k)).astype(np.float16) for m, n, k in shapes]
     b = [RNG.random((n, k) if b_transposed else (k, n)).astype(np.float16) for m, n, k in shapes]
     c = [np.full((m, n), np.nan, np.float16) for m, n, k in shapes]
@@ -193,9 +223,9 @@ def _grouped(kernel, target: str, shapes, b_transposed: bool, block, warps: int,
     sizes = np.array([d for s in shapes for d in s], np.int32)
     lds = np.array([ld for x, y, z in zip(a, b, c) for ld in (x.shape[1], y.shape[1], z.shape[1])], np.int32)
     bm, bn, bk = block
-    emulate(kernel, target, reachable=a + b + c)[(programs,)](*pointers, sizes, lds, len(shapes), NUM_SM=programs,
-                                                              BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
-                                                              num_warps=warps)
+    check(emulate(kernel, target, reachable=a + b + c)[(programs,)](*pointers, sizes, lds, len(shapes),
+                                                                    NUM_SM=programs, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn,
+                                                                    BLOCK_SIZE_K=bk, num_warps=warps))
     refs = [x.astype(np.float64) @ (y.T if b_transposed else y).astype(np.float64) for x, y in zip(a, b)]
     return c, refs
 
@@ -207,7 +237,7 @@ def test_grouped_gemm_pointer_variant(grouped, target, block, warps):
     loops apart); K of one to four steps runs the cp.async pipeline round. The kernel does not
     mask: M, N and K are multiples of the blocks, as in the tutorial."""
     shapes = [(128, 128, 128), (128, 64, 96), (256, 64, 64), (128, 128, 32)]
-    outs, refs = _grouped(grouped.grouped_matmul_kernel, target, shapes, False, block, warps, 3)
+    outs, refs = run_grouped(grouped.grouped_matmul_kernel, target, shapes, False, block, warps, 3)
     for out, ref in zip(outs, refs):
         np.testing.assert_allclose(out.astype(np.float64), ref, rtol=1e-2, atol=1e-2 * ref.shape[1] ** 0.5)
 
@@ -218,7 +248,7 @@ def test_grouped_gemm_descriptor_variant(grouped, target, block, warps):
     """Ragged problems (TMA loads fill zeros past the edges, stores clip): on sm_90a each program
     writes three tensor maps into its global scratch per problem."""
     shapes = [(100, 72, 72), (64, 136, 200), (8, 16, 24)]
-    outs, refs = _grouped(grouped.grouped_matmul_tma_kernel, target, shapes, True, block, warps, 3)
+    outs, refs = run_grouped(grouped.grouped_matmul_tma_kernel, target, shapes, True, block, warps, 3)
     for out, ref in zip(outs, refs):
         np.testing.assert_allclose(out.astype(np.float64), ref, rtol=1e-2, atol=1e-2 * ref.shape[1] ** 0.5)
 
@@ -366,11 +396,17 @@ def run_in_kernel_descriptors(target: str, check=lambda compiled: None) -> None:
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
 def test_mma_peak_kernel(bench, target):
     """The tensor-core peak kernel: operands in registers, ITERS dots into one accumulator."""
+    run_mma_peak(bench, target)
+
+
+def run_mma_peak(bench, target: str, check=lambda compiled: None) -> None:
+    """benchmarks/kernels.py's peak kernel on `target`'s emulator; `check` sees its CompiledKernel."""
     bm, bn, bk, iters, programs = 64, 64, 32, 3, 2
     a = RNG.standard_normal((bm, bk)).astype(np.float16)
     b = RNG.standard_normal((bk, bn)).astype(np.float16)
     c = poison((programs, bm, bn), np.float16)
-    emulate(bench.mma_peak_kernel, target)[(programs,)](a, b, c, ITERS=iters, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
+    check(emulate(bench.mma_peak_kernel, target)[(programs,)](a, b, c, ITERS=iters, BLOCK_M=bm, BLOCK_N=bn,
+                                                              BLOCK_K=bk))
     want = iters * (a.astype(np.float64) @ b.astype(np.float64))
     for program in range(programs):
         np.testing.assert_allclose(c[program].astype(np.float64), want, rtol=1e-2, atol=2e-2 * iters)
@@ -381,13 +417,19 @@ def test_mma_peak_kernel(bench, target):
                                                           ("sm_90a", (64, 128, 32), 4, 4)])
 def test_matmul_at_benchmark_configs(bench, target, block, warps, stages):
     """benchmarks/kernels.py's matmul at bench_matmul's larger blocks, ragged M and N, K of five steps."""
-    m, n, k = 200, 136, 5 * block[2]
+    run_matmul(bench, target, (200, 136, 5 * block[2]), block, warps, stages)
+
+
+def run_matmul(bench, target: str, shape, block, warps: int, stages: int, check=lambda compiled: None) -> None:
+    """benchmarks/kernels.py's matmul of `shape` (M, N, K) on `target`'s emulator against float64
+    NumPy; `check` sees its CompiledKernel."""
+    m, n, k = shape
     a = RNG.standard_normal((m, k)).astype(np.float16)
     b = RNG.standard_normal((k, n)).astype(np.float16)
     c = poison((m, n), np.float16)
     bm, bn, bk = block
     grid = (tile.cdiv(m, bm) * tile.cdiv(n, bn),)
-    emulate(bench.matmul_kernel, target)[grid](a, b, c, m, n, k, k, 1, n, 1, n, 1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                                               GROUP_M=8, num_warps=warps, num_stages=stages)
+    check(emulate(bench.matmul_kernel, target)[grid](a, b, c, m, n, k, k, 1, n, 1, n, 1, BLOCK_M=bm, BLOCK_N=bn,
+                                                     BLOCK_K=bk, GROUP_M=8, num_warps=warps, num_stages=stages))
     np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
                                atol=2e-2)
