@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from tile.codegen.amdgcn.kernel_object import ToolNotFound, find_tool
+from tile.codegen.amdgcn.mir import Reg
 from tile.codegen.target import target_facts
 
 
@@ -114,3 +115,14 @@ def assert_placement(insts, assignment, limits: dict[str, int]) -> None:
             cells_b = set(range(assignment[b], assignment[b] + b.size))
             (sa, ea), (sb, eb) = intervals[a], intervals[b]
             assert not (cells_a & cells_b and sa <= eb and sb <= ea), (a, b)
+
+
+class Registers:
+    """Fresh virtual registers, numbered."""
+
+    def __init__(self):
+        self.made: list[Reg] = []
+
+    def __call__(self, bank: str, size: int = 1) -> Reg:
+        self.made.append(Reg(bank, size, len(self.made)))
+        return self.made[-1]

@@ -18,7 +18,7 @@ import tile
 import tile.language as tl
 from tile.codegen.amdgcn import assemble, compile_amdgcn
 from tile.codegen.amdgcn.isa import AGPR_LIMIT, VGPR_LIMIT
-from tile.codegen.amdgcn.mir import Imm, MInst, Reg
+from tile.codegen.amdgcn.mir import Imm, MInst
 from tile.codegen.amdgcn.regalloc import allocate, allocate_spilling
 from tile.codegen.target import TargetResourceError
 from tile.compiler import compile_kernel
@@ -26,21 +26,10 @@ from tile.emulator.amdgcn_decode import AmdgcnSyntaxError, decode_amdgcn
 from tile.emulator.amdgcn_machine import run_amdgcn
 from tile.runtime.errors import OutOfResources
 
-from amdgcn_util import assert_placement, instructions, needs_llvm, registers
+from amdgcn_util import Registers, assert_placement, instructions, needs_llvm, registers
 from tutorial_util import load_tutorial
 
 M32 = (1 << 32) - 1
-
-
-class Registers:
-    """Fresh virtual registers, numbered."""
-
-    def __init__(self):
-        self.made: list[Reg] = []
-
-    def __call__(self, bank: str, size: int = 1) -> Reg:
-        self.made.append(Reg(bank, size, len(self.made)))
-        return self.made[-1]
 
 
 def program(registers: Registers, values: int, picks: list[tuple[int, int]]) -> list[MInst]:

@@ -33,8 +33,8 @@ from tile.emulator.amdgcn_execute import EXECUTE
 from tile.emulator.amdgcn_machine import run_amdgcn
 
 from amdgcn_util import instructions, needs_llvm
-from test_amdgcn_wave64 import (layer_norm_kernel, poisoned, reduce_kernel, row_sum_kernel, scan_kernel,
-                                softmax_kernel)
+from test_amdgcn_wave64 import (assert_softmax_and_layer_norm, layer_norm_kernel, poisoned, reduce_kernel,
+                                row_sum_kernel, scan_kernel, softmax_kernel)
 
 RNG = np.random.default_rng(1615)
 CDNA = ("gfx942", "gfx90a")
@@ -479,9 +479,4 @@ def test_softmax_and_layer_norm_through_dpp(target):
     texts = [emulate(softmax_kernel, target, (rows,), x, soft, cols, BLOCK=512, num_warps=2),
              emulate(layer_norm_kernel, target, (rows,), x, w, b, norm, cols, 1e-5, BLOCK=512, num_warps=2)]
     assert all(dpp_moves(text) for text in texts)
-    x64 = x.astype(np.float64)
-    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
-    np.testing.assert_allclose(soft, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
-    centered = x64 - x64.mean(axis=1, keepdims=True)
-    expected = centered / np.sqrt((centered ** 2).mean(axis=1, keepdims=True) + 1e-5) * w + b
-    np.testing.assert_allclose(norm, expected, rtol=1e-4, atol=1e-4)
+    assert_softmax_and_layer_norm(x, w, b, soft, norm)

@@ -14,20 +14,9 @@ from tile.codegen.amdgcn.mir import Imm, MInst, Reg
 from tile.codegen.amdgcn.regalloc import allocate, allocate_spilling
 from tile.codegen.target import TargetResourceError
 
-from amdgcn_util import assert_placement
+from amdgcn_util import Registers, assert_placement
 
 M32 = (1 << 32) - 1
-
-
-class Registers:
-    """Fresh virtual registers, numbered."""
-
-    def __init__(self):
-        self.made: list[Reg] = []
-
-    def __call__(self, bank: str, size: int = 1) -> Reg:
-        self.made.append(Reg(bank, size, len(self.made)))
-        return self.made[-1]
 
 
 def program(registers: Registers, values: int, picks: list[tuple[int, int]]) -> tuple[list[MInst], Reg]:

@@ -319,6 +319,11 @@ def test_softmax_and_layer_norm_rows(target, num_warps):
     soft, norm = poisoned((rows, cols), np.float32), poisoned((rows, cols), np.float32)
     emulate(softmax_kernel, target, (rows,), x, soft, cols, BLOCK=1024, num_warps=num_warps)
     emulate(layer_norm_kernel, target, (rows,), x, w, b, norm, cols, 1e-5, BLOCK=1024, num_warps=num_warps)
+    assert_softmax_and_layer_norm(x, w, b, soft, norm)
+
+
+def assert_softmax_and_layer_norm(x, w, b, soft, norm) -> None:
+    """softmax_kernel's rows `soft` and layer_norm_kernel's `norm` (eps 1e-5) of x, against float64."""
     x64 = x.astype(np.float64)
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
     np.testing.assert_allclose(soft, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
