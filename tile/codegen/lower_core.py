@@ -24,6 +24,12 @@ region that uses it (the index stays live, not 64 bits of pointer), and after lo
 predicates used in another block or after a loop are recomputed next to their users
 (`sink_predicates`: there are only 7 predicate registers, ptxas spills the rest); the loads of
 the function's top block then move up past that placed code (`issue_loads_early`).
+
+Two more help ptxas see what is the same in every lane of a warp, so that a pipelined loop's
+state stays in uniform registers (PTX targets): a loop bound computed from memory is replaced,
+where it is computed, by lane 0's copy (`lane_zero_copies`, filled by
+lower_control.loaded_loop_bounds), and in kernels that copy with TMA each block that uses a
+shared-memory address gets its own copy of it (`sink_shared_addresses`).
 """
 from __future__ import annotations
 
@@ -101,7 +107,7 @@ def xor_all(coords: Sequence[Sequence[int]], rank: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def linear_info(ll: LinearLayout, lane_bits: int = 5) -> LayoutInfo:
+def linear_info(ll: LinearLayout, lane_bits: int) -> LayoutInfo:
     """The register and %tid tables of `ll` for warps of 2**lane_bits threads."""
     rank = ll.rank
     regs = []

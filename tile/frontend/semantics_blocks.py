@@ -34,6 +34,15 @@ def _choice(what: str, value: Any, allowed: Sequence[str]) -> str:
     return value
 
 
+def _is_amd(target: str) -> bool:
+    """Whether `target` is an AMD one. PTX targets take every fp8 dot (through f16 where mma has
+    none), so the AMD package, ~0.2 s to import, is imported for AMD targets only."""
+    from tile.codegen.target import TARGETS
+
+    facts = TARGETS.get(target)
+    return facts is not None and facts.isa == "amdgcn"
+
+
 class BlockOps:
     """Block constructors, memory, dot, reductions, debug: methods of `Semantic`."""
 
@@ -200,7 +209,7 @@ class BlockOps:
 
                 raise ValueError(f"tl.dot: the {name} operand must be a 2-D block, got {describe(x)}")
         native_fp8 = False
-        if a.element.is_fp8 or b.element.is_fp8:
+        if (a.element.is_fp8 or b.element.is_fp8) and _is_amd(self.target):
             from tile.codegen.amdgcn.isa import fp8_dot_is_native, fp8_dot_refusal
 
             refusal = fp8_dot_refusal(self.target, (a.element, b.element))
