@@ -338,7 +338,7 @@ def _fma64_general(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str) -> np
     overflow = np.isinf(result)  # beyond the largest finite value: infinity or that value, by the mode
     positive = scaled > 0
     to_inf = {"rn": True, "rz": False, "ru": positive, "rd": ~positive}[mode]
-    result = np.where(overflow & ~to_inf, np.copysign(np.finfo(np.float64).max, result), result)
+    result = np.where(overflow & np.logical_not(to_inf), np.copysign(np.finfo(np.float64).max, result), result)
     normal = np.abs(result) >= 2.0 ** -1022
     fallback = v & ~normal  # subnormal or zero results: rounded at a coarser bit than the scaled sum
     out[v & normal] = result[v & normal]
