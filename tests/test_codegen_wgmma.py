@@ -675,6 +675,60 @@ def test_attention_keeps_p_in_registers():
     assert ok and parse_info(log).spill_stores == 0 and not _wgmma_repaired(log), log
 
 
+@tile.jit
+def attention_one_block_behind(q_ptr, k_ptr, v_ptr, o_ptr, N, scale, BM: tl.constexpr, BN: tl.constexpr,
+                               D: tl.constexpr):
+    """`attention`, with each step's P @ V taking the previous step's P (carried around the loop) and
+    a last P @ V after the loop, as a flash-attention forward that overlaps P @ V with the next
+    block's softmax is written."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rd = tl.arange(0, D)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    s = tl.dot(q, tl.trans(tl.load(k_ptr + rn[:, None] * D + rd[None, :]))) * scale
+    m_i = tl.max(s, axis=1)
+    p = tl.exp(s - m_i[:, None])
+    l_i = tl.sum(p, axis=1)
+    acc = tl.zeros((BM, D), tl.float32)
+    for start in range(BN, N, BN):
+        k = tl.load(k_ptr + (start + rn)[:, None] * D + rd[None, :])
+        v = tl.load(v_ptr + (start - BN + rn)[:, None] * D + rd[None, :])
+        s = tl.dot(q, tl.trans(k)) * scale
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None]
+        m_i = m_new
+    acc = tl.dot(p.to(tl.float16), tl.load(v_ptr + (N - BN + rn)[:, None] * D + rd[None, :]), acc)
+    tl.store(o_ptr + rm[:, None] * D + rd[None, :], acc / l_i[:, None])
+
+
+def test_a_loop_carried_p_stays_in_registers():
+    """P carried from one step to the next step's P @ V (and out of the loop to the last one) is a
+    dot's result all the same: both P @ V read it from registers, with no shared-memory round trip."""
+    m, n, d = 64, 192, 32
+    q, k, v, o, want = attention_inputs(m, n, d)
+    spec, runtime = attention_one_block_behind.specialize([q, k, v, o, n, 1 / np.sqrt(d)], dict(BM=64, BN=64, D=d))
+    func = attention_one_block_behind.build_ir(spec)
+    PassManager(tile_passes()).run(func)
+    PassManager(gpu_passes(4, "sm_90a", num_stages=3)).run(func)
+    pv = [op for op in func.walk() if op.name == "tt.dot" and op.operand(0).type.shape == (64, 64)]
+    assert len(pv) == 2 and all(str(dot.operand(0).type.layout).startswith("#dot_op") for dot in pv)
+    assert not any(op.name == "gpu.local_store" and op.operand(1).type.shape == (64, 64) for op in func.walk())
+    simt = lower_to_simt(func)
+    mach, dev = run(simt, (1,), runtime)
+    np.testing.assert_allclose(result(mach, dev[3], o), want, rtol=2e-3, atol=2e-3)
+    ok, log = assemble(emit_ptx(simt, target="sm_90a"), "sm_90a")
+    assert ok and parse_info(log).spill_stores == 0, log
+    simt = lower_to_simt(func)
+    mach, dev = run(simt, (1,), runtime)
+    np.testing.assert_allclose(result(mach, dev[3], o), want, rtol=2e-3, atol=2e-3)
+    ok, log = assemble(emit_ptx(simt, target="sm_90a"), "sm_90a")
+    assert ok and parse_info(log).spill_stores == 0, log
+
+
 def test_pipelined_loop_structure():
     """Copies of iteration k + 2 go after the asynchronous dot and the wait for the previous one;
     the loop's result is waited for after the loop."""

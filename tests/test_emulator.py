@@ -272,6 +272,16 @@ def test_spin_lock_across_ctas():
     np.testing.assert_array_equal(lock_and_count, [0, 8])
 
 
+def test_negative_address_offsets_in_both_spellings():
+    """[%rd+-8] (ptxas's and LLVM's spelling, which tile prints for a pointer stepped backwards)
+    and [%rd-8] address the same bytes."""
+    ptx = _kernel("ld.param.u64 %rd1, [out];\nadd.s64 %rd2, %rd1, 8;\nld.global.u32 %r1, [%rd2+-8];\n"
+                  "ld.global.u32 %r2, [%rd2-4];\nadd.u32 %r3, %r1, %r2;\nst.global.u32 [%rd2], %r3;\nret;")
+    words = np.array([5, 7, 0], np.uint32)
+    run_ptx(ptx, (1,), [words])
+    np.testing.assert_array_equal(words, [5, 7, 12])
+
+
 @tile.jit
 def _wait_for_the_next_cta(flags, n_programs, CYCLE: tl.constexpr):
     """Program i waits until program i + 1 has set its flag, then sets its own: the last program

@@ -186,11 +186,12 @@ class _KernelBuilder:
             if len(pieces) == 2:  # [tensor map, {coordinates}] of cp.async.bulk.tensor
                 return ("tensor", self.operand(st, pieces[0]), self.operand(st, pieces[1]))
             inner = tok[1:-1].replace(" ", "")
-            m = re.fullmatch(r"(.+?)(?:([+-])(0[xX][0-9a-fA-F]+|\d+))?", inner)
+            # a negative offset reads [%rd1+-8192] (as ptxas and LLVM's NVPTX printer write it) or [%rd1-8192]
+            m = re.fullmatch(r"(.+?)(?:(\+-|[+-])(0[xX][0-9a-fA-F]+|\d+))?", inner)
             if m is None:
                 raise self.error(st, f"bad address {tok!r}")
             base = self.operand(st, m.group(1))
-            off = parse_int(m.group(3)) * (-1 if m.group(2) == "-" else 1) if m.group(3) else 0
+            off = parse_int(m.group(3)) * (1 if m.group(2) == "+" else -1) if m.group(3) else 0
             if base[0] == "sym":
                 return ("addr", ("sym", base[1], 0), base[2] + off)
             if base[0] == "imm":

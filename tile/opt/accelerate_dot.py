@@ -316,14 +316,21 @@ _THROUGH = ("gpu.convert_layout", "tt.broadcast", "tt.expand_dims", "tt.splat")
 
 def from_a_dot(v: Value, seen: Optional[set] = None) -> bool:
     """Whether `v` is computed in registers from another dot's result (through elementwise ops,
-    broadcasts and conversions, no memory): attention's P in P @ V."""
+    broadcasts and conversions, no memory; a loop-carried value and a loop's result through what
+    the loop yields for it): attention's P in P @ V."""
     seen = set() if seen is None else seen
+    if isinstance(v, BlockArgument) and v.index > 0 and v.block.parent_op is not None and \
+            v.block.parent_op.name == "scf.for" and v not in seen:
+        seen.add(v)
+        return from_a_dot(v.block.terminator.operand(v.index - 1), seen)
     op = v.owner_op
     if op is None or op in seen:
         return False
     seen.add(op)
     if op.name == "tt.dot":
         return True
+    if op.name == "scf.for":
+        return from_a_dot(op.regions[0].block.terminator.operand(op.results.index(v)), seen)
     if op.name in _THROUGH or is_elementwise(op) and op.name not in MEMORY_OPS:
         return any(from_a_dot(x, seen) for x in op.operands if isinstance(x.type, TensorType))
     return False
