@@ -1,7 +1,7 @@
 """Acceptance run: Triton's own tutorials, unchanged, on tile and on Triton, side by side.
 
     python benchmarks/run_triton_tutorials.py TUTORIALS_DIR [--out summary.md] [--timeout 900]
-        [--only 01 02] [--no-triton]
+        [--only 01 02] [--no-triton] [--env NAME=VALUE ...]
 
 TUTORIALS_DIR holds Triton's python/tutorials/*.py (copied there on the GPU machine; they are
 Triton's code and are not part of this repository). Each tutorial runs in its own subprocess
@@ -10,7 +10,10 @@ with a timeout, first as `python -m tile.triton tutorial.py` (`import triton` is
 (with the exception's last line) or timeout, the wall time, and every benchmark table the
 tutorial prints (perf_report's "plot-name:" followed by its table, from tile or pandas); the
 Markdown summary lists the tutorials, then each table with tile's and Triton's numbers and
-their ratio. TRITON_INTERPRET=1 in the environment runs both on their interpreters.
+their ratio. TRITON_INTERPRET=1 in the environment runs both on their interpreters. --env sets
+variables for both compilers' runs, e.g. PYTEST_VERSION=1, which makes tutorial 06 autotune over
+its single testing configuration instead of the 21 it keeps on Hopper (the full run compiles each
+of them for every sequence length, head size, mode and dtype, beyond a 10-minute run on tile).
 """
 from __future__ import annotations
 
@@ -113,14 +116,14 @@ def triton_installed(env: dict[str, str]) -> bool:
     return probe.returncode == 0
 
 
-def tile_env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+def tile_env(extra: dict[str, str]) -> dict[str, str]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **extra)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     return env
 
 
-def triton_env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+def triton_env(extra: dict[str, str]) -> dict[str, str]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **extra)
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != REPO]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     return env
@@ -130,11 +133,13 @@ def _cell(value: float) -> str:
     return f"{value:.4g}"
 
 
-def markdown(results: dict[str, tuple[Run, Run]], timeout: float) -> str:
+def markdown(results: dict[str, tuple[Run, Run]], timeout: float, extra: Optional[dict[str, str]] = None) -> str:
+    settings = " ".join(f"{k}={v}" for k, v in (extra or {}).items())
     out = ["# Triton's tutorials on tile and on Triton", "",
            f"Each tutorial ran unchanged in a subprocess (timeout {timeout:.0f} s): `python -m tile.triton "
            f"tutorial.py` for tile, `python tutorial.py` for Triton. "
-           f"TRITON_INTERPRET={os.environ.get('TRITON_INTERPRET', '0')}.", "",
+           f"TRITON_INTERPRET={os.environ.get('TRITON_INTERPRET', '0')}." +
+           (f" Both with {settings}." if settings else ""), "",
            "| tutorial | tile | time (s) | Triton | time (s) | tile's error |", "|---|---|---|---|---|---|"]
     for name, (tile_run, triton_run) in results.items():
         error = tile_run.error.replace("|", "\\|")
@@ -184,20 +189,26 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--only", nargs="*", default=[], help="run the tutorials whose names contain one of these")
     parser.add_argument("--no-triton", action="store_true", help="run on tile only")
     parser.add_argument("--logs", type=Path, default=None, help="a directory for each run's full output")
+    parser.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE",
+                        help="environment variables for both compilers' runs")
     args = parser.parse_args(argv)
+    if any("=" not in item for item in args.env):
+        parser.error(f"--env takes NAME=VALUE items, not {[i for i in args.env if '=' not in i]}")
+    extra = dict(item.split("=", 1) for item in args.env)
 
     scripts = sorted(p for p in args.tutorials.glob("*.py") if not args.only or any(o in p.name for o in args.only))
     if not scripts:
         print(f"no tutorials (*.py) found in {args.tutorials}", file=sys.stderr)
         return 2
-    with_triton = not args.no_triton and triton_installed(triton_env())
+    with_triton = not args.no_triton and triton_installed(triton_env(extra))
     if args.logs is not None:
         args.logs.mkdir(parents=True, exist_ok=True)
     results: dict[str, tuple[Run, Run]] = {}
     for script in scripts:
         cwd = script.resolve().parent
-        tile_run = run_one([sys.executable, "-m", "tile.triton", str(script.resolve())], cwd, tile_env(), args.timeout)
-        triton_run = (run_one([sys.executable, str(script.resolve())], cwd, triton_env(), args.timeout)
+        tile_run = run_one([sys.executable, "-m", "tile.triton", str(script.resolve())], cwd, tile_env(extra),
+                           args.timeout)
+        triton_run = (run_one([sys.executable, str(script.resolve())], cwd, triton_env(extra), args.timeout)
                       if with_triton else Run("not run", error="Triton is not installed"))
         results[script.stem] = (tile_run, triton_run)
         print(f"{script.stem}: tile {tile_run.status} ({tile_run.seconds:.1f} s), Triton {triton_run.status} "
@@ -205,7 +216,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if args.logs is not None:
             (args.logs / f"{script.stem}.tile.log").write_text(tile_run.output)
             (args.logs / f"{script.stem}.triton.log").write_text(triton_run.output)
-    args.out.write_text(markdown(results, args.timeout))
+    args.out.write_text(markdown(results, args.timeout, extra))
     print(f"summary: {args.out}")
     return 0
 

@@ -176,3 +176,17 @@ def test_runner_end_to_end_on_tile_only(tmp_path):
     text = out.read_text()
     assert "| 01-style | pass |" in text and "| not run |" in text
     assert "| 02-broken | fail |" in text and "RuntimeError: tutorial failed here" in text
+
+
+def test_runner_passes_env_settings_to_the_tutorials(tmp_path):
+    tutorials = tmp_path / "tutorials"
+    tutorials.mkdir()
+    (tutorials / "03-env.py").write_text("import os\nimport triton\nassert os.environ['PYTEST_VERSION'] == '1'\n")
+    out = tmp_path / "summary.md"
+    proc = run_python(str(REPO / "benchmarks" / "run_triton_tutorials.py"), str(tutorials), "--out", str(out),
+                      "--no-triton", "--env", "PYTEST_VERSION=1", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "| 03-env | pass |" in out.read_text() and "Both with PYTEST_VERSION=1." in out.read_text()
+    bad = run_python(str(REPO / "benchmarks" / "run_triton_tutorials.py"), str(tutorials), "--env", "PYTEST_VERSION",
+                     tmp_path=tmp_path)
+    assert bad.returncode == 2 and "NAME=VALUE" in bad.stderr
