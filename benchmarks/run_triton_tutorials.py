@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Optional
 
 REPO = Path(__file__).resolve().parent.parent
-_TABLE_TITLE = re.compile(r"^([\w.\-]+):\s*$")
+_TABLE_TITLE = re.compile(r"^([\w.=\-]+):\s*$")
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^nan$|^inf$")
 
 

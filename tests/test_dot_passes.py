@@ -709,3 +709,55 @@ def test_transposed_operand_is_pipelined(stages):
     machine, dev = run_simt(lower_to_simt(func), (-(-m // bm), -(-n // bn), 1), runtime)
     out = result(machine, dev[2], c)
     np.testing.assert_allclose(out, a.astype(np.float64) @ b.astype(np.float64).T, rtol=1e-5, atol=1e-4)
+
+
+@tile.jit
+def shared_operand_kernel(a_ptr, b_ptr, x_ptr, c_ptr, d_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
+                          BK: tl.constexpr):
+    """C = A @ B and D = sum over k-blocks of X @ B_k^T: each K-block of B feeds one dot as it is
+    and another transposed (Q^T and dO in attention's backward are loaded once, used twice)."""
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * K + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] * BN + offs_n[None, :]
+    x = tl.load(x_ptr + offs_m[:, None] * BN + offs_n[None, :])
+    c = tl.zeros((BM, BN), dtype=tl.float32)
+    d = tl.zeros((BM, BK), dtype=tl.float32)
+    for k in range(0, K, BK):
+        b = tl.load(b_ptrs)
+        c = tl.dot(tl.load(a_ptrs), b, c)
+        d = tl.dot(x, tl.trans(b), d)
+        a_ptrs += BK
+        b_ptrs += BK * BN
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], c)
+    tl.store(d_ptr + offs_m[:, None] * BK + offs_k[None, :], d)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_a_tile_two_dots_read_is_pipelined_into_both_buffers(target):
+    """The loaded B block goes to two buffers (as is, and transposed for the second dot): both are
+    cp.async copies issued ahead, the load itself leaves the loop, and the results are right."""
+    import numpy as np
+    from codegen_util import result, run as run_simt
+    from tile.codegen.lower import lower_to_simt
+    from tile.opt.gpu_pipeline import gpu_passes
+    from tile.opt.pass_manager import PassManager
+    from tile.opt.tile_pipeline import tile_passes
+
+    bm, bn, bk, k = 64, 64, 32, 128
+    rng = np.random.default_rng(2)
+    a, b, x = (rng.uniform(0.25, 1, s).astype(np.float16) * rng.choice([-1, 1], s).astype(np.float16)
+               for s in ((bm, k), (k, bn), (bm, bn)))
+    c, d = np.full((bm, bn), np.nan, np.float32), np.full((bm, bk), np.nan, np.float32)
+    spec, runtime = shared_operand_kernel.specialize([a, b, x, c, d, k], dict(BM=bm, BN=bn, BK=bk))
+    func = shared_operand_kernel.build_ir(spec)
+    PassManager(tile_passes()).run(func)
+    PassManager(gpu_passes(4, target, num_stages=3)).run(func)
+    names = [op.name for op in _body(func).ops]
+    assert names.count("gpu.async_copy") == 3 and "tt.load" not in names
+    machine, dev = run_simt(lower_to_simt(func), (1, 1, 1), runtime)
+    a64, b64, x64 = (v.astype(np.float64) for v in (a, b, x))
+    np.testing.assert_allclose(result(machine, dev[3], c), a64 @ b64, rtol=1e-5, atol=1e-3)
+    want = sum(x64 @ b64[i:i + bk].T for i in range(0, k, bk))
+    np.testing.assert_allclose(result(machine, dev[4], d), want, rtol=1e-5, atol=1e-3)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from codegen_util import result, run as run_simt
 from ptxas_util import assemble_ok, needs_ptxas
-from test_gpu_passes import expand, run, same
+from test_gpu_passes import ALIASES, expand, run, same
 from test_gpu_pipeline import compile_gpu, no_conversions
 
 import tile
@@ -21,8 +21,9 @@ import tile.language as tl
 from tile.codegen.lower import lower_to_simt
 from tile.codegen.ptx import emit_ptx
 from tile.ir import TensorType, parse_op, print_op
-from tile.ir.layouts import BlockedLayout
+from tile.ir.layouts import BlockedLayout, SliceLayout
 from tile.opt.coalesce import Coalesce
+from tile.opt.dce import DCE
 from tile.opt.pass_manager import PassManager
 from tile.opt.remove_layout_conversions import MAX_SLICE, RemoveLayoutConversions, rematerialize_backward
 from tile.opt.tile_pipeline import tile_passes
@@ -325,6 +326,35 @@ def test_a_chain_kept_alive_elsewhere_is_copied_only_up_to_the_limit():
     long = parse_op(expand(_chain(MAX_SLICE, kept=True)))
     assert not rematerialize_backward(long)  # 2 * MAX_SLICE + 1 would stay beside their copies
     assert "gpu.convert_layout" in print_op(long)
+
+
+def test_the_conversion_of_a_broadcast_row_moves_to_the_row():
+    """m[None, :] loaded in one layout and broadcast in it, then converted for a 64 x 64 use (a
+    dot's result minus the row: attention's backward): the 64 loaded values are converted, and
+    the expand_dims / broadcast recomputed in the use's layout, instead of 4096 values going
+    through shared memory. A value that is not smaller than the converted one stays put."""
+    row, square = SliceLayout(0, BlockedLayout((1, 4), (2, 16), (4, 1), (1, 0))), ALIASES["#T2"]
+    func = parse_op(expand(kernel(f"""
+        ^bb(%p: ptr<f32>):
+          %a = tt.arange {{end = 64, start = 0}} : tensor<64xi32, #B1>
+          %ps = tt.splat %p : tensor<64xptr<f32>, #B1>
+          %pp = tt.addptr %ps, %a : tensor<64xptr<f32>, #B1>
+          %m = tt.load %pp : tensor<64xf32, #B1>
+          %c = gpu.convert_layout %m : tensor<64xf32, {row}>
+          %e = tt.expand_dims %c {{axis = 0}} : tensor<1x64xf32, #C2>
+          %b = tt.broadcast %e : tensor<64x64xf32, #C2>
+          %t = gpu.convert_layout %b : tensor<64x64xf32, #T2>
+          %l = tt.load %pp : tensor<64xf32, #B1>
+          %u = gpu.convert_layout %l : tensor<64xf32, #B4>
+          tt.print %t, %u
+          tt.return
+        }}""")))
+    assert rematerialize_backward(func)
+    DCE().run(func)
+    text = print_op(func)
+    converted = re.findall(r"gpu.convert_layout (%\w+) : (tensor<[^>]*>)", text)
+    assert [v for v, _ in converted] == ["%m", "%l"] and all(t.startswith("tensor<64xf32") for _, t in converted)
+    assert f"tensor<64x64xf32, {square}>" in text and "tensor<64x64xf32, #blocked<spt = [1, 4]" not in text
 
 
 def test_dropout_mask_is_computed_in_the_loads_layout():

@@ -143,6 +143,9 @@ def test_parse_tables_of_tile_and_pandas():
     assert ours.columns == theirs.columns == ["size", "Triton (GB/s)", "Torch (GB/s)"]
     assert ours.rows == [[4096.0, 1.25, 2.5], [8192.0, 2.0, 4.0]] and theirs.rows[1] == [8192.0, 4.0, 4.0]
     assert runner.parse_tables("name:\nno table here\n") == []
+    attention = runner.parse_tables("fused-attention-d64-fwd-causal=True-warp_specialize=False:\n"
+                                    "N_CTX  Triton [FP16] (TFLOPS)\n 1024   217.4\n")
+    assert attention[0].name == "fused-attention-d64-fwd-causal=True-warp_specialize=False"  # tutorial 06's titles
 
 
 def test_markdown_summary_side_by_side():

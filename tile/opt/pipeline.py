@@ -1,9 +1,11 @@
 """Software pipelining: the loads feeding tt.dot in an scf.for become cp.async copies (or TMA
 copies: the TMA ring below) issued num_stages - 1 iterations ahead into num_stages buffers.
 
-Candidates: a tt.load at the top of a loop body whose only use stores it (or its tt.trans, as
-for attention's K^T: the copy then moves through transposed pointers) into a buffer
-(convert-through-shared's operand staging) that is only read into #dot_op fragments; the copy
+Candidates: a tt.load at the top of a loop body whose uses store it (or its tt.trans, as for
+attention's K^T: the copy then moves through transposed pointers) into buffers
+(convert-through-shared's operand staging) that are only read into #dot_op fragments (a tile
+read by two dots, once transposed, as Q^T and dO in attention's backward, is copied into each of
+its buffers); the copy
 must move 4, 8 or 16 bytes (`vector` * element bytes) and `other` must be zero or absent (a
 masked-off element of an async copy is zero-filled). The loop's step must be a positive
 constant. The ops computing the loads' operands ("stage 0": pointers, masks and, through the
@@ -170,6 +172,18 @@ def _asynchronous_dots(body: Block, candidates: list[_Candidate]) -> list[Operat
     return sorted(dots, key=body.ops.index)
 
 
+def _staged_only(x: Value) -> bool:
+    """Whether every use of loaded value `x` stores it, or its tt.trans, into a buffer (one loaded
+    tile may feed one dot as is and another transposed: each store becomes a copy of its own)."""
+    for user in x.users():
+        if user.name == "tt.trans" and len(user.result.uses) == 1:
+            user = user.result.users()[0]
+        if user.name != "gpu.local_store" or user.operand(0).owner_op is None or \
+                user.operand(0).owner_op.name != "gpu.local_alloc":
+            return False
+    return True
+
+
 def _candidate(store: Operation, body: Block) -> Optional[_Candidate]:
     buf, x = store.operands
     alloc, load, trans = buf.owner_op, x.owner_op, None
@@ -177,7 +191,7 @@ def _candidate(store: Operation, body: Block) -> Optional[_Candidate]:
         trans, x = load, load.operand(0)
         load = x.owner_op
     if alloc is None or alloc.name != "gpu.local_alloc" or alloc.parent is not body or load is None or \
-            load.name != "tt.load" or load.parent is not body or len(x.uses) != 1:
+            load.name != "tt.load" or load.parent is not body or not _staged_only(x):
         return None
     reads = [u for u in buf.users() if u is not store]
     if len(buf.uses) != len(reads) + 1 or not all(_reads_operand(r) for r in reads):
@@ -205,7 +219,12 @@ def _candidates(body: Block) -> list[_Candidate]:
     """The loads of a loop body that pipelining can issue ahead, in body order."""
     found = [_candidate(op, body) if op.name == "gpu.local_store" else _tma_candidate(op, body)
              for op in body.ops if op.name in ("gpu.local_store", "gpu.tma_load")]
-    return [c for c in found if c is not None]
+    found = [c for c in found if c is not None]
+    covered: dict[Operation, set[Operation]] = {}
+    for c in found:
+        covered.setdefault(c.load, set()).add(c.trans if c.trans is not None else c.store)
+    # a load goes when all its stores became copies: one with a store that cannot stays whole
+    return [c for c in found if c.tma or covered[c.load] == set(c.load.result.users())]
 
 
 class _Stage0:
@@ -480,9 +499,11 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
         for user, index in list(c.alloc.result.uses):
             if user is not c.store and user is not c.load:
                 user.set_operand(index, view)
-        for op in (c.store, c.load if c.tma else None, c.alloc, c.trans, None if c.tma else c.load):
+        for op in (c.store, c.load if c.tma else None, c.alloc, c.trans):
             if op is not None:
                 op.erase()
+    for load in dict.fromkeys(c.load for c in candidates if not c.tma):
+        load.erase()
     term = new_body.terminator
     em = _Emitter(term, new, constants)
     following = _next_stage(em, stage, 1, stages)

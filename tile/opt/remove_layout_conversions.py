@@ -20,7 +20,10 @@ then two more on what is left:
    reshape) from values that already have the needed layouts (or scalars) is replaced by a copy
    of that computation in the target layout: a chain only the conversion uses moves whole (up
    to MAX_WALK ops, tl.rand's Philox rounds among them); at most MAX_SLICE copied ops may stay
-   alive beside their originals.
+   alive beside their originals. A value the chain starts from that cannot be recomputed (a
+   load) but has at most half the converted value's elements is converted itself: the
+   conversion of a broadcast row, m[None, :] - qk with m loaded and qk a dot's result, moves to
+   the row (BLOCK elements through shared memory instead of BLOCK x BLOCK).
 3. Folding. convert(x) to x's own layout is x; convert(convert(x)) is convert(x); copies that
    came out equal are merged (CSE) and what is left unused is deleted (DCE).
 4. Stores follow their values. A tt.store whose value comes through a conversion between
@@ -195,8 +198,12 @@ def propagate_forward(func: Operation) -> bool:
 class _Rematerializer:
     """Recomputes cheap values in other layouts; `memo` reuses copies already made."""
 
-    def __init__(self) -> None:
+    def __init__(self, leaf_elements: int = 0) -> None:
         self.memo: dict[tuple[Value, Layout], Value] = {}
+        self.leaf_elements = leaf_elements  # values this small that cannot be recomputed are converted
+
+    def _converted_leaf(self, v: Value) -> bool:
+        return isinstance(v.type, TensorType) and v.type.numel <= self.leaf_elements
 
     def _cheap(self, op: Operation) -> bool:
         return not op.regions and len(op.results) == 1 and (op.name in _CHEAP or (
@@ -215,7 +222,7 @@ class _Rematerializer:
         checked.add((v, layout))
         op = v.owner_op
         if op is None or not self._cheap(op) or op.name == "tt.broadcast" and not layout.shape_generic:
-            return False
+            return self._converted_leaf(v)
         if visited is not None:
             visited.append(op)
         if _is_convert(op):
@@ -236,6 +243,10 @@ class _Rematerializer:
         op = v.owner_op
         if _is_convert(op):
             return self.build(op.operand(0), layout)
+        if op is None or not self._cheap(op) or op.name == "tt.broadcast" and not layout.shape_generic:
+            first_use = v.block.ops[0] if op is None else op.parent.ops[op.parent.ops.index(op) + 1]
+            self.memo[key] = insert_convert(v, layout, first_use)
+            return self.memo[key]
         new_type = with_layout(v.type, layout)
         wanted = required_operand_types(op, [new_type])
         operands = [o if t is None or not isinstance(t, TensorType) else self.build(o, t.layout)
@@ -266,14 +277,16 @@ def _copies_kept(visited: list[Operation], convert: Operation) -> int:
 def rematerialize_backward(func: Operation) -> bool:
     """Replace conversions of cheaply recomputed values by recomputation in the target layout: a
     slice of at most MAX_WALK ops, of which at most MAX_SLICE stay alive beside their copies (a
-    long chain only the conversion uses, Philox's rounds under tl.rand, moves whole)."""
-    remat = _Rematerializer()
+    long chain only the conversion uses, Philox's rounds under tl.rand, moves whole). Where the
+    slice reaches a value it cannot recompute that has at most half the converted value's elements
+    (a row of scores' maxima under its broadcast), that value is converted instead."""
     changed = False
     for op in list(func.walk()):
         if not _is_convert(op) or op.parent is None:
             continue
         layout = op.result.type.layout
         visited: list[Operation] = []
+        remat = _Rematerializer(leaf_elements=op.result.type.numel // 2)
         if remat.can(op.operand(0), layout, [MAX_WALK], visited) and _copies_kept(visited, op) <= MAX_SLICE:
             op.result.replace_all_uses_with(remat.build(op.operand(0), layout))
             op.erase()
