@@ -20,10 +20,11 @@ then two more on what is left:
    reshape) from values that already have the needed layouts (or scalars) is replaced by a copy
    of that computation in the target layout: a chain only the conversion uses moves whole (up
    to MAX_WALK ops, tl.rand's Philox rounds among them); at most MAX_SLICE copied ops may stay
-   alive beside their originals. A value the chain starts from that cannot be recomputed (a
-   load) but has at most half the converted value's elements is converted itself: the
-   conversion of a broadcast row, m[None, :] - qk with m loaded and qk a dot's result, moves to
-   the row (BLOCK elements through shared memory instead of BLOCK x BLOCK).
+   alive beside their originals. A value the chain starts from that has at most half the
+   converted value's elements is loaded again in the wanted layout where it is a load (its
+   lanes repeat addresses, which L1 serves), else converted itself: for a broadcast row,
+   m[None, :] - qk with m loaded and qk a dot's result, BLOCK elements are loaded in the dot's
+   row layout instead of BLOCK x BLOCK going through shared memory and two barriers.
 3. Folding. convert(x) to x's own layout is x; convert(convert(x)) is convert(x); copies that
    came out equal are merged (CSE) and what is left unused is deleted (DCE).
 4. Stores follow their values. A tt.store whose value comes through a conversion between
@@ -207,7 +208,12 @@ class _Rematerializer:
 
     def _cheap(self, op: Operation) -> bool:
         return not op.regions and len(op.results) == 1 and (op.name in _CHEAP or (
-            is_elementwise(op) and op.name not in _ANCHORS))
+            is_elementwise(op) and op.name not in _ANCHORS) or self._small_load(op))
+
+    def _small_load(self, op: Operation) -> bool:
+        """A load of few elements (at most leaf_elements: a row of maxima), cheaper loaded again in
+        the layout its user wants (its lanes repeating addresses L1 serves) than converted."""
+        return op.name == "tt.load" and not op.attrs.get("volatile") and self._converted_leaf(op.result)
 
     def can(self, v: Value, layout: Layout, budget: list[int], visited: Optional[list[Operation]] = None,
             checked: Optional[set[tuple[Value, Layout]]] = None) -> bool:
@@ -277,9 +283,9 @@ def _copies_kept(visited: list[Operation], convert: Operation) -> int:
 def rematerialize_backward(func: Operation) -> bool:
     """Replace conversions of cheaply recomputed values by recomputation in the target layout: a
     slice of at most MAX_WALK ops, of which at most MAX_SLICE stay alive beside their copies (a
-    long chain only the conversion uses, Philox's rounds under tl.rand, moves whole). Where the
-    slice reaches a value it cannot recompute that has at most half the converted value's elements
-    (a row of scores' maxima under its broadcast), that value is converted instead."""
+    long chain only the conversion uses, Philox's rounds under tl.rand, moves whole). Values of at
+    most half the converted value's elements (a row of maxima under its broadcast) are loaded
+    again in the wanted layout where they are loads, else converted themselves."""
     changed = False
     for op in list(func.walk()):
         if not _is_convert(op) or op.parent is None:
