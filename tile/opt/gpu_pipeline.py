@@ -34,7 +34,7 @@ def gpu_passes(num_warps: int, target: str, threads_per_warp: int = 32, num_stag
     convert-through-shared, tma, pipeline, alloc-shared, insert-barriers. `shared_limit`: the
     target's shared bytes per program, which alloc-shared keeps to where it has the choice."""
     return [ConvertToGpu(num_warps, target, threads_per_warp, num_stages), AccelerateDot(), Coalesce(),
-            RemoveLayoutConversions(), Vectorize(), ConvertThroughShared(target), LowerToTma(), Pipeline(),
+            RemoveLayoutConversions(), Vectorize(), ConvertThroughShared(target), LowerToTma(), Pipeline(shared_limit),
             AllocShared(shared_limit), InsertBarriers()]
 
 

@@ -5,7 +5,8 @@ Candidates: a tt.load at the top of a loop body whose uses store it (or its tt.t
 attention's K^T: the copy then moves through transposed pointers) into buffers
 (convert-through-shared's operand staging) that are only read into #dot_op fragments (a tile
 read by two dots, once transposed, as Q^T and dO in attention's backward, is copied into each of
-its buffers); the copy
+its buffers, unless those rings would overflow the target's shared memory: it then stays
+synchronous); the copy
 must move 4, 8 or 16 bytes (`vector` * element bytes) and `other` must be zero or absent (a
 masked-off element of an async copy is zero-filled). The loop's step must be a positive
 constant. The ops computing the loads' operands ("stage 0": pointers, masks and, through the
@@ -420,10 +421,37 @@ def scalarize_pointer_steps(loop: Operation) -> Operation:
     return new
 
 
-def pipeline_loop(loop: Operation, stages: int) -> bool:
-    """Pipelines the dot operand loads of scf.for `loop` over `stages` buffers; False if it cannot."""
+def _outside_buffer_bytes(loop: Operation) -> int:
+    """Bytes of the shared buffers made before `loop` that its body reads (a dot's invariant operand)."""
+    seen = {v.owner_op for op in loop.walk() for v in op.operands
+            if v.owner_op is not None and v.owner_op.name == "gpu.local_alloc" and not loop.is_ancestor_of(v.owner_op)}
+    return sum(alloc.attrs.get("bytes", 0) for alloc in seen)
+
+
+def _fitting(candidates: list[_Candidate], loop: Operation, stages: int, shared_limit: Optional[int]) -> list[_Candidate]:
+    """The candidates, less the loads copied into several buffers when their rings would not fit
+    in `shared_limit` beside the loop's other buffers (those made before it that it reads, and the
+    largest of its own): those loads then stay synchronous (a load with one buffer of S stages
+    costs S times its bytes, one with two buffers 2 S times)."""
+    def ring(cs: list[_Candidate]) -> int:
+        return stages * sum(c.alloc.attrs["bytes"] for c in cs)
+
+    staged = {c.alloc for c in candidates}
+    inner = max((op.attrs.get("bytes", 0) for op in loop.walk()
+                 if op.name == "gpu.local_alloc" and op not in staged), default=0)
+    if shared_limit is None or ring(candidates) + _outside_buffer_bytes(loop) + inner <= shared_limit:
+        return candidates
+    sinks: dict[Operation, int] = {}
+    for c in candidates:
+        sinks[c.load] = sinks.get(c.load, 0) + 1
+    return [c for c in candidates if sinks[c.load] == 1]
+
+
+def pipeline_loop(loop: Operation, stages: int, shared_limit: Optional[int] = None) -> bool:
+    """Pipelines the dot operand loads of scf.for `loop` over `stages` buffers; False if it cannot.
+    `shared_limit`: the target's shared bytes per program (see _fitting)."""
     body = loop.regions[0].block
-    candidates = _candidates(body)
+    candidates = _fitting(_candidates(body), loop, stages, shared_limit)
     step = _constant_value(loop.operand(2))
     if not candidates or not isinstance(step, int) or step <= 0:
         return False
@@ -541,6 +569,9 @@ class Pipeline(Pass):
 
     name = "pipeline"
 
+    def __init__(self, shared_limit: Optional[int] = None):
+        self.shared_limit = shared_limit
+
     def run(self, func: Operation) -> None:
         default_stages = func.attrs.get("num_stages", 1)
         changed = False
@@ -550,7 +581,7 @@ class Pipeline(Pass):
             stages = loop.attrs.get("num_stages", default_stages)
             loop = scalarize_pointer_steps(loop)
             if stages >= 2:
-                pipeline_loop(loop, stages)
+                pipeline_loop(loop, stages, self.shared_limit)
             changed = True
         if changed:
             DCE().run(func)
