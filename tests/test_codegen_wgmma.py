@@ -654,25 +654,39 @@ def attention_inputs(m: int, n: int, d: int):
     return q, k, v, np.full((m, d), np.nan, np.float32), p / p.sum(1, keepdims=True) @ v.astype(np.float64)
 
 
-def test_attention_keeps_p_in_registers():
-    """Q @ K^T reads Q (stored once, before the loop) and K^T (pipelined) from shared memory; P @ V
-    reads P from the registers the softmax left it in (no conversion: the first dot's accumulator
-    layout is the second's A layout) and V from shared memory."""
-    m, n, d = 64, 128, 64
+def _attention_on_sm90a(kernel, m: int, n: int, d: int):
+    """(gpu IR of attention-style `kernel` for one block of m query rows, n keys of head size d
+    on sm_90a with 4 warps and 3 stages, its runtime arguments, its output array, the float64
+    result it must give)."""
     q, k, v, o, want = attention_inputs(m, n, d)
-    spec, runtime = attention.specialize([q, k, v, o, n, 1 / np.sqrt(d)], dict(BM=64, BN=64, D=d))
-    func = attention.build_ir(spec)
+    spec, runtime = kernel.specialize([q, k, v, o, n, 1 / np.sqrt(d)], dict(BM=64, BN=64, D=d))
+    func = kernel.build_ir(spec)
     PassManager(tile_passes()).run(func)
     PassManager(gpu_passes(4, "sm_90a", num_stages=3)).run(func)
-    loop = next(op for op in func.walk() if op.name == "scf.for")
-    dots = [op for op in loop.regions[0].block.ops if op.name == "tt.dot"]
-    assert [str(x.type.layout).split("<")[0] for x in dots[1].operands[:2]] == ["#dot_op", "#shared"]
-    assert not any(op.name == "gpu.local_store" for op in loop.regions[0].block.ops)
+    return func, runtime, o, want
+
+
+def _check_attention_on_sm90a(func, runtime, o, want) -> str:
+    """Runs lowered `func` on the SIMT interpreter against `want` and assembles its PTX without
+    spills; returns ptxas's log."""
     simt = lower_to_simt(func)
     mach, dev = run(simt, (1,), runtime)
     np.testing.assert_allclose(result(mach, dev[3], o), want, rtol=2e-3, atol=2e-3)
     ok, log = assemble(emit_ptx(simt, target="sm_90a"), "sm_90a")
-    assert ok and parse_info(log).spill_stores == 0 and not _wgmma_repaired(log), log
+    assert ok and parse_info(log).spill_stores == 0, log
+    return log
+
+
+def test_attention_keeps_p_in_registers():
+    """Q @ K^T reads Q (stored once, before the loop) and K^T (pipelined) from shared memory; P @ V
+    reads P from the registers the softmax left it in (no conversion: the first dot's accumulator
+    layout is the second's A layout) and V from shared memory."""
+    func, runtime, o, want = _attention_on_sm90a(attention, 64, 128, 64)
+    loop = next(op for op in func.walk() if op.name == "scf.for")
+    dots = [op for op in loop.regions[0].block.ops if op.name == "tt.dot"]
+    assert [str(x.type.layout).split("<")[0] for x in dots[1].operands[:2]] == ["#dot_op", "#shared"]
+    assert not any(op.name == "gpu.local_store" for op in loop.regions[0].block.ops)
+    assert not _wgmma_repaired(_check_attention_on_sm90a(func, runtime, o, want))
 
 
 @tile.jit
@@ -708,25 +722,11 @@ def attention_one_block_behind(q_ptr, k_ptr, v_ptr, o_ptr, N, scale, BM: tl.cons
 def test_a_loop_carried_p_stays_in_registers():
     """P carried from one step to the next step's P @ V (and out of the loop to the last one) is a
     dot's result all the same: both P @ V read it from registers, with no shared-memory round trip."""
-    m, n, d = 64, 192, 32
-    q, k, v, o, want = attention_inputs(m, n, d)
-    spec, runtime = attention_one_block_behind.specialize([q, k, v, o, n, 1 / np.sqrt(d)], dict(BM=64, BN=64, D=d))
-    func = attention_one_block_behind.build_ir(spec)
-    PassManager(tile_passes()).run(func)
-    PassManager(gpu_passes(4, "sm_90a", num_stages=3)).run(func)
+    func, runtime, o, want = _attention_on_sm90a(attention_one_block_behind, 64, 192, 32)
     pv = [op for op in func.walk() if op.name == "tt.dot" and op.operand(0).type.shape == (64, 64)]
     assert len(pv) == 2 and all(str(dot.operand(0).type.layout).startswith("#dot_op") for dot in pv)
     assert not any(op.name == "gpu.local_store" and op.operand(1).type.shape == (64, 64) for op in func.walk())
-    simt = lower_to_simt(func)
-    mach, dev = run(simt, (1,), runtime)
-    np.testing.assert_allclose(result(mach, dev[3], o), want, rtol=2e-3, atol=2e-3)
-    ok, log = assemble(emit_ptx(simt, target="sm_90a"), "sm_90a")
-    assert ok and parse_info(log).spill_stores == 0, log
-    simt = lower_to_simt(func)
-    mach, dev = run(simt, (1,), runtime)
-    np.testing.assert_allclose(result(mach, dev[3], o), want, rtol=2e-3, atol=2e-3)
-    ok, log = assemble(emit_ptx(simt, target="sm_90a"), "sm_90a")
-    assert ok and parse_info(log).spill_stores == 0, log
+    _check_attention_on_sm90a(func, runtime, o, want)
 
 
 def test_pipelined_loop_structure():
