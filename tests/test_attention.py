@@ -122,8 +122,11 @@ def _fwd_ptx(head_dim: int, causal: bool, target: str, config: dict) -> str:
 
 def _loop_body(ptx: str) -> str:
     """The PTX of the first loop: from its label to the branch back to it."""
-    label = re.search(r"^(\$L__\w+_1):", ptx, re.M).group(1)
-    return ptx[ptx.index(label + ":"):ptx.index(f"bra.uni {label};")]
+    for found in re.finditer(r"^(\$L__\w+):", ptx, re.M):
+        back = ptx.find(f"bra.uni {found.group(1)};", found.end())
+        if back >= 0:
+            return ptx[found.start():back]
+    raise AssertionError("no loop in the PTX")
 
 
 GPU_FWD = [(128, False, dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3)),
@@ -149,6 +152,38 @@ def test_forward_on_sm90a_uses_wgmma_without_spills(head_dim, causal, config):
     assert loop.index("cp.async.wait_group") < loop.index("bar.sync") < loop.index("cp.async.cg")
     # the softmax needs no trip through shared memory
     assert "st.shared" not in loop and "ld.shared" not in loop
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_descriptor_forward_equals_the_pointer_forward(causal):
+    """attn_fwd_desc (attention_forward(..., descriptors=True)) gives attn_fwd's bytes."""
+    (q, k, v, _), _ = T.make_inputs((1, 2, 128, 64), "f16", seed=5)
+    o1, m1 = T.attention_forward(q, k, v, causal, 0.5, descriptors=False)
+    o2, m2 = T.attention_forward(q, k, v, causal, 0.5, descriptors=True)
+    np.testing.assert_array_equal(T.from_device(o2), T.from_device(o1))
+    np.testing.assert_array_equal(m2.numpy(), m1.numpy())
+
+
+def _desc_fwd_ptx(head_dim: int, causal: bool, config: dict) -> str:
+    from tile.tools.tensor_descriptor import TensorDescriptor
+
+    q = tile.empty((1, 1, 4096, head_dim), "f16")
+    M = tile.empty((1, 1, 4096), np.float32)
+    rows = [config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_N"], config["BLOCK_M"]]
+    descs = [TensorDescriptor(q, [4096, head_dim], [head_dim, 1], [r, head_dim]) for r in rows]
+    return str(tile.dump(T.attn_fwd_desc, *descs, M, 0.5, 4096, HEAD_DIM=head_dim, STAGE=3 if causal else 1,
+                         stage="ptx", target="sm_90a", **config))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("head_dim, causal, config", [GPU_FWD[0], GPU_FWD[2], GPU_FWD[3]])
+def test_descriptor_forward_on_sm90a_copies_with_tma_without_spills(head_dim, causal, config):
+    ptx = _desc_fwd_ptx(head_dim, causal, config)
+    info = assemble(ptx, "sm_90a")
+    assert info.spill_bytes == 0, info.log
+    loop = _loop_body(ptx)
+    assert "cp.async.bulk.tensor" in loop and "mbarrier.try_wait" in loop and "cp.async.cg" not in loop
+    assert loop.count("wgmma.mma_async") == head_dim // 16 + config["BLOCK_N"] // 16
 
 
 @needs_ptxas

@@ -49,6 +49,22 @@ def test_attention_matches_sdpa_in_float64(T, torch, dtype, causal, head_dim, se
         torch.testing.assert_close(got, want, atol=tol, rtol=tol, msg=lambda m: f"{name}: {m}")
 
 
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_descriptor_forward_gives_the_pointer_forwards_bytes(T, torch, causal, head_dim):
+    """attention_forward(..., descriptors=True): attn_fwd_desc over host tensor descriptors (TMA on
+    sm_90a) against attn_fwd over pointers at the GPU block sizes (the same dots and softmax; a
+    last-bit difference is allowed, as the operands sit in differently swizzled buffers)."""
+    torch.manual_seed(head_dim)
+    q, k, v = (torch.randn((2, 3, 1024, head_dim), device="cuda", dtype=torch.float16) * 0.5 for _ in range(3))
+    o1, m1 = T.attention_forward(q, k, v, causal, 0.125)
+    o2, m2 = T.attention_forward(q, k, v, causal, 0.125, descriptors=True)
+    torch.testing.assert_close(torch.as_tensor(o2, device="cuda"), torch.as_tensor(o1, device="cuda"), atol=1e-3,
+                               rtol=1e-3)
+    torch.testing.assert_close(torch.as_tensor(m2, device="cuda"), torch.as_tensor(m1, device="cuda"), atol=1e-5,
+                               rtol=1e-5)
+
+
 def test_ragged_sequence_gets_the_wrappers_error(T, torch):
     q = torch.randn((1, 2, 1000, 64), device="cuda", dtype=torch.float16)
     with pytest.raises(ValueError, match="sequence length 1000 must be a multiple of 128"):

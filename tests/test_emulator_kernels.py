@@ -145,6 +145,24 @@ def run_attention(attention, target: str, dtype: str, causal: bool, head_dim: in
         np.testing.assert_allclose(attention.from_device(got), exact, atol=tol, rtol=tol, err_msg=name)
 
 
+@pytest.mark.parametrize("dtype, causal, head_dim", [("f16", True, 64), ("bf16", False, 128)])
+def test_attention_forward_over_descriptors_on_sm90a(attention, dtype, causal, head_dim):
+    """attn_fwd_desc (attention_forward(..., descriptors=True)): Q, K and V by TMA copies onto the
+    mbarrier ring, O stored by TMA, at the GPU's 128-row blocks, 8 warps and 3 stages."""
+    z, h, s, block_n = 1, 2, 256, 64
+    (q, k, v, _), (q64, k64, v64, do64) = _attention_inputs(attention, (z, h, s, head_dim), dtype)
+    o, lse = _poisoned((z, h, s, head_dim), dtype), _poisoned((z, h, s), "f32")
+    descs = [TensorDescriptor(x, [z * h * s, head_dim], [head_dim, 1], [rows, head_dim])
+             for x, rows in ((q, 128), (k, block_n), (v, block_n), (o, 128))]
+    compiled = emulate(attention.attn_fwd_desc, "sm_90a")[(s // 128, z * h)](
+        *descs, lse, 0.5, s, HEAD_DIM=head_dim, STAGE=3 if causal else 1, BLOCK_M=128, BLOCK_N=block_n,
+        num_warps=8, num_stages=3)
+    assert "cp.async.bulk.tensor" in compiled.asm["ptx"]
+    want = attention.reference(q64, k64, v64, do64, causal, 0.5)[0]
+    tol = 1e-2 if dtype == "f16" else 4e-2
+    np.testing.assert_allclose(attention.from_device(o), want, atol=tol, rtol=tol)
+
+
 # ------------------------------------------------------------------ tutorial 08: low-memory dropout
 
 

@@ -21,7 +21,10 @@ Three details make it fast:
   (stage 2), and blocks right of it are skipped. The stage is a tl.constexpr, so each loop is
   compiled without the code it does not need.
 - Both dots run on the tensor cores; on Hopper (sm_90a) as wgmma, where P (just computed in
-  registers) feeds P @ V straight from registers.
+  registers) feeds P @ V straight from registers. attention_forward(..., descriptors=True)
+  runs attn_fwd_desc instead, which reads Q, K and V through tensor descriptors as Triton's
+  tutorial does on Hopper: there its loads become TMA copies, which cost the threads no
+  registers or instructions (not yet measured against the pointer forward, attn_fwd).
 
 The forward also writes M = m + log2(l) for each row (the log-sum-exp, base 2), so that the
 backward can recompute P = exp2(qk * qk_scale - M) without a second online softmax. The
@@ -47,6 +50,7 @@ import numpy as np
 import tile
 import tile.language as tl
 from tile.compiler import INTERPRETER, current_target
+from tile.tools.tensor_descriptor import TensorDescriptor
 
 ON_GPU = current_target() != INTERPRETER
 RCP_LN2 = 1.4426950408889634  # log2(e) = 1 / ln(2)
@@ -54,10 +58,8 @@ HEAD_DIMS = (16, 32, 64, 128)
 
 
 @tile.jit
-def _attn_fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, start_m, qk_scale, N_CTX,
-                    BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
-                    STAGE: tl.constexpr, offs_m, offs_n):
-    # The range of key blocks this stage covers: left of the diagonal (1), the diagonal (2), all (3).
+def _stage_range(start_m, N_CTX, BLOCK_M: tl.constexpr, STAGE: tl.constexpr):
+    """The keys a stage covers: left of the diagonal (1), the diagonal (2), all (3)."""
     if STAGE == 1:
         lo, hi = 0, start_m * BLOCK_M
     elif STAGE == 2:
@@ -65,23 +67,37 @@ def _attn_fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, start_m, qk_scale, N_CTX,
         lo = tl.multiple_of(lo, BLOCK_M)
     else:
         lo, hi = 0, N_CTX
+    return lo, hi
+
+
+@tile.jit
+def _online_softmax(qk, m_i, start_n, qk_scale, offs_m, offs_n, MASKED: tl.constexpr):
+    """A block of scores into the running softmax: the block's probabilities p (unnormalized),
+    alpha (rescales what was accumulated with the old maximum), the new maximum and p's row sums."""
+    if MASKED:
+        mask = offs_m[:, None] >= (start_n + offs_n[None, :])
+        qk = qk * qk_scale + tl.where(mask, 0, -1.0e6)
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        qk -= m_ij[:, None]
+    else:
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        qk = qk * qk_scale - m_ij[:, None]
+    p = tl.math.exp2(qk)
+    alpha = tl.math.exp2(m_i - m_ij)
+    return p, alpha, m_ij, tl.sum(p, 1)
+
+
+@tile.jit
+def _attn_fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, start_m, qk_scale, N_CTX,
+                    BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
+                    STAGE: tl.constexpr, offs_m, offs_n):
+    lo, hi = _stage_range(start_m, N_CTX, BLOCK_M, STAGE)
     k_ptrs += lo * HEAD_DIM
     v_ptrs += lo * HEAD_DIM
     for start_n in range(lo, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         k = tl.load(k_ptrs)
-        qk = tl.dot(q, k.T)
-        if STAGE == 2:
-            mask = offs_m[:, None] >= (start_n + offs_n[None, :])
-            qk = qk * qk_scale + tl.where(mask, 0, -1.0e6)
-            m_ij = tl.maximum(m_i, tl.max(qk, 1))
-            qk -= m_ij[:, None]
-        else:
-            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            qk = qk * qk_scale - m_ij[:, None]
-        p = tl.math.exp2(qk)
-        alpha = tl.math.exp2(m_i - m_ij)  # rescales what was accumulated with the old maximum
-        l_ij = tl.sum(p, 1)
+        p, alpha, m_ij, l_ij = _online_softmax(tl.dot(q, k.T), m_i, start_n, qk_scale, offs_m, offs_n, STAGE == 2)
         acc = acc * alpha[:, None]
         v = tl.load(v_ptrs)
         acc = tl.dot(p.to(v.dtype), v, acc)
@@ -89,6 +105,23 @@ def _attn_fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, start_m, qk_scale, N_CTX,
         m_i = m_ij
         k_ptrs += BLOCK_N * HEAD_DIM
         v_ptrs += BLOCK_N * HEAD_DIM
+    return acc, l_i, m_i
+
+
+@tile.jit
+def _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, row0, start_m, qk_scale, N_CTX,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr, offs_m, offs_n):
+    """_attn_fwd_inner with K and V read through tensor descriptors (TMA copies on sm_90a)."""
+    lo, hi = _stage_range(start_m, N_CTX, BLOCK_M, STAGE)
+    for start_n in range(lo, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = desc_k.load([row0 + start_n, 0])
+        p, alpha, m_ij, l_ij = _online_softmax(tl.dot(q, k.T), m_i, start_n, qk_scale, offs_m, offs_n, STAGE == 2)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([row0 + start_n, 0])
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        l_i = l_i * alpha + l_ij
+        m_i = m_ij
     return acc, l_i, m_i
 
 
@@ -119,6 +152,33 @@ def attn_fwd(Q, K, V, O, M, sm_scale, N_CTX,
     acc = acc / l_i[:, None]
     tl.store(M + off_hz * N_CTX + offs_m, m_i)
     tl.store(O + head + offs_m[:, None] * HEAD_DIM + offs_d[None, :], acc.to(O.dtype.element_ty))
+
+
+@tile.jit
+def attn_fwd_desc(desc_q, desc_k, desc_v, desc_o, M, sm_scale, N_CTX,
+                  HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr):
+    """attn_fwd over host tensor descriptors of the [Z * H * N_CTX, HEAD_DIM] views of Q, K, V and
+    O, as Triton's tutorial runs on Hopper: Q, K and V arrive by TMA, O leaves by it."""
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    row0 = off_hz * N_CTX  # the head's first row
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    q = desc_q.load([row0 + start_m * BLOCK_M, 0])
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    if STAGE & 1:
+        acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, row0, start_m, qk_scale, N_CTX,
+                                             BLOCK_M, BLOCK_N, 4 - STAGE, offs_m, offs_n)
+    if STAGE & 2:
+        acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, row0, start_m, qk_scale, N_CTX,
+                                             BLOCK_M, BLOCK_N, 2, offs_m, offs_n)
+    m_i += tl.math.log2(l_i)
+    acc = acc / l_i[:, None]
+    tl.store(M + off_hz * N_CTX + offs_m, m_i)
+    desc_o.store([row0 + start_m * BLOCK_M, 0], acc.to(desc_o.dtype))
 
 
 @tile.jit
@@ -311,8 +371,10 @@ def attention_forward(q: Any, k: Any, v: Any, causal: bool, sm_scale: float, **c
     """O = softmax(q k^T * sm_scale) v (causal: each query sees keys up to its own position),
     and M, the base-2 log-sum-exp of each row of scores that the backward needs.
     q, k, v: contiguous [Z, H, S, D] arrays, float16 or bfloat16; `config` overrides
-    fwd_config's block sizes and launch options."""
+    fwd_config's block sizes and launch options; `descriptors=True` runs attn_fwd_desc over
+    tensor descriptors instead of attn_fwd over pointers."""
     config = {**fwd_config(int(q.shape[-1]), causal), **config}
+    descriptors = config.pop("descriptors", False)
     if config["BLOCK_M"] % config["BLOCK_N"] and causal:
         raise ValueError(f"attention: BLOCK_M {config['BLOCK_M']} must be a multiple of BLOCK_N {config['BLOCK_N']} "
                          f"for the causal diagonal block")
@@ -320,7 +382,13 @@ def attention_forward(q: Any, k: Any, v: Any, causal: bool, sm_scale: float, **c
     o = tile.empty((Z, H, S, D), dtype)
     M = tile.empty((Z, H, S), np.float32)
     grid = (S // config["BLOCK_M"], Z * H)
-    attn_fwd[grid](q, k, v, o, M, sm_scale, S, HEAD_DIM=D, STAGE=3 if causal else 1, **config)
+    if descriptors:  # the [Z * H * S, D] views, a block of rows each
+        rows = Z * H * S
+        q_d, k_d, v_d, o_d = (TensorDescriptor(x, [rows, D], [D, 1], [config[block], D])
+                              for x, block in ((q, "BLOCK_M"), (k, "BLOCK_N"), (v, "BLOCK_N"), (o, "BLOCK_M")))
+        attn_fwd_desc[grid](q_d, k_d, v_d, o_d, M, sm_scale, S, HEAD_DIM=D, STAGE=3 if causal else 1, **config)
+    else:
+        attn_fwd[grid](q, k, v, o, M, sm_scale, S, HEAD_DIM=D, STAGE=3 if causal else 1, **config)
     return o, M
 
 
