@@ -118,7 +118,7 @@ def run_config(S: int, D: int, causal: bool, mode: str, providers: dict[str, Any
     return row
 
 
-def make_providers() -> dict[str, Any]:
+def make_providers(descriptors: bool = False) -> dict[str, Any]:
     import torch
     import torch.nn.functional as F
 
@@ -127,7 +127,8 @@ def make_providers() -> dict[str, Any]:
     def tile_provider(q, k, v, do, causal, sm_scale, mode):
         if mode == "fwd":
             return lambda: (torch.as_tensor(tutorial.attention_forward(q.detach(), k.detach(), v.detach(), causal,
-                                                                       sm_scale)[0], device="cuda"),)
+                                                                       sm_scale, descriptors=descriptors)[0],
+                                            device="cuda"),)
         o, M = tutorial.attention_forward(q.detach(), k.detach(), v.detach(), causal, sm_scale)
         return lambda: tuple(torch.as_tensor(g, device="cuda") for g in tutorial.attention_backward(
             q.detach(), k.detach(), v.detach(), o, M, do, causal, sm_scale))
@@ -164,6 +165,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser.add_argument("--seq", type=int, nargs="+", default=[1024, 4096, 16384])
     parser.add_argument("--head-dim", type=int, nargs="+", default=[128])
     parser.add_argument("--mode", nargs="+", default=["fwd", "bwd"], choices=["fwd", "bwd"])
+    parser.add_argument("--descriptors", action="store_true",
+                        help="tile's forward over tensor descriptors (attn_fwd_desc: TMA on sm_90a)")
     args = parser.parse_args(argv)
     try:
         import torch
@@ -173,7 +176,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     if not torch.cuda.is_available():
         print("bench_attention: no CUDA GPU; skipped")
         return
-    providers = make_providers()
+    providers = make_providers(args.descriptors)
     names = list(providers)
     print(f"\nfused attention, Z={Z} H={H} fp16, TFLOP/s (median of do_bench); ratio = tile / other")
     header = ["mode", "causal", "S", "D"] + names + [f"tile/{n}" for n in names[1:]]
