@@ -19,12 +19,12 @@ import tile.language as tl
 from amdgcn_util import named, needs_llvm
 from test_emulator_kernels import (_tma_operands, attention, bench, dropout, grouped, host_memory,  # noqa: F401
                                    lnb, poison, run_attention, run_dropout, run_grouped, run_in_kernel_descriptors,
-                                   run_layer_norm, run_matmul, run_mma_peak)
+                                   run_layer_norm, run_matmul, run_mma_peak, run_out_of_bounds_reads,
+                                   run_ragged_round_trip)
 from load_kernels import load_kernels  # on the path from test_emulator_kernels: benchmarks/
 from tile.codegen.amdgcn import assemble
 from tile.emulator import EmulatorError, emulate
 from tile.emulator.amdgcn_machine import run_amdgcn
-from tile.tools.tensor_descriptor import TensorDescriptor
 
 pytestmark = [pytest.mark.emulator, needs_llvm]
 RNG = np.random.default_rng(15)
@@ -181,38 +181,14 @@ def test_persistent_descriptor_matmul(target, source):
 def test_descriptor_ragged_round_trip(target, dtype):
     """tests/test_tma_gpu.py's copy through host descriptors: the loads past the edges read the
     fill, the stores clip; the bytes come back unchanged (bf16 and fp8 as random bits)."""
-    from test_tma_gpu import BIT_DTYPES, ragged_copy_kernel
-
-    shape, block = (100, 80), (32, 64)
-    if dtype in BIT_DTYPES:
-        bits = np.uint16 if dtype == "bfloat16" else np.uint8
-        x = RNG.integers(0, np.iinfo(bits).max, size=shape, endpoint=True).astype(bits)
-        src, dst = tile.to_device(x, BIT_DTYPES[dtype]), tile.to_device(np.full(shape, 0xA5, bits), BIT_DTYPES[dtype])
-    else:
-        x = RNG.standard_normal(shape).astype(dtype)
-        src, dst = x, np.full(shape, np.nan, dtype)
-    grid = (tile.cdiv(shape[0], block[0]), tile.cdiv(shape[1], block[1]))
-    compiled = emulate(ragged_copy_kernel, target)[grid](TensorDescriptor.from_tensor(src, list(block)),
-                                                         TensorDescriptor.from_tensor(dst, list(block)))
-    assembled(compiled, target)
-    got = dst.numpy() if hasattr(dst, "numpy") else dst
-    np.testing.assert_array_equal(got.view(np.uint8), x.view(np.uint8))
+    run_ragged_round_trip(target, dtype, (100, 80), (32, 64), check=lambda compiled: assembled(compiled, target))
 
 
 @pytest.mark.parametrize("target", ["gfx942", "gfx1100"])
 @pytest.mark.parametrize("padding", ["zero", "nan"])
 def test_descriptor_out_of_bounds_reads(target, padding):
     """A host descriptor's block hanging over the corner reads the padding (tests/test_tma_gpu.py)."""
-    from test_tma_gpu import shifted_load_kernel
-
-    x = RNG.standard_normal((50, 40)).astype(np.float32)
-    out = np.full((32, 32), 7.0, np.float32)
-    compiled = emulate(shifted_load_kernel, target)[(1,)](TensorDescriptor.from_tensor(x, [32, 32], padding=padding),
-                                                          out, 30, 20, BM=32, BN=32)
-    assembled(compiled, target)
-    want = np.full((32, 32), 0.0 if padding == "zero" else np.nan)
-    want[:20, :20] = x[30:50, 20:40]
-    np.testing.assert_array_equal(out, want)
+    run_out_of_bounds_reads(target, padding, check=lambda compiled: assembled(compiled, target))
 
 
 @pytest.mark.parametrize("target", ["gfx942", "gfx1100"])

@@ -331,6 +331,11 @@ def test_persistent_tma_matmul(k, stages):
 def test_tma_ragged_round_trip(dtype, shape, block):
     """tests/test_tma_gpu.py's copy through host descriptors: the loads past the edges read the
     fill, the stores clip; the bytes come back unchanged (bf16 and fp8 as random bits)."""
+    run_ragged_round_trip("sm_90a", dtype, shape, block)
+
+
+def run_ragged_round_trip(target: str, dtype: str, shape, block, check=lambda compiled: None) -> None:
+    """test_tma_ragged_round_trip's copy on `target`'s emulator; `check` sees the CompiledKernel."""
     from test_tma_gpu import BIT_DTYPES, ragged_copy_kernel
 
     if dtype in BIT_DTYPES:
@@ -341,8 +346,8 @@ def test_tma_ragged_round_trip(dtype, shape, block):
         x = RNG.standard_normal(shape).astype(dtype)
         src, dst = x, np.full(shape, np.nan, dtype)
     grid = (tile.cdiv(shape[0], block[0]), tile.cdiv(shape[1], block[1]))
-    emulate(ragged_copy_kernel, "sm_90a")[grid](TensorDescriptor.from_tensor(src, list(block)),
-                                                TensorDescriptor.from_tensor(dst, list(block)))
+    check(emulate(ragged_copy_kernel, target)[grid](TensorDescriptor.from_tensor(src, list(block)),
+                                                    TensorDescriptor.from_tensor(dst, list(block))))
     got = dst.numpy() if hasattr(dst, "numpy") else dst
     np.testing.assert_array_equal(got.view(np.uint8), x.view(np.uint8))
 
@@ -350,12 +355,17 @@ def test_tma_ragged_round_trip(dtype, shape, block):
 @pytest.mark.parametrize("padding", ["zero", "nan"])
 def test_tma_out_of_bounds_reads(padding):
     """A host descriptor's block hanging over the corner reads the padding (tests/test_tma_gpu.py)."""
+    run_out_of_bounds_reads("sm_90a", padding)
+
+
+def run_out_of_bounds_reads(target: str, padding: str, check=lambda compiled: None) -> None:
+    """test_tma_out_of_bounds_reads on `target`'s emulator; `check` sees the CompiledKernel."""
     from test_tma_gpu import shifted_load_kernel
 
     x = RNG.standard_normal((50, 40)).astype(np.float32)
     out = np.full((32, 32), 7.0, np.float32)
-    emulate(shifted_load_kernel, "sm_90a")[(1,)](TensorDescriptor.from_tensor(x, [32, 32], padding=padding), out, 30,
-                                                 20, BM=32, BN=32)
+    check(emulate(shifted_load_kernel, target)[(1,)](TensorDescriptor.from_tensor(x, [32, 32], padding=padding), out,
+                                                     30, 20, BM=32, BN=32))
     want = np.full((32, 32), 0.0 if padding == "zero" else np.nan)
     want[:20, :20] = x[30:50, 20:40]
     np.testing.assert_array_equal(out, want)
