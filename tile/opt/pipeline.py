@@ -7,8 +7,8 @@ attention's K^T: the copy then moves through transposed pointers) into buffers
 read by two dots, once transposed (Q^T and dO in attention's backward), is copied into each of
 its buffers, unless those rings would overflow the target's shared memory: it then stays
 synchronous. The copy must move 4, 8 or 16 bytes (`vector` * element bytes) and `other` must
-be zero or absent (a masked-off element of an async copy is zero-filled). The loop's step must be a positive
-constant. The ops computing the loads' operands ("stage 0": pointers, masks and, through the
+be zero or absent (a masked-off element of an async copy is zero-filled). The loop's step
+must be a positive constant. The ops computing the loads' operands ("stage 0": pointers, masks and, through the
 loop-carried values they read, e.g. the advanced pointers, their updates) must be pure and free
 of regions; the loop-carried values they need are carried num_stages - 1 iterations ahead,
 so they must not be read by anything else nor used after the loop. Otherwise, or with
@@ -111,6 +111,7 @@ After:
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Optional
 
@@ -440,9 +441,7 @@ def _fitting(candidates: list[_Candidate], loop: Operation, stages: int, shared_
                  if op.name == "gpu.local_alloc" and op not in staged), default=0)
     if shared_limit is None or ring(candidates) + _outside_buffer_bytes(loop) + inner <= shared_limit:
         return candidates
-    sinks: dict[Operation, int] = {}
-    for c in candidates:
-        sinks[c.load] = sinks.get(c.load, 0) + 1
+    sinks = Counter(c.load for c in candidates)
     return [c for c in candidates if sinks[c.load] == 1]
 
 

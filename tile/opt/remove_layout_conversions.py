@@ -215,6 +215,11 @@ class _Rematerializer:
         the layout its user wants (its lanes repeating addresses L1 serves) than converted."""
         return op.name == "tt.load" and not op.attrs.get("volatile") and self._converted_leaf(op.result)
 
+    def _leaf(self, v: Value, layout: Layout) -> bool:
+        """Whether `v` cannot be recomputed in `layout` (the walk ends there: see _converted_leaf)."""
+        op = v.owner_op
+        return op is None or not self._cheap(op) or op.name == "tt.broadcast" and not layout.shape_generic
+
     def can(self, v: Value, layout: Layout, budget: list[int], visited: Optional[list[Operation]] = None,
             checked: Optional[set[tuple[Value, Layout]]] = None) -> bool:
         """Whether `v` can be recomputed in `layout` from cheap ops, at most budget[0] of them,
@@ -226,9 +231,9 @@ class _Rematerializer:
         if (v, layout) in checked:
             return True
         checked.add((v, layout))
-        op = v.owner_op
-        if op is None or not self._cheap(op) or op.name == "tt.broadcast" and not layout.shape_generic:
+        if self._leaf(v, layout):
             return self._converted_leaf(v)
+        op = v.owner_op
         if visited is not None:
             visited.append(op)
         if _is_convert(op):
@@ -249,7 +254,7 @@ class _Rematerializer:
         op = v.owner_op
         if _is_convert(op):
             return self.build(op.operand(0), layout)
-        if op is None or not self._cheap(op) or op.name == "tt.broadcast" and not layout.shape_generic:
+        if self._leaf(v, layout):
             first_use = v.block.ops[0] if op is None else op.parent.ops[op.parent.ops.index(op) + 1]
             self.memo[key] = insert_convert(v, layout, first_use)
             return self.memo[key]
