@@ -305,6 +305,25 @@ def test_current_stream_of_a_cuda_tensor(monkeypatch: pytest.MonkeyPatch) -> Non
     assert current_stream_of([5, np.ones(2), Tensor()]) == 0xABC3
 
 
+def test_torch_seeing_cuda_is_asked_until_it_says_yes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """driver.active reaches torch.cuda.is_available several times a launch of a Triton program
+    (tutorial 06 asks is_cuda() four times a call): a yes is kept, a no asked again."""
+    import importlib
+
+    driver_module = importlib.import_module("tile.runtime.driver")  # the module, not its `driver` object
+    answers = [False, True]
+    asked = []
+
+    def is_available() -> bool:
+        asked.append(1)
+        return answers[min(len(asked), len(answers)) - 1]
+
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=SimpleNamespace(is_available=is_available)))
+    monkeypatch.setattr(driver_module, "_torch_saw_cuda", False)
+    assert [driver_module._torch_cuda_ready() for _ in range(4)] == [False, True, True, True]
+    assert len(asked) == 2
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 
 needs_gpu = pytest.mark.skipif(not cuda_available(), reason="no CUDA driver or GPU")

@@ -69,10 +69,17 @@ def _torch() -> Any:
     return torch
 
 
+_torch_saw_cuda = False
+
+
 def _torch_cuda_ready() -> bool:
-    """Whether torch is already imported and sees a GPU (importing it here would cost seconds)."""
-    torch = sys.modules.get("torch")
-    return torch is not None and torch.cuda.is_available()
+    """Whether torch is already imported and sees a GPU (importing it here would cost seconds).
+    A yes is kept: Triton programs ask through driver.active several times a launch."""
+    global _torch_saw_cuda
+    if not _torch_saw_cuda:
+        torch = sys.modules.get("torch")
+        _torch_saw_cuda = torch is not None and torch.cuda.is_available()
+    return _torch_saw_cuda
 
 
 class _CudaUtils:
@@ -192,9 +199,10 @@ class CudaDriver(_DriverBase):
         return 0
 
     def get_device_capability(self, device: Optional[int] = None) -> tuple[int, int]:
-        from .cuda_driver import get_device
+        from .cuda_driver import CudaDevice
 
-        return get_device(self.get_current_device() if device is None else device).compute_capability
+        # CudaDevice.of: the capability needs no context made current (get_device would call the driver)
+        return CudaDevice.of(self.get_current_device() if device is None else device).compute_capability
 
     def get_current_target(self) -> GPUTarget:
         major, minor = self.get_device_capability()
