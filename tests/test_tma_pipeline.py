@@ -31,13 +31,28 @@ def load_not_feeding_a_dot_kernel(x_desc, out_ptr, K):
     tl.store(out_ptr + rows * BK + cols, total)
 
 
+@tile.jit
+def decaying_matmul_kernel(a_desc, b_desc, c_desc, K):
+    """acc = 0.5 * acc + A_k @ B_k: the dot's result is scaled before it is carried, so the dot
+    stays synchronous and its ring is released on mbarriers (attention's forward has this shape)."""
+    BM: tl.constexpr = a_desc.block_shape[0]
+    BK: tl.constexpr = a_desc.block_shape[1]
+    BN: tl.constexpr = b_desc.block_shape[1]
+    off_m, off_n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc = tl.dot(a_desc.load([off_m, k]), b_desc.load([k, off_n]), acc * 0.5)
+    c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
 def _persistent_args():
     a, (b_desc, c_desc) = np.ones((256, 192), np.float16), _matmul_args()[1:3]
     return (TensorDescriptor.from_tensor(a, [128, 64]), b_desc, c_desc, 256, 256, 192)
 
 
 KERNELS = {"k_loop": (tma_matmul_kernel, _matmul_args, {}),
-           "persistent": (persistent_matmul_kernel, _persistent_args, {"NUM_SMS": 132})}
+           "persistent": (persistent_matmul_kernel, _persistent_args, {"NUM_SMS": 132}),
+           "decaying": (decaying_matmul_kernel, _matmul_args, {"num_warps": 8})}
 
 
 def _dump(name: str, stage: str, stages: int) -> str:
@@ -57,7 +72,7 @@ def _elected(ptx: str, pred: str) -> bool:
     return made is not None and any(f"elect.sync _|{p}, -1;" in ptx or _elected(ptx, p) for p in made.groups())
 
 
-@pytest.mark.parametrize("name", sorted(KERNELS))
+@pytest.mark.parametrize("name", ["k_loop", "persistent"])
 @pytest.mark.parametrize("stages", [2, 3, 4])
 def test_ring_ptx(name: str, stages: int) -> None:
     ptx = _dump(name, "ptx", stages)
@@ -98,6 +113,48 @@ def test_ring_gpu_ir_round_trips(name: str, stages: int) -> None:
     func = parse_op(text)
     verify(func)
     assert print_op(func) == text
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_synchronous_dots_release_their_stages_on_mbarriers(stages: int) -> None:
+    """A ring whose dot is synchronous has no gpu.barrier in the loop: each thread arrives on the
+    stage's "empty" mbarrier after its dot, and warp 0 waits there before refilling the stage, so
+    warp groups are not held in step (attention's softmax overlaps the other group's wgmma)."""
+    text = _dump("decaying", "gpu", stages)
+    loop = text[text.index("scf.for"):text.index("gpu.mbarrier_inval")]
+    assert "gpu.barrier" not in loop.rsplit("scf.yield", 1)[0]
+    assert "gpu.mbarrier_init %" in text and "{count = 256}" in text and text.count("gpu.mbarrier_inval") == 2
+    wait = loop.index("{issuer = true}")
+    copies = [m.start() for m in re.finditer(r"gpu\.tma_load_async .*\{released = true", loop)]
+    assert len(copies) == 2 and wait < min(copies)
+    assert loop.index("tt.dot") < loop.index("gpu.mbarrier_arrive") < loop.index("scf.yield")
+    func = parse_op(text)
+    verify(func)
+    assert print_op(func) == text
+    ptx = _dump("decaying", "ptx", stages)
+    body = ptx[ptx.index("mbarrier.try_wait.parity"):]
+    body = body[:body.index("wgmma.wait_group.sync.aligned 0")]
+    assert "bar.sync" not in body[:body.index("wgmma.fence")]
+    # only warp 0 waits for the release; the others skip the loop
+    assert re.search(r"not\.pred (%p\d+), %p\d+;\s*\$L__\w+:\s*@!\1 mbarrier\.try_wait\.parity", ptx)
+    assert "mbarrier.arrive.shared::cta.b64 _, [%r" in ptx
+    assemble_ok(ptx, "sm_90a")
+
+
+def test_synchronous_ring_runs_on_the_emulator() -> None:
+    """decaying_matmul_kernel on the sm_90a emulator, 8 warps and 3 stages, against NumPy."""
+    from tile.emulator import emulate
+
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((128, 256)).astype(np.float16), rng.standard_normal((256, 128)).astype(np.float16)
+    c = np.full((128, 128), np.nan, np.float16)
+    descs = (TensorDescriptor.from_tensor(a, [128, 64]), TensorDescriptor.from_tensor(b, [64, 128]),
+             TensorDescriptor.from_tensor(c, [128, 128]))
+    emulate(decaying_matmul_kernel, "sm_90a")[(1, 1)](*descs, 256, num_warps=8, num_stages=3)
+    want = np.zeros((128, 128))
+    for k in range(0, 256, 64):
+        want = 0.5 * want + a[:, k:k + 64].astype(np.float64) @ b[k:k + 64].astype(np.float64)
+    np.testing.assert_allclose(c.astype(np.float64), want, rtol=2e-2, atol=2e-2)
 
 
 def test_persistent_ring_runs_per_tile() -> None:
@@ -290,3 +347,91 @@ def test_ring_phase_model(stages: int, iterations: int) -> None:
     rng = random.Random(stages * 100 + iterations)
     for _ in range(20):
         _run_ring(stages, iterations, warps=rng.choice([1, 4, 8]), rng=rng)
+
+
+class _ReleaseMbarrier:
+    """A ring's "empty" mbarrier: `count` arrivals (one per thread, here one per warp) complete a
+    phase, no bytes."""
+
+    def __init__(self, count: int) -> None:
+        self.count, self.arrivals, self.completed = count, 0, 0
+
+    def arrive(self) -> None:
+        self.arrivals += 1
+        if self.arrivals == self.count:
+            self.arrivals, self.completed = 0, self.completed + 1
+
+    def try_wait_parity(self, parity: int, want_phase: int) -> bool:
+        assert self.completed <= want_phase + 1, "the mbarrier ran a whole phase past a waiter"
+        return self.completed % 2 != parity
+
+
+def _run_released_ring(stages: int, iterations: int, warps: int, rng: random.Random) -> None:
+    """The ring whose dots are synchronous (attention's): no barrier in the loop; each stage is
+    released on its "empty" mbarrier, and warp 0 waits for the release before refilling it:
+        loop, iteration i (stage s, phase p):
+            wait(full s, p)
+            warp 0: wait(empty (s + stages - 1) % stages, p ^ (s == 0)); then iteration
+                    i + stages - 1 (if < n): expect + copies into that stage
+            the dots read stage s (must hold iteration i's data), and complete
+            arrive(empty s)
+    The warps run in a random interleaving, so they drift apart by whole iterations."""
+    full = [_Mbarrier() for _ in range(stages)]
+    empty = [_ReleaseMbarrier(warps) for _ in range(stages)]
+    contents: list[object] = [None] * stages
+    in_flight: list[tuple[int, int]] = []
+    reading: list[set[int]] = [set() for _ in range(stages)]
+
+    def issue(iteration: int, stage: int) -> None:
+        if iteration >= iterations:
+            return
+        assert not reading[stage], "a copy overwrites a stage a warp still reads"
+        full[stage].expect(32768)
+        contents[stage] = None
+        in_flight.append((stage, iteration))
+
+    def warp(w: int):
+        stage, phase = 0, 0
+        for i in range(iterations):
+            while not full[stage].try_wait_parity(phase, i // stages):
+                yield
+            assert contents[stage] == i and not any(s == stage for s, _ in in_flight)
+            if w == 0:
+                write = (stage + stages - 1) % stages
+                while not empty[write].try_wait_parity(phase ^ int(stage == 0), (i - 1) // stages):
+                    yield
+                issue(i + stages - 1, write)
+            reading[stage].add(w)
+            yield
+            assert contents[stage] == i
+            reading[stage].discard(w)
+            empty[stage].arrive()
+            stage = (stage + 1) % stages
+            phase ^= int(stage == 0)
+
+    for j in range(stages - 1):
+        issue(j, j)
+    threads = {w: warp(w) for w in range(warps)}
+    for _ in range(100_000):
+        if not threads:
+            break
+        while in_flight and rng.random() < 0.5:
+            stage, iteration = in_flight.pop(rng.randrange(len(in_flight)))
+            contents[stage] = iteration
+            full[stage].land(32768)
+        w = rng.choice(list(threads))
+        try:
+            next(threads[w])
+        except StopIteration:
+            del threads[w]
+    assert not threads, "deadlock: a warp spins on an mbarrier that never completes"
+    assert not in_flight and all(not b.arrived for b in full)
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+@pytest.mark.parametrize("iterations", [0, 1, 2, 3, 5, 9])
+def test_released_ring_phase_model(stages: int, iterations: int) -> None:
+    rng = random.Random(stages * 100 + iterations + 7)
+    for _ in range(20):
+        _run_released_ring(stages, iterations, warps=rng.choice([1, 4, 8]), rng=rng)
+

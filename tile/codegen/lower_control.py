@@ -22,14 +22,14 @@ ops into labels and branches.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from ..ir.core import Block, Operation, Region, Value
 from ..ir.types import DType, PointerType, TensorType, i32
 from .lower_core import Lowering, LoweringError, lowers
 
-_SMEM_OPS = ("gpu.local_alloc", "gpu.local_store", "gpu.local_load", "tt.reduce", "tt.scan", "tt.atomic_rmw",
-             "tt.atomic_cas")
+_ATOMIC_OPS = ("tt.atomic_rmw", "tt.atomic_cas")
+_SMEM_OPS = ("gpu.local_alloc", "gpu.local_store", "gpu.local_load", "tt.reduce", "tt.scan") + _ATOMIC_OPS
 
 
 def _flat(ctx: Lowering, values: Sequence[Value]) -> list[Value]:
@@ -44,9 +44,19 @@ def _distribute(ctx: Lowering, gpu_values: Sequence[Value], simt_values: Sequenc
         i += n
 
 
+def _inner_ops(op: Operation) -> Iterator[Operation]:
+    return (inner for region in op.regions for b in region.blocks for o in b.ops for inner in o.walk())
+
+
 def _touches_smem(op: Operation) -> bool:
-    return any(inner.name in _SMEM_OPS for region in op.regions for b in region.blocks for o in b.ops
-               for inner in o.walk())
+    return any(inner.name in _SMEM_OPS for inner in _inner_ops(op))
+
+
+def _uses_scratch(op: Operation) -> bool:
+    """Whether a lowering inside `op` exchanges data through its own shared scratch (a reduce or
+    scan across warps, a gather, a tensor map, an atomic's result): only then may a back edge
+    carry a scratch use that a shared-memory write must wait for (Lowering.barrier_after_scratch)."""
+    return any("scratch_offset" in inner.attrs or inner.name in _ATOMIC_OPS for inner in _inner_ops(op))
 
 
 def _lower_region(ctx: Lowering, src: Block, dst: Block, args: Sequence[Value], terminator: str) -> None:
@@ -183,10 +193,10 @@ def _lower_for(ctx: Lowering, op: Operation) -> None:
     inits = [x for p, v in zip(plans, op.operands[3:]) for x in p.carried(ctx, ctx.get(v))]
     types = [v.type for v in inits]
     body = Block([lb.type] + types)
-    smem = _touches_smem(op)
+    smem, scratch = _touches_smem(op), _uses_scratch(op)
     new = _structured(ctx, "scf.for", [lb, ub, step] + inits, types, [body])
     ctx.smem_pending |= smem
-    ctx.scratch_pending |= smem
+    ctx.scratch_pending |= scratch
     with ctx.at_block(body):
         ctx.set(src.args[0], [body.args[0]])
         i = 1
@@ -203,7 +213,7 @@ def _lower_for(ctx: Lowering, op: Operation) -> None:
         ctx.set(r, p.registers(ctx, new.results[i:i + n]))
         i += n
     ctx.smem_pending |= smem
-    ctx.scratch_pending |= smem
+    ctx.scratch_pending |= scratch
 
 
 @lowers("scf.if")
@@ -228,15 +238,15 @@ def _lower_while(ctx: Lowering, op: Operation) -> None:
     before_src, after_src = op.regions[0].block, op.regions[1].block
     after_types = [t for a in after_src.args for t in ctx.reg_types(a.type)]
     before, after = Block([v.type for v in inits]), Block(after_types)
-    smem = _touches_smem(op)
+    smem, scratch = _touches_smem(op), _uses_scratch(op)
     new = _structured(ctx, "scf.while", inits, after_types, [before, after])
     ctx.smem_pending |= smem
-    ctx.scratch_pending |= smem
+    ctx.scratch_pending |= scratch
     _lower_region(ctx, before_src, before, before.args, "scf.condition")
     _lower_region(ctx, after_src, after, after.args, "scf.yield")
     _distribute(ctx, op.results, new.results)
     ctx.smem_pending |= smem
-    ctx.scratch_pending |= smem
+    ctx.scratch_pending |= scratch
 
 
 @lowers("tt.return")

@@ -40,6 +40,8 @@ The TMA ring's ops (tile/opt/pipeline.py; %bar_s: mbarrier %s of %bars, %bars + 
     gpu.tma_load_async %v, %tmap, %bars, %s, %p, %row, %col
                                           ->  simt.tma_load of each box, %bar_s, (%e & %p); no wait
     gpu.mbarrier_wait %bars, %s, %phase   ->  simt.mbarrier_wait %bar_s, %phase
+    gpu.mbarrier_wait %bars, %s, %phase {issuer}  ->  simt.mbarrier_wait %bar_s, %phase, %w0
+    gpu.mbarrier_arrive %bars, %s         ->  simt.mbarrier_arrive %bar_s
     gpu.mbarrier_inval %bars              ->  simt.mbarrier_inval of each mbarrier, %t0
 
 An in-kernel descriptor's tensor map (tile/opt/tma.py gave it slot %k of the `global_scratch`
@@ -92,13 +94,17 @@ def _first_thread(ctx: Lowering) -> Value:
     return ctx.op("arith.cmp", [ctx.tid(), ctx.const(0, i32)], i1, predicate="eq")
 
 
+def _issuing_warp(ctx: Lowering) -> Value:
+    """Warp 0 (from the warp-uniform lane-0 %tid), whose elected lane issues the copies."""
+    return ctx.op("arith.cmp", [ctx.warp_tid(), ctx.const(0, i32)], i1, predicate="eq")
+
+
 def _issuing_thread(ctx: Lowering) -> Value:
-    """Thread 0 as the copies' predicate: warp 0 (from the warp-uniform lane-0 %tid) and its lane
-    that elect.sync picks, here and now. ptxas then issues the copy from that one lane with its
-    operands moved to uniform registers once; under `%tid == 0` it loops over the lanes'
-    possibly different operands (ELECT, R2UR, BRA.U.ANY around every UTMALDG)."""
-    first_warp = ctx.op("arith.cmp", [ctx.warp_tid(), ctx.const(0, i32)], i1, predicate="eq")
-    return ctx.and_pred(first_warp, ctx.effect("simt.elect", [], [i1]).result)
+    """Thread 0 as the copies' predicate: warp 0 and its lane that elect.sync picks, here and
+    now. ptxas then issues the copy from that one lane with its operands moved to uniform
+    registers once; under `%tid == 0` it loops over the lanes' possibly different operands
+    (ELECT, R2UR, BRA.U.ANY around every UTMALDG)."""
+    return ctx.and_pred(_issuing_warp(ctx), ctx.effect("simt.elect", [], [i1]).result)
 
 
 @lowers("gpu.tma_load")
@@ -185,7 +191,13 @@ def _lower_tma_load_async(ctx: Lowering, op: Operation) -> None:
 @lowers("gpu.mbarrier_wait")
 def _lower_mbarrier_wait(ctx: Lowering, op: Operation) -> None:
     bars, stage, phase = op.operands
-    ctx.effect("simt.mbarrier_wait", [_barrier(ctx, bars, stage), ctx.get(phase)[0]])
+    waiters = [_issuing_warp(ctx)] if op.attrs.get("issuer") else []
+    ctx.effect("simt.mbarrier_wait", [_barrier(ctx, bars, stage), ctx.get(phase)[0], *waiters])
+
+
+@lowers("gpu.mbarrier_arrive")
+def _lower_mbarrier_arrive(ctx: Lowering, op: Operation) -> None:
+    ctx.effect("simt.mbarrier_arrive", [_barrier(ctx, *op.operands)])
 
 
 # tensormap.replace's elemtype field (PTX ISA, "Tensor-map"), by tile element type: 8-bit floats move as bytes

@@ -74,11 +74,16 @@ tensor<S x i64, #shared<vec = 1, per_phase = 1, max_phase = 1, order = [0]>>, on
   gpu.tma_load_async %view, %tensormap, %bars, %stage, %pred, %coords...   where %pred, one
                                     thread starts the copy of gpu.tma_load into %view (a stage
                                     of a ring buffer, TMA's layout), counted on mbarrier %stage;
-                                    nothing waits for it here
+                                    nothing waits for it here. {released}: every thread has
+                                    released the stage's earlier bytes on the ring's "empty"
+                                    mbarriers, which the issuing warp waited for (no gpu.barrier)
   gpu.mbarrier_wait %bars, %stage, %phase   every thread waits until the phase of parity
                                     %phase (i32, 0 or 1) of mbarrier %stage has completed: the
                                     copies it counted have landed, readable by this thread and
-                                    by wgmma
+                                    by wgmma. {issuer}: only the warp that issues the copies
+                                    waits (the ring's "empty" mbarriers)
+  gpu.mbarrier_arrive %bars, %stage     every thread arrives once on mbarrier %stage (count: the
+                                    threads of the program): it is done reading the stage
   gpu.mbarrier_inval %bars              one thread invalidates the mbarriers (a gpu.barrier
                                     must precede: nobody waits on them any more)
 
@@ -319,6 +324,13 @@ def _verify_mbarrier_expect(op: Operation) -> None:
 
 
 register_op("gpu.mbarrier_wait", pure=False)(lambda op: _verify_stage_barrier(op, i32))
+
+
+@register_op("gpu.mbarrier_arrive", pure=False)
+def _verify_mbarrier_arrive(op: Operation) -> None:
+    expect_counts(op, 2, 0)
+    _verify_barriers(op, op.operand(0))
+    expect(op, op.operand(1).type == i32, "operands: mbarriers, stage (i32)")
 
 
 @register_op("gpu.tma_load_async", pure=False)

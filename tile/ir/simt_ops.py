@@ -118,8 +118,10 @@ first; nothing happens where the i1 %pred is false):
   simt.mbarrier_init %bar, %pred {count}  mbarrier.init.shared::cta.b64: `count` arrivals per phase
   simt.mbarrier_expect_tx %bar, %pred {bytes}   mbarrier.arrive.expect_tx: arrives, and the
                                           phase also waits for `bytes` of copies to land
-  simt.mbarrier_wait %bar, %phase         mbarrier.try_wait.parity in a loop until the phase of
-                                          parity %phase (i32) has completed
+  simt.mbarrier_wait %bar, %phase[, %pred]   mbarrier.try_wait.parity in a loop until the phase
+                                          of parity %phase (i32) has completed; with %pred, only
+                                          the threads where it holds wait
+  simt.mbarrier_arrive %bar               mbarrier.arrive.shared::cta.b64: every thread arrives once
   simt.mbarrier_inval %bar, %pred         mbarrier.inval.shared::cta.b64
   simt.tma_load %dst, %bar, %tmap, %pred, %c...   cp.async.bulk.tensor.Nd.shared::cluster.global
                                           .mbarrier::complete_tx::bytes: the box at %c into
@@ -567,8 +569,14 @@ register_op("simt.mbarrier_inval", pure=False)(_verify_mbarrier_pred)
 
 @register_op("simt.mbarrier_wait", pure=False)
 def _verify_mbarrier_wait(op: Operation) -> None:
-    expect_counts(op, 2, 0)
-    expect(op, [v.type for v in op.operands] == [i32, i32], "operands: mbarrier address (i32), phase parity (i32)")
+    expect(op, [v.type for v in op.operands] in ([i32, i32], [i32, i32, i1]) and not op.results,
+           "operands: mbarrier address (i32), phase parity (i32), optional predicate (i1)")
+
+
+@register_op("simt.mbarrier_arrive", pure=False)
+def _verify_mbarrier_arrive(op: Operation) -> None:
+    expect_counts(op, 1, 0)
+    expect(op, op.operand(0).type == i32, "operand: mbarrier address (i32)")
 
 
 def _verify_tma_copy(op: Operation, head: list) -> None:

@@ -237,7 +237,10 @@ class InsertBarriers(Pass):
                 if any(_hits(access, d) for d in state.dots):
                     self._barrier(op, insert, (Operation("gpu.dot_wait", [], [], {"pending": 0}, loc=op.loc),))
                     state = state.replace(dots=()).cleared()
-                if _hits(access, state.reads | state.writes):
+                # a released ring copy: every thread's reads of the stage are ordered before it by
+                # the ring's "empty" mbarriers (tile/opt/pipeline.py), not by a barrier
+                pending = state.writes if op.attrs.get("released") else state.reads | state.writes
+                if _hits(access, pending):
                     self._barrier(op, insert)
                     state = state.cleared()
                 if name == "gpu.local_store":

@@ -7,6 +7,10 @@
                                                           .mbarrier::complete_tx::bytes [%r2], [%rd1, {%r3, %r4}], [%r1];
     simt.mbarrier_wait %bar, %phase                  ->  $L__k_1:  mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r1], %r5;
                                                           @!%p2 bra.uni $L__k_1;
+    simt.mbarrier_wait %bar, %phase, %p              ->  not.pred %p2, %p1;   (only where %p1 waits)
+                                                          $L__k_1:  @!%p2 mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r1], %r5;
+                                                          @!%p2 bra $L__k_1;
+    simt.mbarrier_arrive %bar                        ->  mbarrier.arrive.shared::cta.b64 _, [%r1];
 A tensormap value is the generic address of its kernel parameter (emit.py's parameter load:
 `mov.b64 %rd1, k_param; cvta.param.u64 %rd1, %rd1;`), or of a map that the kernel wrote in global
 memory:
@@ -39,6 +43,7 @@ TMA_TEMPLATES: dict[str, str] = {
     "simt.mbarrier_init": "{guard}mbarrier.init.shared::cta.b64 [{bar}], {count};",
     "simt.mbarrier_expect_tx": "{guard}mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {bytes};",
     "simt.mbarrier_inval": "{guard}mbarrier.inval.shared::cta.b64 [{bar}];",
+    "simt.mbarrier_arrive": "mbarrier.arrive.shared::cta.b64 _, [{bar}];",
     "simt.tma_load": "{guard}cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
                      "[{dst}], [{tmap}, {{{coords}}}], [{bar}];",
     "simt.tma_store": "{guard}cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [{tmap}, {{{coords}}}], [{src}];",
@@ -51,7 +56,9 @@ TMA_TEMPLATES: dict[str, str] = {
 def _tma_op(e: _Emitter, op: Operation) -> None:
     fields: dict[str, object] = dict(op.attrs)
     regs = [e.src(v) for v in op.operands]
-    if op.name.startswith("simt.mbarrier"):
+    if op.name == "simt.mbarrier_arrive":
+        fields.update(bar=regs[0])
+    elif op.name.startswith("simt.mbarrier"):
         fields.update(bar=regs[0], guard=e.guard(op.operand(1)))
     elif op.name == "simt.tma_load":
         fields.update(dst=regs[0], bar=regs[1], tmap=regs[2], guard=e.guard(op.operand(3)), rank=len(regs) - 4,
@@ -72,9 +79,16 @@ def _elect(e: _Emitter, op: Operation) -> None:
 @handles("simt.mbarrier_wait")
 def _mbarrier_wait(e: _Emitter, op: Operation) -> None:
     loop, done = e.label(), e.new_reg("p")
+    wait = f"mbarrier.try_wait.parity.shared::cta.b64 {done}, [{e.src(op.operand(0))}], {e.src(op.operand(1))};"
+    if op.num_operands == 2 or not e.guard(op.operand(2)):  # every thread waits
+        e.emit(f"{loop}:")
+        e.emit(wait)
+        e.emit(f"@!{done} bra.uni {loop};")
+        return
+    e.emit(f"not.pred {done}, {e.src(op.operand(2))};")  # the threads that do not wait are done
     e.emit(f"{loop}:")
-    e.emit(f"mbarrier.try_wait.parity.shared::cta.b64 {done}, [{e.src(op.operand(0))}], {e.src(op.operand(1))};")
-    e.emit(f"@!{done} bra.uni {loop};")
+    e.emit(f"@!{done} {wait}")
+    e.emit(f"@!{done} bra {loop};")
 
 
 _REPLACE = "{guard}tensormap.replace.tile.{field}.shared::cta.b1024.{width} [{staging}], {args};"
