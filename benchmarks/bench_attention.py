@@ -72,7 +72,7 @@ def _triton_twin() -> Callable[..., Any]:
 
     def attention(q, k, v, causal, sm_scale):
         Zq, Hq, S, D = q.shape
-        cfg = tutorial.fwd_config(D, causal)
+        cfg = {key: value for key, value in tutorial.fwd_config(D, causal).items() if key != "descriptors"}
         o = torch.empty_like(q)
         M = torch.empty((Zq, Hq, S), device=q.device, dtype=torch.float32)
         twin.attn_fwd[(S // cfg["BLOCK_M"], Zq * Hq)](q, k, v, o, M, sm_scale, S, HEAD_DIM=D,
@@ -118,16 +118,17 @@ def run_config(S: int, D: int, causal: bool, mode: str, providers: dict[str, Any
     return row
 
 
-def make_providers(descriptors: bool = False) -> dict[str, Any]:
+def make_providers(pointers: bool = False) -> dict[str, Any]:
     import torch
     import torch.nn.functional as F
 
     tutorial = load_tile_tutorial()
+    forward = {"descriptors": False} if pointers else {}
 
     def tile_provider(q, k, v, do, causal, sm_scale, mode):
         if mode == "fwd":
             return lambda: (torch.as_tensor(tutorial.attention_forward(q.detach(), k.detach(), v.detach(), causal,
-                                                                       sm_scale, descriptors=descriptors)[0],
+                                                                       sm_scale, **forward)[0],
                                             device="cuda"),)
         o, M = tutorial.attention_forward(q.detach(), k.detach(), v.detach(), causal, sm_scale)
         return lambda: tuple(torch.as_tensor(g, device="cuda") for g in tutorial.attention_backward(
@@ -165,8 +166,9 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser.add_argument("--seq", type=int, nargs="+", default=[1024, 4096, 16384])
     parser.add_argument("--head-dim", type=int, nargs="+", default=[128])
     parser.add_argument("--mode", nargs="+", default=["fwd", "bwd"], choices=["fwd", "bwd"])
-    parser.add_argument("--descriptors", action="store_true",
-                        help="tile's forward over tensor descriptors (attn_fwd_desc: TMA on sm_90a)")
+    parser.add_argument("--pointers", action="store_true",
+                        help="tile's forward over pointers (attn_fwd), not the tutorial's choice (on Hopper: "
+                             "attn_fwd_desc over tensor descriptors)")
     args = parser.parse_args(argv)
     try:
         import torch
@@ -176,7 +178,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     if not torch.cuda.is_available():
         print("bench_attention: no CUDA GPU; skipped")
         return
-    providers = make_providers(args.descriptors)
+    providers = make_providers(args.pointers)
     names = list(providers)
     print(f"\nfused attention, Z={Z} H={H} fp16, TFLOP/s (median of do_bench); ratio = tile / other")
     header = ["mode", "causal", "S", "D"] + names + [f"tile/{n}" for n in names[1:]]
