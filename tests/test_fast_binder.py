@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import tile
 import tile.language as tl
 from tile.runtime.arrays import DeviceArray
+from tile.tools.tensor_descriptor import TensorDescriptor
 
 
 class FakeGpuCompiled:
@@ -230,3 +231,66 @@ def test_do_not_specialize_parameters_keep_one_kernel(gpu_compiler):
     assert len(compiled) == 1
     assert [entry[0] for entry in log] == ["general", "fast", "fast", "fast"]
     assert log[1][4][1] == 1  # n == 1 stays a parameter
+
+
+@tile.jit
+def descriptor_rows(x_desc, out_ptr, n, BLOCK: tl.constexpr):
+    rows = x_desc.load([tl.program_id(0) * BLOCK, 0])
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.sum(rows, axis=1), mask=tl.arange(0, BLOCK) < n)
+
+
+@pytest.fixture
+def fake_tensor_maps(monkeypatch):
+    """Tensor maps without a driver: 128 bytes naming the address, shape and block."""
+    import importlib
+
+    tensor_map = importlib.import_module("tile.runtime.tensor_map")  # the module, not a name of tile.runtime
+
+    def encode(arguments):
+        words = [arguments["globalAddress"], *arguments["globalDim"], *arguments["boxDim"]]
+        return b"".join(int(w).to_bytes(8, "little") for w in words).ljust(128, b"\0")
+
+    fake = tensor_map.TensorMapCache(encode)
+    monkeypatch.setattr(importlib.import_module("tile.frontend.jit"), "_tensor_map_bytes", lambda target: fake)
+    return fake
+
+
+def same_launch(a: tuple, b: tuple) -> bool:
+    """The same kernel, grid and values (the general path leaves the stream to the entry)."""
+    return (a[1], a[2], a[4]) == (b[1], b[2], b[4])
+
+
+def _descriptor(rows: int = 64, cols: int = 32, block=(16, 32), dtype=np.float16) -> TensorDescriptor:
+    base = device_array(rows * cols, dtype)
+    return TensorDescriptor(base, [rows, cols], [cols, 1], list(block))
+
+
+def test_descriptor_launches_take_the_fast_binder(gpu_compiler, fake_tensor_maps):
+    """A TensorDescriptor over a GPU array, on a TMA target: the fast binder spreads it into the
+    leaves the general path passes (address, shape, strides, tensor map), for the same kernel;
+    a new shape is a fast miss that the general rules resolve."""
+    compiled, log = gpu_compiler
+    k = tile.jit(descriptor_rows.fn)
+    out = device_array(64)
+    d = _descriptor()
+    k[(4,)](d, out, 64, BLOCK=16)
+    k[(4,)](d, out, 64, BLOCK=16)
+    assert [entry[0] for entry in log] == ["general", "fast"] and len(compiled) == 1
+    assert same_launch(log[0], log[1])
+    address = d.base.data_ptr()
+    assert log[1][4][:5] == [address, 64, 32, 32, fake_tensor_maps(d)] and log[1][4][5] == out.data_ptr()
+    for other in (_descriptor(rows=128), _descriptor(block=(32, 32)), _descriptor(rows=1),
+                  _descriptor(dtype=np.float32)):
+        k._general((4,), other, out, 64, BLOCK=16)
+        k[(4,)](other, out, 64, BLOCK=16)
+        assert log[-2][0] == "general" and log[-1][0] == "fast" and same_launch(log[-2], log[-1])
+        assert log[-1][1] == expected(k, (other, out, 64), {"BLOCK": 16})[0]
+    assert len(compiled) == 4  # rows=128 and rows=64 share a specialization; 1 and f32 do not
+
+
+def test_descriptor_that_breaks_tma_rules_gets_the_general_error(gpu_compiler, fake_tensor_maps):
+    k = tile.jit(descriptor_rows.fn)
+    out = device_array(64)
+    k[(4,)](_descriptor(), out, 64, BLOCK=16)
+    with pytest.raises(ValueError, match="argument 'x_desc'"):
+        k[(4,)](_descriptor(rows=1024, cols=512, block=(512, 16)), out, 64, BLOCK=16)

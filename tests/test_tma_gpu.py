@@ -65,6 +65,27 @@ def test_ragged_round_trip(dtype: str, shape, block) -> None:
     np.testing.assert_array_equal(got.view(np.uint8), x.view(np.uint8))
 
 
+@pytest.mark.parametrize("arrays", ["tile", "torch"])
+def test_descriptor_launches_after_the_first_take_the_fast_binder(arrays: str) -> None:
+    """Host descriptors over tile's DeviceArrays or CUDA torch tensors: launches after the first
+    go through the fast binder (DescriptorLeaves), new data and new shapes alike, and copy right."""
+    kernel = tile.jit(ragged_copy_kernel.fn)
+    if arrays == "torch":
+        torch = pytest.importorskip("torch")
+        to_gpu = lambda x: torch.as_tensor(x, device="cuda")  # noqa: E731
+        to_host = lambda x: x.cpu().numpy()  # noqa: E731
+    else:
+        to_gpu, to_host = tile.to_device, lambda x: x.numpy()
+    for shape in ((100, 80), (100, 80), (64, 96), (100, 80)):
+        x = RNG.standard_normal(shape).astype(np.float32)
+        src, dst = to_gpu(x), to_gpu(np.full(shape, np.nan, np.float32))
+        grid = (tile.cdiv(shape[0], 32), tile.cdiv(shape[1], 64))
+        kernel[grid](TensorDescriptor.from_tensor(src, [32, 64]), TensorDescriptor.from_tensor(dst, [32, 64]))
+        np.testing.assert_array_equal(to_host(dst), x)
+        assert kernel._launch is not kernel._general
+    assert len(kernel._fast_entries) == 2 and len(kernel.cache) == 2
+
+
 @pytest.mark.parametrize("padding", ["zero", "nan"])
 def test_out_of_bounds_reads(padding: str) -> None:
     x = RNG.standard_normal((50, 40)).astype(np.float32)

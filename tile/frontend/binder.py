@@ -203,12 +203,17 @@ def make_fast_binder(name: str, arg_names: tuple[str, ...], kinds: tuple[str, ..
     for i, (arg, kind, spec) in enumerate(zip(arg_names, kinds, fast_args)):
         arg_type, check, value, key = spec.type, spec.check, spec.value, spec.key
         namespace[f"_type{i}"] = arg_type
+        if spec.helper is not None:
+            namespace[f"_helper{i}"] = spec.helper
         type_checks.insert(len(type_checks) - 1, f"type({arg}) is _type{i}")
         if check:
-            value_checks.append(check.format(a=arg))
+            value_checks.append(check.format(a=arg, v=f"v{i}", h=f"_helper{i}"))
         if kind != "constexpr":
-            assigns.append(f"v{i} = {value.format(a=arg)}")
-            values.append(f"v{i}")
+            if value is None:  # bound by the check: (key items, launch values)
+                values.append(f"*v{i}[1]")
+            else:
+                assigns.append(f"v{i} = {value.format(a=arg)}")
+                values.append(f"v{i}")
         if stream == "0" and spec.stream:
             stream = spec.stream.format(a=arg)
         key_parts.append(key.format(a=arg, v=f"v{i}"))

@@ -382,12 +382,13 @@ class JITFunction:
         self._launch = self._general
         return self._launch
 
-    def _make_fast_launch(self, values: Sequence[Any]) -> None:
+    def _make_fast_launch(self, values: Sequence[Any], tensor_map: Optional[Callable[[Any], bytes]]) -> None:
         """Replace the general binder with one specialized on the kinds of `values`, the
-        arguments of the first compiled launch (binder.make_fast_binder), if they allow it."""
+        arguments of the first compiled launch (binder.make_fast_binder), if they allow it.
+        `tensor_map`: how that launch made its descriptors' tensor maps, if it did."""
         self._fast_tried = True
         kinds = tuple(("runtime", "nospec", "constexpr")[k] for k in self._kinds)
-        fast_args = [fast_arg(v, kind) for v, kind in zip(values, kinds)]
+        fast_args = [fast_arg(v, kind, tensor_map) for v, kind in zip(values, kinds)]
         if any(f is None for f in fast_args) or self._general is None:
             return
         compiler = _compiler()
@@ -464,13 +465,16 @@ class JITFunction:
             self.cache[key] = compiled
             runtime_args = [i for i, k in enumerate(self._kinds) if k != _CONSTEXPR]
             entry = compiled.make_entry(*spec.launch_positions(set(runtime_args)))
+            tensor_map = _tensor_map_bytes(target) if spec.tensor_maps else None
             if spec.has_aggregates:
-                entry = flattening_entry(entry, tuple(spec.key[i] for i in runtime_args),
-                                         _tensor_map_bytes(target) if spec.tensor_maps else None,
+                fast = getattr(entry, "fast", None)
+                entry = flattening_entry(entry, tuple(spec.key[i] for i in runtime_args), tensor_map,
                                          tuple(self.arg_names[i] for i in runtime_args))
+                if fast is not None and tensor_map is not None:  # the fast binder spreads descriptors itself
+                    entry.fast = fast
             self._launchers[key] = entry
             if not self._fast_tried and getattr(entry, "fast", None) is not None:
-                self._make_fast_launch(values)
+                self._make_fast_launch(values, tensor_map)
             return entry
 
     def _check_device_arrays(self, spec: Specialization, values: tuple) -> None:

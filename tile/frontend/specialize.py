@@ -22,7 +22,9 @@ its leaves' launch values, which `flattening_entry` spreads out before a compile
 For a target with TMA (sm_90a, `Specialization(..., tensor_maps=True)`) a descriptor has one
 more leaf, `desc.tensormap` (a `tensormap` parameter: its 128-byte CUtensorMap), whose launch
 value `flattening_entry` makes from the descriptor (tile/runtime/tensor_map.py).
-Tuple and descriptor arguments take the general launch path (fast_arg gives None for them).
+Tuple arguments take the general launch path (fast_arg gives None for them); so do descriptor
+arguments, except those over a GPU array of a TMA target's launch, which the fast binder spreads
+into their leaves itself (DescriptorLeaves).
 """
 from __future__ import annotations
 
@@ -230,13 +232,49 @@ class FastArg(NamedTuple):
     """How the fast binder (binder.make_fast_binder) handles one parameter, as code with `{a}`
     for the argument and `{v}` for its launch value: the argument's exact type, a further
     check, the launch value, the key items (finer than the specialization key: a dtype object
-    for its name, the address's low bits for its alignment) and the stream it implies."""
+    for its name, the address's low bits for its alignment) and the stream it implies. With a
+    `helper` (a function, `{h}` in the code), the check binds `{v}` itself (value None) to a
+    pair (key items, launch values), whose values the launch spreads."""
 
     type: type
     check: str = ""
-    value: str = "{a}"
+    value: Optional[str] = "{a}"
     key: str = ""
     stream: str = ""
+    helper: Optional[Callable[..., Any]] = None
+
+
+class DescriptorLeaves:
+    """The fast binder's reading of a TensorDescriptor over an array of type `base_type` for a
+    TMA target: `(key items, leaves)`, the leaves being the base's address, the shape, the
+    strides and the tensor map (flattening_entry's order), or None where the general path must
+    decide (another base type, an array on another device, a tensor map that breaks TMA's
+    rules, whose error the general path raises naming the argument)."""
+
+    def __init__(self, base_type: type, tensor_map: Callable[[TensorDescriptor], bytes]):
+        self.base_type, self.tensor_map = base_type, tensor_map
+        self.torch = base_type is not DeviceArray
+
+    def __call__(self, desc: TensorDescriptor, launch_device: int) -> Optional[tuple[tuple, tuple]]:
+        base = desc.base
+        if type(base) is not self.base_type:
+            return None
+        if self.torch:
+            if base.get_device() != launch_device:
+                return None
+            dtype_key = base.dtype
+        else:
+            if not base.is_device or base.device != launch_device:
+                return None
+            dtype_key = base.tile_dtype
+        address = base.data_ptr()
+        try:
+            tensor_map = self.tensor_map(desc)
+        except ValueError:
+            return None
+        shape, strides = tuple(desc.shape), tuple(desc.strides)
+        return ((dtype_key, address & 15, shape, strides, tuple(desc.block_shape), desc.padding),
+                (address, *shape, *strides, tensor_map))
 
 
 # get_device() is -1 on the CPU: one call checks both "on a GPU" and "on the launch device"
@@ -246,10 +284,11 @@ _TORCH_ARRAY = FastArg(object, "{a}.get_device() == _launch_device", "{a}.data_p
 _I32_ARG = FastArg(int, "-2147483648 <= {a} <= 2147483647", key="{v} == 1, not {v} & 15, ")
 
 
-def fast_arg(v: Any, kind: str) -> Optional[FastArg]:
+def fast_arg(v: Any, kind: str, tensor_map: Optional[Callable[[TensorDescriptor], bytes]] = None) -> Optional[FastArg]:
     """How the fast binder handles `v` and arguments of its type for a parameter of `kind`
     ("runtime", "nospec" or "constexpr"); None where only the general path can (other
-    arrays, host memory, integers beyond 32 bits, unhashable constexprs)."""
+    arrays, host memory, integers beyond 32 bits, unhashable constexprs, descriptors but those
+    over GPU arrays of a kernel taking tensor maps, made by `tensor_map`)."""
     t = type(v)
     if kind == "constexpr":
         if t is constexpr:
@@ -266,6 +305,12 @@ def fast_arg(v: Any, kind: str) -> Optional[FastArg]:
         return _I32_ARG._replace(key="") if nospec else _I32_ARG
     if t in (float, bool) or v is None:
         return FastArg(t)
+    if t is TensorDescriptor and tensor_map is not None and kind != "constexpr":
+        base = fast_arg(v.base, "runtime")
+        if base is None or not (base.type is DeviceArray or is_torch_tensor(v.base)):
+            return None
+        return FastArg(t, "({v} := {h}({a}, _launch_device)) is not None", None, "{v}[0], ", base.stream,
+                       DescriptorLeaves(base.type, tensor_map))
     if is_torch_tensor(v) and v.is_cuda:
         fast, dtype = _TORCH_ARRAY._replace(type=t), "{a}.dtype, "
     elif t is DeviceArray and v.is_device:

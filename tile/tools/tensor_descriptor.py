@@ -63,7 +63,7 @@ class TensorDescriptor:
                 raise TypeError(f"TensorDescriptor: block_shape element {i} must be an int, got {d!r}")
             if d <= 0 or d & (d - 1):
                 raise ValueError(f"TensorDescriptor: block_shape element {i} must be a power of 2, got {d}")
-        elem_bytes = _element_bytes(self.base)
+        elem_bytes = DTYPES[info.dtype].bytes
         for i, s in enumerate(self.shape):
             if not 0 < s < 2**31:
                 raise ValueError(f"TensorDescriptor: shape element {i} must be positive and fit in int32, got {s}")
