@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 import tile
 from tile.runtime.ptxas import assemble, find_ptxas
+from tile.tools.tensor_descriptor import TensorDescriptor
 
 TUTORIAL = Path(__file__).resolve().parent.parent / "tutorials" / "07_fused_attention.py"
 
@@ -152,6 +153,28 @@ def test_forward_on_sm90a_uses_wgmma_without_spills(head_dim, causal, config):
     assert loop.index("cp.async.wait_group") < loop.index("bar.sync") < loop.index("cp.async.cg")
     # the softmax needs no trip through shared memory
     assert "st.shared" not in loop and "ld.shared" not in loop
+
+
+@needs_ptxas
+@pytest.mark.parametrize("head_dim, causal, config", GPU_FWD[:2] + GPU_FWD[3:])
+def test_descriptor_forward_on_sm90a_releases_stages_without_barriers(head_dim, causal, config):
+    """attn_fwd_desc, the GPU default on sm_90a: K and V by TMA on a ring that each thread releases
+    on an mbarrier (no bar.sync in the loop, so the warp groups drift apart), the next copies
+    issued by warp 0 after Q @ K^T, no spills."""
+    rows = 4096
+    q = tile.empty((1, 1, rows, head_dim), "f16")
+    M = tile.empty((1, 1, rows), np.float32)
+    descs = [TensorDescriptor(q, [rows, head_dim], [head_dim, 1], [config[b], head_dim])
+             for b in ("BLOCK_M", "BLOCK_N", "BLOCK_N", "BLOCK_M")]
+    ptx = str(tile.dump(T.attn_fwd_desc, *descs, M, 0.5, rows, HEAD_DIM=head_dim, STAGE=3 if causal else 1,
+                        stage="ptx", target="sm_90a", **config))
+    info = assemble(ptx, "sm_90a")
+    assert info.spill_bytes == 0, info.log
+    loop = _loop_body(ptx)
+    assert "bar.sync" not in loop and loop.count("mbarrier.arrive.shared::cta.b64") == 1
+    issuer_wait = re.search(r"@!%p\d+ mbarrier\.try_wait\.parity", loop).start()
+    first_dot_done = loop.index("wgmma.wait_group.sync.aligned 0")
+    assert first_dot_done < issuer_wait < loop.index("cp.async.bulk.tensor") < loop.rindex("wgmma.mma_async")
 
 
 @pytest.mark.parametrize("causal", [False, True])

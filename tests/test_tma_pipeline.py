@@ -126,7 +126,7 @@ def test_synchronous_dots_release_their_stages_on_mbarriers(stages: int) -> None
     assert "gpu.mbarrier_init %" in text and "{count = 256}" in text and text.count("gpu.mbarrier_inval") == 2
     wait = loop.index("{issuer = true}")
     copies = [m.start() for m in re.finditer(r"gpu\.tma_load_async .*\{released = true", loop)]
-    assert len(copies) == 2 and wait < min(copies)
+    assert len(copies) == 2 and wait < min(copies) < loop.index("tt.dot")  # one dot: issued at the top
     assert loop.index("tt.dot") < loop.index("gpu.mbarrier_arrive") < loop.index("scf.yield")
     func = parse_op(text)
     verify(func)
