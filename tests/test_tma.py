@@ -28,13 +28,17 @@ def tma_copy_kernel(in_desc, out_desc):
 
 
 @tile.jit
-def tma_matmul_kernel(a_desc, b_desc, c_desc, K):
+def tma_matmul_kernel(a_desc, b_desc, c_desc, K, DECAY: tl.constexpr = 1.0):
+    """C = A @ B; with DECAY, acc = DECAY * acc + A_k @ B_k (the dot then stays synchronous:
+    its accumulator is scaled before it, as attention's forward scales acc)."""
     BM: tl.constexpr = a_desc.block_shape[0]
     BK: tl.constexpr = a_desc.block_shape[1]
     BN: tl.constexpr = b_desc.block_shape[1]
     off_m, off_n = tl.program_id(0) * BM, tl.program_id(1) * BN
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
+        if DECAY != 1.0:
+            acc = acc * DECAY
         acc = tl.dot(a_desc.load([off_m, k]), b_desc.load([k, off_n]), acc)
     c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
 

@@ -31,20 +31,6 @@ def load_not_feeding_a_dot_kernel(x_desc, out_ptr, K):
     tl.store(out_ptr + rows * BK + cols, total)
 
 
-@tile.jit
-def decaying_matmul_kernel(a_desc, b_desc, c_desc, K):
-    """acc = 0.5 * acc + A_k @ B_k: the dot's result is scaled before it is carried, so the dot
-    stays synchronous and its ring is released on mbarriers (attention's forward has this shape)."""
-    BM: tl.constexpr = a_desc.block_shape[0]
-    BK: tl.constexpr = a_desc.block_shape[1]
-    BN: tl.constexpr = b_desc.block_shape[1]
-    off_m, off_n = tl.program_id(0) * BM, tl.program_id(1) * BN
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        acc = tl.dot(a_desc.load([off_m, k]), b_desc.load([k, off_n]), acc * 0.5)
-    c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
-
-
 def _persistent_args():
     a, (b_desc, c_desc) = np.ones((256, 192), np.float16), _matmul_args()[1:3]
     return (TensorDescriptor.from_tensor(a, [128, 64]), b_desc, c_desc, 256, 256, 192)
@@ -52,7 +38,7 @@ def _persistent_args():
 
 KERNELS = {"k_loop": (tma_matmul_kernel, _matmul_args, {}),
            "persistent": (persistent_matmul_kernel, _persistent_args, {"NUM_SMS": 132}),
-           "decaying": (decaying_matmul_kernel, _matmul_args, {"num_warps": 8})}
+           "decaying": (tma_matmul_kernel, _matmul_args, {"num_warps": 8, "DECAY": 0.5})}
 
 
 def _dump(name: str, stage: str, stages: int) -> str:
@@ -142,7 +128,7 @@ def test_synchronous_dots_release_their_stages_on_mbarriers(stages: int) -> None
 
 
 def test_synchronous_ring_runs_on_the_emulator() -> None:
-    """decaying_matmul_kernel on the sm_90a emulator, 8 warps and 3 stages, against NumPy."""
+    """tma_matmul_kernel with DECAY = 0.5 on the sm_90a emulator, 8 warps and 3 stages, against NumPy."""
     from tile.emulator import emulate
 
     rng = np.random.default_rng(3)
@@ -150,7 +136,7 @@ def test_synchronous_ring_runs_on_the_emulator() -> None:
     c = np.full((128, 128), np.nan, np.float16)
     descs = (TensorDescriptor.from_tensor(a, [128, 64]), TensorDescriptor.from_tensor(b, [64, 128]),
              TensorDescriptor.from_tensor(c, [128, 128]))
-    emulate(decaying_matmul_kernel, "sm_90a")[(1, 1)](*descs, 256, num_warps=8, num_stages=3)
+    emulate(tma_matmul_kernel, "sm_90a")[(1, 1)](*descs, 256, DECAY=0.5, num_warps=8, num_stages=3)
     want = np.zeros((128, 128))
     for k in range(0, 256, 64):
         want = 0.5 * want + a[:, k:k + 64].astype(np.float64) @ b[k:k + 64].astype(np.float64)
