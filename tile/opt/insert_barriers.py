@@ -58,7 +58,9 @@ barrier before the copies into the stage the previous iteration's dot read:
 A TMA ring's copy (gpu.tma_load_async) and mbarrier initialization are writes that need the
 same barrier before them; the copy's bytes need none after it: every thread waits on the
 stage's mbarrier (gpu.mbarrier_wait) before reading them, which makes them visible to it and to
-its wgmma.
+its wgmma. A copy with {released} (a ring whose dots are synchronous) needs no barrier for the
+reads of its stage either: every thread arrived on the ring's "empty" mbarrier after them, and
+the issuing warp waited there before the copy (tile/opt/pipeline.py); earlier writes still do.
 A TMA store with {deferred_wait} (a persistent kernel's epilogue, tile/opt/tma.py) leaves the
 copy engine reading its buffer: the first later write of those bytes, often the next tile's
 epilogue, gets a gpu.tma_store_wait and a barrier before it, and the kernel one before it returns:
