@@ -37,6 +37,7 @@ from .specialize import (FAST_ARGS, Specialization, arg_key, fast_arg, flattenin
 from ..runtime import cuda_driver
 from ..runtime.cuda_driver import current_device, loading_on, torch_stream_getter
 from ..runtime.devices import resolver, torch_device_getter
+from ..runtime.tensor_map import TensorMapCache
 from ..opt.user_passes import hash_code, on_registry_change
 
 _MISSING = object()
@@ -382,7 +383,7 @@ class JITFunction:
         self._launch = self._general
         return self._launch
 
-    def _make_fast_launch(self, values: Sequence[Any], tensor_map: Optional[Callable[[Any], bytes]]) -> None:
+    def _make_fast_launch(self, values: Sequence[Any], tensor_map: Optional[TensorMapCache]) -> None:
         """Replace the general binder with one specialized on the kinds of `values`, the
         arguments of the first compiled launch (binder.make_fast_binder), if they allow it.
         `tensor_map`: how that launch made its descriptors' tensor maps, if it did."""
@@ -493,7 +494,7 @@ class JITFunction:
 
 
 @functools.cache
-def _tensor_map_bytes(target: str) -> Callable[[Any], bytes]:
+def _tensor_map_bytes(target: str) -> TensorMapCache:
     """The tensor maps of a target's launches: the driver's, or the emulator's own format."""
     if target.startswith(_EMULATOR_PREFIX):
         from tile.emulator.tensor_maps import emulator_tensor_map

@@ -36,6 +36,7 @@ import numpy as np
 from tile.ir.types import DTYPES, PointerType, Type, tensormap
 from tile.runtime.arrays import TORCH_DTYPE_NAMES, DeviceArray, describe_argument, torch_dtype_name
 from tile.runtime.cuda_driver import is_torch_tensor
+from tile.runtime.tensor_map import TensorMapCache
 from tile.tools.tensor_descriptor import TensorDescriptor
 
 from .aggregates import is_namedtuple
@@ -251,7 +252,7 @@ class DescriptorLeaves:
     decide (another base type, an array on another device, a tensor map that breaks TMA's
     rules, whose error the general path raises naming the argument)."""
 
-    def __init__(self, base_type: type, tensor_map: Callable[[TensorDescriptor], bytes]):
+    def __init__(self, base_type: type, tensor_map: TensorMapCache):
         self.base_type, self.tensor_map = base_type, tensor_map
         self.torch = base_type is not DeviceArray
 
@@ -263,13 +264,14 @@ class DescriptorLeaves:
             if base.get_device() != launch_device:
                 return None
             dtype_key = base.dtype
+            dtype = TORCH_DTYPE_NAMES.get(dtype_key) or torch_dtype_name(dtype_key)
         else:
             if not base.is_device or base.device != launch_device:
                 return None
-            dtype_key = base.tile_dtype
+            dtype_key = dtype = base.tile_dtype
         address = base.data_ptr()
         try:
-            tensor_map = self.tensor_map(desc)
+            tensor_map = self.tensor_map.at(desc, address, dtype)
         except ValueError:
             return None
         shape, strides = tuple(desc.shape), tuple(desc.strides)
@@ -284,7 +286,7 @@ _TORCH_ARRAY = FastArg(object, "{a}.get_device() == _launch_device", "{a}.data_p
 _I32_ARG = FastArg(int, "-2147483648 <= {a} <= 2147483647", key="{v} == 1, not {v} & 15, ")
 
 
-def fast_arg(v: Any, kind: str, tensor_map: Optional[Callable[[TensorDescriptor], bytes]] = None) -> Optional[FastArg]:
+def fast_arg(v: Any, kind: str, tensor_map: Optional[TensorMapCache] = None) -> Optional[FastArg]:
     """How the fast binder handles `v` and arguments of its type for a parameter of `kind`
     ("runtime", "nospec" or "constexpr"); None where only the general path can (other
     arrays, host memory, integers beyond 32 bits, unhashable constexprs, descriptors but those

@@ -127,11 +127,16 @@ class TensorMapCache:
 
     def __call__(self, desc: TensorDescriptor) -> bytes:
         info = describe_argument(desc.base)
-        key = (info.address, info.dtype, tuple(desc.shape), tuple(desc.strides), tuple(desc.block_shape), desc.padding)
+        return self.at(desc, info.address, info.dtype)
+
+    def at(self, desc: TensorDescriptor, address: int, dtype: str) -> bytes:
+        """The map of `desc` whose base is at `address` and holds tile dtype `dtype` (the fast
+        binder knows both already)."""
+        key = (address, dtype, tuple(desc.shape), tuple(desc.strides), tuple(desc.block_shape), desc.padding)
         found = self.maps.get(key)
         if found is None:
-            check_tma_rules(desc.shape, desc.strides, desc.block_shape, DTYPES[info.dtype].bytes, info.address)
-            found = self.encode(encode_arguments(info.address, info.dtype, desc.shape, desc.strides,
+            check_tma_rules(desc.shape, desc.strides, desc.block_shape, DTYPES[dtype].bytes, address)
+            found = self.encode(encode_arguments(address, dtype, desc.shape, desc.strides,
                                                  desc.block_shape, desc.padding))
             if len(found) != TENSOR_MAP_BYTES:
                 raise ValueError(f"a tensor map has {TENSOR_MAP_BYTES} bytes, the encoder gave {len(found)}")
