@@ -60,6 +60,11 @@ launch device (tile/runtime/devices.py): arrays on another device than PyTorch's
 fail the fast checks, and the general binder names the argument; `fast_miss` stores the
 entry's fast form (`entry.fast(grid, stream, *values)`, which packs and launches), or None
 for backends without one (the interpreter), which then take the general path.
+
+A TensorDescriptor over a CUDA tensor or a DeviceArray, for a kernel that takes tensor maps
+(sm_90a), is checked and spread by a helper (specialize.DescriptorLeaves) in the condition:
+`(v0 := _helper0(desc, _launch_device)) is not None` binds (key items, leaves), the key takes
+`v0[0]` and the launch `*v0[1]`: the base's address, the shape, the strides and the tensor map.
 """
 from __future__ import annotations
 

@@ -307,7 +307,7 @@ def fast_arg(v: Any, kind: str, tensor_map: Optional[TensorMapCache] = None) -> 
         return _I32_ARG._replace(key="") if nospec else _I32_ARG
     if t in (float, bool) or v is None:
         return FastArg(t)
-    if t is TensorDescriptor and tensor_map is not None and kind != "constexpr":
+    if t is TensorDescriptor and tensor_map is not None:
         base = fast_arg(v.base, "runtime")
         if base is None or not (base.type is DeviceArray or is_torch_tensor(v.base)):
             return None
