@@ -256,7 +256,15 @@ def test_timeline_of_a_tma_ring() -> None:
     ir = tile.dump(tma_matmul_kernel, *descs, 192, stage="gpu", target="sm_90a", num_stages=4)
     fig = show_pipeline(ir)
     assert (fig.copy_kind, fig.num_stages, fig.lookahead, fig.wait) == ("TMA", 4, 3, "gpu.mbarrier_wait")
+    assert not fig.released and "released" not in str(fig)
     check_schedule(fig)
+    # a synchronous dot (the accumulator scaled before it): the ring is released on mbarriers
+    decaying = show_pipeline(tile.dump(tma_matmul_kernel, *descs, 192, stage="gpu", target="sm_90a", num_stages=3,
+                                       DECAY=0.5))
+    assert decaying.released and decaying.async_dots == 0
+    assert str(decaying).startswith("3 stages, TMA copies issued 2 iteration(s) ahead, wait: gpu.mbarrier_wait, "
+                                    "synchronous dots, stages released on mbarriers (no barrier)")
+    check_schedule(decaying)
 
 
 def test_timeline_errors() -> None:

@@ -95,8 +95,9 @@ class PipelineFigure(Figure):
     ("cp.async" or "TMA"), wait (the body's wait op as text), async_dots (dots marked is_async),
     slots (names of the time slots), copies (one Copy per iteration), reads[i] (the buffer
     iteration i's dot reads), dots_in_flight (the body's gpu.dot_wait pending count, 0 for
-    synchronous dots) and dot_retired[i] (the iteration whose dot_wait completes iteration i's dot;
-    `iterations` for the wait after the loop).
+    synchronous dots), dot_retired[i] (the iteration whose dot_wait completes iteration i's dot;
+    `iterations` for the wait after the loop) and released (the TMA ring's stages are handed back
+    on "empty" mbarriers, gpu.mbarrier_arrive, rather than at a barrier of all warps).
     """
 
     def __init__(self, func: Operation, iterations: Optional[int] = None):
@@ -110,6 +111,7 @@ class PipelineFigure(Figure):
         self.wait = next(self._describe(op) for op in body.ops if op.name in WAIT_OPS)
         self.async_dots = sum(1 for op in body.ops if op.name == "tt.dot" and op.attrs.get("is_async"))
         self.dots_in_flight = next((op.attrs["pending"] for op in body.ops if op.name == "gpu.dot_wait"), 0)
+        self.released = any(op.name == "gpu.mbarrier_arrive" for op in body.ops)
         self.lookahead = self._lookahead(copies, stage_arg)
         self.prologue_buffers = self._prologue(loop, allocs)
         first = evaluate(loop.operands[3 + stage_arg.index - 1], {})
@@ -188,8 +190,9 @@ class PipelineFigure(Figure):
 
     def _title(self) -> str:
         dots = f"{self.async_dots} async wgmma dot(s)" if self.async_dots else "synchronous dots"
+        released = ", stages released on mbarriers (no barrier)" if self.released else ""
         return (f"{self.num_stages} stages, {self.copy_kind} copies issued {self.lookahead} iteration(s) ahead, "
-                f"wait: {self.wait}, {dots}")
+                f"wait: {self.wait}, {dots}{released}")
 
     def _draw(self) -> Picture:
         grid = self.buffer_grid()
