@@ -143,6 +143,31 @@ def test_synchronous_ring_runs_on_the_emulator() -> None:
     np.testing.assert_allclose(c.astype(np.float64), want, rtol=2e-2, atol=2e-2)
 
 
+def test_emulator_refuses_a_refill_nothing_orders_after_the_other_warps_reads(monkeypatch, tmp_path) -> None:
+    """The released ring without warp 0's wait on the "empty" mbarrier: the emulator runs its warps
+    in step, so no wrong value shows, but nothing would hold the copy back behind a slower warp
+    group; the emulator's epochs say so, naming the wgmma whose read it may overwrite."""
+    from tile.emulator import EmulatorError, emulate
+    from tile.opt import pipeline
+
+    emit = pipeline._Emitter.op
+
+    def without_the_issuers_wait(self, name, operands, result_types=(), **attrs):
+        if name == "gpu.mbarrier_wait" and attrs.get("issuer"):
+            return None
+        return emit(self, name, operands, result_types, **attrs)
+
+    monkeypatch.setattr(pipeline._Emitter, "op", without_the_issuers_wait)
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    a, b = np.ones((128, 256), np.float16), np.ones((256, 128), np.float16)
+    c = np.zeros((128, 128), np.float16)
+    descs = (TensorDescriptor.from_tensor(a, [128, 64]), TensorDescriptor.from_tensor(b, [64, 128]),
+             TensorDescriptor.from_tensor(c, [128, 128]))
+    with pytest.raises(EmulatorError, match=r"starts a copy into shared address \d+, which the wgmma\S* at .*read: "
+                                            r"nothing orders the copy after every warp's wgmma.wait_group"):
+        emulate(tile.jit(tma_matmul_kernel.fn), "sm_90a")[(1, 1)](*descs, 256, DECAY=0.5, num_warps=8, num_stages=3)
+
+
 def test_persistent_ring_runs_per_tile() -> None:
     """The mbarriers are initialized before each tile's K loop and invalidated after it, inside the
     tile loop: each run of the ring starts at stage 0, phase 0."""

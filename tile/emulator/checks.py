@@ -29,7 +29,12 @@ copy's PTX line.
 group, a TMA store its shared source until a cp.async.bulk.wait_group retires its bulk
 group: a write of those bytes earlier (a store, a cp.async or TMA load into a stage still
 being read) is an error naming the reader's PTX line and the wait it needs, and so is a CTA's
-exit before its TMA stores' reads retire.
+exit before its TMA stores' reads retire. A retired wgmma read also counts as a read by every
+warp at the CTA's epoch then: an asynchronous copy (cp.async, TMA load) into those bytes must
+be issued by a thread synchronised since (a bar.sync, or an mbarrier phase it saw complete that
+the readers arrived on after their wait, as a TMA ring's "empty" mbarriers), or it may overwrite
+a stage a slower warp group still reads. (The machine runs the warps in step, so the slower warp
+group never shows; the epochs say whether anything would hold the copy back.)
 
 *Proxy fences.* A thread's shared-memory stores are made by the generic proxy; wgmma and TMA
 stores read through the async proxy, which sees them only after the storing thread's
@@ -63,6 +68,9 @@ class SharedChecks:
         self.reads_committed: dict[str, list[list[np.ndarray]]] = {"wgmma": [], "bulk": []}
         self.copies_in_flight = 0  # copies issued and not landed: while 0, no byte is in flight
         self.async_reads = 0  # byte sets of asynchronous readers not retired
+        self.cta_bytes = nbytes // max(ctas, 1)
+        self.read_retired = np.full(nbytes, NOBODY, np.int32)  # the CTA epoch a wgmma's read of the byte retired in
+        self.retired_instr = np.zeros(nbytes, np.int32)  # that wgmma
         self.unfenced = np.full(nbytes, NOBODY, np.int32)  # the thread of a store not yet followed by its proxy fence
         self.any_unfenced = False
         self.epoch = np.zeros(ctas, np.int32)
@@ -169,8 +177,22 @@ class SharedChecks:
         if self.enabled:
             if self.async_reads:
                 self._check_async_readers(m, byte_idx, threads)
+            self._check_retired_reads(m, byte_idx, threads)
             self.in_flight[byte_idx] = m.pc
             self.copies_in_flight += 1
+
+    def _check_retired_reads(self, m: Any, b: np.ndarray, tb: np.ndarray) -> None:
+        """A copy into bytes a wgmma read: its thread must be synchronised after that read retired."""
+        retired = self.read_retired[b]
+        bad = (retired != NOBODY) & (retired >= self.synced[tb])
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            ins = m.kernel.instrs[int(self.retired_instr[b[k]])]
+            self.enabled = False
+            raise m.error(f"{describe(m, int(tb[k]))} starts a copy into shared address {int(b[k]) % m.smem.size}, "
+                          f"which the {ins.opcode} at {ins.source.describe()} read: nothing orders the copy after "
+                          f"every warp's wgmma.wait_group (a bar.sync, or an mbarrier they arrive on after it)")
+        self.read_retired[b] = NOBODY
 
     # ---------------------------------------------------------------- asynchronous readers
     def proxy_fence(self, threads: np.ndarray) -> None:
@@ -206,6 +228,9 @@ class SharedChecks:
         groups = self.reads_committed[kind]
         while len(groups) > keep:
             for byte_idx in groups.pop(0):
+                if kind == "wgmma":
+                    self.read_retired[byte_idx] = self.epoch[byte_idx // self.cta_bytes]
+                    self.retired_instr[byte_idx] = self.async_reader[byte_idx]
                 self.async_reader[byte_idx] = NOBODY
                 self.async_reads -= 1
 
