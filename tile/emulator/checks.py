@@ -77,6 +77,11 @@ class SharedChecks:
         self.synced = np.zeros(threads, np.int32)
         self.enabled = True
 
+    def _refuse(self, m: Any, message: str, *args: Any) -> Exception:
+        """The machine's error for a broken rule; the checks stop there (the run is over)."""
+        self.enabled = False
+        return m.error(message, *args)
+
     # ---------------------------------------------------------------- synchronisation
     def barrier(self, threads: np.ndarray, thread_ctas: np.ndarray) -> None:
         """Threads (batch positions) of CTAs (batch indices, one per thread) pass a bar.sync."""
@@ -167,9 +172,9 @@ class SharedChecks:
         other_text = "several threads" if other == SEVERAL else f"thread {other % m.ntid}"
         source = m.kernel.instrs[int(instr[byte])].source.describe()
         address = byte % m.smem.size
-        self.enabled = False
-        raise m.error(f"shared-memory race: {describe(m, int(tb[k]))} {'writes' if write else 'reads'} shared address "
-                      f"{address}, {what} by {other_text} at {source} with no barrier between")
+        message = (f"shared-memory race: {describe(m, int(tb[k]))} {'writes' if write else 'reads'} shared address "
+                   f"{address}, {what} by {other_text} at {source} with no barrier between")
+        raise self._refuse(m, message)
 
     # ---------------------------------------------------------------- cp.async
     def copy_issued(self, m: Any, byte_idx: np.ndarray, threads: np.ndarray) -> None:
@@ -188,10 +193,10 @@ class SharedChecks:
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             ins = m.kernel.instrs[int(self.retired_instr[b[k]])]
-            self.enabled = False
-            raise m.error(f"{describe(m, int(tb[k]))} starts a copy into shared address {int(b[k]) % m.smem.size}, "
-                          f"which the {ins.opcode} at {ins.source.describe()} read: nothing orders the copy after "
-                          f"every warp's wgmma.wait_group (a bar.sync, or an mbarrier they arrive on after it)")
+            message = (f"{describe(m, int(tb[k]))} starts a copy into shared address {int(b[k]) % m.smem.size}, "
+                       f"which the {ins.opcode} at {ins.source.describe()} read: nothing orders the copy after "
+                       f"every warp's wgmma.wait_group (a bar.sync, or an mbarrier they arrive on after it)")
+            raise self._refuse(m, message)
         self.read_retired[b] = NOBODY
 
     # ---------------------------------------------------------------- asynchronous readers
@@ -210,10 +215,10 @@ class SharedChecks:
             if hit.any():
                 k = int(np.flatnonzero(hit)[0])
                 store = m.kernel.instrs[int(self.write_instr[byte_idx[k]])]
-                self.enabled = False
-                raise m.error(f"{m.ins.opcode} reads shared address {int(byte_idx[k]) % m.smem.size}, which "
-                              f"{describe(m, int(writer[k]))} stored at {store.source.describe()} with no "
-                              f"fence.proxy.async after it: the async proxy may not see the store", 0)
+                message = (f"{m.ins.opcode} reads shared address {int(byte_idx[k]) % m.smem.size}, which "
+                           f"{describe(m, int(writer[k]))} stored at {store.source.describe()} with no "
+                           f"fence.proxy.async after it: the async proxy may not see the store")
+                raise self._refuse(m, message, 0)
         if self.enabled:
             self.async_reader[byte_idx] = m.pc
             self.reads_open[kind].append(byte_idx)
@@ -250,9 +255,9 @@ class SharedChecks:
             k = int(np.flatnonzero(hit)[0])
             ins = m.kernel.instrs[int(reader[k])]
             wait = "wgmma.wait_group" if ins.opcode.startswith("wgmma") else "cp.async.bulk.wait_group"
-            self.enabled = False
-            raise m.error(f"{describe(m, int(tb[k]))} writes shared address {int(b[k]) % m.smem.size}, which the "
-                          f"{ins.opcode} at {ins.source.describe()} may still read: a {wait} must retire it first")
+            message = (f"{describe(m, int(tb[k]))} writes shared address {int(b[k]) % m.smem.size}, which the "
+                       f"{ins.opcode} at {ins.source.describe()} may still read: a {wait} must retire it first")
+            raise self._refuse(m, message)
 
     def copy_landed(self, m: Any, byte_idx: np.ndarray, threads: np.ndarray) -> None:
         """A cp.async group lands: its bytes are written by the threads that issued them, at the
@@ -272,10 +277,10 @@ class SharedChecks:
             copy = m.kernel.instrs[int(pending[k])]
             wait = "cp.async.wait_group that lands it" if copy.opcode == "cp.async" else \
                 "mbarrier.try_wait that sees its phase complete"
-            self.enabled = False
-            raise m.error(f"{describe(m, int(tb[k]))} {'writes' if write else 'reads'} shared address "
-                          f"{int(b[k]) % m.smem.size}, a byte of the {copy.opcode} at {copy.source.describe()} before "
-                          f"the {wait}")
+            message = (f"{describe(m, int(tb[k]))} {'writes' if write else 'reads'} shared address "
+                       f"{int(b[k]) % m.smem.size}, a byte of the {copy.opcode} at {copy.source.describe()} before "
+                       f"the {wait}")
+            raise self._refuse(m, message)
 
 
 def describe(m: Any, position: int) -> str:
