@@ -734,12 +734,15 @@ def shared_operand_kernel(a_ptr, b_ptr, x_ptr, c_ptr, d_ptr, K, BM: tl.constexpr
     tl.store(d_ptr + offs_m[:, None] * BK + offs_k[None, :], d)
 
 
-@pytest.mark.parametrize("target, shared_limit", [("sm_80", None), ("sm_90a", None), ("sm_90a", 40960)])
-def test_a_tile_two_dots_read_is_pipelined_into_both_buffers(target, shared_limit):
-    """The loaded B block goes to two buffers (as is, and transposed for the second dot): both are
-    cp.async copies issued ahead, the load itself leaves the loop, and the results are right. When
-    its two rings would not fit the shared memory beside the others (40 KiB here: 44 KiB with them),
-    B's load stays synchronous and A alone is copied ahead."""
+@pytest.mark.parametrize("target, shared_limit, shared", [("sm_80", None, True), ("sm_90a", None, True),
+                                                          ("sm_80", None, False), ("sm_90a", 40960, False)])
+def test_a_tile_two_dots_read_is_staged_once_and_pipelined(target, shared_limit, shared):
+    """The loaded B block feeds two dots, as is and transposed: share-transposed-buffers stages it
+    once (the second dot reads it through gpu.local_trans), and its one cp.async copy is issued
+    ahead; the load itself leaves the loop, and the results are right. Without that pass it goes
+    to two buffers, each copied ahead; and when those two rings would not fit the shared memory
+    beside the others (40 KiB here: 44 KiB with them), B's load stays synchronous and A alone is
+    copied ahead."""
     import numpy as np
     from codegen_util import result, run as run_simt
     from tile.codegen.lower import lower_to_simt
@@ -755,10 +758,13 @@ def test_a_tile_two_dots_read_is_pipelined_into_both_buffers(target, shared_limi
     spec, runtime = shared_operand_kernel.specialize([a, b, x, c, d, k], dict(BM=bm, BN=bn, BK=bk))
     func = shared_operand_kernel.build_ir(spec)
     PassManager(tile_passes()).run(func)
-    PassManager(gpu_passes(4, target, num_stages=3, shared_limit=shared_limit)).run(func)
+    passes = gpu_passes(4, target, num_stages=3, shared_limit=shared_limit)
+    PassManager([p for p in passes if shared or p.name != "share-transposed-buffers"]).run(func)
     names = [op.name for op in _body(func).ops]
-    if shared_limit is None:
-        assert names.count("gpu.async_copy") == 3 and "tt.load" not in names
+    if shared:
+        assert names.count("gpu.async_copy") == 2 and names.count("gpu.local_trans") == 1 and "tt.load" not in names
+    elif shared_limit is None:
+        assert names.count("gpu.async_copy") == 3 and "tt.load" not in names and "gpu.local_trans" not in names
     else:
         assert names.count("gpu.async_copy") == 1 and names.count("tt.load") == 1
         assert func.attrs["shared_bytes"] <= shared_limit

@@ -13,6 +13,7 @@ from tile.opt.coalesce import Coalesce
 from tile.opt.convert_through_shared import ConvertThroughShared, access_cost
 from tile.opt.insert_barriers import InsertBarriers
 from tile.opt.remove_layout_conversions import RemoveLayoutConversions
+from tile.opt.share_transposed_buffers import ShareTransposedBuffers
 from tile.opt.to_gpu import ConvertToGpu
 from tile.opt.vectorize import Vectorize
 
@@ -29,6 +30,9 @@ ALIASES = {
     "#SW": str(SharedLayout(4, 1, 8, (0, 1))),
     "#SX": str(SharedLayout(2, 4, 16, (0, 1))),
     "#SH": str(SharedLayout(1, 1, 1, (0,))),
+    "#SA": str(SharedLayout(8, 1, 8, (0, 1))),
+    "#SB": str(SharedLayout(8, 1, 8, (1, 0))),
+    "#SC": str(SharedLayout(4, 1, 8, (1, 0))),
 }
 
 
@@ -686,3 +690,55 @@ def test_barrier_after_if_branches_merge():
         gpu.barrier
         %y = gpu.local_load %a : tensor<1024xf32, #B1>
         %z = gpu.local_load %d : tensor<1024xf32, #B1>""")
+
+
+# ------------------------------------------------------------------------- share-transposed-buffers
+
+TRANSPOSED_STAGING = """
+        tt.func {num_warps = 4, sym_name = "k", target = "sm_80", threads_per_warp = 32} {
+        ^bb(%x: tensor<64x32xf16, #C2>):
+          %a = gpu.local_alloc {bytes = 4096, offset = -1} : tensor<64x32xf16, #SA>
+          gpu.local_store %a, %x
+          %t = tt.trans %x {order = [1, 0]} : tensor<32x64xf16, #T2>
+          %b = gpu.local_alloc {bytes = 4096, offset = -1} : tensor<32x64xf16, #SB>
+          gpu.local_store %b, %t
+          %y = gpu.local_load %a : tensor<64x32xf16, #C2>
+          %z = gpu.local_load %b : tensor<32x64xf16, #T2>
+          tt.return
+        }"""
+
+
+def test_a_tile_and_its_transpose_share_one_buffer():
+    same(run([ShareTransposedBuffers()], TRANSPOSED_STAGING), """
+        tt.func {num_warps = 4, sym_name = "k", target = "sm_80", threads_per_warp = 32} {
+        ^bb(%x: tensor<64x32xf16, #C2>):
+          %a = gpu.local_alloc {bytes = 4096, offset = -1} : tensor<64x32xf16, #SA>
+          gpu.local_store %a, %x
+          %b = gpu.local_trans %a : tensor<32x64xf16, #SB>
+          %y = gpu.local_load %a : tensor<64x32xf16, #C2>
+          %z = gpu.local_load %b : tensor<32x64xf16, #T2>
+          tt.return
+        }""")
+
+
+@pytest.mark.parametrize("change", [
+    ("tensor<32x64xf16, #SB>\n", "tensor<32x64xf16, #SC>\n"),  # another swizzle: not the same bytes
+    ("gpu.local_store %a, %x\n", ""),                            # the tile has no buffer of its own ...
+    ("tt.return", "gpu.local_store %a, %x\n  tt.return"),          # ... or one written twice
+    ("          gpu.local_store %b, %t\n", "          gpu.local_store %b, %t\n          %w = gpu.local_load %b : "
+     "tensor<32x64xf16, #T2>\n          gpu.local_store %b, %t\n"),  # the transposed buffer written twice
+])
+def test_buffers_that_are_not_the_same_bytes_stay_apart(change):
+    text = TRANSPOSED_STAGING.replace(*change)
+    assert text != TRANSPOSED_STAGING
+    out = run([ShareTransposedBuffers()], text)
+    assert "gpu.local_trans" not in out and out.count("gpu.local_store %b, %t") >= 1
+
+
+def test_local_trans_is_verified():
+    text = run([ShareTransposedBuffers()], TRANSPOSED_STAGING)
+    bad = expand(text.replace("%b = gpu.local_trans %a : tensor<32x64xf16, #SB>",
+                              "%b = gpu.local_trans %a : tensor<32x64xf16, #SA>"))
+    with pytest.raises(Exception, match="transposed is"):
+        verify(parse_op(bad))
+

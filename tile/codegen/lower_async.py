@@ -60,6 +60,11 @@ def _lower_local_view(ctx: Lowering, op: Operation) -> None:
     ctx.set(op.result, [addr])
 
 
+@lowers("gpu.local_trans")
+def _lower_local_trans(ctx: Lowering, op: Operation) -> None:
+    ctx.set(op.result, ctx.get(op.operand(0)))  # the same bytes: its readers take the layout from its type
+
+
 def _shared_vector(offsets: list[int], groups: list[list[int]], span: int) -> int:
     """How many registers of each group are also consecutive (and aligned) in shared memory."""
     v = len(groups[0])

@@ -21,6 +21,10 @@ Multi-buffering and asynchronous copies (software pipelining of the loads feedin
                                     stage %stage (scalar i32) of a rank-3 buffer, no data moved:
                                     its bytes start at offset + stage * R * C * bytes(T); the
                                     layout is the buffer's without the stage dimension
+  gpu.local_trans %buf : tensor<C x R x T, #shared<..., order = [0, 1]>>
+                                    the rank-2 buffer %buf (R x C) read transposed, no data
+                                    moved: the same bytes, dimensions and order swapped (a tile
+                                    that two dots read, once transposed, is staged once)
   gpu.async_copy %view, %ptrs [, %mask [, %other]] {vector = V}
                                     global -> shared copy (cp.async) of the elements %ptrs point
                                     to, V consecutive elements (4, 8 or 16 bytes) per copy;
@@ -208,6 +212,14 @@ def stage_layout(layout: SharedLayout) -> SharedLayout:
                         layout.block)
 
 
+def transposed_shared(t: TensorType) -> TensorType:
+    """The rank-2 shared tensor `t` seen transposed: the same bytes (gpu.local_trans)."""
+    layout = t.layout
+    return TensorType(t.shape[::-1], t.element,
+                      SharedLayout(layout.vec, layout.per_phase, layout.max_phase, tuple(1 - d for d in layout.order),
+                                   layout.block))
+
+
 def multi_buffer_layout(layout: SharedLayout) -> SharedLayout:
     """The layout of a rank-3 buffer whose stages each have the 2-D `layout`."""
     return SharedLayout(layout.vec, layout.per_phase, layout.max_phase, tuple(d + 1 for d in layout.order) + (0,),
@@ -224,6 +236,14 @@ def _verify_local_view(op: Operation) -> None:
     expect(op, _shared(t) and t.shape == buf.shape[1:] and t.element == buf.element,
            f"a stage of {buf} has shape {buf.shape[1:]}")
     expect(op, t.layout == stage_layout(buf.layout), f"a stage of {buf} has layout {stage_layout(buf.layout)}")
+
+
+@register_op("gpu.local_trans")
+def _verify_local_trans(op: Operation) -> None:
+    expect_counts(op, 1, 1)
+    t = op.operand(0).type
+    expect(op, _shared(t) and t.rank == 2, "expects a rank-2 shared buffer")
+    expect(op, op.result.type == transposed_shared(t), f"{t} transposed is {transposed_shared(t)}")
 
 
 @register_op("gpu.async_copy", pure=False)
@@ -346,7 +366,7 @@ def _verify_tma_load_async(op: Operation) -> None:
 
 _SAME_LAYOUT = {"tt.addptr", "tt.hint", "tt.ptr_to_int", "tt.int_to_ptr", "tt.load", "tt.atomic_rmw",
                 "tt.atomic_cas", "tt.elementwise_inline_asm", "tt.map_elementwise"}
-_FREE_OPERANDS = {"gpu.convert_layout", "gpu.local_store", "gpu.local_load", "gpu.local_view", "tt.print",
+_FREE_OPERANDS = {"gpu.convert_layout", "gpu.local_store", "gpu.local_load", "gpu.local_view", "gpu.local_trans", "tt.print",
                   "tt.assert", "tt.reduce.return", "scf.if", "tt.func", "tt.return", "gpu.dot_wait"}
 
 

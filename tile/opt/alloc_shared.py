@@ -155,12 +155,14 @@ def _wgmma_alignment(alloc: Operation) -> int:
 
 
 def _users_through_views(alloc: Operation) -> list[Operation]:
-    """The users of a buffer and of the gpu.local_view ops of its stages."""
-    out = []
-    for user in alloc.result.users():
-        out.append(user)
-        if user.name == "gpu.local_view":
-            out.extend(user.result.users())
+    """The users of a buffer and of its views (gpu.local_view of its stages, gpu.local_trans),
+    those of a transposed stage included."""
+    out, values = [], [alloc.result]
+    while values:
+        for user in values.pop().users():
+            out.append(user)
+            if user.name in ("gpu.local_view", "gpu.local_trans"):
+                values.append(user.result)
     return out
 
 

@@ -23,6 +23,7 @@ from .insert_barriers import InsertBarriers
 from .pass_manager import Pass
 from .pipeline import Pipeline
 from .remove_layout_conversions import RemoveLayoutConversions
+from .share_transposed_buffers import ShareTransposedBuffers
 from .tma import LowerToTma
 from .to_gpu import ConvertToGpu
 from .vectorize import Vectorize
@@ -31,10 +32,11 @@ from .vectorize import Vectorize
 def gpu_passes(num_warps: int, target: str, threads_per_warp: int = 32, num_stages: int = 3,
                shared_limit: Optional[int] = None) -> list[Pass]:
     """convert-to-gpu, accelerate-dot, coalesce, remove-layout-conversions, vectorize,
-    convert-through-shared, tma, pipeline, alloc-shared, insert-barriers. `shared_limit`: the
+    convert-through-shared, share-transposed-buffers, tma, pipeline, alloc-shared, insert-barriers. `shared_limit`: the
     target's shared bytes per program, which alloc-shared keeps to where it has the choice."""
     return [ConvertToGpu(num_warps, target, threads_per_warp, num_stages), AccelerateDot(), Coalesce(),
-            RemoveLayoutConversions(), Vectorize(), ConvertThroughShared(target), LowerToTma(), Pipeline(shared_limit),
+            RemoveLayoutConversions(), Vectorize(), ConvertThroughShared(target), ShareTransposedBuffers(), LowerToTma(),
+            Pipeline(shared_limit),
             AllocShared(shared_limit), InsertBarriers()]
 
 

@@ -25,10 +25,11 @@ copies of the later stages still in flight. A dot with
 newest `pending`): then they are pending reads like a local_load's. A store or copy over bytes an
 asynchronous dot still reads gets a gpu.dot_wait {pending = 0} and a barrier.
 
-Where the bytes are: a gpu.local_alloc's [offset, offset + bytes); a gpu.local_view of stage s
-of a rank-3 buffer: that stage's bytes when s is a constant, else the whole buffer, tagged
-with s written as (base, k) for s = (base + k) rem S (the pipeliner's stage indices, also in the
-compare-and-select form it emits: base + k - S where base + k >= S). Two views
+Where the bytes are: a gpu.local_alloc's [offset, offset + bytes); a gpu.local_trans, its
+operand's; a gpu.local_view of stage s of a rank-3 buffer: that stage's bytes when s is a
+constant, else the whole buffer, tagged with s written as (base, k) for s = (base + k) rem S
+(the pipeliner's stage indices, also in the compare-and-select form it emits: base + k - S
+where base + k >= S). Two views
 of one buffer (the same gpu.local_alloc, not merely the same bytes) whose stages have the same
 base and different k are different stages, hence disjoint. Inside a loop, base values defined in the loop mean something else in the next
 iteration: accesses carried around the back edge (or out of the loop) lose their tags.
@@ -167,6 +168,8 @@ def _stage_tag(stage: Value, stages: int) -> tuple[Value, int]:
 
 def _access(buffer: Value, func: Operation) -> _Access:
     op = buffer.owner_op
+    if op is not None and op.name == "gpu.local_trans":  # the same bytes
+        return _access(op.operand(0), func)
     if op is not None and op.name == "gpu.local_view":
         whole = _access(op.operand(0), func)
         stages = op.operand(0).type.shape[0]

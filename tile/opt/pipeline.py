@@ -179,6 +179,20 @@ def _reads_operand(op: Operation) -> bool:
     return isinstance(layout, MmaLayout) and layout.version == 3
 
 
+def _readers(buf: Value, writer: Operation) -> Optional[list[Operation]]:
+    """The dot operand readers of buffer `buf`, through its gpu.local_trans where it is read
+    transposed too; None if anything but `writer` does something else with it."""
+    reads = []
+    for user, _ in buf.uses:
+        if user is writer:
+            continue
+        for reader in ([u for u, _ in user.result.uses] if user.name == "gpu.local_trans" else [user]):
+            if not _reads_operand(reader):
+                return None
+            reads.append(reader)
+    return reads
+
+
 def _asynchronous_dots(body: Block, candidates: list[_Candidate]) -> list[Operation]:
     """The wgmma dots reading the candidates' buffers whose accumulator is only carried around the
     loop, in body order (see the module docstring)."""
@@ -217,8 +231,8 @@ def _candidate(store: Operation, body: Block) -> Optional[_Candidate]:
     if alloc is None or alloc.name != "gpu.local_alloc" or alloc.parent is not body or load is None or \
             load.name != "tt.load" or load.parent is not body or not _staged_only(x):
         return None
-    reads = [u for u in buf.users() if u is not store]
-    if len(buf.uses) != len(reads) + 1 or not all(_reads_operand(r) for r in reads):
+    reads = _readers(buf, store)
+    if reads is None:
         return None
     width = load.attrs.get("vector", 1) * element_bytes(x.type)
     other = _constant_value(load.operand(2)) if load.num_operands > 2 else 0
@@ -233,8 +247,8 @@ def _tma_candidate(copy: Operation, body: Block) -> Optional[_Candidate]:
     alloc = buf.owner_op
     if alloc is None or alloc.name != "gpu.local_alloc" or alloc.parent is not body:
         return None
-    reads = [u for u in buf.users() if u is not copy]
-    if len(buf.uses) != len(reads) + 1 or not all(_reads_operand(r) for r in reads):
+    reads = _readers(buf, copy)
+    if reads is None:
         return None
     return _Candidate(copy, alloc, None, reads)
 
