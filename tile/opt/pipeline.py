@@ -3,10 +3,11 @@ copies: the TMA ring below) issued num_stages - 1 iterations ahead into num_stag
 
 Candidates: a tt.load at the top of a loop body whose uses store it (or its tt.trans, as for
 attention's K^T: the copy then moves through transposed pointers) into buffers
-(convert-through-shared's operand staging) that are only read into #dot_op fragments. A tile
-read by two dots, once transposed (Q^T and dO in attention's backward), is copied into each of
-its buffers, unless those rings would overflow the target's shared memory: it then stays
-synchronous. The copy must move 4, 8 or 16 bytes (`vector` * element bytes) and `other` must
+(convert-through-shared's operand staging) that are only read into #dot_op fragments or by
+wgmma, directly or through a gpu.local_trans (a tile read by two dots, once transposed: Q^T and
+dO in attention's backward, which share-transposed-buffers staged once). Where such a tile has
+two buffers (their layouts differ), it is copied into each, unless those rings would overflow
+the target's shared memory: it then stays synchronous. The copy must move 4, 8 or 16 bytes (`vector` * element bytes) and `other` must
 be zero or absent (a masked-off element of an async copy is zero-filled). The loop's step
 must be a positive constant. The ops computing the loads' operands ("stage 0": pointers, masks and, through the
 loop-carried values they read, e.g. the advanced pointers, their updates) must be pure and free
