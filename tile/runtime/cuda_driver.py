@@ -29,7 +29,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from functools import cache
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
 
 from tile.runtime.errors import CompilerBugError, DriverError, GpuFault, LaunchError
 
@@ -148,6 +148,7 @@ _TARGET_MIN_PTX: dict[str, tuple[int, int]] = {
 
 _devices: dict[int, CudaDevice] = {}
 _devices_lock = threading.Lock()
+_NOTHING_TO_DO = contextlib.nullcontext()
 # .has_context: this thread has had a current context checked or set; .loading: see loading_on;
 # .device: the current device of a program without PyTorch (set_current_device)
 _thread = threading.local()
@@ -241,15 +242,16 @@ class CudaDevice:
         """Whether this device's primary context is the calling thread's current context."""
         return _current_context() == self._context_address
 
-    @contextlib.contextmanager
-    def activated(self) -> Iterator[None]:
+    def activated(self) -> ContextManager[None]:
         """This device's primary context current in the calling thread while the block runs
         (pushed when another one, or none, is current, and popped after), so that loads,
         allocations, copies and launches for this device work whatever device PyTorch or the
-        caller has made current, and leave it current afterwards."""
-        if self.is_current():
-            yield
-            return
+        caller has made current, and leave it current afterwards. When it already is current
+        (almost always), a context manager that does nothing: every allocation and free asks."""
+        return _NOTHING_TO_DO if self.is_current() else self._pushed()
+
+    @contextlib.contextmanager
+    def _pushed(self) -> Iterator[None]:
         _check(_drv().cuCtxPushCurrent(self.context), "cuCtxPushCurrent")
         try:
             yield
