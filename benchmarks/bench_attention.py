@@ -63,8 +63,8 @@ def _triton_twin() -> Callable[..., Any]:
     source = source[:source.index(HOST_SIDE)]
     source = (source.replace("import tile.language as tl", "import triton.language as tl")
               .replace("import tile\n", "import triton\n").replace("@tile.jit", "@triton.jit")
-              .replace("from tile.compiler import INTERPRETER, current_target\n", "\n")
-              .replace("ON_GPU = current_target() != INTERPRETER\n", "\n"))  # blank lines keep line numbers for inspect
+              .replace("from tile.compiler import INTERPRETER, current_target\n",
+                       "INTERPRETER, current_target = None, lambda: 'triton'\n"))  # one line for one: inspect's lines
     twin = types.ModuleType("triton_twin_of_tutorial_07")
     twin.__file__ = str(TUTORIAL)
     exec(compile(source, str(TUTORIAL), "exec"), twin.__dict__)
@@ -72,7 +72,8 @@ def _triton_twin() -> Callable[..., Any]:
 
     def attention(q, k, v, causal, sm_scale):
         Zq, Hq, S, D = q.shape
-        cfg = {key: value for key, value in tutorial.fwd_config(D, causal).items() if key != "descriptors"}
+        cfg = {key: value for key, value in tutorial.fwd_config(D, causal, S, descriptors=False).items()
+               if key != "descriptors"}
         o = torch.empty_like(q)
         M = torch.empty((Zq, Hq, S), device=q.device, dtype=torch.float32)
         twin.attn_fwd[(S // cfg["BLOCK_M"], Zq * Hq)](q, k, v, o, M, sm_scale, S, HEAD_DIM=D,

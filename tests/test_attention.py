@@ -121,13 +121,32 @@ def _fwd_ptx(head_dim: int, causal: bool, target: str, config: dict) -> str:
                          stage="ptx", target=target, **config))
 
 
-def _loop_body(ptx: str) -> str:
-    """The PTX of the first loop: from its label to the branch back to it."""
+def _loops(ptx: str) -> list[str]:
+    """The PTX of every loop: from its label to the branch back to it."""
+    bodies = []
     for found in re.finditer(r"^(\$L__\w+):", ptx, re.M):
         back = ptx.find(f"bra.uni {found.group(1)};", found.end())
         if back >= 0:
-            return ptx[found.start():back]
-    raise AssertionError("no loop in the PTX")
+            bodies.append(ptx[found.start():back])
+    return bodies
+
+
+def _desc_fwd_ptx(head_dim: int, causal: bool, config: dict) -> str:
+    from tile.tools.tensor_descriptor import TensorDescriptor
+
+    q = tile.empty((1, 1, 4096, head_dim), "f16")
+    M = tile.empty((1, 1, 4096), np.float32)
+    rows = [config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_N"], config["BLOCK_M"]]
+    descs = [TensorDescriptor(q, [4096, head_dim], [head_dim, 1], [r, head_dim]) for r in rows]
+    return str(tile.dump(T.attn_fwd_desc, *descs, M, 0.5, 4096, HEAD_DIM=head_dim, STAGE=3 if causal else 1,
+                         stage="ptx", target="sm_90a", **config))
+
+
+def _loop_body(ptx: str) -> str:
+    """The PTX of the first loop."""
+    loops = _loops(ptx)
+    assert loops, "no loop in the PTX"
+    return loops[0]
 
 
 GPU_FWD = [(128, False, dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3)),
@@ -177,25 +196,35 @@ def test_descriptor_forward_on_sm90a_releases_stages_without_barriers(head_dim, 
     assert first_dot_done < issuer_wait < loop.index("cp.async.bulk.tensor") < loop.rindex("wgmma.mma_async")
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_descriptor_forward_equals_the_pointer_forward(causal):
-    """attn_fwd_desc (attention_forward(..., descriptors=True)) gives attn_fwd's bytes."""
-    (q, k, v, _), _ = T.make_inputs((1, 2, 128, 64), "f16", seed=5)
+@pytest.mark.parametrize("causal, paired, seq", [(False, False, 128), (True, False, 128), (True, True, 128),
+                                                 (True, True, 96)])
+def test_descriptor_forward_equals_the_pointer_forward(causal, paired, seq, monkeypatch):
+    """attn_fwd_desc (attention_forward(..., descriptors=True)) gives attn_fwd's bytes: its causal
+    loop with the mask behind a branch equals the two stages, and PAIRED (program i also runs
+    block n - 1 - i) covers every block on half the grid, also the middle one of an odd count
+    (3 blocks of 32 rows at S = 96)."""
+    grids = []
+
+    class Recorded:
+        def __getitem__(self, grid):
+            grids.append(grid)
+            return attn_fwd_desc[grid]
+
+    attn_fwd_desc = T.attn_fwd_desc
+    monkeypatch.setattr(T, "attn_fwd_desc", Recorded())
+    (q, k, v, _), _ = T.make_inputs((1, 2, seq, 64), "f16", seed=5)
     o1, m1 = T.attention_forward(q, k, v, causal, 0.5, descriptors=False)
-    o2, m2 = T.attention_forward(q, k, v, causal, 0.5, descriptors=True)
+    o2, m2 = T.attention_forward(q, k, v, causal, 0.5, descriptors=True, PAIRED=paired)
+    blocks = seq // T.fwd_config(64, causal, seq)["BLOCK_M"]
+    assert grids == [((blocks + 1) // 2 if paired else blocks, 2)]
     np.testing.assert_array_equal(T.from_device(o2), T.from_device(o1))
     np.testing.assert_array_equal(m2.numpy(), m1.numpy())
 
 
-def _desc_fwd_ptx(head_dim: int, causal: bool, config: dict) -> str:
-    from tile.tools.tensor_descriptor import TensorDescriptor
-
-    q = tile.empty((1, 1, 4096, head_dim), "f16")
-    M = tile.empty((1, 1, 4096), np.float32)
-    rows = [config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_N"], config["BLOCK_M"]]
-    descs = [TensorDescriptor(q, [4096, head_dim], [head_dim, 1], [r, head_dim]) for r in rows]
-    return str(tile.dump(T.attn_fwd_desc, *descs, M, 0.5, 4096, HEAD_DIM=head_dim, STAGE=3 if causal else 1,
-                         stage="ptx", target="sm_90a", **config))
+def test_pairing_needs_the_descriptor_forward():
+    (q, k, v, _), _ = T.make_inputs((1, 1, 64, 16), "f16", seed=1)
+    with pytest.raises(ValueError, match="PAIRED applies to the descriptor forward"):
+        T.attention_forward(q, k, v, True, 0.5, descriptors=False, PAIRED=True)
 
 
 @needs_ptxas
@@ -207,6 +236,38 @@ def test_descriptor_forward_on_sm90a_copies_with_tma_without_spills(head_dim, ca
     loop = _loop_body(ptx)
     assert "cp.async.bulk.tensor" in loop and "mbarrier.try_wait" in loop and "cp.async.cg" not in loop
     assert loop.count("wgmma.mma_async") == head_dim // 16 + config["BLOCK_N"] // 16
+
+
+@needs_ptxas
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("seq_len", [1024, 16384])
+def test_descriptor_forward_default_configs(causal, seq_len, monkeypatch):
+    """fwd_config on Hopper at D = 128: up to S = 4096, blocks small enough (128 registers, under
+    half the SM's shared memory) that two programs share an SM; the causal loop is one loop (one
+    ring) per block of queries, and PAIRED runs two blocks, each P @ V taking P from registers."""
+    monkeypatch.setattr(T, "ON_GPU", True)
+    config = T.fwd_config(128, causal, seq_len, descriptors=True)
+    assert config.pop("descriptors")
+    paired = config.pop("PAIRED", False)
+    assert paired == (causal and seq_len <= 2048)
+    q = tile.empty((1, 1, seq_len, 128), "f16")
+    M = tile.empty((1, 1, seq_len), np.float32)
+    descs = [TensorDescriptor(q, [seq_len, 128], [128, 1], [config[b], 128])
+             for b in ("BLOCK_M", "BLOCK_N", "BLOCK_N", "BLOCK_M")]
+    compiled = tile.dump(T.attn_fwd_desc, *descs, M, 0.5, seq_len, HEAD_DIM=128, STAGE=3 if causal else 1,
+                         PAIRED=paired, stage="gpu", target="sm_90a", **config)
+    shared = int(re.search(r"shared_bytes = (\d+)", str(compiled)).group(1))
+    ptx = str(tile.dump(T.attn_fwd_desc, *descs, M, 0.5, seq_len, HEAD_DIM=128, STAGE=3 if causal else 1,
+                        PAIRED=paired, stage="ptx", target="sm_90a", **config))
+    info = assemble(ptx, "sm_90a")
+    assert info.spill_bytes == 0, info.log
+    if seq_len <= 4096:
+        assert info.registers <= 128 and 2 * (shared + 1024) <= 228 * 1024, (info.registers, shared)
+    loops = [body for body in _loops(ptx) if "wgmma.mma_async" in body]
+    assert len(loops) == (2 if paired else 1)
+    for body in loops:
+        assert "st.shared" not in body and re.search(r"wgmma\.mma_async\S* \{[^}]*\}, \{%r", body)
+        assert ("0fFF800000" in body) == causal  # the diagonal's mask (-inf), behind its branch
 
 
 @needs_ptxas

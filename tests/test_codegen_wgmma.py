@@ -519,6 +519,36 @@ def test_a_loop_invariant_operand_is_stored_once_before_the_loop():
     assert text.index("gpu.local_store %0, %a") < text.index("scf.for") < text.index("gpu.local_store %1, %b")
 
 
+MASKED_SCORES = '''tt.func {num_stages = 1, num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32} {
+^bb(%q: tensor<64x32xf16, #B>, %k: tensor<32x64xf16, #B>, %v: tensor<64x64xf16, #B>, %out: tensor<64x64xptr<f32>, #B>, %diagonal: i1):
+  %zero = arith.constant {value = 0.0} : tensor<64x64xf32, #B>
+  %s = tt.dot %q, %k, %zero {input_precision = "tf32", max_num_imprecise_acc = 0} : tensor<64x64xf32, #B>
+  %masked = scf.if %diagonal : tensor<64x64xf32, #B> {
+    %low = arith.constant {value = -1000000.0} : tensor<64x64xf32, #B>
+    %m = arith.min %s, %low : tensor<64x64xf32, #B>
+    scf.yield %m
+  } {
+    scf.yield %s
+  }
+  %p = arith.cast %masked : tensor<64x64xf16, #B>
+  %o = tt.dot %p, %v, %zero {input_precision = "tf32", max_num_imprecise_acc = 0} : tensor<64x64xf32, #B>
+  tt.store %out, %o
+  tt.return
+}'''.replace("#B", "#blocked<spt = [1, 1], tpw = [1, 32], wpc = [2, 2], order = [1, 0]>")
+
+
+def test_a_dot_result_through_a_branch_stays_in_registers_as_the_next_dots_a():
+    """Attention's scores masked in a branch (the causal diagonal), then P @ V: P is still
+    computed in registers from a dot, so wgmma takes it from registers; only Q, K and V are
+    staged in shared memory."""
+    func = parse_op(MASKED_SCORES)
+    AccelerateDot().run(func)
+    verify_layouts(func)
+    text = print_op(func)
+    assert text.count("gpu.local_alloc") == 3
+    assert "gpu.convert_layout %p : tensor<64x64xf16, #dot_op<op_idx = 0" in text
+
+
 # ------------------------------------------------------------------------------ end to end
 
 

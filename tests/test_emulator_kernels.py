@@ -145,18 +145,23 @@ def run_attention(attention, target: str, dtype: str, causal: bool, head_dim: in
         np.testing.assert_allclose(attention.from_device(got), exact, atol=tol, rtol=tol, err_msg=name)
 
 
-@pytest.mark.parametrize("dtype, causal, head_dim", [("f16", True, 64), ("bf16", False, 128)])
-def test_attention_forward_over_descriptors_on_sm90a(attention, dtype, causal, head_dim):
+@pytest.mark.parametrize("dtype, causal, head_dim, seq, block_n, stages, paired",
+                         [("f16", True, 64, 256, 64, 3, False), ("bf16", False, 128, 256, 64, 3, False),
+                          ("f16", True, 128, 384, 64, 2, True)])
+def test_attention_forward_over_descriptors_on_sm90a(attention, dtype, causal, head_dim, seq, block_n, stages, paired):
     """attn_fwd_desc (attention_forward(..., descriptors=True)): Q, K and V by TMA copies onto the
-    mbarrier ring, O stored by TMA, at the GPU's 128-row blocks, 8 warps and 3 stages."""
-    z, h, s, block_n = 1, 2, 256, 64
+    mbarrier ring, O stored by TMA, at the GPU's 128-row blocks and 8 warps; the last case is
+    fwd_config's at S <= 2048 causal: two stages, and each program also runs block n - 1 - i
+    (PAIRED), over 3 blocks, so that the middle one runs once."""
+    z, h, s = 1, 2, seq
     (q, k, v, _), (q64, k64, v64, do64) = _attention_inputs(attention, (z, h, s, head_dim), dtype)
     o, lse = _poisoned((z, h, s, head_dim), dtype), _poisoned((z, h, s), "f32")
     descs = [TensorDescriptor(x, [z * h * s, head_dim], [head_dim, 1], [rows, head_dim])
              for x, rows in ((q, 128), (k, block_n), (v, block_n), (o, 128))]
-    compiled = emulate(attention.attn_fwd_desc, "sm_90a")[(s // 128, z * h)](
+    blocks = s // 128
+    compiled = emulate(attention.attn_fwd_desc, "sm_90a")[((blocks + 1) // 2 if paired else blocks, z * h)](
         *descs, lse, 0.5, s, HEAD_DIM=head_dim, STAGE=3 if causal else 1, BLOCK_M=128, BLOCK_N=block_n,
-        num_warps=8, num_stages=3)
+        num_warps=8, num_stages=stages, PAIRED=paired)
     assert "cp.async.bulk.tensor" in compiled.asm["ptx"]
     want = attention.reference(q64, k64, v64, do64, causal, 0.5)[0]
     tol = 1e-2 if dtype == "f16" else 4e-2

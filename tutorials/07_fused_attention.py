@@ -26,9 +26,12 @@ Three details make it fast:
   descriptors as Triton's tutorial does there: its loads become TMA copies, which cost the
   threads no registers or instructions, and whose stages are handed back on mbarriers rather
   than at a barrier of all warps, so the two warp groups drift apart and one's softmax runs
-  while the other's dots use the tensor cores (on an H200, 4-16% faster than the pointer
-  forward, attn_fwd, at S >= 4096 and 8% at S = 1024, but 9% slower at S = 1024 causal;
-  `descriptors=False` runs that one).
+  while the other's dots use the tensor cores (`descriptors=False` runs attn_fwd, over
+  pointers). Its causal loop is one loop in which the blocks left of the diagonal skip the
+  mask by a branch, so that one ring of copies runs on into the diagonal block, and at short
+  rows each program runs two blocks of queries whose causal work adds up to the same
+  (`PAIRED`). On an H200 at S = 1024 these make the causal forward 1.5x faster than two stages
+  (benchmarks/RESULTS.md).
 
 The forward also writes M = m + log2(l) for each row (the log-sum-exp, base 2), so that the
 backward can recompute P = exp2(qk * qk_scale - M) without a second online softmax. The
@@ -115,13 +118,21 @@ def _attn_fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, start_m, qk_scale, N_CTX,
 
 @tile.jit
 def _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, row0, start_m, qk_scale, N_CTX,
-                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr, offs_m, offs_n):
-    """_attn_fwd_inner with K and V read through tensor descriptors (TMA copies on sm_90a)."""
-    lo, hi = _stage_range(start_m, N_CTX, BLOCK_M, STAGE)
-    for start_n in range(lo, hi, BLOCK_N):
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, offs_m, offs_n):
+    """_attn_fwd_inner with K and V read through tensor descriptors (TMA copies on sm_90a), and in
+    one loop also when causal: the keys up to the diagonal, where the blocks left of it skip the
+    mask by a branch. Two stages would fill a second ring of copies for the diagonal block, with
+    its latency exposed, and hold a second loop's registers; one loop runs its ring straight on."""
+    diagonal = start_m * BLOCK_M
+    hi = diagonal + BLOCK_M if CAUSAL else N_CTX
+    for start_n in range(0, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         k = desc_k.load([row0 + start_n, 0])
-        p, alpha, m_ij, l_ij = _online_softmax(tl.dot(q, k.T), m_i, start_n, qk_scale, offs_m, offs_n, STAGE == 2)
+        qk = tl.dot(q, k.T)
+        if CAUSAL:
+            if start_n + BLOCK_N > diagonal:  # on the diagonal: a query sees the keys up to its own
+                qk = tl.where(offs_m[:, None] >= start_n + offs_n[None, :], qk, float("-inf"))
+        p, alpha, m_ij, l_ij = _online_softmax(qk, m_i, start_n, qk_scale, offs_m, offs_n, False)
         acc = acc * alpha[:, None]
         v = desc_v.load([row0 + start_n, 0])
         acc = tl.dot(p.to(v.dtype), v, acc)
@@ -160,12 +171,9 @@ def attn_fwd(Q, K, V, O, M, sm_scale, N_CTX,
 
 
 @tile.jit
-def attn_fwd_desc(desc_q, desc_k, desc_v, desc_o, M, sm_scale, N_CTX,
-                  HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr):
-    """attn_fwd over host tensor descriptors of the [Z * H * N_CTX, HEAD_DIM] views of Q, K, V and
-    O, as Triton's tutorial runs on Hopper: Q, K and V arrive by TMA, O leaves by it."""
-    start_m = tl.program_id(0)
-    off_hz = tl.program_id(1)
+def _attn_fwd_desc_block(desc_q, desc_k, desc_v, desc_o, M, qk_scale, N_CTX, off_hz, start_m,
+                         HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    """Block `start_m` of query rows of head `off_hz`, over tensor descriptors."""
     row0 = off_hz * N_CTX  # the head's first row
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -173,17 +181,34 @@ def attn_fwd_desc(desc_q, desc_k, desc_v, desc_o, M, sm_scale, N_CTX,
     m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    qk_scale = sm_scale * 1.44269504
-    if STAGE & 1:
-        acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, row0, start_m, qk_scale, N_CTX,
-                                             BLOCK_M, BLOCK_N, 4 - STAGE, offs_m, offs_n)
-    if STAGE & 2:
-        acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, row0, start_m, qk_scale, N_CTX,
-                                             BLOCK_M, BLOCK_N, 2, offs_m, offs_n)
+    acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, row0, start_m, qk_scale, N_CTX,
+                                         BLOCK_M, BLOCK_N, CAUSAL, offs_m, offs_n)
     m_i += tl.math.log2(l_i)
     acc = acc / l_i[:, None]
     tl.store(M + off_hz * N_CTX + offs_m, m_i)
     desc_o.store([row0 + start_m * BLOCK_M, 0], acc.to(desc_o.dtype))
+
+
+@tile.jit
+def attn_fwd_desc(desc_q, desc_k, desc_v, desc_o, M, sm_scale, N_CTX,
+                  HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr,
+                  PAIRED: tl.constexpr = False):
+    """attn_fwd over host tensor descriptors of the [Z * H * N_CTX, HEAD_DIM] views of Q, K, V and
+    O, as Triton's tutorial runs on Hopper: Q, K and V arrive by TMA, O leaves by it. STAGE 3:
+    causal (in one loop, see _attn_fwd_inner_desc), 1: not.
+    PAIRED (for causal): program i runs query blocks i and n - 1 - i of its head (n blocks), so
+    that every program does the same work, where a causal block's work grows with its index and
+    the last wave would otherwise wait for a few long programs; the grid is (ceil(n / 2), Z * H)."""
+    off_hz = tl.program_id(1)
+    qk_scale = sm_scale * 1.44269504
+    first = tl.program_id(0)
+    _attn_fwd_desc_block(desc_q, desc_k, desc_v, desc_o, M, qk_scale, N_CTX, off_hz, first,
+                         HEAD_DIM, BLOCK_M, BLOCK_N, STAGE == 3)
+    if PAIRED:
+        second = N_CTX // BLOCK_M - 1 - first
+        if second != first:  # the middle block of an odd count has no partner
+            _attn_fwd_desc_block(desc_q, desc_k, desc_v, desc_o, M, qk_scale, N_CTX, off_hz, second,
+                                 HEAD_DIM, BLOCK_M, BLOCK_N, STAGE == 3)
 
 
 @tile.jit
@@ -336,10 +361,18 @@ def attn_bwd_dq(Q, K, V, sm_scale, DO, DQ, M, D, N_CTX,
 # per step (faster than 64 for a causal D = 128: 511 against 488 TFLOP/s at S = 16384 on an
 # H200); the backward
 # takes Triton's tutorial's 32/128 and 128/32 blocks. On the interpreter: small blocks.
-def fwd_config(head_dim: int, causal: bool) -> dict[str, Any]:
+def fwd_config(head_dim: int, causal: bool, seq_len: int, descriptors: bool = ON_HOPPER) -> dict[str, Any]:
+    """The forward's block sizes and launch options (measured on an H200: benchmarks/RESULTS.md).
+    Over descriptors at D = 128 and S <= 4096, 128 x 64 blocks in two stages: 96 KiB of shared
+    memory and 128 registers a thread, so two programs share an SM and one's prologue and
+    epilogue (Q's copy, the ring's fill, O's store) run under the other's loop; longer rows
+    amortize those, and 128 x 128 blocks in three stages are faster there."""
     if not ON_GPU:
-        return dict(BLOCK_M=32, BLOCK_N=16)
-    return dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3, descriptors=ON_HOPPER)
+        return dict(BLOCK_M=32, BLOCK_N=16, descriptors=descriptors)
+    if descriptors and head_dim == 128 and seq_len <= 4096:
+        return dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=2, descriptors=True,
+                    PAIRED=causal and seq_len <= 2048)
+    return dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3, descriptors=descriptors)
 
 
 BWD = (dict(BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2, num_warps=8, num_stages=3)
@@ -377,9 +410,14 @@ def attention_forward(q: Any, k: Any, v: Any, causal: bool, sm_scale: float, **c
     and M, the base-2 log-sum-exp of each row of scores that the backward needs.
     q, k, v: contiguous [Z, H, S, D] arrays, float16 or bfloat16; `config` overrides
     fwd_config's block sizes and launch options; `descriptors` (True on Hopper) runs
-    attn_fwd_desc over tensor descriptors instead of attn_fwd over pointers."""
-    config = {**fwd_config(int(q.shape[-1]), causal), **config}
-    descriptors = config.pop("descriptors", False)
+    attn_fwd_desc over tensor descriptors instead of attn_fwd over pointers, and `PAIRED`
+    pairs its causal blocks (see attn_fwd_desc)."""
+    shape = tuple(int(n) for n in q.shape)
+    config = {**fwd_config(shape[-1], causal, shape[-2], config.get("descriptors", ON_HOPPER)), **config}
+    descriptors = config.pop("descriptors")
+    paired = config.pop("PAIRED", False)
+    if paired and not descriptors:
+        raise ValueError("attention: PAIRED applies to the descriptor forward (descriptors=True) only")
     if config["BLOCK_M"] % config["BLOCK_N"] and causal:
         raise ValueError(f"attention: BLOCK_M {config['BLOCK_M']} must be a multiple of BLOCK_N {config['BLOCK_N']} "
                          f"for the causal diagonal block")
@@ -387,11 +425,14 @@ def attention_forward(q: Any, k: Any, v: Any, causal: bool, sm_scale: float, **c
     o = tile.empty((Z, H, S, D), dtype)
     M = tile.empty((Z, H, S), np.float32)
     grid = (S // config["BLOCK_M"], Z * H)
-    if descriptors:  # the [Z * H * S, D] views, a block of rows each
-        rows = Z * H * S
+    if descriptors:
+        if paired:
+            grid = ((grid[0] + 1) // 2, Z * H)
+        rows = Z * H * S  # the [Z * H * S, D] views, a block of rows each
         q_d, k_d, v_d, o_d = (TensorDescriptor(x, [rows, D], [D, 1], [config[block], D])
                               for x, block in ((q, "BLOCK_M"), (k, "BLOCK_N"), (v, "BLOCK_N"), (o, "BLOCK_M")))
-        attn_fwd_desc[grid](q_d, k_d, v_d, o_d, M, sm_scale, S, HEAD_DIM=D, STAGE=3 if causal else 1, **config)
+        attn_fwd_desc[grid](q_d, k_d, v_d, o_d, M, sm_scale, S, HEAD_DIM=D, STAGE=3 if causal else 1, PAIRED=paired,
+                            **config)
     else:
         attn_fwd[grid](q, k, v, o, M, sm_scale, S, HEAD_DIM=D, STAGE=3 if causal else 1, **config)
     return o, M
@@ -493,7 +534,8 @@ def main() -> None:
     # diagonal stage), each with two tt.dot and the online-softmax reductions.
     (q, k, v, _), _ = make_inputs(shape, "f16")
     o, M = tile.empty(shape, np.float16), tile.empty(shape[:3], np.float32)
-    config = {key: value for key, value in fwd_config(shape[3], True).items() if key != "descriptors"}
+    config = {key: value for key, value in fwd_config(shape[3], True, shape[2], descriptors=False).items()
+              if key != "descriptors"}
     print(tile.dump(attn_fwd, q, k, v, o, M, 0.5, shape[2], HEAD_DIM=shape[3], STAGE=3, **config))
     if ON_GPU:
         bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks")

@@ -317,7 +317,8 @@ _THROUGH = ("gpu.convert_layout", "tt.broadcast", "tt.expand_dims", "tt.splat")
 def from_a_dot(v: Value, seen: Optional[set] = None) -> bool:
     """Whether `v` is computed in registers from another dot's result (through elementwise ops,
     broadcasts and conversions, no memory; a loop-carried value and a loop's result through what
-    the loop yields for it): attention's P in P @ V."""
+    the loop yields for it; an if's result through what either branch yields): attention's P in
+    P @ V, also where a branch masks the scores."""
     seen = set() if seen is None else seen
     if isinstance(v, BlockArgument) and v.index > 0 and v.block.parent_op is not None and \
             v.block.parent_op.name == "scf.for" and v not in seen:
@@ -331,6 +332,9 @@ def from_a_dot(v: Value, seen: Optional[set] = None) -> bool:
         return True
     if op.name == "scf.for":
         return from_a_dot(op.regions[0].block.terminator.operand(op.results.index(v)), seen)
+    if op.name == "scf.if":
+        index = op.results.index(v)
+        return any(from_a_dot(region.block.terminator.operand(index), seen) for region in op.regions)
     if op.name in _THROUGH or is_elementwise(op) and op.name not in MEMORY_OPS:
         return any(from_a_dot(x, seen) for x in op.operands if isinstance(x.type, TensorType))
     return False
