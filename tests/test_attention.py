@@ -239,29 +239,30 @@ def test_descriptor_forward_on_sm90a_copies_with_tma_without_spills(head_dim, ca
 
 
 @needs_ptxas
+@pytest.mark.parametrize("head_dim", [64, 128])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("seq_len", [1024, 16384])
-def test_descriptor_forward_default_configs(causal, seq_len, monkeypatch):
-    """fwd_config on Hopper at D = 128: up to S = 4096, blocks small enough (128 registers, under
+def test_descriptor_forward_default_configs(head_dim, causal, seq_len, monkeypatch):
+    """fwd_config on Hopper: at D = 128 up to S = 4096, blocks small enough (128 registers, under
     half the SM's shared memory) that two programs share an SM; the causal loop is one loop (one
     ring) per block of queries, and PAIRED runs two blocks, each P @ V taking P from registers."""
     monkeypatch.setattr(T, "ON_GPU", True)
-    config = T.fwd_config(128, causal, seq_len, descriptors=True)
+    config = T.fwd_config(head_dim, causal, seq_len, descriptors=True)
     assert config.pop("descriptors")
     paired = config.pop("PAIRED", False)
-    assert paired == (causal and seq_len <= 2048)
-    q = tile.empty((1, 1, seq_len, 128), "f16")
+    if head_dim == 128:
+        assert paired == (causal and seq_len <= 2048)
+    q = tile.empty((1, 1, seq_len, head_dim), "f16")
     M = tile.empty((1, 1, seq_len), np.float32)
-    descs = [TensorDescriptor(q, [seq_len, 128], [128, 1], [config[b], 128])
+    descs = [TensorDescriptor(q, [seq_len, head_dim], [head_dim, 1], [config[b], head_dim])
              for b in ("BLOCK_M", "BLOCK_N", "BLOCK_N", "BLOCK_M")]
-    compiled = tile.dump(T.attn_fwd_desc, *descs, M, 0.5, seq_len, HEAD_DIM=128, STAGE=3 if causal else 1,
-                         PAIRED=paired, stage="gpu", target="sm_90a", **config)
-    shared = int(re.search(r"shared_bytes = (\d+)", str(compiled)).group(1))
-    ptx = str(tile.dump(T.attn_fwd_desc, *descs, M, 0.5, seq_len, HEAD_DIM=128, STAGE=3 if causal else 1,
-                        PAIRED=paired, stage="ptx", target="sm_90a", **config))
+    launch = dict(HEAD_DIM=head_dim, STAGE=3 if causal else 1, PAIRED=paired, target="sm_90a", **config)
+    shared = int(re.search(r"shared_bytes = (\d+)", str(tile.dump(T.attn_fwd_desc, *descs, M, 0.5, seq_len,
+                                                                     stage="gpu", **launch))).group(1))
+    ptx = str(tile.dump(T.attn_fwd_desc, *descs, M, 0.5, seq_len, stage="ptx", **launch))
     info = assemble(ptx, "sm_90a")
     assert info.spill_bytes == 0, info.log
-    if seq_len <= 4096:
+    if head_dim == 128 and seq_len <= 4096:
         assert info.registers <= 128 and 2 * (shared + 1024) <= 228 * 1024, (info.registers, shared)
     loops = [body for body in _loops(ptx) if "wgmma.mma_async" in body]
     assert len(loops) == (2 if paired else 1)

@@ -45,7 +45,7 @@ def test_attention_matches_sdpa_in_float64(T, torch, dtype, causal, head_dim, se
     ref_grads = torch.autograd.grad(ref, (q64, k64, v64), do.double())
     tol = 1e-2 if dtype == "float16" else 4e-2
     for name, got, want in zip(("o", "dq", "dk", "dv"), (o, dq, dk, dv), (ref,) + ref_grads):
-        got = torch.from_numpy(T.from_device(got)).to("cuda")  # bf16 DeviceArrays read as bits
+        got = torch.from_numpy(T.from_device(got)).to("cuda")  # torch outputs for torch inputs
         torch.testing.assert_close(got, want, atol=tol, rtol=tol, msg=lambda m: f"{name}: {m}")
 
 

@@ -30,7 +30,7 @@ Three details make it fast:
   pointers). Its causal loop is one loop in which the blocks left of the diagonal skip the
   mask by a branch, so that one ring of copies runs on into the diagonal block, and at short
   rows each program runs two blocks of queries whose causal work adds up to the same
-  (`PAIRED`). On an H200 at S = 1024 these make the causal forward 1.5x faster than two stages
+  (`PAIRED`). On an H200 at S = 1024 these make the causal forward 1.4x faster than two stages
   (benchmarks/RESULTS.md).
 
 The forward also writes M = m + log2(l) for each row (the log-sum-exp, base 2), so that the
@@ -196,9 +196,9 @@ def attn_fwd_desc(desc_q, desc_k, desc_v, desc_o, M, sm_scale, N_CTX,
     """attn_fwd over host tensor descriptors of the [Z * H * N_CTX, HEAD_DIM] views of Q, K, V and
     O, as Triton's tutorial runs on Hopper: Q, K and V arrive by TMA, O leaves by it. STAGE 3:
     causal (in one loop, see _attn_fwd_inner_desc), 1: not.
-    PAIRED (for causal): program i runs query blocks i and n - 1 - i of its head (n blocks), so
-    that every program does the same work, where a causal block's work grows with its index and
-    the last wave would otherwise wait for a few long programs; the grid is (ceil(n / 2), Z * H)."""
+    PAIRED: program i runs query blocks i and n - 1 - i of its head (n blocks), on a grid of
+    (ceil(n / 2), Z * H). Causal, every program then does the same work, where a block's work
+    grows with its index and the last wave would otherwise wait for a few long programs."""
     off_hz = tl.program_id(1)
     qk_scale = sm_scale * 1.44269504
     first = tl.program_id(0)
@@ -363,16 +363,22 @@ def attn_bwd_dq(Q, K, V, sm_scale, DO, DQ, M, D, N_CTX,
 # takes Triton's tutorial's 32/128 and 128/32 blocks. On the interpreter: small blocks.
 def fwd_config(head_dim: int, causal: bool, seq_len: int, descriptors: bool = ON_HOPPER) -> dict[str, Any]:
     """The forward's block sizes and launch options (measured on an H200: benchmarks/RESULTS.md).
-    Over descriptors at D = 128 and S <= 4096, 128 x 64 blocks in two stages: 96 KiB of shared
-    memory and 128 registers a thread, so two programs share an SM and one's prologue and
-    epilogue (Q's copy, the ring's fill, O's store) run under the other's loop; longer rows
-    amortize those, and 128 x 128 blocks in three stages are faster there."""
+    Over descriptors at D = 128 and S <= 4096, and D = 64 causal, 128 x 64 blocks in two stages:
+    at D = 128, 96 KiB of shared memory and 128 registers a thread, so that two programs share
+    an SM and one's prologue and epilogue (Q's copy, the ring's fill, O's store) run under the
+    other's loop; longer rows amortize those, and 128 x 128 blocks in three stages are faster
+    there. PAIRED where it measured faster: short causal rows, and D = 64."""
     if not ON_GPU:
         return dict(BLOCK_M=32, BLOCK_N=16, descriptors=descriptors)
-    if descriptors and head_dim == 128 and seq_len <= 4096:
-        return dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=2, descriptors=True,
-                    PAIRED=causal and seq_len <= 2048)
-    return dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3, descriptors=descriptors)
+    wide = dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3, descriptors=descriptors)
+    if not descriptors:
+        return wide
+    narrow = dict(wide, BLOCK_N=64, num_stages=2)
+    if head_dim == 128 and seq_len <= 4096:
+        return dict(narrow, PAIRED=causal and seq_len <= 2048)
+    if head_dim == 64:
+        return dict(narrow if causal and seq_len <= 4096 else wide, PAIRED=not causal or seq_len <= 4096)
+    return wide
 
 
 BWD = (dict(BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2, num_warps=8, num_stages=3)
@@ -387,6 +393,19 @@ def _tile_dtype(x: Any) -> str:
     if name not in ("f16", "bf16"):
         raise TypeError(f"attention: q, k and v must be float16 or bfloat16, not {name or type(x).__name__}")
     return name
+
+
+def _empty(like: Any, shape: tuple[int, ...], dtype: str) -> Any:
+    """An uninitialized output of `dtype` ("f16", "bf16" or "f32") beside the input `like`: a
+    torch tensor from torch's caching allocator when `like` is one (as Triton's tutorial does;
+    a few microseconds a call, where a DeviceArray's pooled allocation and free cost tens), else
+    a tile DeviceArray."""
+    if type(like).__module__.startswith("torch"):
+        import torch
+
+        torch_dtype = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[dtype]
+        return torch.empty(shape, dtype=torch_dtype, device=like.device)
+    return tile.empty(shape, dtype)
 
 
 def _check_inputs(q: Any, k: Any, v: Any, block: int) -> tuple[int, int, int, int, str]:
@@ -422,8 +441,8 @@ def attention_forward(q: Any, k: Any, v: Any, causal: bool, sm_scale: float, **c
         raise ValueError(f"attention: BLOCK_M {config['BLOCK_M']} must be a multiple of BLOCK_N {config['BLOCK_N']} "
                          f"for the causal diagonal block")
     Z, H, S, D, dtype = _check_inputs(q, k, v, max(config["BLOCK_M"], config["BLOCK_N"]))
-    o = tile.empty((Z, H, S, D), dtype)
-    M = tile.empty((Z, H, S), np.float32)
+    o = _empty(q, (Z, H, S, D), dtype)
+    M = _empty(q, (Z, H, S), "f32")
     grid = (S // config["BLOCK_M"], Z * H)
     if descriptors:
         if paired:
@@ -449,9 +468,9 @@ def attention_backward(q: Any, k: Any, v: Any, o: Any, M: Any, do: Any, causal: 
     Z, H, S, D, dtype = _check_inputs(q, k, v, max(c["BLOCK_N1"], c["BLOCK_M2"], PRE_BLOCK))
     if tuple(do.shape) != (Z, H, S, D) or _tile_dtype(do) != dtype:
         raise ValueError("attention: do must have the shape and dtype of the output")
-    delta = tile.empty((Z, H, S), np.float32)
+    delta = _empty(q, (Z, H, S), "f32")
     attn_bwd_preprocess[(S // PRE_BLOCK, Z * H)](o, do, delta, S, BLOCK_M=PRE_BLOCK, HEAD_DIM=D)
-    dq, dk, dv = (tile.empty((Z, H, S, D), dtype) for _ in range(3))
+    dq, dk, dv = (_empty(q, (Z, H, S, D), dtype) for _ in range(3))
     launch = dict(BLK_SLICE_FACTOR=c["BLK_SLICE_FACTOR"], HEAD_DIM=D, CAUSAL=causal, num_warps=c.get("num_warps", 4),
                   num_stages=c.get("num_stages", 2))
     attn_bwd_dkdv[(S // c["BLOCK_N1"], Z * H)](q, k, v, sm_scale, do, dk, dv, M, delta, S,
@@ -486,7 +505,9 @@ def to_bf16_bits(x: np.ndarray) -> np.ndarray:
 
 
 def from_device(x: Any) -> np.ndarray:
-    """float64 values of an fp16/bf16/fp32 DeviceArray (bf16 may be held as uint16 bits)."""
+    """float64 values of an fp16/bf16/fp32 DeviceArray (bf16 may be held as uint16 bits) or torch tensor."""
+    if type(x).__module__.startswith("torch"):
+        return x.detach().double().cpu().numpy()
     host = x.numpy()
     if getattr(x, "tile_dtype", "") == "bf16" and host.dtype == np.uint16:
         return (host.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
