@@ -357,10 +357,9 @@ def attn_bwd_dq(Q, K, V, sm_scale, DO, DQ, M, D, N_CTX,
 # ------------------------------------------------------------------------------ host side
 
 # Block sizes and launch options. On the GPU: 128-row query blocks on 8 warps (two warp
-# groups of 64 rows: with 4 warps, D = 128 runs out of registers and spills) and 128 keys
-# per step (faster than 64 for a causal D = 128: 511 against 488 TFLOP/s at S = 16384 on an
-# H200); the backward
-# takes Triton's tutorial's 32/128 and 128/32 blocks. On the interpreter: small blocks.
+# groups of 64 rows: with 4 warps, D = 128 runs out of registers and spills) and 128 keys per
+# step over pointers and for long rows (fwd_config says when 64 are faster); the backward takes
+# Triton's tutorial's 32/128 and 128/32 blocks. On the interpreter: small blocks.
 def fwd_config(head_dim: int, causal: bool, seq_len: int, descriptors: bool = ON_HOPPER) -> dict[str, Any]:
     """The forward's block sizes and launch options (measured on an H200: benchmarks/RESULTS.md).
     Over descriptors at D = 128 and S <= 4096, and D = 64 causal, 128 x 64 blocks in two stages:
