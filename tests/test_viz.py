@@ -16,6 +16,7 @@ import tile
 import tile.language as tl
 from tile.ir.dot_layouts import DotOperandLayout, MmaLayout, shared_for_dot, wgmma_shared
 from tile.ir.layouts import BlockedLayout, LinearEncoding, SharedLayout, SliceLayout, blocked_layout
+from tile.runtime.ptxas import find_ptxas
 from tile.viz import show_layout
 from tile.viz.swizzle import show_swizzle
 from tile.viz.timeline import PipelineFigure, show_pipeline
@@ -356,3 +357,84 @@ def test_show_layout_needs_a_shape() -> None:
         show_layout(parse_type("tensor<16x8xf32>"))
     with pytest.raises(TypeError, match=r"and shape \(16, 8\)"):
         show_layout(parse_type("tensor<16x8xf32, #mma<version = 2, wpc = [1, 1], instr = [16, 8]>>"), (16, 8))
+
+
+# ------------------------------------------------------------------------------ occupancy
+
+
+@pytest.mark.parametrize("registers, shared, threads, programs, limits", [
+    (128, 98336, 256, 2, ("registers", "shared memory")),   # tutorial 07's forward at S <= 4096
+    (163, 229440, 256, 1, ("registers", "shared memory")),  # ... and beyond
+    (129, 0, 256, 1, ("registers",)),    # 129 registers are given as 136: 15 warps' worth, not 16
+    (32, 0, 128, 16, ("registers", "threads")),
+    (0, 0, 32, 32, ("block slots",)),   # a warp still gets one unit of 256 registers
+])
+def test_occupancy_follows_the_occupancy_calculators_rules(registers, shared, threads, programs, limits) -> None:
+    from tile.viz import occupancy
+
+    occ = occupancy(registers, shared, threads, "sm_90a")
+    assert (occ.programs, occ.limits) == (programs, limits)
+    assert occ.warps == programs * threads // 32
+    for resource, fits in occ.by.items():  # `fits` programs fit, one more does not
+        assert fits * occ.per_program[resource] <= occ.per_sm[resource] < (fits + 1) * occ.per_program[resource]
+
+
+def test_occupancy_differs_by_target() -> None:
+    from tile.viz import occupancy
+
+    assert occupancy(64, 49152, 256, "sm_90a").programs == 4   # registers: 65536 / (64 * 256)
+    assert occupancy(64, 49152, 256, "sm_86").programs == 2    # 100 KiB of shared memory
+    assert occupancy(64, 49152, 256, "sm_86").limits == ("shared memory",)
+
+
+def test_occupancy_rejects_what_it_cannot_judge() -> None:
+    from tile.viz import occupancy, show_occupancy
+
+    with pytest.raises(ValueError, match="no occupancy rules for target 'gfx942'; known: sm_80"):
+        occupancy(32, 0, 256, "gfx942")
+    with pytest.raises(ValueError, match="a positive multiple of 32 threads"):
+        occupancy(32, 0, 100, "sm_90a")
+    with pytest.raises(TypeError, match="expects a compiled kernel"):
+        show_occupancy("attn_fwd")
+    with pytest.raises(TypeError, match="or registers, shared_bytes and threads"):
+        show_occupancy(registers=32)
+
+
+def test_occupancy_figure_draws_each_resource() -> None:
+    from tile.viz import show_occupancy
+
+    fig = show_occupancy(registers=128, shared_bytes=98336, threads=256)
+    text = str(fig)
+    assert text.startswith("kernel on sm_90a: 2 programs per SM (16 warps), set by registers and shared memory")
+    assert "registers: 32768 a program, 65536 of 65536 at 2" in text
+    root = svg_root(fig)
+    bars = [r for r in root.iter(SVG + "rect") if r.get("fill") not in ("#ffffff", "#eeeeee")]
+    assert len(bars) == 4 * 2  # each resource, a box per resident program
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")
+def test_occupancy_of_the_attention_forward_configurations() -> None:
+    """Tutorial 07's descriptor forward: 128 x 64 blocks in two stages fit two programs on an
+    sm_90a SM; a third stage takes 32 KiB more, and the shared memory then holds one (ptxas'
+    registers, the compiler's shared memory)."""
+    import importlib.util
+    from pathlib import Path
+
+    from tile.tools.tensor_descriptor import TensorDescriptor
+    from tile.viz import show_occupancy
+
+    path = Path(__file__).resolve().parent.parent / "tutorials" / "07_fused_attention.py"
+    spec = importlib.util.spec_from_file_location("tutorial_07_occupancy", path)
+    tutorial = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tutorial)
+    rows = 1024
+    q = tile.empty((rows, 128), "f16")
+    M = tile.empty((rows,), np.float32)
+    for block_n, stages, programs in ((64, 2, 2), (64, 3, 1)):
+        descs = [TensorDescriptor(q, [rows, 128], [128, 1], [b, 128]) for b in (128, block_n, block_n, 128)]
+        compiled = tutorial.attn_fwd_desc.warmup(*descs, M, 0.5, rows, HEAD_DIM=128, BLOCK_M=128, BLOCK_N=block_n,
+                                                 STAGE=1, num_warps=8, num_stages=stages, grid=(1,))
+        fig = show_occupancy(compiled)
+        assert fig.occupancy.programs == programs, str(fig)
+        assert str(fig).startswith(f"attn_fwd_desc on sm_90a: {programs} program")
+        assert "shared memory" in fig.occupancy.limits

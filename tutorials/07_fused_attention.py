@@ -45,7 +45,8 @@ As in the forward, the blocks on the diagonal are masked (in smaller steps) and 
 Run it:  python tutorials/07_fused_attention.py
 (on the NumPy interpreter with small shapes when there is no GPU; on a GPU it also prints a
 table of TFLOP/s for tile, Triton and PyTorch's scaled_dot_product_attention where installed,
-from benchmarks/bench_attention.py).
+from benchmarks/bench_attention.py). With ptxas it shows how many programs of the descriptor
+forward an SM holds at two and three stages (tile.viz.show_occupancy).
 """
 import math
 import os
@@ -57,7 +58,10 @@ import numpy as np
 import tile
 import tile.language as tl
 from tile.compiler import INTERPRETER, current_target
+from tile.runtime.ptxas import find_ptxas
 from tile.tools.tensor_descriptor import TensorDescriptor
+from tile.viz import show_occupancy
+from tile.viz.occupancy import SM_LIMITS
 
 ON_GPU = current_target() != INTERPRETER
 ON_HOPPER = current_target() == "sm_90a"
@@ -543,6 +547,18 @@ def check(shape: tuple[int, int, int, int], dtype: str, causal: bool, sm_scale: 
     return errors
 
 
+def print_occupancy() -> None:
+    """How many programs of the descriptor forward an SM holds (D = 128): fwd_config's 128 x 64
+    blocks in two stages fit two, one more stage leaves room for one (tile.viz.show_occupancy)."""
+    rows = 1024
+    x, M = tile.empty((rows, 128), "f16"), tile.empty((rows,), np.float32)
+    for stages in (2, 3):
+        descs = [TensorDescriptor(x, [rows, 128], [128, 1], [block, 128]) for block in (128, 64, 64, 128)]
+        compiled = attn_fwd_desc.warmup(*descs, M, 0.5, rows, HEAD_DIM=128, BLOCK_M=128, BLOCK_N=64, STAGE=1,
+                                        num_warps=8, num_stages=stages, grid=(1,))
+        print(f"128 x 64 blocks, {stages} stages:", show_occupancy(compiled), sep="\n")
+
+
 def main() -> None:
     shape = (1, 2, 128, 64) if not ON_GPU else (2, 4, 1024, 64)
     for dtype in ("f16", "bf16"):
@@ -557,6 +573,8 @@ def main() -> None:
     config = {key: value for key, value in fwd_config(shape[3], True, shape[2], descriptors=False).items()
               if key != "descriptors"}
     print(tile.dump(attn_fwd, q, k, v, o, M, 0.5, shape[2], HEAD_DIM=shape[3], STAGE=3, **config))
+    if find_ptxas() is not None and (not ON_GPU or current_target() in SM_LIMITS):  # ptxas counts the registers
+        print_occupancy()
     if ON_GPU:
         bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks")
         sys.path.insert(0, bench)

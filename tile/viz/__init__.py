@@ -1,11 +1,12 @@
 """Pictures computed from tile's own objects: layouts (tile.viz.layout), shared-memory swizzles and
-their bank conflicts (tile.viz.swizzle), and the schedule of a software-pipelined loop
-(tile.viz.timeline). Each returns a figure that Jupyter shows as SVG, a terminal prints as text,
+their bank conflicts (tile.viz.swizzle), the schedule of a software-pipelined loop
+(tile.viz.timeline), and how many programs of a kernel an SM holds (tile.viz.occupancy). Each returns a figure that Jupyter shows as SVG, a terminal prints as text,
 and `save` writes as .svg, .txt or (with matplotlib) .png."""
 from .layout import LayoutFigure, SharedLayoutFigure, show_layout
+from .occupancy import Occupancy, OccupancyFigure, occupancy, show_occupancy
 from .picture import Figure, Picture
 from .swizzle import SwizzleFigure, show_swizzle
 from .timeline import PipelineFigure, show_pipeline
 
-__all__ = ["show_layout", "show_swizzle", "show_pipeline", "LayoutFigure", "SharedLayoutFigure", "SwizzleFigure",
-           "PipelineFigure", "Figure", "Picture"]
+__all__ = ["show_layout", "show_swizzle", "show_pipeline", "show_occupancy", "occupancy", "LayoutFigure",
+           "SharedLayoutFigure", "SwizzleFigure", "PipelineFigure", "OccupancyFigure", "Occupancy", "Figure", "Picture"]
