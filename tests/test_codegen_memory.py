@@ -383,3 +383,30 @@ def test_cache_hints_reach_ptx() -> None:
     ptx = emit_ptx(simt)
     assert "ld.global.cg.v4.u8" in ptx and "st.global.L1::evict_last.v4.u8" in ptx
     assert "ld.volatile.global.f32" in ptx and "st.global.cs.f32" in ptx
+
+
+def test_pointers_from_a_computed_base_are_formed_where_they_are_used() -> None:
+    """`Y += adj` makes a thread-invariant base that is no parameter; `Y + offs` is still formed
+    where the store uses it, after the loop, not at the top of the function, where its 64-bit
+    addresses would stay live through the loop (tile/codegen/lower_core.py)."""
+    import tile
+    import tile.language as tl
+
+    @tile.jit
+    def row_sums(X, Y, n_iter, stride, BLOCK: tl.constexpr):
+        adj = (tl.program_id(0) * stride).to(tl.int64)
+        X += adj
+        Y += adj
+        offs = tl.arange(0, BLOCK)
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for i in range(n_iter):
+            acc += tl.load(X + i * BLOCK + offs)
+        tl.store(Y + offs, acc)
+
+    x = tile.empty((4096,), np.float32)
+    lines = str(tile.dump(row_sums, x, x, 4, 1024, BLOCK=256, stage="simt", target="sm_90a")).splitlines()
+    loop_end = next(i for i, line in enumerate(lines) if line == "  }")
+    store = next(line for line in lines if "simt.st_global" in line)
+    address = store.split("simt.st_global ")[1].split(",")[0]
+    definition = next(i for i, line in enumerate(lines) if line.lstrip().startswith(f"{address} = simt.addptr"))
+    assert definition > loop_end

@@ -519,6 +519,42 @@ def test_a_loop_invariant_operand_is_stored_once_before_the_loop():
     assert text.index("gpu.local_store %0, %a") < text.index("scf.for") < text.index("gpu.local_store %1, %b")
 
 
+TWO_LOOPS_ONE_A = '''tt.func {num_stages = 1, num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32} {
+^bb(%a: tensor<64x32xf16, #B>, %bp: tensor<32x64xptr<f16>, #B>, %out: tensor<64x64xptr<f32>, #B>, %n: i32):
+  %c0 = arith.constant {value = 0} : i32
+  %c1 = arith.constant {value = 1} : i32
+  %zero = arith.constant {value = 0.0} : tensor<64x64xf32, #B>
+  %r = scf.for %c0, %n, %c1, %zero : tensor<64x64xf32, #B> {
+  ^bb(%k: i32, %acc: tensor<64x64xf32, #B>):
+    %b = tt.load %bp : tensor<32x64xf16, #B>
+    %d = tt.dot %a, %b, %acc {input_precision = "tf32", max_num_imprecise_acc = 0} : tensor<64x64xf32, #B>
+    scf.yield %d
+  }
+  %r2 = scf.for %c0, %n, %c1, %r : tensor<64x64xf32, #B> {
+  ^bb(%k2: i32, %acc2: tensor<64x64xf32, #B>):
+    %b2 = tt.load %bp : tensor<32x64xf16, #B>
+    %d2 = tt.dot %a, %b2, %acc2 {input_precision = "tf32", max_num_imprecise_acc = 0} : tensor<64x64xf32, #B>
+    scf.yield %d2
+  }
+  tt.store %out, %r2
+  tt.return
+}'''.replace("#B", "#blocked<spt = [1, 1], tpw = [1, 32], wpc = [2, 2], order = [1, 0]>")
+
+
+def test_an_operand_two_loops_read_is_staged_once_before_the_first():
+    """A of dots in two loops in a row (a causal backward's masked and unmasked loops over one
+    block of K): one buffer, filled before the first loop; a second one would keep A's
+    registers live through the first loop."""
+    func = parse_op(TWO_LOOPS_ONE_A)
+    AccelerateDot().run(func)
+    verify_layouts(func)
+    text = print_op(func)
+    assert text.count("gpu.local_store %0, %a") == 1 and text.count(", %a\n") == 1
+    assert text.index("gpu.local_store %0, %a") < text.index("scf.for")
+    first, second = (op for op in func.walk() if op.name == "tt.dot")
+    assert first.operand(0) is second.operand(0)
+
+
 MASKED_SCORES = '''tt.func {num_stages = 1, num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32} {
 ^bb(%q: tensor<64x32xf16, #B>, %k: tensor<32x64xf16, #B>, %v: tensor<64x64xf16, #B>, %out: tensor<64x64xptr<f32>, #B>, %diagonal: i1):
   %zero = arith.constant {value = 0.0} : tensor<64x64xf32, #B>

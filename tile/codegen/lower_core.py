@@ -19,8 +19,11 @@ Integer values that are a base plus a constant are remembered as such (`split`),
 immediate offsets: `ld.global.v4.f32 {...}, [%rd5+16]`. Pure ops are created through a
 scoped memo (CSE), and ops that depend only on parameters, constants and %tid are placed at
 the top of the function (thread-invariant code is computed once). Two exceptions keep
-registers free in long loops: a parameter pointer plus a 32-bit index is recomputed in each
-region that uses it (the index stays live, not 64 bits of pointer), and after lowering,
+registers free in long loops: a thread-invariant pointer (a parameter, or one computed from
+parameters and program ids, as `K += head_offset`) plus a 32-bit index is recomputed in each
+region that uses it (the index stays live, not 64 bits of pointer per register; Triton's
+tutorial-06 backward at D = 64 kept ~100 such pointers of its later loads and stores live
+through its first loops, and spilled 736 bytes instead of 40), and after lowering,
 predicates used in another block or after a loop are recomputed next to their users
 (`sink_predicates`: there are only 7 predicate registers, ptxas spills the rest); the loads of
 the function's top block then move up past that placed code (`issue_loads_early`).
@@ -252,9 +255,9 @@ class Lowering:
                 return [folded]
         key = (name, tuple(id(v) for v in operands), tuple(map(str, types)),
                tuple(sorted((k, _attr_key(v)) for k, v in attrs.items())))
-        # a parameter pointer plus a 32-bit index is recomputed in each region that uses it (one
-        # IMAD.WIDE) rather than kept live as 64 bits across loops
-        remat = name == "simt.addptr" and operands[0] in self.entry.args and operands[1].type.bits == 32 and \
+        # a thread-invariant pointer plus a 32-bit index is recomputed in each region that uses it
+        # (one IMAD.WIDE) rather than kept live as 64 bits across loops
+        remat = name == "simt.addptr" and operands[0] in self.hoisted and operands[1].type.bits == 32 and \
             self.const_value(operands[1]) is None
         for scope in [self.memo[-1]] if remat else reversed(self.memo):
             if key in scope:

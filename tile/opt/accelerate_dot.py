@@ -343,7 +343,10 @@ def from_a_dot(v: Value, seen: Optional[set] = None) -> bool:
 def stage_wgmma_operands(op: Operation) -> None:
     """B, and A unless it comes from another dot (f16/bf16: it stays in registers), of a wgmma dot
     into #shared buffers (K-major; see the module docstring), stored in front of the dot, or in
-    front of the outermost enclosing loops that do not define them."""
+    front of the outermost enclosing loops that do not define them. A value already staged so
+    in front of an earlier loop of the same block (the K of a causal backward's masked and
+    unmasked loops) is read from that buffer: staging it again would keep its registers live
+    through the earlier loops."""
     a = op.operand(0)
     in_registers = element_bytes(a.type) == 2 and from_a_dot(a)
     for i, k_dim in ((0, 1), (1, 0))[1 if in_registers else 0:]:
@@ -353,13 +356,31 @@ def stage_wgmma_operands(op: Operation) -> None:
         while anchor.parent_op is not None and anchor.parent_op.name in ("scf.for", "scf.while") and \
                 _defined_outside(v, anchor.parent_op):
             anchor = anchor.parent_op
-        layout = wgmma_shared(t.shape, element_bytes(t), (k_dim, 1 - k_dim))
-        alloc = Operation("gpu.local_alloc", [], [TensorType(t.shape, t.element, layout)],
-                          {"offset": -1, "bytes": t.numel * element_bytes(t)}, loc=op.loc)
-        store = Operation("gpu.local_store", [alloc.result, v], loc=op.loc)
-        anchor.parent.insert_before(anchor, alloc)
-        anchor.parent.insert_before(anchor, store)
-        op.set_operand(i, alloc.result)
+        buffer_type = TensorType(t.shape, t.element, wgmma_shared(t.shape, element_bytes(t), (k_dim, 1 - k_dim)))
+        staged = _staged_before(v, buffer_type, anchor) if anchor is not op else None
+        if staged is None:
+            alloc = Operation("gpu.local_alloc", [], [buffer_type],
+                              {"offset": -1, "bytes": t.numel * element_bytes(t)}, loc=op.loc)
+            anchor.parent.insert_before(anchor, alloc)
+            anchor.parent.insert_before(anchor, Operation("gpu.local_store", [alloc.result, v], loc=op.loc))
+            staged = alloc.result
+        op.set_operand(i, staged)
+
+
+def _staged_before(v: Value, buffer_type: TensorType, anchor: Operation) -> Optional[Value]:
+    """A buffer of `buffer_type` that a gpu.local_store in `anchor`'s block, before it, fills with
+    `v`, and that nothing else writes (stage_wgmma_operands' own buffers); None if there is none."""
+    block = anchor.parent
+    for user, index in v.uses:
+        if user.name != "gpu.local_store" or index != 1 or user.parent is not block or \
+                block.ops.index(user) > block.ops.index(anchor):
+            continue
+        buf = user.operand(0)
+        alloc = buf.owner_op
+        if alloc is not None and alloc.name == "gpu.local_alloc" and buf.type == buffer_type and \
+                all(u is user or u.name == "tt.dot" for u, _ in buf.uses):
+            return buf
+    return None
 
 
 class AccelerateDot(Pass):
