@@ -50,7 +50,8 @@ The result gets #mma version 3, and A and B go to #shared buffers in a canonical
 (tile.ir.dot_layouts.wgmma_shared), which the dot reads in place (no #dot_op, no ldmatrix). The
 buffer is K-major here; convert-through-shared makes it MN-major where the stored values come in
 that order and the type allows it. A buffer of an operand defined outside the dot's loops is
-filled once, before them. An f16/bf16 A computed from another dot's result (attention's P @ V)
+filled once, before them, and the dots of later loops of the same block read that buffer too.
+An f16/bf16 A computed from another dot's result (attention's P @ V)
 stays in registers instead, as #dot_op<op_idx = 0> of the result's layout, which over a warp
 group's rows is the accumulator layout of the first dot: no shared memory between the two
 dots. Before / after (128x128x64 f16, num_warps = 8, sm_90a):
