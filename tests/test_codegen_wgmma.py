@@ -14,6 +14,8 @@ and 8), ptxas -v on the benchmark configurations, and the same kernels on an H10
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -519,26 +521,11 @@ def test_a_loop_invariant_operand_is_stored_once_before_the_loop():
     assert text.index("gpu.local_store %0, %a") < text.index("scf.for") < text.index("gpu.local_store %1, %b")
 
 
-TWO_LOOPS_ONE_A = '''tt.func {num_stages = 1, num_warps = 4, sym_name = "k", target = "sm_90a", threads_per_warp = 32} {
-^bb(%a: tensor<64x32xf16, #B>, %bp: tensor<32x64xptr<f16>, #B>, %out: tensor<64x64xptr<f32>, #B>, %n: i32):
-  %c0 = arith.constant {value = 0} : i32
-  %c1 = arith.constant {value = 1} : i32
-  %zero = arith.constant {value = 0.0} : tensor<64x64xf32, #B>
-  %r = scf.for %c0, %n, %c1, %zero : tensor<64x64xf32, #B> {
-  ^bb(%k: i32, %acc: tensor<64x64xf32, #B>):
-    %b = tt.load %bp : tensor<32x64xf16, #B>
-    %d = tt.dot %a, %b, %acc {input_precision = "tf32", max_num_imprecise_acc = 0} : tensor<64x64xf32, #B>
-    scf.yield %d
-  }
-  %r2 = scf.for %c0, %n, %c1, %r : tensor<64x64xf32, #B> {
-  ^bb(%k2: i32, %acc2: tensor<64x64xf32, #B>):
-    %b2 = tt.load %bp : tensor<32x64xf16, #B>
-    %d2 = tt.dot %a, %b2, %acc2 {input_precision = "tf32", max_num_imprecise_acc = 0} : tensor<64x64xf32, #B>
-    scf.yield %d2
-  }
-  tt.store %out, %r2
-  tt.return
-}'''.replace("#B", "#blocked<spt = [1, 1], tpw = [1, 32], wpc = [2, 2], order = [1, 0]>")
+_FIRST_LOOP = LOOP_INVARIANT_A[LOOP_INVARIANT_A.index("  %r = scf.for"):LOOP_INVARIANT_A.index("  tt.store")]
+# LOOP_INVARIANT_A with a second loop after the first, over the same %a: its values renamed %r2, %k2, ...
+TWO_LOOPS_ONE_A = LOOP_INVARIANT_A.replace(
+    "  tt.store %out, %r\n",
+    re.sub(r"%(r|k|acc|b|d)\b", r"%\g<1>2", _FIRST_LOOP).replace("%zero", "%r") + "  tt.store %out, %r2\n")
 
 
 def test_an_operand_two_loops_read_is_staged_once_before_the_first():
