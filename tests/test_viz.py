@@ -438,3 +438,76 @@ def test_occupancy_of_the_attention_forward_configurations() -> None:
         assert fig.occupancy.programs == programs, str(fig)
         assert str(fig).startswith(f"attn_fwd_desc on sm_90a: {programs} program")
         assert "shared memory" in fig.occupancy.limits
+
+
+# ------------------------------------------------------------------------------ live through loops
+
+LIVE_THROUGH = """.visible .entry k(
+	.param .u64 p, .param .u32 n
+)
+{
+	// k.py:1  x = ...
+	ld.param.u64 %rd1, [p];
+	ld.param.u32 %r1, [n];
+	mov.u32 %r2, %tid.x;
+	// k.py:2  y = ...
+	mul.lo.s32 %r3, %r2, %r1;
+	mul.wide.s32 %rd2, %r2, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	setp.lt.s32 %p1, %r2, %r1;
+	mov.f32 %f1, 0f00000000;
+	mov.u32 %r4, 0;
+$L_loop:
+	// k.py:3  for ...
+	add.f32 %f1, %f1, %f1;
+	add.s32 %r4, %r4, 1;
+	setp.lt.s32 %p2, %r4, %r1;
+	@%p2 bra $L_loop;
+	// k.py:4  store
+	@%p1 st.global.f32 [%rd3], %f1;
+	ret;
+}
+"""
+
+
+def test_live_through_counts_what_a_loop_carries_unused() -> None:
+    """The 64-bit address (two registers) and the predicate used after the loop count; what the
+    loop uses (n, the sum, the counter) and the unused product do not."""
+    from tile.viz import live_through, show_live_through
+
+    (loop,) = live_through(LIVE_THROUGH)
+    assert (loop.label, loop.where, loop.registers, loop.predicates) == ("$L_loop", "k.py:2", 2, 1)
+    assert loop.by_source == {"k.py:2": 2}
+    fig = show_live_through(LIVE_THROUGH)
+    assert str(fig).splitlines()[:3] == ["k: registers live through each loop without a use there (of 255 a thread)",
+                                         "loop at k.py:2: 2 registers, 1 predicates", "       2  k.py:2"]
+    svg_root(fig)
+    with pytest.raises(ValueError, match="this text has no .entry"):
+        show_live_through("tt.func {}")
+    with pytest.raises(TypeError, match="expects PTX"):
+        show_live_through(3)
+
+
+def test_live_through_of_a_lowered_kernel_names_its_source_lines() -> None:
+    """From tile.dump(..., stage="ptx"), whose comments name the kernel's lines: benchmarks'
+    matmul_kernel's K loop is found at its `for`, and what it carries unused (its epilogue's
+    indices, where the lowering computes them before the loop) is laid to the kernel's lines."""
+    import inspect
+    import os
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    from load_kernels import load_kernels
+    from tile.viz import show_live_through
+
+    kernel = load_kernels("viz_live_through", tile.jit, tl).matmul_kernel
+    a = tile.empty((256, 256), "f16")
+    c = tile.empty((256, 256), "f16")
+    fig = show_live_through(tile.dump(kernel, a, a, c, 256, 256, 256, 256, 1, 256, 1, 256, 1, BLOCK_M=128, BLOCK_N=64,
+                                      BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=4, stage="ptx",
+                                      target="sm_90a"))
+    lines, first = inspect.getsourcelines(kernel.fn)
+    loop_line = first + next(i for i, text in enumerate(lines) if text.strip().startswith("for k in"))
+    (loop,) = [report for report in fig.loops if report.where.endswith(f":{loop_line}")]
+    assert loop.registers > 0 and loop.registers == sum(loop.by_source.values())
+    kernel_lines = {f"kernels.py:{n}" for n in range(first, first + len(lines))}
+    assert set(loop.by_source) <= kernel_lines | {"?"}  # "?": the parameters, read before any line
