@@ -547,16 +547,16 @@ def check(shape: tuple[int, int, int, int], dtype: str, causal: bool, sm_scale: 
     return errors
 
 
-def print_occupancy() -> None:
-    """How many programs of the descriptor forward an SM holds (D = 128): fwd_config's 128 x 64
-    blocks in two stages fit two, one more stage leaves room for one (tile.viz.show_occupancy)."""
+def forward_occupancy(num_stages: int) -> Any:
+    """tile.viz.show_occupancy of the descriptor forward at D = 128 with fwd_config's 128 x 64
+    blocks in `num_stages` stages: two stages fit two programs on an SM, a third leaves room for
+    one (its registers from the driver, or from ptxas without a GPU)."""
     rows = 1024
     x, M = tile.empty((rows, 128), "f16"), tile.empty((rows,), np.float32)
-    for stages in (2, 3):
-        descs = [TensorDescriptor(x, [rows, 128], [128, 1], [block, 128]) for block in (128, 64, 64, 128)]
-        compiled = attn_fwd_desc.warmup(*descs, M, 0.5, rows, HEAD_DIM=128, BLOCK_M=128, BLOCK_N=64, STAGE=1,
-                                        num_warps=8, num_stages=stages, grid=(1,))
-        print(f"128 x 64 blocks, {stages} stages:", show_occupancy(compiled), sep="\n")
+    descs = [TensorDescriptor(x, [rows, 128], [128, 1], [block, 128]) for block in (128, 64, 64, 128)]
+    compiled = attn_fwd_desc.warmup(*descs, M, 0.5, rows, HEAD_DIM=128, BLOCK_M=128, BLOCK_N=64, STAGE=1,
+                                    num_warps=8, num_stages=num_stages, grid=(1,))
+    return show_occupancy(compiled)
 
 
 def main() -> None:
@@ -574,7 +574,8 @@ def main() -> None:
               if key != "descriptors"}
     print(tile.dump(attn_fwd, q, k, v, o, M, 0.5, shape[2], HEAD_DIM=shape[3], STAGE=3, **config))
     if find_ptxas() is not None and (not ON_GPU or current_target() in SM_LIMITS):  # ptxas counts the registers
-        print_occupancy()
+        for stages in (2, 3):
+            print(f"128 x 64 blocks, {stages} stages:", forward_occupancy(stages), sep="\n")
     if ON_GPU:
         bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks")
         sys.path.insert(0, bench)
